@@ -1,0 +1,156 @@
+#include "bench/core/file_io.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "bench/core/errors.hpp"
+
+namespace cclbench {
+namespace {
+
+std::string system_reason() { return std::strerror(errno); }
+
+[[noreturn]] void fail(const std::string& what, const std::string& path) {
+  throw FatalError(ExitCode::runtime_error, "cannot " + what + " '" + path + "': " + system_reason());
+}
+
+std::string parent_directory(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+void write_all(int fd, std::string_view content, const std::string& path) {
+  const char* data = content.data();
+  std::size_t left = content.size();
+  while (left > 0) {
+    const ssize_t written = ::write(fd, data, left);
+    if (written < 0) {
+      if (errno == EINTR) continue;
+      fail("write", path);
+    }
+    data += written;
+    left -= static_cast<std::size_t>(written);
+  }
+}
+
+bool is_symlink(const std::string& path) {
+  struct stat info {};
+  return ::lstat(path.c_str(), &info) == 0 && S_ISLNK(info.st_mode);
+}
+
+}  // namespace
+
+void write_file_atomic(const std::string& path, std::string_view content) {
+  if (is_symlink(path)) {
+    throw FatalError(ExitCode::runtime_error, "refusing to write '" + path + "': it is a symbolic link");
+  }
+  const std::string temporary = path + ".tmp." + std::to_string(::getpid());
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) fail("create", temporary);
+  try {
+    write_all(fd, content, temporary);
+    if (::fchmod(fd, 0644) != 0) fail("set the mode of", temporary);
+    if (::fsync(fd) != 0) fail("flush", temporary);
+  } catch (...) {
+    ::close(fd);
+    ::unlink(temporary.c_str());
+    throw;
+  }
+  if (::close(fd) != 0) {
+    const std::string reason = system_reason();
+    ::unlink(temporary.c_str());
+    throw FatalError(ExitCode::runtime_error, "cannot close '" + temporary + "': " + reason);
+  }
+  if (::rename(temporary.c_str(), path.c_str()) != 0) {
+    const std::string reason = system_reason();
+    ::unlink(temporary.c_str());
+    throw FatalError(ExitCode::runtime_error, "cannot rename '" + temporary + "' to '" + path + "': " + reason);
+  }
+  const int dir_fd = ::open(parent_directory(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd >= 0) {
+    ::fsync(dir_fd);
+    ::close(dir_fd);
+  }
+}
+
+void append_line_durable(const std::string& path, std::string_view line) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) fail("open for appending", path);
+  std::string record(line);
+  record.push_back('\n');
+  try {
+    // One write() of the whole record: O_APPEND makes it land after every earlier record.
+    const ssize_t written = ::write(fd, record.data(), record.size());
+    if (written < 0) fail("append to", path);
+    if (static_cast<std::size_t>(written) != record.size()) {
+      errno = ENOSPC;
+      fail("append a whole record to", path);
+    }
+    if (::fsync(fd) != 0) fail("flush", path);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
+}
+
+void make_directories(const std::string& path) {
+  if (path.empty()) throw UsageError("empty directory path");
+  std::string prefix;
+  std::size_t position = 0;
+  while (position != std::string::npos) {
+    position = path.find('/', position + 1);
+    prefix = path.substr(0, position);
+    if (prefix.empty() || prefix == "/") continue;
+    struct stat info {};
+    if (::lstat(prefix.c_str(), &info) == 0) {
+      const bool is_last = position == std::string::npos || position + 1 == path.size();
+      if (S_ISLNK(info.st_mode) && is_last) {
+        throw FatalError(ExitCode::runtime_error, "refusing to use '" + prefix + "': it is a symbolic link");
+      }
+      if (S_ISLNK(info.st_mode)) {
+        struct stat target {};
+        if (::stat(prefix.c_str(), &target) == 0 && S_ISDIR(target.st_mode)) continue;
+      }
+      if (!S_ISDIR(info.st_mode) && !S_ISLNK(info.st_mode)) {
+        throw FatalError(ExitCode::runtime_error, "cannot create directory '" + path + "': '" + prefix + "' is not a directory");
+      }
+      continue;
+    }
+    if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) fail("create directory", prefix);
+  }
+}
+
+void check_writable_output(const std::string& path, std::string_view what) {
+  if (path.empty()) throw UsageError(std::string(what) + ": empty output path");
+  if (is_symlink(path)) throw UsageError(std::string(what) + ": '" + path + "' is a symbolic link; refusing to write through it");
+  struct stat info {};
+  if (::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) {
+    throw UsageError(std::string(what) + ": '" + path + "' is a directory, expected a file path");
+  }
+  const std::string directory = parent_directory(path);
+  if (::access(directory.c_str(), W_OK | X_OK) != 0) {
+    throw UsageError(std::string(what) + ": cannot write into directory '" + directory + "': " + system_reason());
+  }
+}
+
+std::string read_text_file(const std::string& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) throw UsageError("cannot read '" + path + "': " + system_reason());
+  if (!S_ISREG(info.st_mode)) throw UsageError("cannot read '" + path + "': not a regular file");
+  std::ifstream stream(path, std::ios::binary);
+  if (!stream) throw UsageError("cannot read '" + path + "': " + system_reason());
+  std::ostringstream buffer;
+  buffer << stream.rdbuf();
+  return buffer.str();
+}
+
+}  // namespace cclbench
