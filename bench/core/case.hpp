@@ -1,0 +1,60 @@
+#pragma once
+// A benchmark case (what to run) and its result (what was measured), as plain data. Reporters
+// serialize CaseResult; nothing here prints.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/collectives/collective.hpp"
+#include "bench/core/types.hpp"
+
+namespace cclbench {
+
+struct CaseSpec {
+  Collective collective = Collective::all_reduce;
+  DataType dtype = DataType::float32;
+  ReduceOp op = ReduceOp::none;  // none for data-movement collectives
+  int root = 0;
+  bool in_place = false;
+  std::uint64_t requested_bytes = 0;  // the -b..-e sweep value
+  int nranks = 1;
+  ByteCounts counts;
+
+  // Stable identifier used by resume and compare: "all_reduce.float.sum.out.8K" (root appended
+  // for rooted collectives: ".r0").
+  std::string case_id() const;
+};
+
+enum class CaseStatus { ok, failed, skipped, error };
+std::string_view name_of(CaseStatus status);
+
+// Statistics over the per-iteration times (each one the max over ranks), in microseconds.
+struct TimeStats {
+  double mean = 0, min = 0, p50 = 0, p95 = 0, p99 = 0, max = 0;
+  double cv_pct = 0;  // sample standard deviation / mean * 100
+};
+
+struct CaseResult {
+  CaseSpec spec;
+  std::string backend;
+  int iterations = 0;
+  int warmup = 0;
+  int check_iterations = 0;
+  std::optional<TimeStats> time_us;
+  std::optional<double> batch_time_us;  // nccl-tests method: host clock around the loop / iterations
+  std::optional<double> algbw_gbps;     // from time_us.mean
+  std::optional<double> busbw_gbps;
+  std::optional<std::int64_t> wrong;    // null when not checked
+  CaseStatus status = CaseStatus::error;
+  std::string reason;                   // empty when ok
+  std::vector<double> samples_us;       // per-iteration max-over-ranks times, for compare's noise model
+  nlohmann::json evidence = nlohmann::json::object();  // algo/proto, rail deltas... attached by apps
+};
+
+// nccl-tests' record layout, plus our percentiles. Missing values are null.
+nlohmann::json to_json(const CaseResult& result);
+
+}  // namespace cclbench

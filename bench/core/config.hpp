@@ -1,0 +1,61 @@
+#pragma once
+// Immutable run configuration, parsed once from argv (nccl-tests-compatible flags plus ours).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bench/core/types.hpp"
+
+namespace cclbench {
+
+enum class BackendKind { automatic, nccl, mpi };
+enum class Placement { both, out_of_place, in_place };
+enum class BatchAverage { rank0 = 0, mean = 1, min = 2, max = 3 };  // nccl-tests -a
+
+struct Config {
+  // Sweep (-b -e -f -i). step_factor > 1 means multiply, else add step_bytes.
+  std::uint64_t min_bytes = 32ull << 20;
+  std::uint64_t max_bytes = 32ull << 20;
+  double step_factor = 1;
+  std::uint64_t step_bytes = 1ull << 20;
+  int iterations = 20;            // -n
+  int warmup_iterations = 1;      // -w (per size)
+  int check_iterations = 1;       // -c (0 = no checking)
+  std::vector<Collective> collectives;  // --coll (default: the four)
+  std::vector<DataType> dtypes;         // -d (default: float)
+  std::vector<ReduceOp> ops;            // -o (default: sum)
+  int root = 0;                   // -r
+  Placement placement = Placement::both;
+  BatchAverage batch_average = BatchAverage::mean;  // -a
+  BackendKind backend = BackendKind::automatic;
+  int gpus_per_process = 1;       // -g
+  double timeout_seconds = 0;     // -T (0 = no watchdog)
+  int graph_launches = 0;         // -G
+  int blocking = 0;               // -z (0: stream-ordered; 1: wait for each iteration on the host)
+  bool share_gpu = false;         // --share-gpu: emulated ranks on one GPU (correctness only)
+  std::string json_path;          // -J
+  std::string csv_path;           // --csv
+  std::string jsonl_path;         // --jsonl (appended record by record)
+  std::string log_dir;            // --log-dir: NCCL logs and probe output
+  std::string expect_transport;   // --expect-transport SPEC
+  std::string sysfs_root = "/sys";// --sysfs-root (rail counters)
+  std::string point;              // --point NAME: sweep point label recorded with each case
+  std::vector<std::string> argv;  // as given, for the manifest
+  bool quiet = false;             // --quiet: no console table
+};
+
+// The fixed collective of an alias binary (all_reduce_perf...), or nullopt for coll_perf.
+std::optional<Collective> collective_of_program(const std::string& program_name);
+
+// Parses argv. Throws UsageError (exit 2) with one line naming the flag and what is accepted.
+// Returns nullopt when --help was given (help already printed to stdout).
+std::optional<Config> parse_config(int argc, const char* const argv[]);
+
+// The help text (also the source of the README's usage section).
+std::string help_text(const std::string& program_name);
+
+// The requested sizes in order: min, min*f... (or +i) up to and including max.
+std::vector<std::uint64_t> sweep_sizes(const Config& config);
+
+}  // namespace cclbench
