@@ -45,6 +45,10 @@ class Backend {
   virtual void run_once(const CaseSpec& spec) = 0;
   // Counts, on this process's ranks, received elements that differ from the pattern of `rep`.
   virtual std::int64_t count_wrong(const CaseSpec& spec, std::uint32_t rep) = 0;
+
+  // Called from the watchdog thread or a fatal-error path: make every local communicator give up
+  // (ncclCommAbort) so no thread stays blocked. Must be safe to call concurrently with the above.
+  virtual void abort_communication() noexcept {}
 };
 
 }  // namespace cclbench
