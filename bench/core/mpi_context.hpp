@@ -1,0 +1,41 @@
+#pragma once
+// The MPI session of one process: world and node-local ranks, hostname. Created once in main()
+// (MPI_Init_thread with MPI_THREAD_MULTIPLE when available, else FUNNELED) and passed down.
+// Works as a singleton (no mpirun) too.
+#include <mpi.h>
+
+#include <string>
+
+namespace cclbench {
+
+struct MpiContext {
+  MPI_Comm world = MPI_COMM_WORLD;
+  MPI_Comm node = MPI_COMM_NULL;  // ranks on this host (MPI_Comm_split_type SHARED)
+  int world_rank = 0;
+  int world_size = 1;
+  int local_rank = 0;             // rank within `node`
+  int local_size = 1;
+  std::string hostname;
+};
+
+// RAII: MPI_Init_thread in the constructor, MPI_Finalize in the destructor. Errors on MPI calls
+// return (MPI_ERRORS_RETURN) and are turned into FatalError by mpi_check().
+class MpiSession {
+ public:
+  MpiSession(int* argc, char*** argv);
+  ~MpiSession();
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+  const MpiContext& context() const { return context_; }
+
+ private:
+  MpiContext context_;
+};
+
+// Throws FatalError(runtime_error) naming the call, rank and host when `result` != MPI_SUCCESS.
+void mpi_check(int result, const char* call, const MpiContext& context);
+
+// Ends every rank now: prints nothing itself (callers print first), then MPI_Abort(world, code).
+[[noreturn]] void abort_all_ranks(const MpiContext& context, int exit_code);
+
+}  // namespace cclbench
