@@ -4,6 +4,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <thread>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
@@ -19,6 +22,7 @@
 #include "bench/core/mpi_context.hpp"
 #include "bench/core/reporters.hpp"
 #include "bench/core/runner.hpp"
+#include "bench/core/units.hpp"
 #include "bench/core/version.hpp"
 #include "bench/core/watchdog.hpp"
 #include "bench/mpi/mpi_backend.hpp"
@@ -103,6 +107,37 @@ class ResultSink {
   nlohmann::json sections_ = nlohmann::json::object();
   ConsoleTable table_;
   std::vector<nlohmann::json> records_;
+};
+
+// Test-only fault hook: CCLBENCH_TEST_STALL=<rank>:<case index> makes that rank hang inside the
+// watched phase of that case, so tests can prove that the watchdog ends every rank. It is read
+// once, only by coll_perf, and does nothing unless set.
+class TestStallHook final : public CaseObserver {
+ public:
+  TestStallHook(const MpiContext& context, PhaseMonitor& monitor) : context_(context), monitor_(monitor) {
+    const char* value = std::getenv("CCLBENCH_TEST_STALL");
+    if (value == nullptr) return;
+    const std::string text = value;
+    const auto colon = text.find(':');
+    if (colon == std::string::npos) throw UsageError("CCLBENCH_TEST_STALL: expected <rank>:<case index>");
+    stall_rank_ = static_cast<int>(parse_integer(text.substr(0, colon), "CCLBENCH_TEST_STALL rank", 0, 1 << 20));
+    stall_case_ = static_cast<int>(parse_integer(text.substr(colon + 1), "CCLBENCH_TEST_STALL case", 0, 1 << 20));
+  }
+  void before_case(const CaseSpec& spec) override {
+    if (stall_rank_ == context_.world_rank && case_index_ == stall_case_) {
+      monitor_.enter(spec, "test stall (CCLBENCH_TEST_STALL)");
+      for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+    ++case_index_;
+  }
+  void after_case(CaseResult&) override {}
+
+ private:
+  const MpiContext& context_;
+  PhaseMonitor& monitor_;
+  int stall_rank_ = -1;
+  int stall_case_ = -1;
+  int case_index_ = 0;
 };
 
 void check_outputs(const Config& config) {
@@ -203,12 +238,18 @@ int run(int argc, char** argv) {
     Backend* backend_for_abort = backend.get();
     Watchdog watchdog(context, config.timeout_seconds, [&](const std::string& message) {
       std::cerr << program << ": error: " << message << std::endl;
+      // The main thread is blocked inside a watched phase, never inside a write: safe to flush.
+      try {
+        sink->finish("timeout");
+      } catch (const std::exception&) {
+      }
       backend_for_abort->abort_communication();
     });
     RunnerOptions options{config.iterations, config.warmup_iterations, config.check_iterations, config.batch_average};
     Runner runner(*backend, context, options, watchdog, g_stop_signal);
     const bool emulated = backend->emulated();
-    const RunOutcome outcome = runner.run(cases, nullptr, [&](const CaseResult& result) { sink->add(result, emulated); });
+    TestStallHook stall_hook(context, watchdog);
+    const RunOutcome outcome = runner.run(cases, &stall_hook, [&](const CaseResult& result) { sink->add(result, emulated); });
 
     if (outcome == RunOutcome::interrupted) {
       sink->finish("interrupted");
