@@ -43,6 +43,28 @@ void mpi_check(int result, const char* call, const MpiContext& context) {
                                                 " (" + context.hostname + "): " + std::string(text, length));
 }
 
+std::vector<std::string> gather_strings(const MpiContext& context, MPI_Comm communicator, const std::string& local) {
+  int rank = 0;
+  int size = 1;
+  MPI_Comm_rank(communicator, &rank);
+  MPI_Comm_size(communicator, &size);
+  const int length = static_cast<int>(local.size());
+  std::vector<int> lengths(rank == 0 ? size : 0);
+  mpi_check(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, communicator), "MPI_Gather(lengths)", context);
+  std::vector<int> offsets(lengths.size());
+  int total = 0;
+  for (std::size_t i = 0; i < lengths.size(); ++i) {
+    offsets[i] = total;
+    total += lengths[i];
+  }
+  std::string buffer(static_cast<std::size_t>(total), '\0');
+  mpi_check(MPI_Gatherv(local.data(), length, MPI_CHAR, buffer.data(), lengths.data(), offsets.data(), MPI_CHAR, 0, communicator),
+            "MPI_Gatherv(strings)", context);
+  std::vector<std::string> gathered;
+  for (std::size_t i = 0; i < lengths.size(); ++i) gathered.push_back(buffer.substr(offsets[i], lengths[i]));
+  return gathered;
+}
+
 void abort_all_ranks(const MpiContext& context, int exit_code) {
   MPI_Abort(context.world, exit_code);
   std::_Exit(exit_code);  // MPI_Abort should not return; never continue if it does
