@@ -3,6 +3,8 @@
 #include <iostream>
 #include <sstream>
 #include <string_view>
+#include <utility>
+#include <cctype>
 
 #include "bench/core/errors.hpp"
 #include "bench/core/units.hpp"
