@@ -41,15 +41,21 @@ TEST(GpuEnvironmentHost, CountAndReportAgreeAndExplainMissingGpus) {
   std::string error;
   const int count = visible_gpu_count(&error);
   EXPECT_GE(count, 0);
-  if (count == 0) EXPECT_FALSE(error.empty()) << "zero GPUs must come with the CUDA error";
+  if (count == 0) {
+    EXPECT_FALSE(error.empty()) << "zero GPUs must come with the CUDA error";
+  }
   const nlohmann::json env = gpu_environment_json();
   ASSERT_TRUE(env.contains("gpus"));
   EXPECT_EQ(static_cast<int>(env.at("gpus").size()), count);
-  if (count == 0) EXPECT_TRUE(env.contains("gpus_reason")) << env.dump();
+  if (count == 0) {
+    EXPECT_TRUE(env.contains("gpus_reason")) << env.dump();
+  }
   EXPECT_TRUE(env.at("nccl_version").is_string()) << env.dump();  // the library answers without a GPU
   for (const char* key : {"cuda_driver_version", "cuda_runtime_version"}) {
     ASSERT_TRUE(env.contains(key)) << key;
-    if (env.at(key).is_null()) EXPECT_TRUE(env.contains(std::string(key) + "_reason")) << env.dump();
+    if (env.at(key).is_null()) {
+      EXPECT_TRUE(env.contains(std::string(key) + "_reason")) << env.dump();
+    }
   }
 }
 
