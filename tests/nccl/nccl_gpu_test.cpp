@@ -115,6 +115,44 @@ TEST(PatternKernels, PoisonDiffersEverywhereAndVerifyCountsExactlyTheBadElements
   }
 }
 
+TEST(PatternKernels, ToleranceModeAcceptsRoundingAndRejectsNanPoison) {
+  SKIP_WITHOUT_GPU();
+  constexpr std::uint64_t kCount = 3000;
+  constexpr int kRanks = 3;
+  for (DataType dtype : {DataType::float16, DataType::bfloat16, DataType::float32, DataType::float64, DataType::fp8_e4m3,
+                         DataType::fp8_e5m2}) {
+    const PatternParams params = make_pattern(dtype, ReduceOp::avg, kRanks, 4);
+    const RecvLayout layout{Collective::all_reduce, 0, 0, kCount};
+    const std::size_t element = size_of(dtype);
+    const double tolerance = avg_relative_tolerance(dtype, kRanks);
+    DeviceMemory data(kCount * element);
+    DeviceMemory wrong(sizeof(unsigned long long));
+    auto count_wrong = [&]() {
+      unsigned long long result = 0;
+      EXPECT_EQ(cudaMemset(wrong.data, 0, sizeof result), cudaSuccess);
+      EXPECT_EQ(launch_pattern_verify(data.data, kCount, params, layout, CompareMode::tolerance, tolerance,
+                                      static_cast<unsigned long long*>(wrong.data), nullptr),
+                cudaSuccess);
+      EXPECT_EQ(cudaMemcpy(&result, wrong.data, sizeof result, cudaMemcpyDeviceToHost), cudaSuccess);
+      return result;
+    };
+    // Every element one unit in the last place above the exact average (a rounding NCCL may make):
+    // accepted. Then the NaN poison: every element rejected.
+    std::vector<unsigned char> values(kCount * element);
+    for (std::uint64_t i = 0; i < kCount; ++i) {
+      std::uint64_t expected = 0;
+      ASSERT_TRUE(pattern_expected(params, layout.collective, 0, 0, kCount, i, &expected));
+      std::uint64_t bits = encode_small_integer_bits(dtype, expected);
+      if (expected > 0) ++bits;  // next representable magnitude
+      for (std::size_t b = 0; b < element; ++b) values[i * element + b] = static_cast<unsigned char>(bits >> (8 * b));
+    }
+    ASSERT_EQ(cudaMemcpy(data.data, values.data(), values.size(), cudaMemcpyHostToDevice), cudaSuccess);
+    EXPECT_EQ(count_wrong(), 0u) << name_of(dtype);
+    ASSERT_EQ(launch_pattern_poison(data.data, kCount, params, layout, CompareMode::tolerance, nullptr), cudaSuccess);
+    EXPECT_EQ(count_wrong(), kCount) << name_of(dtype);
+  }
+}
+
 CaseSpec make_spec(Collective collective, DataType dtype, ReduceOp op, std::uint64_t bytes, bool in_place, int nranks) {
   CaseSpec spec;
   spec.collective = collective;
@@ -240,6 +278,32 @@ TEST(NcclBackend, SharedGpuRanksUnderMpirun) {
   EXPECT_EQ(backend->nranks(), mpi().world_size);
   EXPECT_GT(check_all_cases(*backend, {DataType::float32, DataType::int32, DataType::bfloat16, DataType::fp8_e4m3}, 8 << 10),
             40);
+}
+
+TEST(NcclBackend, MoreGpusPerProcessThanVisibleIsAUsageError) {
+  SKIP_WITHOUT_GPU();
+  if (mpi().world_size > 1) GTEST_SKIP() << "single-process test (world size " << mpi().world_size << ")";
+  try {
+    make_nccl_backend(small_config(visible_gpu_count() + 1), mpi());
+    FAIL() << "expected FatalError(usage)";
+  } catch (const FatalError& error) {
+    EXPECT_EQ(error.code(), ExitCode::usage) << error.what();
+    EXPECT_NE(std::string(error.what()).find(mpi().hostname), std::string::npos) << error.what();
+  }
+}
+
+TEST(NcclBackend, TwoRanksOnOneGpuWithoutShareGpuIsAUsageError) {
+  SKIP_WITHOUT_GPU();
+  if (mpi().local_size <= visible_gpu_count()) {
+    GTEST_SKIP() << "needs more ranks on this node than GPUs (ctest -R nccl_share_gpu_mpi on one GPU)";
+  }
+  try {
+    make_nccl_backend(small_config(1), mpi());
+    FAIL() << "expected FatalError(usage)";
+  } catch (const FatalError& error) {
+    EXPECT_EQ(error.code(), ExitCode::usage) << error.what();
+    EXPECT_NE(std::string(error.what()).find("--share-gpu"), std::string::npos) << error.what();
+  }
 }
 
 TEST(GpuEnvironment, ReportsVersionsAndEveryVisibleGpu) {
