@@ -17,6 +17,9 @@ PatternParams make_pattern(DataType dtype, ReduceOp op, int nranks, std::uint32_
   params.rep = rep;
   params.max_value = static_cast<std::uint32_t>(exact);
   params.sum_range = static_cast<std::uint32_t>(exact >= ranks ? exact / ranks : 0);
+  // NCCL averages integers as sum-then-divide (FuncSumPostDiv) in the data type itself, so the
+  // sum n*c must not overflow; floats premultiply by 1/n and never exceed c.
+  if (op == ReduceOp::avg && !is_floating(dtype)) params.max_value = static_cast<std::uint32_t>(exact / ranks);
   std::uint32_t twos = 0;
   while (twos < 8 && (2ull << twos) <= exact) ++twos;  // 2^twos <= exact
   params.prod_twos = static_cast<std::uint32_t>(std::min<std::uint64_t>(twos, ranks));

@@ -1,0 +1,158 @@
+// Throughput of the verification kernels against the device's own copy bandwidth, and the cost
+// of the per-iteration CUDA event pair the NCCL backend puts around each timed iteration.
+//
+// Kernel benchmarks use manual time from CUDA events (the device time, not the host's), reported
+// as bytes_per_second plus a GB/s counter (1e9 bytes). A copy of N bytes moves 2N bytes (read +
+// write); fill writes N, verify reads N: the counters count the bytes each touches.
+#include <benchmark/benchmark.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <string>
+
+#include "bench/core/pattern.hpp"
+#include "bench/core/types.hpp"
+#include "bench/nccl/cuda_handles.hpp"
+#include "bench/nccl/nccl_backend.hpp"
+#include "kernels/pattern_kernels.hpp"
+
+namespace cclbench {
+namespace {
+
+// Device, stream, two buffers and an event pair, or the reason there is no GPU.
+struct GpuFixture {
+  std::string error;
+  Stream stream;
+  DeviceBuffer a;
+  DeviceBuffer b;
+  DeviceBuffer counter;
+  Event start;
+  Event stop;
+
+  explicit GpuFixture(std::size_t bytes) {
+    if (visible_gpu_count(&error) == 0) {
+      if (error.empty()) error = "no CUDA device visible";
+      return;
+    }
+    try {
+      stream = Stream(0, "micro");
+      a = DeviceBuffer(0, bytes, "micro");
+      b = DeviceBuffer(0, bytes, "micro");
+      counter = DeviceBuffer(0, sizeof(unsigned long long), "micro");
+      start = Event(0, "micro");
+      stop = Event(0, "micro");
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  bool usable(benchmark::State& state) const {
+    if (!error.empty()) state.SkipWithError(("no CUDA device: " + error).c_str());
+    return error.empty();
+  }
+  // Times `work` on the stream with the event pair; returns seconds, or a negative value on error.
+  template <typename Work>
+  double time(Work&& work) {
+    if (cudaEventRecord(start.get(), stream.get()) != cudaSuccess) return -1;
+    if (work() != cudaSuccess) return -1;
+    if (cudaEventRecord(stop.get(), stream.get()) != cudaSuccess) return -1;
+    if (cudaEventSynchronize(stop.get()) != cudaSuccess) return -1;
+    float ms = 0;
+    if (cudaEventElapsedTime(&ms, start.get(), stop.get()) != cudaSuccess) return -1;
+    return ms / 1e3;
+  }
+};
+
+void report(benchmark::State& state, double bytes_per_iteration) {
+  state.SetBytesProcessed(static_cast<std::int64_t>(bytes_per_iteration) * state.iterations());
+  state.counters["GBps"] = benchmark::Counter(bytes_per_iteration * static_cast<double>(state.iterations()) / 1e9,
+                                              benchmark::Counter::kIsRate);
+}
+
+DataType dtype_of(std::int64_t index) { return all_data_types().at(static_cast<std::size_t>(index)); }
+
+void BM_DeviceCopy(benchmark::State& state) {
+  const auto bytes = static_cast<std::size_t>(state.range(0));
+  GpuFixture gpu(bytes);
+  if (!gpu.usable(state)) return;
+  for (auto _ : state) {
+    const double seconds =
+        gpu.time([&] { return cudaMemcpyAsync(gpu.b.get(), gpu.a.get(), bytes, cudaMemcpyDeviceToDevice, gpu.stream.get()); });
+    if (seconds < 0) return state.SkipWithError("cudaMemcpyAsync failed");
+    state.SetIterationTime(seconds);
+  }
+  report(state, 2.0 * static_cast<double>(bytes));
+}
+
+void BM_PatternFill(benchmark::State& state) {
+  const auto bytes = static_cast<std::size_t>(state.range(0));
+  const DataType dtype = dtype_of(state.range(1));
+  state.SetLabel(std::string(name_of(dtype)));
+  GpuFixture gpu(bytes);
+  if (!gpu.usable(state)) return;
+  const PatternParams params = make_pattern(dtype, ReduceOp::sum, 8, 1);
+  const std::uint64_t count = bytes / size_of(dtype);
+  for (auto _ : state) {
+    const double seconds = gpu.time([&] { return launch_pattern_fill(gpu.a.get(), count, params, 3, 0, gpu.stream.get()); });
+    if (seconds < 0) return state.SkipWithError("fill kernel failed");
+    state.SetIterationTime(seconds);
+  }
+  report(state, static_cast<double>(count * size_of(dtype)));
+}
+
+// Verify of an all_reduce result over 8 ranks: each element recomputes the 8-rank reduction.
+void BM_PatternVerify(benchmark::State& state) {
+  const auto bytes = static_cast<std::size_t>(state.range(0));
+  const DataType dtype = dtype_of(state.range(1));
+  state.SetLabel(std::string(name_of(dtype)));
+  GpuFixture gpu(bytes);
+  if (!gpu.usable(state)) return;
+  const PatternParams params = make_pattern(dtype, ReduceOp::sum, 8, 1);
+  const std::uint64_t count = bytes / size_of(dtype);
+  const RecvLayout layout{Collective::all_reduce, 0, 0, count};
+  auto* counter = static_cast<unsigned long long*>(gpu.counter.get());
+  for (auto _ : state) {
+    const double seconds = gpu.time([&] {
+      return launch_pattern_verify(gpu.a.get(), count, params, layout, CompareMode::exact, 0.0, counter, gpu.stream.get());
+    });
+    if (seconds < 0) return state.SkipWithError("verify kernel failed");
+    state.SetIterationTime(seconds);
+  }
+  report(state, static_cast<double>(count * size_of(dtype)));
+}
+
+// Host-observed cost of one empty kernel launch plus completion, without and with the event pair
+// the backend records around every timed iteration; the difference is the timing overhead.
+// `event_us` is what the event pair itself reports for the empty kernel (the timing floor).
+void BM_EmptyKernel(benchmark::State& state) {
+  const bool with_events = state.range(0) != 0;
+  GpuFixture gpu(256);
+  if (!gpu.usable(state)) return;
+  double event_seconds = 0;
+  for (auto _ : state) {
+    if (with_events) {
+      const double seconds = gpu.time([&] { return launch_empty_kernel(gpu.stream.get()); });
+      if (seconds < 0) return state.SkipWithError("event timing failed");
+      event_seconds += seconds;
+    } else {
+      if (launch_empty_kernel(gpu.stream.get()) != cudaSuccess || cudaStreamSynchronize(gpu.stream.get()) != cudaSuccess) {
+        return state.SkipWithError("empty kernel failed");
+      }
+    }
+  }
+  state.SetLabel(with_events ? "with event pair" : "without events");
+  if (with_events) state.counters["event_us"] = benchmark::Counter(event_seconds * 1e6 / static_cast<double>(state.iterations()));
+}
+
+void sizes_and_dtypes(benchmark::internal::Benchmark* bench) {
+  for (std::int64_t bytes : {1ll << 20, 64ll << 20, 256ll << 20}) {
+    for (std::int64_t dtype = 0; dtype < static_cast<std::int64_t>(all_data_types().size()); ++dtype) bench->Args({bytes, dtype});
+  }
+}
+
+BENCHMARK(BM_DeviceCopy)->Arg(1 << 20)->Arg(64 << 20)->Arg(256 << 20)->UseManualTime();
+BENCHMARK(BM_PatternFill)->Apply(sizes_and_dtypes)->UseManualTime();
+BENCHMARK(BM_PatternVerify)->Apply(sizes_and_dtypes)->UseManualTime();
+BENCHMARK(BM_EmptyKernel)->Arg(0)->Arg(1)->UseRealTime();
+
+}  // namespace
+}  // namespace cclbench

@@ -1,0 +1,744 @@
+#include "bench/nccl/nccl_backend.hpp"
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <optional>
+#include <thread>
+
+#include "bench/core/element_codec.hpp"
+#include "bench/core/errors.hpp"
+#include "bench/core/pattern.hpp"
+#include "bench/nccl/cuda_handles.hpp"
+#include "kernels/pattern_kernels.hpp"
+
+namespace cclbench {
+namespace {
+
+constexpr std::uint64_t kBufferAlignment = 4096;
+constexpr std::uint64_t kMiB = 1ull << 20;
+// Left free on each GPU for what NCCL allocates lazily at the first collective per peer
+// (connection and proxy buffers), so a sweep that fits now still fits after warm-up.
+constexpr std::uint64_t kNcclReserveBytes = 1ull << 30;
+constexpr std::size_t kScratchBytes = 256;  // the device-side wrong-element counter
+constexpr int kBusIdChars = 32;
+
+ncclDataType_t nccl_type(DataType dtype) {
+  switch (dtype) {
+    case DataType::int8: return ncclInt8;
+    case DataType::uint8: return ncclUint8;
+    case DataType::int32: return ncclInt32;
+    case DataType::uint32: return ncclUint32;
+    case DataType::int64: return ncclInt64;
+    case DataType::uint64: return ncclUint64;
+    case DataType::float16: return ncclFloat16;
+    case DataType::float32: return ncclFloat32;
+    case DataType::float64: return ncclFloat64;
+    case DataType::bfloat16: return ncclBfloat16;
+    case DataType::fp8_e4m3: return ncclFloat8e4m3;
+    case DataType::fp8_e5m2: return ncclFloat8e5m2;
+  }
+  return ncclFloat32;
+}
+
+ncclRedOp_t nccl_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum: return ncclSum;
+    case ReduceOp::prod: return ncclProd;
+    case ReduceOp::max: return ncclMax;
+    case ReduceOp::min: return ncclMin;
+    case ReduceOp::avg: return ncclAvg;
+    case ReduceOp::none: break;
+  }
+  return ncclSum;
+}
+
+bool is_fp8(DataType dtype) { return dtype == DataType::fp8_e4m3 || dtype == DataType::fp8_e5m2; }
+
+// The op the pattern is built for: data-movement collectives carry no op.
+ReduceOp pattern_op(const CaseSpec& spec) {
+  return descriptor_of(spec.collective).reduces ? spec.op : ReduceOp::none;
+}
+
+CompareMode compare_mode(const CaseSpec& spec) {
+  return verification_mode(spec) == "tolerance" ? CompareMode::tolerance : CompareMode::exact;
+}
+
+std::string mib(std::uint64_t bytes) { return std::to_string((bytes + kMiB - 1) / kMiB) + " MiB"; }
+
+std::uint64_t round_up(std::uint64_t value, std::uint64_t granule) { return (value + granule - 1) / granule * granule; }
+
+struct AgreedError {
+  ExitCode code;
+  std::string message;
+};
+
+// Every rank learns the error of the lowest world rank that has one, so all ranks leave a
+// collective decision point together instead of some waiting forever in the next collective.
+std::optional<AgreedError> agree_on_error(const MpiContext& mpi, const std::optional<AgreedError>& local) {
+  const int mine = local ? mpi.world_rank : INT_MAX;
+  int first = INT_MAX;
+  mpi_check(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, mpi.world), "MPI_Allreduce(error rank)", mpi);
+  if (first == INT_MAX) return std::nullopt;
+  int header[2] = {0, 0};
+  if (mine == first) {
+    header[0] = to_int(local->code);
+    header[1] = static_cast<int>(local->message.size());
+  }
+  mpi_check(MPI_Bcast(header, 2, MPI_INT, first, mpi.world), "MPI_Bcast(error header)", mpi);
+  std::string message(static_cast<std::size_t>(header[1]), '\0');
+  if (mine == first) message = local->message;
+  mpi_check(MPI_Bcast(message.data(), header[1], MPI_CHAR, first, mpi.world), "MPI_Bcast(error message)", mpi);
+  return AgreedError{static_cast<ExitCode>(header[0]), message};
+}
+
+void throw_if_agreed_error(const MpiContext& mpi, const std::optional<AgreedError>& local) {
+  if (const auto agreed = agree_on_error(mpi, local)) throw FatalError(agreed->code, agreed->message);
+}
+
+struct BusIdRecord {
+  char bus_id[kBusIdChars];
+  int world_rank;
+  int device;
+};
+
+struct UniqueIdMessage {
+  int ok;
+  char error[256];
+  ncclUniqueId id;
+};
+
+struct LocalGpu {
+  int device = 0;
+  int rank = 0;
+  LocalGpuBinding binding;
+  Stream stream;
+  DeviceBuffer send;
+  DeviceBuffer recv;
+  DeviceBuffer scratch;  // wrong-element counter
+  std::vector<Event> starts;
+  std::vector<Event> stops;
+};
+
+// Owns the communicators: destroyed normally, or aborted after an error (a destroy could wait
+// for peers that will never come).
+class Communicators {
+ public:
+  Communicators() = default;
+  Communicators(const Communicators&) = delete;
+  Communicators& operator=(const Communicators&) = delete;
+  ~Communicators() {
+    if (aborted_.load()) return;
+    if (std::uncaught_exceptions() > 0) {
+      abort_all();
+      return;
+    }
+    for (ncclComm_t comm : comms_) {
+      if (comm != nullptr) ncclCommDestroy(comm);
+    }
+  }
+  std::vector<ncclComm_t>& handles() { return comms_; }
+  const std::vector<ncclComm_t>& handles() const { return comms_; }
+  bool aborted() const { return aborted_.load(); }
+  void abort_all() noexcept {
+    if (aborted_.exchange(true)) return;
+    for (ncclComm_t comm : comms_) {
+      if (comm != nullptr) ncclCommAbort(comm);
+    }
+  }
+
+ private:
+  std::vector<ncclComm_t> comms_;
+  std::atomic<bool> aborted_{false};
+};
+
+class NcclBackend final : public Backend {
+ public:
+  NcclBackend(const Config& config, const MpiContext& mpi);
+
+  std::string name() const override { return "nccl"; }
+  int nranks() const override { return nranks_; }
+  bool emulated() const override { return config_.share_gpu; }
+  std::optional<std::string> unsupported_reason(const CaseSpec& spec) const override;
+  void fill(const CaseSpec& spec, std::uint32_t rep) override;
+  void warm_up(const CaseSpec& spec, int iterations) override;
+  TimedIterations run_timed(const CaseSpec& spec, int iterations) override;
+  void run_once(const CaseSpec& spec) override;
+  std::int64_t count_wrong(const CaseSpec& spec, std::uint32_t rep) override;
+  void abort_communication() noexcept override { comms_.abort_all(); }
+
+  std::vector<LocalGpuBinding> bindings() const {
+    std::vector<LocalGpuBinding> out;
+    for (const LocalGpu& gpu : gpus_) out.push_back(gpu.binding);
+    return out;
+  }
+
+ private:
+  struct Pointers {
+    const void* send;
+    void* recv;
+  };
+
+  std::string rank_text() const;
+  std::string where(const CaseSpec& spec, const char* phase) const;
+  [[noreturn]] void fail(ExitCode code, const std::string& message);
+  void cuda_or_fail(cudaError_t result, const char* what, const CaseSpec& spec, const char* phase);
+  Pointers pointers(const CaseSpec& spec, const LocalGpu& gpu, std::uint64_t shift_bytes) const;
+  std::uint64_t rotation_shift(const CaseSpec& spec, int iteration) const;
+  void launch(const CaseSpec& spec, int iteration);
+  ncclResult_t launch_one(const CaseSpec& spec, std::size_t index, std::uint64_t shift, const char** call);
+  void wait_for_completion(const CaseSpec& spec, const char* phase);
+  void ensure_events(std::size_t count);
+  void record(std::vector<Event> LocalGpu::*events, std::size_t index, const CaseSpec& spec);
+  double max_elapsed_us(std::size_t index) const;
+
+  Config config_;
+  MpiContext mpi_;
+  int nranks_ = 0;
+  int min_compute_capability_ = 0;  // 10*major + minor, minimum over every GPU of every rank
+  std::uint64_t wanted_buffer_bytes_ = 0;
+  std::uint64_t buffer_bytes_ = 0;  // per send and per receive buffer, the same on every rank
+  std::uint64_t min_free_bytes_ = 0;
+  int max_sharing_ = 1;
+  std::vector<LocalGpu> gpus_;
+  PinnedBuffer wrong_host_;
+  Communicators comms_;  // declared last: destroyed (or aborted) before the buffers and streams
+};
+
+NcclBackend::NcclBackend(const Config& config, const MpiContext& mpi) : config_(config), mpi_(mpi) {
+  prepare_nccl_environment(config_, mpi_);
+  const int per_process = config_.gpus_per_process;
+  if (per_process < 1) throw UsageError("-g must be at least 1 (got " + std::to_string(per_process) + ")");
+  nranks_ = mpi_.world_size * per_process;
+  const std::string who = "host " + mpi_.hostname + ", world rank " + std::to_string(mpi_.world_rank) + " (local rank " +
+                          std::to_string(mpi_.local_rank) + " of " + std::to_string(mpi_.local_size) + ")";
+
+  // 1. Which devices this process drives.
+  std::optional<AgreedError> local_error;
+  std::string count_error;
+  const int visible = visible_gpu_count(&count_error);
+  const char* visible_env = std::getenv("CUDA_VISIBLE_DEVICES");
+  const std::string visible_text =
+      std::to_string(visible) + " visible (CUDA_VISIBLE_DEVICES=" + (visible_env ? visible_env : "<unset>") + ")";
+  std::vector<int> devices;
+  if (visible == 0) {
+    local_error = AgreedError{ExitCode::nothing_measured,
+                              who + ": no CUDA device for the NCCL backend: " + (count_error.empty() ? "none visible" : count_error)};
+  } else if (config_.share_gpu) {
+    for (int i = 0; i < per_process; ++i) devices.push_back((mpi_.local_rank * per_process + i) % visible);
+  } else if (visible == per_process) {
+    // Either the only process on this node, or the launcher bound each rank to its own GPUs
+    // (Slurm, CUDA_VISIBLE_DEVICES per rank): the bus-id check below tells the two apart.
+    for (int i = 0; i < per_process; ++i) devices.push_back(i);
+  } else if ((mpi_.local_rank + 1) * per_process > visible) {
+    local_error = AgreedError{
+        ExitCode::usage, who + " needs GPUs " + std::to_string(mpi_.local_rank * per_process) + ".." +
+                             std::to_string((mpi_.local_rank + 1) * per_process - 1) + " but only " + visible_text +
+                             ": start at most " + std::to_string(visible / per_process) + " ranks per node with -g " +
+                             std::to_string(per_process) + ", or pass --share-gpu for a correctness-only run"};
+  } else {
+    for (int i = 0; i < per_process; ++i) devices.push_back(mpi_.local_rank * per_process + i);
+  }
+  for (std::size_t i = 0; !local_error && i < devices.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (devices[i] == devices[j]) {
+        local_error = AgreedError{ExitCode::usage, who + " would drive two NCCL ranks on device " + std::to_string(devices[i]) +
+                                                       " (" + visible_text + "): NCCL refuses that within one process; use -g " +
+                                                       std::to_string(std::max(1, visible)) + " or fewer"};
+        break;
+      }
+    }
+  }
+  // 2. Device properties.
+  int min_cc_here = INT_MAX;
+  for (std::size_t i = 0; !local_error && i < devices.size(); ++i) {
+    LocalGpu gpu;
+    gpu.device = devices[i];
+    gpu.rank = mpi_.world_rank * per_process + static_cast<int>(i);
+    cudaDeviceProp prop{};
+    char bus_id[kBusIdChars] = {};
+    cudaError_t result = cudaGetDeviceProperties(&prop, gpu.device);
+    if (result == cudaSuccess) result = cudaDeviceGetPCIBusId(bus_id, kBusIdChars, gpu.device);
+    if (result != cudaSuccess) {
+      local_error = AgreedError{ExitCode::runtime_error, who + ": cannot query device " + std::to_string(gpu.device) + ": " +
+                                                             cudaGetErrorString(result)};
+      break;
+    }
+    gpu.binding = {gpu.rank, gpu.device, bus_id, prop.name, prop.major, prop.minor};
+    min_cc_here = std::min(min_cc_here, prop.major * 10 + prop.minor);
+    gpus_.push_back(std::move(gpu));
+  }
+  throw_if_agreed_error(mpi_, local_error);
+
+  // 3. Two ranks on one GPU (every rank of the node sees the same table, so the same message).
+  std::vector<BusIdRecord> mine(gpus_.size());
+  for (std::size_t i = 0; i < gpus_.size(); ++i) {
+    std::memset(&mine[i], 0, sizeof(BusIdRecord));
+    std::strncpy(mine[i].bus_id, gpus_[i].binding.pci_bus_id.c_str(), kBusIdChars - 1);
+    mine[i].world_rank = mpi_.world_rank;
+    mine[i].device = gpus_[i].device;
+  }
+  std::vector<BusIdRecord> node_table = mine;
+  if (mpi_.node != MPI_COMM_NULL && mpi_.local_size > 1) {
+    node_table.resize(mine.size() * static_cast<std::size_t>(mpi_.local_size));
+    const int bytes = static_cast<int>(mine.size() * sizeof(BusIdRecord));
+    mpi_check(MPI_Allgather(mine.data(), bytes, MPI_BYTE, node_table.data(), bytes, MPI_BYTE, mpi_.node),
+              "MPI_Allgather(GPU bus ids)", mpi_);
+  }
+  for (std::size_t a = 0; a < node_table.size() && !local_error; ++a) {
+    for (std::size_t b = a + 1; b < node_table.size(); ++b) {
+      if (std::strncmp(node_table[a].bus_id, node_table[b].bus_id, kBusIdChars) != 0) continue;
+      if (node_table[a].world_rank == node_table[b].world_rank) continue;  // caught above
+      if (!config_.share_gpu) {
+        local_error = AgreedError{
+            ExitCode::usage, "host " + mpi_.hostname + ": world ranks " + std::to_string(node_table[a].world_rank) + " and " +
+                                 std::to_string(node_table[b].world_rank) + " both use GPU " + node_table[a].bus_id +
+                                 " (their device " + std::to_string(node_table[a].device) + " and " +
+                                 std::to_string(node_table[b].device) + "; " + visible_text +
+                                 "): give each rank its own GPU, or pass --share-gpu for a correctness-only run"};
+      }
+      break;
+    }
+  }
+  for (const LocalGpu& gpu : gpus_) {
+    const int sharing = static_cast<int>(std::count_if(node_table.begin(), node_table.end(), [&](const BusIdRecord& record) {
+      return gpu.binding.pci_bus_id == record.bus_id;
+    }));
+    max_sharing_ = std::max(max_sharing_, sharing);
+  }
+  throw_if_agreed_error(mpi_, local_error);
+
+  // 4. fp8 support must be the same answer on every rank: the minimum compute capability.
+  mpi_check(MPI_Allreduce(&min_cc_here, &min_compute_capability_, 1, MPI_INT, MPI_MIN, mpi_.world),
+            "MPI_Allreduce(compute capability)", mpi_);
+
+  // 5. Communicators: one unique id from world rank 0, one ncclCommInitRank per local GPU, all
+  // in one group (a single thread drives them).
+  UniqueIdMessage unique{};
+  if (mpi_.world_rank == 0) {
+    const ncclResult_t result = ncclGetUniqueId(&unique.id);
+    unique.ok = result == ncclSuccess;
+    if (!unique.ok) std::snprintf(unique.error, sizeof unique.error, "ncclGetUniqueId: %s", ncclGetErrorString(result));
+  }
+  mpi_check(MPI_Bcast(&unique, sizeof unique, MPI_BYTE, 0, mpi_.world), "MPI_Bcast(NCCL unique id)", mpi_);
+  if (!unique.ok) throw FatalError(ExitCode::runtime_error, std::string(unique.error) + " (on world rank 0)");
+
+  for (LocalGpu& gpu : gpus_) gpu.stream = Stream(gpu.device, who + ", device " + std::to_string(gpu.device));
+  comms_.handles().assign(gpus_.size(), nullptr);
+  ncclResult_t init_result = ncclGroupStart();
+  int failed_index = -1;
+  for (std::size_t i = 0; i < gpus_.size() && init_result == ncclSuccess; ++i) {
+    cuda_check(cudaSetDevice(gpus_[i].device), "cudaSetDevice", who);
+    init_result = ncclCommInitRank(&comms_.handles()[i], nranks_, unique.id, gpus_[i].rank);
+    if (init_result != ncclSuccess) failed_index = static_cast<int>(i);
+  }
+  const ncclResult_t group_result = ncclGroupEnd();
+  if (init_result == ncclSuccess) init_result = group_result;
+  if (init_result != ncclSuccess) {
+    const ncclComm_t comm = failed_index >= 0 ? nullptr : comms_.handles().front();
+    const char* last = comm ? ncclGetLastError(comm) : ncclGetLastError(nullptr);
+    comms_.abort_all();
+    throw FatalError(ExitCode::runtime_error, "ncclCommInitRank (" + std::to_string(nranks_) + " ranks): " +
+                                                  ncclGetErrorString(init_result) + (last && *last ? std::string(": ") + last : "") +
+                                                  " (" + who + ")");
+  }
+
+  // 6. Buffers: send and receive each sized for the largest message of the sweep, allocated once,
+  // shrunk (the same on every rank) when free memory after NCCL init cannot hold them.
+  wanted_buffer_bytes_ = round_up(std::max<std::uint64_t>(config_.max_bytes, 1), kBufferAlignment);
+  std::uint64_t fit_here = UINT64_MAX;
+  std::uint64_t free_here = UINT64_MAX;
+  for (const LocalGpu& gpu : gpus_) {
+    DeviceScope scope(gpu.device);
+    std::size_t free_bytes = 0, total_bytes = 0;
+    cuda_check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo", who);
+    const std::uint64_t share = free_bytes / static_cast<std::uint64_t>(max_sharing_);
+    free_here = std::min<std::uint64_t>(free_here, share);
+    const std::uint64_t usable = share > kNcclReserveBytes + kScratchBytes ? share - kNcclReserveBytes - kScratchBytes : 0;
+    fit_here = std::min<std::uint64_t>(fit_here, usable / 2 / kBufferAlignment * kBufferAlignment);
+  }
+  std::uint64_t fit = 0;
+  static_assert(sizeof(unsigned long long) == sizeof(std::uint64_t));
+  mpi_check(MPI_Allreduce(&fit_here, &fit, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, mpi_.world), "MPI_Allreduce(buffer fit)", mpi_);
+  mpi_check(MPI_Allreduce(&free_here, &min_free_bytes_, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, mpi_.world),
+            "MPI_Allreduce(free memory)", mpi_);
+  buffer_bytes_ = std::min(wanted_buffer_bytes_, fit);
+  const std::size_t allocation = static_cast<std::size_t>(std::max(buffer_bytes_, kBufferAlignment));
+  for (LocalGpu& gpu : gpus_) {
+    const std::string buffer_where = who + ", device " + std::to_string(gpu.device);
+    gpu.send = DeviceBuffer(gpu.device, allocation, buffer_where);
+    gpu.recv = DeviceBuffer(gpu.device, allocation, buffer_where);
+    gpu.scratch = DeviceBuffer(gpu.device, kScratchBytes, buffer_where);
+  }
+  wrong_host_ = PinnedBuffer(gpus_.size() * sizeof(unsigned long long), who);
+  if (!gpus_.empty()) cuda_check(cudaSetDevice(gpus_.front().device), "cudaSetDevice", who);
+}
+
+std::string NcclBackend::rank_text() const {
+  std::string ranks;
+  for (const LocalGpu& gpu : gpus_) ranks += (ranks.empty() ? "" : ",") + std::to_string(gpu.rank);
+  return "rank " + ranks + " on host " + mpi_.hostname;
+}
+
+std::string NcclBackend::where(const CaseSpec& spec, const char* phase) const {
+  return "case " + spec.case_id() + ", size " + std::to_string(spec.counts.size_bytes()) + " B, " + phase + ", " + rank_text();
+}
+
+void NcclBackend::fail(ExitCode code, const std::string& message) {
+  // Nothing may wait on these communicators any more (not even our destructor).
+  comms_.abort_all();
+  throw FatalError(code, message);
+}
+
+void NcclBackend::cuda_or_fail(cudaError_t result, const char* what, const CaseSpec& spec, const char* phase) {
+  if (result != cudaSuccess) fail(ExitCode::runtime_error, std::string(what) + ": " + cudaGetErrorString(result) + " (" + where(spec, phase) + ")");
+}
+
+std::optional<std::string> NcclBackend::unsupported_reason(const CaseSpec& spec) const {
+  const CollectiveDescriptor& descriptor = descriptor_of(spec.collective);
+  if (spec.nranks != nranks_) {
+    return "case is for " + std::to_string(spec.nranks) + " ranks, the NCCL communicator has " + std::to_string(nranks_);
+  }
+  if (is_fp8(spec.dtype) && min_compute_capability_ < 90) {
+    return std::string(name_of(spec.dtype)) + " needs compute capability 9.0 or newer on every GPU (lowest here: " +
+           std::to_string(min_compute_capability_ / 10) + "." + std::to_string(min_compute_capability_ % 10) + ")";
+  }
+  if (descriptor.reduces && spec.op == ReduceOp::none) return std::string(descriptor.display_name) + " needs a reduction op";
+  if (descriptor.rooted && (spec.root < 0 || spec.root >= nranks_)) {
+    return "root " + std::to_string(spec.root) + " is not a rank of " + std::to_string(nranks_);
+  }
+  if (spec.in_place && nranks_ > 1 && config_.check_iterations > 0 &&
+      (spec.collective == Collective::alltoall || spec.collective == Collective::sendrecv)) {
+    // Grouped ncclSend/ncclRecv on one buffer overwrite blocks that are still being sent: the
+    // result is undefined (nccl-tests runs it but does not check it). Time it with -c 0.
+    return "in-place " + std::string(descriptor.display_name) +
+           " over NCCL send/recv overwrites data it still has to send, so its result cannot be verified; run with -c 0 to time it";
+  }
+  if (spec.counts.size_bytes() > buffer_bytes_) {
+    return "needs 2 x " + mib(spec.counts.size_bytes()) + " of device buffers per rank but only 2 x " + mib(buffer_bytes_) +
+           " fit (smallest free device memory per rank after NCCL init: " + mib(min_free_bytes_) + ", " +
+           mib(kNcclReserveBytes) + " kept for NCCL connections)";
+  }
+  return std::nullopt;
+}
+
+NcclBackend::Pointers NcclBackend::pointers(const CaseSpec& spec, const LocalGpu& gpu, std::uint64_t shift_bytes) const {
+  const std::uint64_t element = spec.counts.element_size;
+  if (spec.in_place) {
+    auto* base = static_cast<char*>(gpu.recv.get()) + shift_bytes;
+    const std::uint64_t rank = static_cast<std::uint64_t>(gpu.rank);
+    return {base + spec.counts.send_inplace_offset * rank * element, base + spec.counts.recv_inplace_offset * rank * element};
+  }
+  return {static_cast<const char*>(gpu.send.get()) + shift_bytes, static_cast<char*>(gpu.recv.get()) + shift_bytes};
+}
+
+// nccl-tests' rotation: consecutive iterations use successive message-sized slots of the buffers,
+// so no iteration finds its data in cache from the previous one.
+std::uint64_t NcclBackend::rotation_shift(const CaseSpec& spec, int iteration) const {
+  const std::uint64_t size = spec.counts.size_bytes();
+  if (size == 0) return 0;
+  const std::uint64_t steps = std::max<std::uint64_t>(1, buffer_bytes_ / size);
+  return size * (static_cast<std::uint64_t>(iteration) % steps);
+}
+
+ncclResult_t NcclBackend::launch_one(const CaseSpec& spec, std::size_t index, std::uint64_t shift, const char** call) {
+  const LocalGpu& gpu = gpus_[index];
+  const ncclComm_t comm = comms_.handles()[index];
+  const cudaStream_t stream = gpu.stream.get();
+  const Pointers p = pointers(spec, gpu, shift);
+  const ncclDataType_t type = nccl_type(spec.dtype);
+  const std::uint64_t count = spec.counts.param_count;
+  const std::uint64_t element = spec.counts.element_size;
+  switch (spec.collective) {
+    case Collective::all_reduce:
+      *call = "ncclAllReduce";
+      return ncclAllReduce(p.send, p.recv, count, type, nccl_op(spec.op), comm, stream);
+    case Collective::all_gather:
+      *call = "ncclAllGather";
+      return ncclAllGather(p.send, p.recv, count, type, comm, stream);
+    case Collective::reduce_scatter:
+      *call = "ncclReduceScatter";
+      return ncclReduceScatter(p.send, p.recv, count, type, nccl_op(spec.op), comm, stream);
+    case Collective::broadcast:
+      *call = "ncclBroadcast";
+      return ncclBroadcast(p.send, p.recv, count, type, spec.root, comm, stream);
+    case Collective::reduce:
+      *call = "ncclReduce";
+      return ncclReduce(p.send, p.recv, count, type, nccl_op(spec.op), spec.root, comm, stream);
+    case Collective::alltoall: {
+      *call = "ncclSend/ncclRecv (alltoall)";
+      ncclResult_t result = ncclGroupStart();
+      for (int peer = 0; peer < nranks_ && result == ncclSuccess; ++peer) {
+        const std::uint64_t offset = static_cast<std::uint64_t>(peer) * count * element;
+        result = ncclSend(static_cast<const char*>(p.send) + offset, count, type, peer, comm, stream);
+        if (result == ncclSuccess) result = ncclRecv(static_cast<char*>(p.recv) + offset, count, type, peer, comm, stream);
+      }
+      const ncclResult_t end = ncclGroupEnd();
+      return result != ncclSuccess ? result : end;
+    }
+    case Collective::sendrecv: {
+      *call = "ncclSend/ncclRecv (sendrecv)";
+      ncclResult_t result = ncclGroupStart();
+      if (result == ncclSuccess) result = ncclSend(p.send, count, type, (gpu.rank + 1) % nranks_, comm, stream);
+      if (result == ncclSuccess) result = ncclRecv(p.recv, count, type, (gpu.rank - 1 + nranks_) % nranks_, comm, stream);
+      const ncclResult_t end = ncclGroupEnd();
+      return result != ncclSuccess ? result : end;
+    }
+  }
+  *call = "unknown collective";
+  return ncclInvalidArgument;
+}
+
+// One iteration: the launches of every local GPU inside one group (required when one thread
+// drives several communicators, or NCCL would wait for the first before launching the next).
+void NcclBackend::launch(const CaseSpec& spec, int iteration) {
+  const std::uint64_t shift = rotation_shift(spec, iteration);
+  const bool grouped = gpus_.size() > 1;
+  ncclResult_t result = grouped ? ncclGroupStart() : ncclSuccess;
+  const char* call = "ncclGroupStart";
+  std::size_t failed = 0;
+  for (std::size_t i = 0; i < gpus_.size() && result == ncclSuccess; ++i) {
+    result = launch_one(spec, i, shift, &call);
+    failed = i;
+  }
+  if (grouped) {
+    const ncclResult_t end = ncclGroupEnd();
+    if (result == ncclSuccess && end != ncclSuccess) {
+      result = end;
+      call = "ncclGroupEnd";
+    }
+  }
+  if (result != ncclSuccess) {
+    const char* last = ncclGetLastError(comms_.handles()[failed]);
+    fail(ExitCode::runtime_error, std::string(call) + ": " + ncclGetErrorString(result) +
+                                      (last && *last ? std::string(": ") + last : "") + " (" + where(spec, "launch") + ")");
+  }
+}
+
+// Polls instead of blocking so that an NCCL async error or the -T deadline ends the wait.
+void NcclBackend::wait_for_completion(const CaseSpec& spec, const char* phase) {
+  using Clock = std::chrono::steady_clock;
+  const bool has_deadline = config_.timeout_seconds > 0;
+  const Clock::time_point deadline =
+      has_deadline ? Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(config_.timeout_seconds))
+                   : Clock::time_point::max();
+  std::vector<char> done(gpus_.size(), 0);
+  std::size_t remaining = gpus_.size();
+  while (remaining > 0) {
+    for (std::size_t i = 0; i < gpus_.size(); ++i) {
+      if (done[i]) continue;
+      const cudaError_t status = cudaStreamQuery(gpus_[i].stream.get());
+      if (status == cudaSuccess) {
+        done[i] = 1;
+        --remaining;
+        continue;
+      }
+      if (status != cudaErrorNotReady) cuda_or_fail(status, "cudaStreamQuery", spec, phase);
+      ncclResult_t async = ncclSuccess;
+      const ncclResult_t query = ncclCommGetAsyncError(comms_.handles()[i], &async);
+      if (query != ncclSuccess || (async != ncclSuccess && async != ncclInProgress)) {
+        const ncclResult_t error = query != ncclSuccess ? query : async;
+        const char* last = ncclGetLastError(comms_.handles()[i]);
+        fail(ExitCode::runtime_error, std::string("NCCL asynchronous error: ") + ncclGetErrorString(error) +
+                                          (last && *last ? std::string(": ") + last : "") + " (" + where(spec, phase) + ", GPU " +
+                                          gpus_[i].binding.pci_bus_id + ")");
+      }
+    }
+    if (remaining == 0) break;
+    if (has_deadline && Clock::now() > deadline) {
+      char seconds[32];
+      std::snprintf(seconds, sizeof seconds, "%g", config_.timeout_seconds);
+      fail(ExitCode::timeout, std::string("timeout: the collective did not complete within ") + seconds + " s (-T) (" +
+                                  where(spec, phase) + ")");
+    }
+    std::this_thread::yield();
+  }
+}
+
+void NcclBackend::ensure_events(std::size_t count) {
+  for (LocalGpu& gpu : gpus_) {
+    while (gpu.starts.size() < count) {
+      gpu.starts.emplace_back(gpu.device, rank_text());
+      gpu.stops.emplace_back(gpu.device, rank_text());
+    }
+  }
+}
+
+void NcclBackend::record(std::vector<Event> LocalGpu::*events, std::size_t index, const CaseSpec& spec) {
+  for (LocalGpu& gpu : gpus_) {
+    cuda_or_fail(cudaEventRecord((gpu.*events)[index].get(), gpu.stream.get()), "cudaEventRecord", spec, "timed iterations");
+  }
+}
+
+double NcclBackend::max_elapsed_us(std::size_t index) const {
+  double slowest = 0;
+  for (const LocalGpu& gpu : gpus_) {
+    float ms = 0;
+    cuda_check(cudaEventElapsedTime(&ms, gpu.starts[index].get(), gpu.stops[index].get()), "cudaEventElapsedTime", rank_text());
+    slowest = std::max(slowest, static_cast<double>(ms) * 1000.0);
+  }
+  return slowest;
+}
+
+void NcclBackend::fill(const CaseSpec& spec, std::uint32_t rep) {
+  const PatternParams params = make_pattern(spec.dtype, pattern_op(spec), nranks_, rep);
+  const CompareMode mode = compare_mode(spec);
+  for (const LocalGpu& gpu : gpus_) {
+    DeviceScope scope(gpu.device);
+    const Pointers p = pointers(spec, gpu, 0);
+    const RecvLayout layout{spec.collective, gpu.rank, spec.root, spec.counts.param_count};
+    cuda_or_fail(launch_pattern_poison(p.recv, spec.counts.recv_count, params, layout, mode, gpu.stream.get()),
+                 "poison kernel", spec, "fill");
+    // In place, the send region lies inside the receive buffer: written after the poison.
+    cuda_or_fail(launch_pattern_fill(const_cast<void*>(p.send), spec.counts.send_count, params, gpu.rank, 0, gpu.stream.get()),
+                 "fill kernel", spec, "fill");
+  }
+  wait_for_completion(spec, "fill");
+}
+
+void NcclBackend::warm_up(const CaseSpec& spec, int iterations) {
+  for (int iteration = 0; iteration < iterations; ++iteration) launch(spec, iteration);
+  wait_for_completion(spec, "warm-up");
+}
+
+TimedIterations NcclBackend::run_timed(const CaseSpec& spec, int iterations) {
+  TimedIterations timed;
+  if (iterations <= 0) return timed;
+  using Clock = std::chrono::steady_clock;
+  const bool graph_mode = config_.graph_launches > 0;
+  const std::size_t samples = graph_mode ? static_cast<std::size_t>(config_.graph_launches) : static_cast<std::size_t>(iterations);
+  ensure_events(samples);
+  wait_for_completion(spec, "before timed iterations");
+
+  if (!graph_mode) {
+    const Clock::time_point begin = Clock::now();
+    for (int iteration = 0; iteration < iterations; ++iteration) {
+      record(&LocalGpu::starts, static_cast<std::size_t>(iteration), spec);
+      launch(spec, iteration);
+      record(&LocalGpu::stops, static_cast<std::size_t>(iteration), spec);
+      if (config_.blocking) wait_for_completion(spec, "timed iterations");
+    }
+    wait_for_completion(spec, "timed iterations");
+    const Clock::time_point end = Clock::now();
+    timed.batch_us = std::chrono::duration<double, std::micro>(end - begin).count() / iterations;
+    for (std::size_t i = 0; i < samples; ++i) timed.iteration_us.push_back(max_elapsed_us(i));
+    return timed;
+  }
+
+  // -G K: the `iterations` launches are captured once into one CUDA graph per GPU, and the graph
+  // is replayed K times. Events can only bracket a whole replay, so each of the K samples is one
+  // replay's event time divided by `iterations` (an average per iteration, not one iteration).
+  std::vector<Graph> graphs;
+  for (const LocalGpu& gpu : gpus_) {
+    cuda_or_fail(cudaStreamBeginCapture(gpu.stream.get(), cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture", spec,
+                 "graph capture");
+  }
+  try {
+    for (int iteration = 0; iteration < iterations; ++iteration) launch(spec, iteration);
+  } catch (...) {
+    for (const LocalGpu& gpu : gpus_) {
+      cudaGraph_t discarded = nullptr;
+      if (cudaStreamEndCapture(gpu.stream.get(), &discarded) == cudaSuccess && discarded) cudaGraphDestroy(discarded);
+    }
+    throw;
+  }
+  for (const LocalGpu& gpu : gpus_) {
+    cudaGraph_t graph = nullptr;
+    cuda_or_fail(cudaStreamEndCapture(gpu.stream.get(), &graph), "cudaStreamEndCapture", spec, "graph capture");
+    graphs.emplace_back(graph, gpu.device, where(spec, "graph capture"));
+    // Upload now, so the first timed replay does not pay for it.
+    cuda_or_fail(cudaGraphUpload(graphs.back().exec(), gpu.stream.get()), "cudaGraphUpload", spec, "graph capture");
+  }
+  wait_for_completion(spec, "graph upload");
+  const Clock::time_point begin = Clock::now();
+  for (std::size_t replay = 0; replay < samples; ++replay) {
+    record(&LocalGpu::starts, replay, spec);
+    for (std::size_t i = 0; i < gpus_.size(); ++i) {
+      cuda_or_fail(cudaGraphLaunch(graphs[i].exec(), gpus_[i].stream.get()), "cudaGraphLaunch", spec, "timed graph replays");
+    }
+    record(&LocalGpu::stops, replay, spec);
+    if (config_.blocking) wait_for_completion(spec, "timed graph replays");
+  }
+  wait_for_completion(spec, "timed graph replays");
+  const Clock::time_point end = Clock::now();
+  timed.batch_us = std::chrono::duration<double, std::micro>(end - begin).count() / (static_cast<double>(samples) * iterations);
+  for (std::size_t replay = 0; replay < samples; ++replay) timed.iteration_us.push_back(max_elapsed_us(replay) / iterations);
+  return timed;
+}
+
+void NcclBackend::run_once(const CaseSpec& spec) {
+  launch(spec, 0);  // iteration 0: no rotation, the data fill() wrote
+  wait_for_completion(spec, "checked run");
+}
+
+std::int64_t NcclBackend::count_wrong(const CaseSpec& spec, std::uint32_t rep) {
+  const PatternParams params = make_pattern(spec.dtype, pattern_op(spec), nranks_, rep);
+  const CompareMode mode = compare_mode(spec);
+  const double tolerance = mode == CompareMode::tolerance ? avg_relative_tolerance(spec.dtype, nranks_) : 0.0;
+  auto* host_counts = static_cast<unsigned long long*>(wrong_host_.get());
+  for (std::size_t i = 0; i < gpus_.size(); ++i) {
+    const LocalGpu& gpu = gpus_[i];
+    DeviceScope scope(gpu.device);
+    const Pointers p = pointers(spec, gpu, 0);
+    const RecvLayout layout{spec.collective, gpu.rank, spec.root, spec.counts.param_count};
+    auto* counter = static_cast<unsigned long long*>(gpu.scratch.get());
+    cuda_or_fail(cudaMemsetAsync(counter, 0, sizeof *counter, gpu.stream.get()), "cudaMemsetAsync", spec, "verify");
+    cuda_or_fail(launch_pattern_verify(p.recv, spec.counts.recv_count, params, layout, mode, tolerance, counter, gpu.stream.get()),
+                 "verify kernel", spec, "verify");
+    cuda_or_fail(cudaMemcpyAsync(&host_counts[i], counter, sizeof *counter, cudaMemcpyDeviceToHost, gpu.stream.get()),
+                 "cudaMemcpyAsync", spec, "verify");
+  }
+  wait_for_completion(spec, "verify");
+  std::int64_t wrong = 0;
+  for (std::size_t i = 0; i < gpus_.size(); ++i) wrong += static_cast<std::int64_t>(host_counts[i]);
+  return wrong;
+}
+
+}  // namespace
+
+std::string_view verification_mode(const CaseSpec& spec) {
+  const bool reduces = descriptor_of(spec.collective).reduces;
+  return reduces && spec.op == ReduceOp::avg && is_floating(spec.dtype) ? "tolerance" : "exact";
+}
+
+void prepare_nccl_environment(const Config& config, const MpiContext& mpi) {
+  if (!config.share_gpu) return;
+  const std::string host_id = mpi.hostname + "-cclbench-rank" + std::to_string(mpi.world_rank);
+  setenv("NCCL_HOSTID", host_id.c_str(), 1);
+  setenv("NCCL_SOCKET_IFNAME", "lo", 0);  // 0: a user's choice wins
+}
+
+std::unique_ptr<Backend> make_nccl_backend(const Config& config, const MpiContext& mpi) {
+  return std::make_unique<NcclBackend>(config, mpi);
+}
+
+std::vector<LocalGpuBinding> local_gpu_bindings(const Backend& backend) {
+  if (const auto* nccl = dynamic_cast<const NcclBackend*>(&backend)) return nccl->bindings();
+  return {};
+}
+
+std::vector<std::string> local_gpu_bus_ids(const Backend& backend) {
+  std::vector<std::string> ids;
+  for (const LocalGpuBinding& binding : local_gpu_bindings(backend)) ids.push_back(binding.pci_bus_id);
+  return ids;
+}
+
+nlohmann::json to_json(const LocalGpuBinding& binding) {
+  return {{"rank", binding.rank},
+          {"device", binding.device},
+          {"pci_bus_id", binding.pci_bus_id},
+          {"name", binding.name},
+          {"compute_capability", std::to_string(binding.compute_capability_major) + "." +
+                                     std::to_string(binding.compute_capability_minor)}};
+}
+
+}  // namespace cclbench

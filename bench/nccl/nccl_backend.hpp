@@ -1,0 +1,65 @@
+#pragma once
+// The NCCL backend: GPU buffers, one communicator per local GPU, CUDA-event timing, device-side
+// verification. Launch shapes (all the same code):
+//   -g N in one process: N communicators created in one ncclGroup, global rank world_rank*N + i;
+//   one MPI rank per GPU: device local_rank*N + i among the visible devices, or 0..N-1 when the
+//     launcher left exactly N devices visible to each rank;
+//   several nodes: the same, with the unique id broadcast from world rank 0.
+// --share-gpu runs several ranks on one GPU (correctness only): each rank becomes its own NCCL
+// "host" (NCCL_HOSTID) and ranks connect over NET/Socket on loopback.
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/core/backend.hpp"
+#include "bench/core/config.hpp"
+#include "bench/core/mpi_context.hpp"
+
+namespace cclbench {
+
+// Collective over `mpi.world`. Throws FatalError(usage) for rank/GPU mismatches (more ranks*N
+// than visible GPUs, two ranks on one GPU without --share-gpu) naming host, rank and device;
+// FatalError(nothing_measured) when no GPU is visible; FatalError(runtime_error) for CUDA/NCCL
+// failures. Every rank throws the same message (the lowest failing rank's), so none is left
+// waiting in a collective.
+std::unique_ptr<Backend> make_nccl_backend(const Config& config, const MpiContext& mpi);
+
+// For --share-gpu: sets NCCL_HOSTID=<hostname>-cclbench-rank<world_rank> (overwriting) and
+// NCCL_SOCKET_IFNAME=lo unless the user set it. Must run before the first NCCL call of the
+// process (NCCL reads its environment once); make_nccl_backend calls it, call it earlier if
+// anything else (gpu_environment_json's ncclGetVersion is harmless) touches NCCL first.
+void prepare_nccl_environment(const Config& config, const MpiContext& mpi);
+
+// "exact": the received bits must equal the host reference's. "tolerance": avg on a floating type,
+// which NCCL computes as a premultiplied sum (x * (1/n) summed) and is therefore not bit-exact;
+// an element is wrong only when |got - expected| > avg_relative_tolerance(dtype, n) *
+// max(|expected|, 1) or it is NaN (see bench/core/element_codec.hpp).
+std::string_view verification_mode(const CaseSpec& spec);
+
+// The GPU each local rank of this process drives, for the run manifest (empty if `backend` is not
+// the NCCL backend).
+struct LocalGpuBinding {
+  int rank = 0;           // global rank in the communicator
+  int device = 0;         // CUDA device ordinal (among the visible devices)
+  std::string pci_bus_id; // "0000:19:00.0"
+  std::string name;
+  int compute_capability_major = 0;
+  int compute_capability_minor = 0;
+};
+std::vector<LocalGpuBinding> local_gpu_bindings(const Backend& backend);
+std::vector<std::string> local_gpu_bus_ids(const Backend& backend);
+nlohmann::json to_json(const LocalGpuBinding& binding);
+
+// Visible CUDA devices; 0 on any CUDA error (no driver, no device), with the CUDA error string in
+// *error when given (empty when the count is valid).
+int visible_gpu_count(std::string* error = nullptr);
+
+// Versions and visible GPUs for the manifest: cuda_driver_version, cuda_runtime_version,
+// nccl_version (strings like "13.0", "2.28.3"; null plus a *_reason when unavailable), and gpus:
+// [{index, name, pci_bus_id, compute_capability, memory_bytes}] (plus gpus_reason when empty).
+nlohmann::json gpu_environment_json();
+
+}  // namespace cclbench
