@@ -35,6 +35,7 @@ nlohmann::json to_json(const NodeTopology& model, const HcaSpec& spec) {
   nlohmann::json doc;
   doc["schema_version"] = kTopologySchemaVersion;
   doc["source"] = model.source;
+  doc["source_kind"] = model.live ? "live" : "xml";
   doc["host"] = optional_string(model.host);
   if (!model.host) doc["host_reason"] = "the XML topology records no HostName";
   doc["hwloc_version"] = model.hwloc_version;
@@ -88,6 +89,7 @@ nlohmann::json to_json(const NodeTopology& model, const HcaSpec& spec) {
       if (!port.state) p["state_reason"] = missing;
       if (!port.link_layer) p["link_layer_reason"] = missing;
       if (!port.rate) p["rate_reason"] = missing;
+      if (p["protocol"].is_null()) p["protocol_reason"] = port.link_layer ? "link layer is neither InfiniBand nor Ethernet" : "link layer unknown";
       entry["ports"].push_back(std::move(p));
     }
     if (nic.ports.empty()) entry["ports_reason"] = "no port information (offline XML without port records, or sysfs unreadable)";

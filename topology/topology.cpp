@@ -413,6 +413,7 @@ NodeTopology build_node_topology(const HwlocTopology& handle, const MapperOption
   hwloc_topology_t topology = handle.get();
   NodeTopology model;
   model.source = handle.source();
+  model.live = handle.is_live();
   model.hwloc_version = hwloc_version();
   if (const char* host = info_value(hwloc_get_root_obj(topology), "HostName")) {
     model.host = host;

@@ -131,6 +131,7 @@ struct NicChoice {
 
 struct NodeTopology {
   std::string source;  // "live" or the XML path
+  bool live = false;
   std::optional<std::string> host;
   std::string hwloc_version;
   std::string gpu_discovery;  // "caller_bus_ids" or "pci_class_scan"
