@@ -120,6 +120,7 @@ nlohmann::json capture_binding_record(const BindingInput& input) {
     for (const char* key : gpu_keys) set_null(record, key, error.what());
     return record;
   }
+  record["rdma_nic_count"] = model.nics.size();
   const Gpu& gpu = model.gpus.at(0);
   if (!gpu.found) {
     for (const char* key : gpu_keys) set_null(record, key, "GPU " + bus_id + " is not in hwloc's PCI tree");
@@ -179,8 +180,12 @@ std::optional<std::string> binding_warning(const nlohmann::json& record) {
                             ? text("gpu_numa_node")
                             : "(CPUs " + text("gpu_cpu_affinity") + ")"));
   }
+  // A node without RDMA NICs (single-node runs) is fine; NICs that the spec or port states all rule
+  // out are not.
   const auto nics = record.find("allowed_nics");
-  if (nics != record.end() && nics->is_array() && nics->empty()) {
+  const auto nic_count = record.find("rdma_nic_count");
+  const bool node_has_nics = nic_count != record.end() && nic_count->is_number_integer() && nic_count->get<long long>() > 0;
+  if (node_has_nics && nics != record.end() && nics->is_array() && nics->empty()) {
     problems.push_back(who + ": no usable NIC for its GPU " + text("gpu_pci_bus_id") +
                        (record.contains("nccl_ib_hca") && !record["nccl_ib_hca"].is_null() ? " under NCCL_IB_HCA=" + text("nccl_ib_hca") : ""));
   }

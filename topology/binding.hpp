@@ -22,7 +22,9 @@ struct BindingInput {
 // "..._reason". Keys: host, rank, local_rank, gpu_pci_bus_id, cpu_binding ("0-15,32-47"),
 // cpu_binding_numa_nodes, memory_binding {policy, nodeset}, gpu_numa_node, gpu_cpu_affinity,
 // cpus_local_to_gpu, nccl_ib_hca, allowed_nics [{name, port, netdev, path_class, numa_nodes}]
-// nearest first, hwloc_version. Schema: results_schema/topology.schema.json#/$defs/binding_record.
+// nearest first (NICs NCCL may use for this GPU: spec allows it and its port is not known down),
+// rdma_nic_count (RDMA NICs on the node; present when the GPU was found), hwloc_version.
+// cpu_binding is hwloc_get_cpubind(HWLOC_CPUBIND_PROCESS): the union over the process's threads. Schema: results_schema/topology.schema.json#/$defs/binding_record.
 nlohmann::json capture_binding_record(const BindingInput& input);
 
 // e.g. "rank 3 on node7 runs on CPUs 0-63 (NUMA 0) but its GPU 0000:c1:00.0 is on NUMA 1";

@@ -156,8 +156,20 @@ void screen_xml(std::string_view xml, const std::string& what) {
       pos = end + 3;
       continue;
     }
-    const std::size_t end = xml.find('>', pos);
-    if (end == std::string_view::npos) throw UsageError(what + ": truncated XML (unterminated tag)");
+    // The tag ends at the first '>' outside quotes (attribute values may contain '>').
+    std::size_t end = pos + 1;
+    char quote = 0;
+    for (; end < xml.size(); ++end) {
+      const char c = xml[end];
+      if (quote != 0) {
+        if (c == quote) quote = 0;
+      } else if (c == '"' || c == '\'') {
+        quote = c;
+      } else if (c == '>') {
+        break;
+      }
+    }
+    if (end >= xml.size()) throw UsageError(what + ": truncated XML (unterminated tag)");
     std::string_view tag = xml.substr(pos + 1, end - pos - 1);
     pos = end + 1;
     if (tag.empty()) throw UsageError(what + ": malformed XML (empty tag)");

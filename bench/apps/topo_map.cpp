@@ -100,7 +100,7 @@ Options parse_args(int argc, char** argv) {
 }
 
 // GPU bus ids in CUDA order; empty (with a note) when CUDA has none, so the PCI class scan is used.
-std::vector<std::string> cuda_bus_ids(std::string& note) {
+std::vector<std::string> cuda_bus_ids(std::string& note, std::vector<std::string>& names) {
 #ifdef CCLBENCH_HAVE_CUDA
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);
@@ -117,10 +117,13 @@ std::vector<std::string> cuda_bus_ids(std::string& note) {
       return {};
     }
     ids.push_back(cclbench::topology::normalize_pci_bus_id(bus_id));
+    cudaDeviceProp properties{};
+    names.push_back(cudaGetDeviceProperties(&properties, device) == cudaSuccess ? std::string(properties.name) : std::string());
   }
   note = "GPU bus ids from CUDA (CUDA device order)";
   return ids;
 #else
+  (void)names;
   note = "built without CUDA: GPUs found by PCI class scan";
   return {};
 #endif
@@ -157,7 +160,7 @@ int run(int argc, char** argv) {
       mapper.gpu_pci_bus_ids = options.gpu_bus_ids;
       note = "GPU bus ids from --gpu-bus-ids";
     } else {
-      mapper.gpu_pci_bus_ids = cuda_bus_ids(note);
+      mapper.gpu_pci_bus_ids = cuda_bus_ids(note, mapper.gpu_names);
     }
   }
   const NodeTopology model = build_node_topology(*topology, mapper);

@@ -56,8 +56,11 @@ TEST(BindingWarning, FineOrUnknownGivesNothing) {
 
 TEST(BindingWarning, NoUsableNic) {
   const nlohmann::json record = {{"host", "node7"}, {"rank", 5}, {"gpu_pci_bus_id", "0000:83:00.0"}, {"cpus_local_to_gpu", true},
-                                 {"nccl_ib_hca", "=mlx5_9"}, {"allowed_nics", nlohmann::json::array()}};
+                                 {"nccl_ib_hca", "=mlx5_9"}, {"allowed_nics", nlohmann::json::array()}, {"rdma_nic_count", 3}};
   EXPECT_EQ(binding_warning(record), "rank 5 on node7: no usable NIC for its GPU 0000:83:00.0 under NCCL_IB_HCA==mlx5_9");
+  nlohmann::json single_node = record;
+  single_node["rdma_nic_count"] = 0;  // no RDMA NIC at all: nothing to warn about
+  EXPECT_EQ(binding_warning(single_node), std::nullopt);
 }
 
 TEST(BindingRecord, RankWithoutGpu) {
@@ -131,6 +134,7 @@ TEST(BindingRecord, LivePciDeviceAsGpu) {
   input.nccl_ib_hca = "";
   record = capture_binding_record(input);
   EXPECT_TRUE(record["allowed_nics"].is_array());
+  EXPECT_TRUE(record["rdma_nic_count"].is_number_integer());
   expect_valid_binding_record(record, "live");
 }
 

@@ -258,6 +258,7 @@ TEST(TopologyXml, BadInputIsAUsageErrorOnOneLine) {
       {"two_roots", "<topology version=\"2.0\"></topology><topology></topology>"},
       {"mismatched", "<topology version=\"2.0\"><object></topology>"},
       {"not_xml", "hello world"},
+      {"quoted_truncated", "<topology version=\"2.0\"><object type=\"Machine\" name=\"a>b"},
       {"hwloc_rejects", "<topology version=\"2.0\">\n  <object type=\"Bogus\"/>\n</topology>\n"},
   };
   for (const auto& [name, text] : cases) {
@@ -271,6 +272,13 @@ TEST(TopologyXml, BadInputIsAUsageErrorOnOneLine) {
     }
   }
   EXPECT_THROW(HwlocTopology::load_xml_file(fixture("does_not_exist.xml")), UsageError);
+}
+
+TEST(TopologyXml, QuotedGreaterThanInAttributesIsNotTheEndOfATag) {
+  std::string text = read_text_file(fixture("no_gpu.xml"));
+  text.replace(text.find("value=\"ci-runner\""), 17, "value=\"ci>runner\"");
+  const NodeTopology model = build_node_topology(HwlocTopology::load_xml_text(text, "quoted"), {});
+  EXPECT_EQ(model.host, "ci>runner");
 }
 
 TEST(TopologyXml, HandleIsMoveOnly) {
