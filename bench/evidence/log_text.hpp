@@ -18,6 +18,8 @@ struct LogRecord {
   int tid = -1;
   std::optional<int> cuda_dev;
   bool warn = false;          // NCCL WARN (else INFO or TRACE)
+  bool glued = false;         // not the first record on its physical line: interleaved writers, the
+                              // host may carry the tail of the previous record glued to its front
   std::string_view message;   // text after "NCCL INFO " / "NCCL WARN " / "NCCL TRACE "
   std::uint64_t line_number = 0;
 };
@@ -71,6 +73,7 @@ void split_records(std::string_view text, OnRecord&& on_record, OnOther&& on_oth
     for (std::size_t i = 0; i < found.size(); ++i) {
       records[i].line_number = number;
       records[i].warn = found[i].warn;
+      records[i].glued = i > 0;
       prefix_start[i] = read_prefix(line, found[i].pos, records[i]);
     }
     for (std::size_t i = 0; i < found.size(); ++i) {

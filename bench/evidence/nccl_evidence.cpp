@@ -337,8 +337,15 @@ void Parser::on_channel_line(const LogRecord& record, const std::string& file, P
   const std::size_t arrow = message.find(" -> ");
   if (via == std::string_view::npos || colon == std::string_view::npos || arrow == std::string_view::npos ||
       !(colon < arrow && arrow < via)) {
-    if (via != std::string_view::npos) note("unparsed_connection", "unrecognised connection line " + where);
-    return;  // "Channel 00 : ..." ring/tree layout lines without "via" are not connections
+    // "Channel 00/04 : 0 1 2 3" lists a ring's order and is no connection; anything else is reported.
+    const std::string_view after_colon = colon == std::string_view::npos ? message : message.substr(colon + 3);
+    const bool ring_layout = colon != std::string_view::npos && via == std::string_view::npos &&
+                             after_colon.find_first_not_of("0123456789 ") == std::string_view::npos;
+    if (!ring_layout) {
+      note("unparsed_connection", "unrecognised connection line " + where + ": '" +
+                                      std::string(message.substr(0, 160)) + "'");
+    }
+    return;
   }
   ChannelConnection connection;
   connection.source = where;
@@ -429,7 +436,24 @@ void parse_device_list(std::string_view list, std::vector<NetDevice>& devices, b
   }
 }
 
-void Parser::on_record(const LogRecord& record, const std::string& file) {
+void Parser::on_record(const LogRecord& original, const std::string& file) {
+  LogRecord record = original;
+  if (record.glued && !record.host.empty()) {
+    // Interleaved writers glue records together; trust the host only as the longest host already
+    // seen in a clean record that ends the glued token, otherwise drop the record.
+    std::string_view best;
+    for (const auto& [key, state] : processes_) {
+      if (key.pid >= 0 && key.host.size() > best.size() && record.host.ends_with(key.host)) {
+        best = record.host.substr(record.host.size() - key.host.size());
+      }
+    }
+    if (best.empty()) {
+      note("interleaved", "interleaved record with an unreadable host skipped at " + file + ":" +
+                              std::to_string(record.line_number));
+      return;
+    }
+    record.host = best;
+  }
   if (record.warn) {
     if (summary_.warnings.size() < kMaxWarnings) {
       summary_.warnings.push_back(std::string(record.host) + ":" + std::to_string(record.pid) + " " +
