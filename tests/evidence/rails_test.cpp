@@ -1,0 +1,155 @@
+#include "bench/evidence/rails.hpp"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+namespace cclbench {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kSysfs = std::string(CCLBENCH_SOURCE_DIR) + "/tests/data/evidence/sysfs/";
+
+class FakeSysfs : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/cclbench_rails_XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // One tree per snapshot: root/<name>/class/infiniband/<hca>/ports/1/counters/port_{xmit,rcv}_data
+  std::string tree(const std::string& name, const std::vector<std::tuple<std::string, std::string, std::string>>& hcas) {
+    const fs::path root = fs::path(dir_) / name;
+    for (const auto& [hca, xmit, rcv] : hcas) {
+      const fs::path counters = root / "class" / "infiniband" / hca / "ports" / "1" / "counters";
+      fs::create_directories(counters);
+      std::ofstream(counters / "port_xmit_data") << xmit << "\n";
+      std::ofstream(counters / "port_rcv_data") << rcv << "\n";
+    }
+    return root.string();
+  }
+  std::string dir_;
+};
+
+const nlohmann::json& port(const nlohmann::json& delta, const std::string& rail) {
+  for (const auto& entry : delta["ib_ports"]) {
+    if (entry["rail"] == rail) return entry;
+  }
+  throw std::runtime_error("no rail " + rail);
+}
+
+TEST(Rails, ReadsTheFixtureTreeWithNetdevsAndErrorCounters) {
+  const RailSnapshot snapshot = read_rail_counters(kSysfs + "two_rails_before");
+  EXPECT_TRUE(snapshot.ib_missing_reason.empty());
+  ASSERT_EQ(snapshot.ib_ports.size(), 2u);
+  EXPECT_EQ(snapshot.ib_ports[0].rail(), "mlx5_0:1");
+  EXPECT_EQ(snapshot.ib_ports[0].netdev, "eth0");
+  EXPECT_EQ(snapshot.ib_ports[0].link_layer, "Ethernet");
+  EXPECT_EQ(snapshot.ib_ports[0].xmit_data_words, 1000000u);
+  EXPECT_EQ(snapshot.ib_ports[1].netdev, "eth3");
+  EXPECT_EQ(snapshot.ib_ports[1].error_counters.at("out_of_sequence"), 5u);
+  EXPECT_EQ(snapshot.ib_ports[1].error_counters.count("port_xmit_packets"), 0u);  // not an error counter
+  ASSERT_EQ(snapshot.netdevs.size(), 3u);
+}
+
+TEST(Rails, DeltasAreBytesWithSharesAndNoImbalanceForEvenRails) {
+  const RailSnapshot before = read_rail_counters(kSysfs + "two_rails_before");
+  const RailSnapshot after = read_rail_counters(kSysfs + "two_rails_after");
+  RailOptions options;
+  options.expected_rails = rails_from_nccl_ib_hca("=mlx5_0:1,mlx5_3:1");
+  const nlohmann::json delta = rail_delta_json(before, after, options);
+  const auto& rail0 = port(delta, "mlx5_0:1");
+  EXPECT_EQ(rail0["xmit_bytes"], 10000000u);  // 2.5M words x 4
+  EXPECT_EQ(rail0["rcv_bytes"], 10000000u);
+  EXPECT_DOUBLE_EQ(rail0["share"].get<double>(), 0.5);
+  const auto& rail3 = port(delta, "mlx5_3:1");
+  EXPECT_EQ(rail3["xmit_bytes"], 9600000u);
+  EXPECT_EQ(rail3["rcv_bytes"], 10400000u);
+  EXPECT_EQ(rail3["error_increments"]["out_of_sequence"], 2u);
+  EXPECT_EQ(delta["error_increments_total"], 2u);
+  EXPECT_EQ(delta["imbalanced"], false);
+  EXPECT_EQ(delta["rails_total_bytes"], 40000000u);
+  EXPECT_NE(delta["note"].get<std::string>().find("all traffic on the port"), std::string::npos);
+  // netdevs: lo is left out by default, eth0 moved 10 MB out.
+  bool saw_eth0 = false;
+  for (const auto& netdev : delta["netdevs"]) {
+    EXPECT_NE(netdev["name"], "lo");
+    if (netdev["name"] == "eth0") {
+      saw_eth0 = true;
+      EXPECT_EQ(netdev["tx_bytes"], 10000000u);
+      EXPECT_EQ(netdev["rx_bytes"], 16000000u);
+    }
+  }
+  EXPECT_TRUE(saw_eth0);
+}
+
+TEST_F(FakeSysfs, RailBelowAQuarterIsFlaggedWhenTwoAreExpected) {
+  const auto before = read_rail_counters(tree("before", {{"mlx5_0", "0", "0"}, {"mlx5_3", "0", "0"}}));
+  const auto after = read_rail_counters(tree("after", {{"mlx5_0", "900", "0"}, {"mlx5_3", "100", "0"}}));
+  RailOptions options;
+  options.expected_rails = {"mlx5_0", "mlx5_3"};
+  const nlohmann::json delta = rail_delta_json(before, after, options);
+  EXPECT_EQ(delta["imbalanced"], true);
+  EXPECT_DOUBLE_EQ(port(delta, "mlx5_3:1")["share"].get<double>(), 0.1);
+  ASSERT_FALSE(delta["flags"].empty());
+  EXPECT_NE(delta["flags"][0].get<std::string>().find("rail mlx5_3:1 carried 10%"), std::string::npos) << delta["flags"];
+  // A single expected rail is never "imbalanced".
+  options.expected_rails = {"mlx5_0"};
+  const nlohmann::json single = rail_delta_json(before, after, options);
+  EXPECT_TRUE(single["imbalanced"].is_null());
+  EXPECT_FALSE(port(single, "mlx5_3:1")["expected_rail"].get<bool>());
+}
+
+TEST_F(FakeSysfs, CounterThatDecreasedIsNullWithReason) {
+  const auto before = read_rail_counters(tree("before", {{"mlx5_0", "5000", "10"}, {"mlx5_3", "10", "10"}}));
+  const auto after = read_rail_counters(tree("after", {{"mlx5_0", "20", "20"}, {"mlx5_3", "30", "30"}}));
+  const nlohmann::json delta = rail_delta_json(before, after, RailOptions{});
+  const auto& rail = port(delta, "mlx5_0:1");
+  EXPECT_TRUE(rail["xmit_bytes"].is_null());
+  EXPECT_TRUE(rail["total_bytes"].is_null());
+  EXPECT_NE(rail["reason"].get<std::string>().find("decreased"), std::string::npos);
+  EXPECT_TRUE(delta["imbalanced"].is_null());
+  EXPECT_TRUE(delta["rails_total_bytes"].is_null());
+}
+
+TEST_F(FakeSysfs, GarbageCounterIsNullWithReason) {
+  const auto before = read_rail_counters(tree("before", {{"mlx5_0", "abc", "1"}}));
+  ASSERT_EQ(before.ib_ports.size(), 1u);
+  EXPECT_FALSE(before.ib_ports[0].xmit_data_words.has_value());
+  EXPECT_NE(before.ib_ports[0].reason.find("unexpected content"), std::string::npos);
+}
+
+TEST_F(FakeSysfs, MissingTreeIsNullWithReasonNeverZero) {
+  const RailSnapshot empty = read_rail_counters(dir_ + "/nothing_here");
+  EXPECT_TRUE(empty.ib_ports.empty());
+  EXPECT_NE(empty.ib_missing_reason.find("class/infiniband"), std::string::npos);
+  EXPECT_NE(empty.net_missing_reason.find("class/net"), std::string::npos);
+  RailOptions options;
+  options.expected_rails = {"mlx5_0", "mlx5_3"};
+  options.netdevs = {"eth0"};
+  const nlohmann::json delta = rail_delta_json(empty, empty, options);
+  EXPECT_TRUE(delta["ib_ports"].empty());
+  EXPECT_NE(delta["ib_reason"].get<std::string>().find("no "), std::string::npos);
+  EXPECT_TRUE(delta["imbalanced"].is_null());
+  EXPECT_TRUE(delta["rails_total_bytes"].is_null());
+  ASSERT_EQ(delta["netdevs"].size(), 1u);
+  EXPECT_TRUE(delta["netdevs"][0]["tx_bytes"].is_null());
+  EXPECT_FALSE(delta["netdevs"][0]["reason"].is_null());
+  EXPECT_EQ(delta["flags"].size(), 2u);  // both expected rails are absent
+}
+
+TEST(Rails, NcclIbHcaValues) {
+  EXPECT_EQ(rails_from_nccl_ib_hca("mlx5_0:1,mlx5_3:1"), (std::vector<std::string>{"mlx5_0:1", "mlx5_3:1"}));
+  EXPECT_EQ(rails_from_nccl_ib_hca("=mlx5_0, mlx5_3"), (std::vector<std::string>{"mlx5_0", "mlx5_3"}));
+  EXPECT_TRUE(rails_from_nccl_ib_hca("^mlx5_1").empty());
+  EXPECT_TRUE(rails_from_nccl_ib_hca("").empty());
+}
+
+}  // namespace
+}  // namespace cclbench
