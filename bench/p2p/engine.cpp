@@ -1,6 +1,7 @@
 #include "bench/p2p/engine.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -87,6 +88,12 @@ struct Transfer {
   int verify_gpu;  // checks the destination: the destination GPU, or the issuer for host memory
   const void* verify_ptr;
 };
+
+// gated_events: every stream waits on the host-released gate, timed by CUDA events after it.
+// host_clock: copies the driver stages through host memory may need the calling thread to make
+// progress, so they cannot sit behind a gate the same thread opens later; they are timed on the
+// host around issue + synchronize instead (launch overhead included, negligible at MiB sizes).
+enum class Timing { gated_events, host_clock };
 
 struct SampleOutcome {
   double time_us = 0;
@@ -255,7 +262,7 @@ struct Engine::State {
 
   // Fill sources, start every transfer together behind the gate, time each on its own stream
   // (the sample's time is the longest), then verify every destination outside the timed region.
-  SampleOutcome run_sample(const std::vector<Transfer>& transfers, int copies_per_sample) {
+  SampleOutcome run_sample(const std::vector<Transfer>& transfers, int copies_per_sample, Timing timing) {
     const std::uint32_t seed = next_seed++;
     for (const Transfer& t : transfers) {
       DeviceScope scope(t.fill_gpu);
@@ -265,6 +272,23 @@ struct Engine::State {
     for (const Transfer& t : transfers) {
       DeviceScope scope(t.fill_gpu);
       CUDA_CHECK(cudaStreamSynchronize(dev(t.fill_gpu).lanes[0].get()));
+    }
+    SampleOutcome outcome;
+    if (timing == Timing::host_clock) {
+      const auto begin = std::chrono::steady_clock::now();
+      for (const Transfer& t : transfers) {
+        DeviceScope scope(t.issuer);
+        for (int c = 0; c < copies_per_sample; ++c) issue(t, dev(t.issuer).lanes[t.lane].get());
+      }
+      for (const Transfer& t : transfers) {
+        DeviceScope scope(t.issuer);
+        CUDA_CHECK(cudaStreamSynchronize(dev(t.issuer).lanes[t.lane].get()));
+      }
+      outcome.time_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - begin).count();
+      for (const Transfer& t : transfers) {
+        outcome.wrong_words += count_wrong(t.verify_gpu, t.verify_ptr, t.bytes, t.pattern_owner, seed);
+      }
+      return outcome;
     }
     *gate.word(0) = 0;
     *gate.word(1) = 0;
@@ -281,7 +305,6 @@ struct Engine::State {
         CUDA_CHECK(cudaEventRecord(pd.stops[t.lane].get(), stream));
       }
     }
-    SampleOutcome outcome;
     for (const Transfer& t : transfers) {
       DeviceScope scope(t.issuer);
       PerDevice& pd = dev(t.issuer);
@@ -299,11 +322,14 @@ struct Engine::State {
 
   // Warm-up then timed samples of one measurement; fills m's samples, stats and status.
   void sample_loop(Measurement& m, const std::vector<Transfer>& transfers, int copies_per_sample, Metric metric,
-                   std::uint64_t bytes_counted) {
+                   std::uint64_t bytes_counted, Timing timing = Timing::gated_events) {
+    m.details["timing"] = timing == Timing::gated_events
+                              ? "CUDA events after a host-released start gate; concurrent copies: the longer stream"
+                              : "host clock around issue + synchronize (driver-staged copies need the host thread)";
     std::uint64_t wrong_total = 0;
     const int total = options.warmup + options.repetitions;
     for (int i = 0; i < total; ++i) {
-      const SampleOutcome outcome = run_sample(transfers, copies_per_sample);
+      const SampleOutcome outcome = run_sample(transfers, copies_per_sample, timing);
       ++m.verified_samples;
       wrong_total += outcome.wrong_words;
       m.wrong_words = wrong_total;
@@ -312,6 +338,7 @@ struct Engine::State {
         m.reason = "verification failed: " + std::to_string(outcome.wrong_words) + " wrong words after sample " +
                    std::to_string(i + 1) + " of " + std::to_string(total) + " (data corrupted or copy incomplete)";
         m.samples.clear();
+        m.sample_time_us.clear();
         return;
       }
       if (outcome.gate_timed_out) {
@@ -319,6 +346,7 @@ struct Engine::State {
         m.reason = "start gate timed out before the host released it (--blocker-timeout " +
                    std::to_string(options.blocker_timeout_s) + " s): copies did not start together";
         m.samples.clear();
+        m.sample_time_us.clear();
         return;
       }
       if (i < options.warmup) continue;
@@ -383,48 +411,76 @@ struct Engine::State {
       m.details["copies_per_sample"] = options.latency_copies;
       return sample_loop(m, transfers, options.latency_copies, test.metric, 0);
     }
-    sample_loop(m, transfers, 1, test.metric, bi ? 2 * bytes : bytes);
+    sample_loop(m, transfers, 1, test.metric, bi ? 2 * bytes : bytes, staged ? Timing::host_clock : Timing::gated_events);
   }
 
-  // Single-thread dependent loads by `runner` over a random single-cycle chain in `holder`'s memory.
-  void measure_chase(int runner, int holder, Measurement& m) {
+  // A random single-cycle chain over `holder`'s memory, built once per holder and test.
+  struct Chain {
+    int holder = -1;
+    std::vector<std::uint64_t> next;  // node index -> next node index
+    std::optional<DeviceBuffer> memory;
+  };
+  Chain chain;
+
+  Chain& chain_for(int holder) {
+    if (chain.holder == holder) return chain;
+    chain.memory.reset();
+    chain.holder = -1;
     const std::uint64_t stride = options.chase_stride;
     const std::uint64_t nodes = options.chase_bytes / stride;
     // Sattolo's shuffle: one cycle through every node, so the chain never closes early.
-    std::vector<std::uint64_t> next(nodes);
-    for (std::uint64_t i = 0; i < nodes; ++i) next[i] = i;
+    chain.next.resize(nodes);
+    for (std::uint64_t i = 0; i < nodes; ++i) chain.next[i] = i;
     std::mt19937_64 random(0x5eed0000u + static_cast<unsigned>(holder));
     for (std::uint64_t i = nodes - 1; i > 0; --i) {
       std::uniform_int_distribution<std::uint64_t> pick(0, i - 1);
-      std::swap(next[i], next[pick(random)]);
+      std::swap(chain.next[i], chain.next[pick(random)]);
     }
     std::vector<std::uint64_t> image(options.chase_bytes / sizeof(std::uint64_t), 0);
-    for (std::uint64_t i = 0; i < nodes; ++i) image[i * stride / sizeof(std::uint64_t)] = next[i] * stride;
-    DeviceBuffer chain(holder, options.chase_bytes);
-    {
-      DeviceScope scope(holder);
-      CUDA_CHECK(cudaMemcpy(chain.get(), image.data(), options.chase_bytes, cudaMemcpyHostToDevice));
-    }
-    image = {};
+    for (std::uint64_t i = 0; i < nodes; ++i) image[i * stride / sizeof(std::uint64_t)] = chain.next[i] * stride;
+    chain.memory.emplace(holder, options.chase_bytes);
+    DeviceScope scope(holder);
+    CUDA_CHECK(cudaMemcpy(chain.memory->get(), image.data(), options.chase_bytes, cudaMemcpyHostToDevice));
+    // The upload leaves the chain's tail in the holder's L2; overwrite L2 with other data so the
+    // first runner's loads go to DRAM like everyone else's.
+    const std::size_t flush_bytes = std::max<std::size_t>(2 * devices[static_cast<std::size_t>(holder)].l2_bytes, 1u << 20);
+    DeviceBuffer flush(holder, flush_bytes);
+    CUDA_CHECK(cudaMemset(flush.get(), 0x5a, flush_bytes));
+    CUDA_CHECK(cudaDeviceSynchronize());
+    chain.holder = holder;
+    return chain;
+  }
+
+  // Single-thread dependent loads by `runner` over the chain in `holder`'s memory. Each runner
+  // walks its own stretch of the cycle (runner index x samples x loads nodes in), so no runner
+  // re-reads lines an earlier one left in a cache.
+  void measure_chase(int runner, int holder, Measurement& m) {
+    Chain& c = chain_for(holder);
+    const std::uint64_t stride = options.chase_stride;
+    const std::uint64_t nodes = c.next.size();
+    const std::uint64_t loads = options.chase_loads;
+    const int total = options.warmup + options.repetitions;
+    const std::uint64_t skip = static_cast<std::uint64_t>(runner) * static_cast<std::uint64_t>(total) * loads;
+    std::uint64_t host_position = 0;  // byte offset of the current node
+    for (std::uint64_t step = 0; step < skip % nodes; ++step) host_position = c.next[host_position / stride] * stride;
+
     DeviceScope scope(runner);
     PerDevice& pd = dev(runner);
     cudaStream_t stream = pd.lanes[0].get();
     auto* position = static_cast<std::uint64_t*>(pd.chase_position.get());
-    std::uint64_t host_position = 0;
     CUDA_CHECK(cudaMemcpyAsync(position, &host_position, sizeof host_position, cudaMemcpyHostToDevice, stream));
     CUDA_CHECK(cudaStreamSynchronize(stream));
-    const std::uint64_t loads = options.chase_loads;
-    const int total = options.warmup + options.repetitions;
     m.details["chase_stride_bytes"] = stride;
     m.details["chase_nodes"] = nodes;
     m.details["loads_per_sample"] = loads;
-    m.details["nodes_revisited"] = static_cast<std::uint64_t>(total) * loads > nodes;
+    m.details["nodes_revisited"] = skip + static_cast<std::uint64_t>(total) * loads > nodes;
     m.details["l2_bytes_of_holder"] = devices[static_cast<std::size_t>(holder)].l2_bytes;
+    m.details["timing"] = "CUDA events around one single-thread kernel of loads_per_sample dependent loads";
     for (int i = 0; i < total; ++i) {
       std::uint64_t expected = host_position;
-      for (std::uint64_t step = 0; step < loads; ++step) expected = next[expected / stride] * stride;
+      for (std::uint64_t step = 0; step < loads; ++step) expected = c.next[expected / stride] * stride;
       CUDA_CHECK(cudaEventRecord(pd.starts[0].get(), stream));
-      CUDA_CHECK(kernels::launch_pointer_chase(chain.get(), position, loads, stream));
+      CUDA_CHECK(kernels::launch_pointer_chase(c.memory->get(), position, loads, stream));
       CUDA_CHECK(cudaEventRecord(pd.stops[0].get(), stream));
       CUDA_CHECK(cudaMemcpyAsync(&host_position, position, sizeof host_position, cudaMemcpyDeviceToHost, stream));
       CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -437,6 +493,7 @@ struct Engine::State {
         m.reason = "verification failed: the pointer chase ended at offset " + std::to_string(host_position) +
                    ", expected " + std::to_string(expected) + " (sample " + std::to_string(i + 1) + ")";
         m.samples.clear();
+        m.sample_time_us.clear();
         return;
       }
       if (i < options.warmup) continue;
@@ -532,16 +589,22 @@ std::vector<Measurement> Engine::run(const TestInfo& test) {
   auto attempt = [&](Measurement& m, auto&& body) {
     try {
       body();
-    } catch (const FatalError& e) {
+    } catch (const std::exception& e) {  // CUDA errors (FatalError) and host allocation failures
       m.status = Status::error;
       m.reason = e.what();
       m.samples.clear();
+      m.sample_time_us.clear();
       m.value.reset();
+      m.time_us.reset();
       (void)cudaGetLastError();
     }
   };
   if (test.scope == Scope::pair) {
-    const auto pairs = enumerate_pairs(n, test.diagonal, s.options.pair);
+    auto pairs = enumerate_pairs(n, test.diagonal, s.options.pair);
+    if (test.id == TestId::d2d_sm_latency) {
+      // Holder-major, so each holder's chain is built once.
+      std::stable_sort(pairs.begin(), pairs.end(), [](auto a, auto b) { return a.second < b.second; });
+    }
     if (pairs.empty()) {
       Measurement m;
       m.test = test.id;
@@ -561,6 +624,10 @@ std::vector<Measurement> Engine::run(const TestInfo& test) {
         results.push_back(std::move(m));
       }
     }
+    // Give the chain's memory back before the next test.
+    s.chain.memory.reset();
+    s.chain.holder = -1;
+    s.chain.next = {};
     return results;
   }
   std::vector<int> gpus;

@@ -39,7 +39,7 @@ std::string help_text() {
       "      --out DIR         write DIR/<host>.json and DIR/<host>.csv\n"
       "      --chase-bytes SIZE   pointer-chase buffer (default 256M, larger than L2)\n"
       "      --chase-stride SIZE  distance between chase nodes (default 256, > a cache line)\n"
-      "      --chase-loads N      dependent loads per latency sample (default 20000)\n"
+      "      --chase-loads N      dependent loads per latency sample (default 10000)\n"
       "      --latency-copies N   back-to-back copies per CE latency sample (default 100)\n"
       "      --sm-blocks N        blocks of the SM copy kernel (default: SMs x resident blocks)\n"
       "      --blocker-timeout S  seconds the start gate waits for the host (default 10)\n"
@@ -96,7 +96,7 @@ Options parse_options(int argc, const char* const argv[]) {
     } else if (flag == "--chase-loads") {
       options.chase_loads = static_cast<std::uint64_t>(parse_integer(value(), "--chase-loads", 1, 1'000'000'000));
     } else if (flag == "--latency-copies") {
-      options.latency_copies = static_cast<int>(parse_integer(value(), "--latency-copies", 1, 1'000'000));
+      options.latency_copies = static_cast<int>(parse_integer(value(), "--latency-copies", 1, 1000));
     } else if (flag == "--sm-blocks") {
       options.sm_blocks = static_cast<int>(parse_integer(value(), "--sm-blocks", 1, 1 << 20));
     } else if (flag == "--blocker-timeout") {

@@ -23,7 +23,7 @@ struct Options {
   std::string out_dir;                        // --out DIR: DIR/<host>.json and DIR/<host>.csv
   std::uint64_t chase_bytes = 256ull << 20;   // --chase-bytes
   std::uint64_t chase_stride = 256;           // --chase-stride
-  std::uint64_t chase_loads = 20000;          // --chase-loads per sample
+  std::uint64_t chase_loads = 10000;          // --chase-loads per sample
   int latency_copies = 100;                   // --latency-copies per sample
   int sm_blocks = 0;                          // --sm-blocks (0: SMs x resident blocks per SM)
   double blocker_timeout_s = 10;              // --blocker-timeout
