@@ -227,6 +227,14 @@ struct Engine::State {
 
   PerDevice& dev(int d) { return per_device[static_cast<std::size_t>(d)]; }
 
+  // Small copies are repeated back to back within one sample (at least 32 MiB per sample, at most
+  // 256 copies), so the event resolution (~0.5 us) does not dominate; results are per copy.
+  static int copies_for(std::uint64_t bytes) {
+    constexpr std::uint64_t kBytesPerSample = 32ull << 20;
+    if (bytes >= kBytesPerSample) return 1;
+    return static_cast<int>(std::min<std::uint64_t>(256, (kBytesPerSample + bytes - 1) / bytes));
+  }
+
   unsigned long long count_wrong(int gpu, const void* data, std::uint64_t bytes, std::uint32_t owner, std::uint32_t seed) {
     DeviceScope scope(gpu);
     PerDevice& pd = dev(gpu);
@@ -323,6 +331,7 @@ struct Engine::State {
   // Warm-up then timed samples of one measurement; fills m's samples, stats and status.
   void sample_loop(Measurement& m, const std::vector<Transfer>& transfers, int copies_per_sample, Metric metric,
                    std::uint64_t bytes_counted, Timing timing = Timing::gated_events) {
+    m.details["copies_per_sample"] = copies_per_sample;
     m.details["timing"] = timing == Timing::gated_events
                               ? "CUDA events after a host-released start gate; concurrent copies: the longer stream"
                               : "host clock around issue + synchronize (driver-staged copies need the host thread)";
@@ -355,14 +364,14 @@ struct Engine::State {
         m.reason = "event time of a sample is not positive";
         return;
       }
-      m.sample_time_us.push_back(outcome.time_us / copies_per_sample);
-      m.samples.push_back(metric == Metric::bandwidth_gbps ? gbps(bytes_counted, outcome.time_us)
-                                                          : outcome.time_us / copies_per_sample);
+      const double per_copy_us = outcome.time_us / copies_per_sample;
+      m.sample_time_us.push_back(per_copy_us);
+      m.samples.push_back(metric == Metric::bandwidth_gbps ? gbps(bytes_counted, per_copy_us) : per_copy_us);
     }
     m.status = Status::ok;
     m.value = summarize(m.samples);
     m.time_us = summarize(m.sample_time_us);
-    if (metric == Metric::bandwidth_gbps) m.bytes_counted_per_sample = bytes_counted;
+    if (metric == Metric::bandwidth_gbps) m.bytes_counted_per_copy = bytes_counted;
   }
 
   Transfer device_transfer(Op op, int issuer, int lane, DeviceBuffer& dst, const DeviceBuffer& src, std::uint64_t bytes) {
@@ -407,11 +416,8 @@ struct Engine::State {
     }
     m.details["issued_by"] = read ? "destination" : "source";
     if (sm) m.details["sm_copy_blocks"] = dev(transfers.front().issuer).copy_blocks;
-    if (test.metric == Metric::latency_us) {
-      m.details["copies_per_sample"] = options.latency_copies;
-      return sample_loop(m, transfers, options.latency_copies, test.metric, 0);
-    }
-    sample_loop(m, transfers, 1, test.metric, bi ? 2 * bytes : bytes, staged ? Timing::host_clock : Timing::gated_events);
+    if (test.metric == Metric::latency_us) return sample_loop(m, transfers, options.latency_copies, test.metric, 0);
+    sample_loop(m, transfers, copies_for(bytes), test.metric, bi ? 2 * bytes : bytes, staged ? Timing::host_clock : Timing::gated_events);
   }
 
   // A random single-cycle chain over `holder`'s memory, built once per holder and test.
@@ -513,7 +519,7 @@ struct Engine::State {
       DeviceBuffer dst(d, bytes);
       const Op op = test.id == device_local_copy_sm ? Op::sm_copy : Op::ce_local;
       if (op == Op::sm_copy) m.details["sm_copy_blocks"] = dev(d).copy_blocks;
-      return sample_loop(m, {device_transfer(op, d, 0, dst, src, bytes)}, 1, test.metric, 2 * bytes);
+      return sample_loop(m, {device_transfer(op, d, 0, dst, src, bytes)}, copies_for(bytes), test.metric, 2 * bytes);
     }
     const bool remote = test.id == h2d_ce_remote_numa || test.id == d2h_ce_remote_numa || test.id == bi_h2d_d2h_ce_remote_numa;
     const bool to_device = test.id == h2d_ce_local_numa || test.id == h2d_ce_remote_numa;
@@ -571,7 +577,7 @@ struct Engine::State {
                                          ") + cudaHostRegister";
     const auto pages = topology->memory_location(host_a.get(), bytes);
     m.details["host_pages_numa_nodes"] = pages;  // empty: the OS would not say
-    sample_loop(m, transfers, 1, test.metric, bi ? 2 * bytes : bytes);
+    sample_loop(m, transfers, copies_for(bytes), test.metric, bi ? 2 * bytes : bytes);
   }
 };
 

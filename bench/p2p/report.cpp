@@ -274,7 +274,7 @@ nlohmann::json measurement_json(const Measurement& m) {
   j["status"] = std::string(name_of(m.status));
   j["reason"] = m.reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.reason);
   j["bytes_counted"] = std::string(name_of(info.bytes_counted));
-  j["bytes_counted_per_sample"] = optional_json(m.bytes_counted_per_sample);
+  j["bytes_counted_per_copy"] = optional_json(m.bytes_counted_per_copy);
   const bool ok = m.status == Status::ok;
   j["bandwidth_gbps"] = info.metric == Metric::bandwidth_gbps && ok ? stats_json(m.value) : nullptr;
   j["latency_us"] = info.metric == Metric::latency_us && ok ? stats_json(m.value) : nullptr;

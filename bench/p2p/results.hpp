@@ -40,10 +40,10 @@ struct Measurement {
   Status status = Status::skipped;
   std::string reason;                  // empty when ok
   std::vector<double> samples;         // in the test's unit (GB/s, us per copy, ns per load)
-  std::vector<double> sample_time_us;  // the timed interval of each sample
+  std::vector<double> sample_time_us;  // time per copy in each sample (a sample may repeat small copies)
   std::optional<SampleStats> value;    // null unless ok
   std::optional<SampleStats> time_us;
-  std::optional<std::uint64_t> bytes_counted_per_sample;  // bandwidth tests: numerator of GB/s
+  std::optional<std::uint64_t> bytes_counted_per_copy;  // bandwidth tests: GB/s = this / time per copy
   std::optional<std::uint64_t> wrong_words;  // total over all verified samples; null: not verified
   int verified_samples = 0;
   nlohmann::json details = nlohmann::json::object();  // method, chain geometry, page placement...

@@ -61,7 +61,7 @@ TEST_F(P2pMatrixGpuTest, SingleGpuTestsMeasureVerifiedNonZeroBandwidth) {
     const std::string test = r["test"];
     if (test.rfind("device_local_copy", 0) == 0) {
       EXPECT_GT(r["bandwidth_gbps"]["median"].get<double>(), 1.0) << r.dump();
-      EXPECT_EQ(r["bytes_counted_per_sample"], 2ull * (64ull << 20));
+      EXPECT_EQ(r["bytes_counted_per_copy"], 2ull * (64ull << 20));
     } else if (test == "d2d_ce_latency") {
       EXPECT_GT(r["latency_us"]["median"].get<double>(), 0.0);
     } else {

@@ -25,7 +25,7 @@ Measurement ok_measurement(TestId test, std::optional<Endpoint> src, std::option
   for (double s : samples) m.sample_time_us.push_back(static_cast<double>(bytes) / s / 1e3);
   m.value = summarize(m.samples);
   m.time_us = summarize(m.sample_time_us);
-  m.bytes_counted_per_sample = bytes;
+  m.bytes_counted_per_copy = bytes;
   m.wrong_words = 0;
   m.verified_samples = static_cast<int>(samples.size()) + 2;
   return m;
@@ -94,7 +94,7 @@ Report synthetic_report() {
   corrupted.verified_samples = 1;
   r.results.push_back(corrupted);
   auto chase = ok_measurement(TestId::d2d_sm_latency, gpu(0), gpu(1), 256ull << 20, {812.5, 800, 790});
-  chase.bytes_counted_per_sample.reset();
+  chase.bytes_counted_per_copy.reset();
   r.results.push_back(chase);
   return r;
 }
