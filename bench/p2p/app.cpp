@@ -1,0 +1,145 @@
+#include "bench/p2p/app.hpp"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+
+#include <cuda_runtime.h>
+
+#include "bench/core/errors.hpp"
+#include "bench/core/file_io.hpp"
+#include "bench/p2p/engine.hpp"
+#include "bench/p2p/numa.hpp"
+#include "bench/p2p/options.hpp"
+#include "bench/p2p/report.hpp"
+
+namespace cclbench::p2p {
+namespace {
+
+std::string host_name() {
+  char buffer[256] = {};
+  if (::gethostname(buffer, sizeof buffer - 1) != 0) return "unknown-host";
+  std::string name = buffer;
+  return name.empty() ? "unknown-host" : name;
+}
+
+nlohmann::json settings_json(const Options& options) {
+  nlohmann::json sizes = nullptr;
+  if (options.min_bytes || options.max_bytes) {
+    sizes = {{"min_bytes", options.min_bytes ? nlohmann::json(*options.min_bytes) : nlohmann::json(nullptr)},
+             {"max_bytes", options.max_bytes ? nlohmann::json(*options.max_bytes) : nlohmann::json(nullptr)},
+             {"step_factor", options.step_factor}};
+  }
+  return {{"sweep", sizes},
+          {"pair", options.pair ? nlohmann::json({options.pair->first, options.pair->second}) : nlohmann::json(nullptr)},
+          {"chase_bytes", options.chase_bytes},
+          {"chase_stride_bytes", options.chase_stride},
+          {"chase_loads_per_sample", options.chase_loads},
+          {"latency_copies_per_sample", options.latency_copies},
+          {"sm_copy_blocks", options.sm_blocks == 0 ? nlohmann::json("auto") : nlohmann::json(options.sm_blocks)},
+          {"blocker_timeout_s", options.blocker_timeout_s},
+          {"timing", "CUDA events recorded after a host-released start gate; concurrent copies: longest stream"},
+          {"verification", "every sample (warm-up included): pattern of (source, sample) checked on the destination"}};
+}
+
+void write_outputs(const Report& report, const std::string& json_path, const std::string& csv_path) {
+  if (!json_path.empty()) write_file_atomic(json_path, to_json(report).dump(2) + "\n");
+  if (!csv_path.empty()) write_file_atomic(csv_path, to_csv(report));
+}
+
+}  // namespace
+
+int run_p2p_matrix(int argc, const char* const argv[]) {
+  const Options options = parse_options(argc, argv);
+  if (options.help) {
+    std::cout << help_text();
+    return 0;
+  }
+  if (options.list) {
+    std::cout << list_text();
+    return 0;
+  }
+  // Under mpirun one process per host measures; the others have nothing to do.
+  if (const char* local_rank = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK"); local_rank && std::string(local_rank) != "0") {
+    return 0;
+  }
+
+  Report report;
+  report.host = host_name();
+  report.argv = options.argv;
+  report.tests = options.tests;
+  report.repetitions = options.repetitions;
+  report.warmup = options.warmup;
+  report.settings = settings_json(options);
+
+  std::string json_path = expand_host(options.json_path, report.host);
+  std::string csv_path = expand_host(options.csv_path, report.host);
+  if (!options.out_dir.empty()) {
+    make_directories(options.out_dir);
+    json_path = options.out_dir + "/" + report.host + ".json";
+    csv_path = options.out_dir + "/" + report.host + ".csv";
+  }
+  if (!json_path.empty()) check_writable_output(json_path, "--json");
+  if (!csv_path.empty()) check_writable_output(csv_path, "--csv");
+
+  int driver = 0, runtime = 0;
+  if (cudaDriverGetVersion(&driver) == cudaSuccess && driver > 0) report.driver_version = driver;  // 0: no driver
+  if (cudaRuntimeGetVersion(&runtime) == cudaSuccess) report.runtime_version = runtime;
+  int device_count = 0;
+  const cudaError_t count_result = cudaGetDeviceCount(&device_count);
+  if (count_result != cudaSuccess || device_count == 0) {
+    (void)cudaGetLastError();
+    report.no_device_reason = std::string("no CUDA device: ") +
+                              (count_result != cudaSuccess ? cudaGetErrorString(count_result) : "cudaGetDeviceCount returned 0");
+    for (TestId id : options.tests) {
+      Measurement m;
+      m.test = id;
+      m.status = Status::skipped;
+      m.reason = report.no_device_reason;
+      report.results.push_back(std::move(m));
+    }
+    write_outputs(report, json_path, csv_path);
+    throw FatalError(ExitCode::nothing_measured, "nothing measured: " + report.no_device_reason);
+  }
+  if (options.pair && (options.pair->first >= device_count || options.pair->second >= device_count)) {
+    throw UsageError("--pair " + std::to_string(options.pair->first) + "," + std::to_string(options.pair->second) +
+                     ": only " + std::to_string(device_count) + " GPU(s) visible");
+  }
+
+  std::unique_ptr<HostTopology> topology;
+  std::string topology_reason;
+  try {
+    topology = std::make_unique<HostTopology>();
+    report.numa_node_count = static_cast<int>(topology->numa_nodes().size());
+  } catch (const FatalError& e) {
+    topology_reason = e.what();
+    report.numa_reason = topology_reason;
+  }
+  report.devices = query_devices(device_count, topology.get());
+  report.capability = query_capability(device_count);
+  if (!options.quiet) std::cout << render_capability_text(report) << std::endl;
+
+  Engine engine(options, report.devices, topology.get(), topology_reason);
+  for (TestId id : options.tests) {
+    auto results = engine.run(test_info(id));
+    for (auto& m : results) report.results.push_back(std::move(m));
+    if (!options.quiet) std::cout << render_test_text(report, id) << std::endl;  // flushed: long runs show progress
+  }
+  write_outputs(report, json_path, csv_path);
+
+  int ok = 0, bad = 0;
+  for (const Measurement& m : report.results) {
+    ok += m.status == Status::ok;
+    bad += m.status == Status::failed || m.status == Status::error;
+  }
+  if (bad > 0) {
+    throw FatalError(ExitCode::cases_failed, std::to_string(bad) + " measurement(s) failed or errored (status and reason in the notes" +
+                                                 std::string(json_path.empty() ? "" : " and in " + json_path) + ")");
+  }
+  if (ok == 0) throw FatalError(ExitCode::nothing_measured, "nothing measured: every selected measurement was skipped");
+  return 0;
+}
+
+}  // namespace cclbench::p2p

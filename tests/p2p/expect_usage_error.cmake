@@ -1,0 +1,15 @@
+# Runs PROGRAM with ARGS (a ;-list) and requires: exit status 2, nothing on stdout, exactly one
+# stderr line "p2p_matrix: error: ..." (optionally containing EXPECT).
+execute_process(COMMAND ${PROGRAM} ${ARGS} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 2)
+  message(FATAL_ERROR "exit status ${rc}, expected 2; stderr: ${err}")
+endif()
+if(NOT out STREQUAL "")
+  message(FATAL_ERROR "unexpected stdout: ${out}")
+endif()
+if(NOT err MATCHES "^p2p_matrix: error: [^\n]+\n$")
+  message(FATAL_ERROR "stderr is not one 'p2p_matrix: error:' line: [${err}]")
+endif()
+if(DEFINED EXPECT AND NOT err MATCHES "${EXPECT}")
+  message(FATAL_ERROR "stderr does not mention '${EXPECT}': ${err}")
+endif()

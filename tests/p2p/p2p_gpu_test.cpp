@@ -1,0 +1,109 @@
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+class P2pMatrixGpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    int count = 0;
+    const cudaError_t result = cudaGetDeviceCount(&count);
+    if (result != cudaSuccess || count == 0) {
+      GTEST_SKIP() << "no CUDA device: " << (result != cudaSuccess ? cudaGetErrorString(result) : "device count 0");
+    }
+    device_count_ = count;
+    char pattern[] = "/tmp/cclbench_p2p_gpu_XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override {
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
+  // Runs p2p_matrix with `args`; returns its exit status.
+  int run(const std::string& args) {
+    const std::string command = std::string(P2P_MATRIX_BIN) + " " + args + " > " + dir_ + "/stdout.txt 2> " + dir_ + "/stderr.txt";
+    const int status = std::system(command.c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  std::string read(const std::string& name) {
+    std::ifstream in(dir_ + "/" + name);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  int validate(const std::string& name) {
+    const std::string command = std::string("/usr/bin/python3 ") + CCLBENCH_SOURCE_DIR + "/tests/tools/validate_json.py " +
+                                CCLBENCH_SOURCE_DIR + "/results_schema/p2p_matrix.schema.json " + dir_ + "/" + name;
+    const int status = std::system(command.c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  int device_count_ = 0;
+  std::string dir_;
+};
+
+TEST_F(P2pMatrixGpuTest, SingleGpuTestsMeasureVerifiedNonZeroBandwidth) {
+  const int rc = run("-t device_local_copy_ce,device_local_copy_sm,d2d_ce_latency,d2d_sm_latency -b 64M -n 3 -w 1 "
+                     "--chase-bytes 64M --chase-loads 2000 --pair 0,0 --json " + dir_ + "/r.json --csv " + dir_ + "/r.csv");
+  ASSERT_EQ(rc, 0) << read("stderr.txt") << read("stdout.txt");
+  EXPECT_EQ(validate("r.json"), 0);
+  const auto j = nlohmann::json::parse(read("r.json"));
+  int checked = 0;
+  for (const auto& r : j["results"]) {
+    EXPECT_EQ(r["status"], "ok") << r.dump();
+    EXPECT_EQ(r["verification"]["wrong_words"], 0) << r.dump();
+    const std::string test = r["test"];
+    if (test.rfind("device_local_copy", 0) == 0) {
+      EXPECT_GT(r["bandwidth_gbps"]["median"].get<double>(), 1.0) << r.dump();
+      EXPECT_EQ(r["bytes_counted_per_copy"], 2ull * (64ull << 20));
+    } else if (test == "d2d_ce_latency") {
+      EXPECT_GT(r["latency_us"]["median"].get<double>(), 0.0);
+    } else {
+      EXPECT_GT(r["load_latency_ns"]["median"].get<double>(), 10.0);
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, 4);
+  EXPECT_NE(read("stdout.txt").find("device_local_copy_sm: "), std::string::npos);
+  EXPECT_NE(read("r.csv").find("device_local_copy_ce,0,0,67108864,"), std::string::npos);
+}
+
+TEST_F(P2pMatrixGpuTest, HostTestsAreOkOrSkippedWithReason) {
+  const int rc = run("-t h2d_ce_local_numa,d2h_ce_local_numa,bi_h2d_d2h_ce_local_numa,h2d_ce_remote_numa -b 32M -n 3 -w 1 "
+                     "--pair 0,0 --json " + dir_ + "/h.json");
+  ASSERT_TRUE(rc == 0 || rc == 7) << read("stderr.txt");
+  EXPECT_EQ(validate("h.json"), 0);
+  const auto j = nlohmann::json::parse(read("h.json"));
+  for (const auto& r : j["results"]) {
+    if (r["status"] == "ok") {
+      EXPECT_GT(r["bandwidth_gbps"]["median"].get<double>(), 0.5) << r.dump();
+      EXPECT_TRUE(r["host_numa_node"].is_number_integer()) << r.dump();
+    } else {
+      EXPECT_EQ(r["status"], "skipped") << r.dump();
+      EXPECT_TRUE(r["reason"].is_string());
+    }
+  }
+}
+
+TEST_F(P2pMatrixGpuTest, PairTestsSkipWithOneGpuOrRunWithTwo) {
+  const int rc = run("-t d2d_ce_write_uni,d2d_sm_write_bi -b 16M -n 2 -w 1 --json " + dir_ + "/p.json");
+  EXPECT_EQ(validate("p.json"), 0);
+  const auto j = nlohmann::json::parse(read("p.json"));
+  if (device_count_ == 1) {
+    EXPECT_EQ(rc, 7) << read("stderr.txt");
+    for (const auto& r : j["results"]) {
+      EXPECT_EQ(r["status"], "skipped");
+      EXPECT_EQ(r["reason"], "needs 2 GPUs (1 visible)");
+    }
+  } else {
+    for (const auto& r : j["results"]) EXPECT_NE(r["status"], "failed") << r.dump();
+  }
+}
+
+}  // namespace
