@@ -1,11 +1,12 @@
 """`report RUN_DIR`: report.md with anomalies first, then environment, topology, transport
 evidence, tables and plots. Missing numbers render as '-'."""
 import glob
+import io
 import math
 import os
 import statistics
 
-from .common import CclbenchError, format_size, read_json, write_atomic
+from .common import CclbenchError, format_size, make_dirs, read_json, write_atomic
 from .records import (base_point_of, group_repeats, latest_by_case, load_cases, point_completeness,
                       record_is_sound, repeat_cv)
 
@@ -306,13 +307,10 @@ def load_pyplot():
 
 
 def _save(pyplot, figure, path):
-    temp = path + ".tmp.png"
-    figure.savefig(temp, dpi=110, bbox_inches="tight")
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
     pyplot.close(figure)
-    with open(temp, "rb") as handle:
-        content = handle.read()
-    os.unlink(temp)
-    write_atomic(path, content)
+    write_atomic(path, buffer.getvalue())
 
 
 def plot_lines(pyplot, path, title, ylabel, series, logy=False):
@@ -569,7 +567,12 @@ def build_report(run_dir, cv_gate=None):
     if cv_gate is None:
         cv_gate = (data.manifest.get("gates") or {}).get("cv_gate_pct", 3.0)
     plots_dir = os.path.join(data.run_dir, "plots")
+    report_path = os.path.join(data.run_dir, "report.md")
+    if os.path.islink(report_path) or os.path.islink(plots_dir):
+        raise CclbenchError(f"refusing to write through the symbolic link {report_path if os.path.islink(report_path) else plots_dir}")
     pyplot, why_not = load_pyplot()
+    if pyplot is not None:
+        make_dirs(plots_dir)
     plot_links = {}
     if pyplot is not None:
         plot_links = make_plots(data, pyplot, plots_dir)
