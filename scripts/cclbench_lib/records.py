@@ -49,6 +49,16 @@ def record_is_sound(record):
     return True
 
 
+def describe_problem(record):
+    """Why record_is_sound() said no, in a few words."""
+    if record.get("status") != "ok":
+        return f"{record.get('status')}" + (f" ({record.get('reason')})" if record.get("reason") else "")
+    wrong = record.get("wrong")
+    if wrong not in (None, 0):
+        return f"{wrong} wrong element(s)"
+    return "its time_us does not parse"
+
+
 def point_completeness(records, launch):
     """(complete, missing, failed): every planned (collective, size) has records, all sound."""
     mine = [r for (point, _), r in latest_by_case(records).items() if point == launch["name"]]

@@ -16,7 +16,7 @@ from . import SCHEMA_VERSION, TOOL_VERSION
 from .common import (CclbenchError, UsageError, allowlisted_env, format_size, open_append, read_json,
                      utc_now, write_atomic, write_json_atomic)
 from .plan import Planner, format_launch, plan_mode
-from .records import latest_by_case, load_cases, point_completeness, group_repeats, repeat_cv
+from .records import describe_problem, group_repeats, latest_by_case, load_cases, point_completeness, repeat_cv
 
 COLL_KINDS = ("intra", "inter", "local")
 EXIT_MEANINGS = {0: "ok", 1: "some case failed or data was wrong", 2: "bad usage", 3: "transport expectation failed",
@@ -222,8 +222,7 @@ class Baseline:
         parts = []
         if failed:
             first = failed[0]
-            parts.append(f"{len(failed)} case(s) not ok, e.g. {first.get('case_id')}: "
-                         f"{first.get('status')} {first.get('reason') or ''}".strip())
+            parts.append(f"{len(failed)} case(s) not ok, e.g. {first.get('case_id')}: {describe_problem(first)}")
         if missing:
             collective, size = missing[0]
             parts.append(f"{len(missing)} planned case(s) missing, e.g. {collective} {format_size(size)}")

@@ -37,6 +37,11 @@ def validate(schema_name, *paths):
     return result.returncode == 0, result.stderr
 
 
+def read_text(path):
+    with open(path, encoding="utf-8") as handle:
+        return handle.read()
+
+
 def read_jsonl(path):
     with open(path, encoding="utf-8") as handle:
         return [json.loads(line) for line in handle if line.strip()]
@@ -61,6 +66,18 @@ class TempDirTest(unittest.TestCase):
         self.assertNotIn("Traceback", result.stderr)
         if contains:
             self.assertIn(contains, lines[0])
+
+    def assertRunError(self, result, code=None, contains=None):
+        """A run that fails: progress lines, then the error as the last stderr line; no traceback."""
+        self.assertNotEqual(result.returncode, 0, result.stderr)
+        if code is not None:
+            self.assertEqual(result.returncode, code, result.stderr)
+        lines = [line for line in result.stderr.splitlines() if line.strip()]
+        self.assertTrue(lines and lines[-1].startswith("cclbench: error: "), result.stderr)
+        self.assertEqual(sum(1 for line in lines if line.startswith("cclbench: error: ")), 1, result.stderr)
+        self.assertNotIn("Traceback", result.stderr)
+        if contains:
+            self.assertIn(contains, lines[-1])
 
     def fake_args(self, run_id):
         return ["--bin-dir", FAKE_BIN, "--mpirun", FAKE_MPIRUN, "--results", self.results, "--run-id", run_id]
