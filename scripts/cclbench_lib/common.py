@@ -232,8 +232,9 @@ def read_json(path, what):
 
 
 def read_jsonl(path, what, strict=True):
-    """Records of a JSON Lines file. A torn last line (crash mid-append) is ignored; any other bad
-    line is an error when strict, skipped otherwise. Returns (records, bad_line_numbers)."""
+    """Records of a JSON Lines file. A torn record (a crash mid-append leaves an object's prefix: it
+    starts with '{' and does not end with '}') is skipped and reported; any other bad line is an
+    error when strict, skipped otherwise. Returns (records, bad_line_numbers)."""
     try:
         with open(path, encoding="utf-8") as handle:
             lines = handle.read().split("\n")
@@ -243,7 +244,6 @@ def read_jsonl(path, what, strict=True):
         raise CclbenchError(f"cannot read {what} {path}: {getattr(error, 'strerror', None) or error}") from None
     records = []
     bad = []
-    last_content = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
     for index, line in enumerate(lines):
         if not line.strip():
             continue
@@ -253,10 +253,29 @@ def read_jsonl(path, what, strict=True):
                 raise ValueError("not an object")
             records.append(record)
         except ValueError:
-            if index == last_content and not line.endswith("}"):
-                bad.append(index + 1)  # torn tail: tolerated
+            stripped = line.strip()
+            if stripped.startswith("{") and not stripped.endswith("}"):
+                bad.append(index + 1)  # torn record: tolerated, reported by the caller
                 continue
             if strict:
                 raise CclbenchError(f"{what} {path} line {index + 1} is not a JSON object") from None
             bad.append(index + 1)
     return records, bad
+
+
+def terminate_last_line(path):
+    """Ends a file whose last line was torn by a crash with a newline, so that the next append
+    starts a fresh line instead of gluing a good record onto the fragment. Never changes a record."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            if handle.tell() == 0:
+                return
+            handle.seek(-1, os.SEEK_END)
+            if handle.read(1) == b"\n":
+                return
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        raise CclbenchError(f"cannot read {path}: {error.strerror}") from None
+    append_line(path, "")

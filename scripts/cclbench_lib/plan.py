@@ -15,8 +15,8 @@ KNOWN_COLLECTIVES = DEFAULT_COLLECTIVES + ["broadcast", "reduce", "sendrecv"]
 DEFAULT_CROSS_NIC = [0, 1, 2]
 DEFAULT_EXPECT = "inter=NET/IB+GDRDMA,intra=P2P"
 HCA_RE = re.compile(r"^[A-Za-z0-9_.-]+:[0-9]+$")
-# Sanity pass: three sizes spanning the sweep (-b 8K -e 32M -f 64 -> 8K, 512K, 32M), all_reduce only,
-# few iterations, so environment or unit mistakes show up in minutes, not after the full matrix.
+# Sanity pass: about three sizes spanning the sweep, all_reduce only, few iterations, so environment or
+# unit mistakes show up in minutes, not after the full matrix.
 SANITY_ITERATIONS = 5
 EMULATED_RANKS = 4
 MPI_BACKEND_RANKS = 4
@@ -149,7 +149,11 @@ class Planner:
         return self._local_plan()
 
     def _sanity_sizes(self):
-        return (8 << 10, 32 << 20, 64)
+        """About three sizes across the user's range: -b, the geometric middle, near -e (8K..64M
+        gives 8K, 512K, 32M)."""
+        min_b, max_b = self.inputs["min_bytes"], self.inputs["max_bytes"]
+        octaves = max(0, (max_b // min_b).bit_length() - 1)
+        return (min_b, max_b, 1 << max(1, octaves // 2))
 
     def _cluster_plan(self, hosts):
         inputs = self.inputs

@@ -26,7 +26,14 @@ COLL_KINDS = ("intra", "inter", "local")
 #    (host memory) are excluded: no PCIe/NIC ceiling applies to them.
 RAIL_GBPS = 50.0
 PCIE_GEN5_X16_GBPS = 64.0
-RAIL_IMBALANCE_RATIO = 1.25  # busiest rail / idlest rail above this, on a multi-rail point
+RAIL_IMBALANCE_RATIO = 1.25
+LIMIT_ROWS = [
+    ("inter-node, per 400G rail", f"{RAIL_GBPS:g} x rails", "400e9 bit/s / 8; rails = the point's NCCL_IB_HCA list",
+     "16-rank (inter) points"),
+    ("intra-node, PCIe Gen5 x16", f"{PCIE_GEN5_X16_GBPS:g}", "32 GT/s x 16 lanes x 128/130 / 8 = 63.0, rounded up",
+     "8-rank (intra) and local points without NVLink"),
+    ("NVLink, emulated ranks, MPI backend", "not checked", "no PCIe/NIC bound applies", "-"),
+]  # busiest rail / idlest rail above this, on a multi-rail point
 
 
 def fmt_number(value, digits=2):
@@ -71,7 +78,10 @@ class RunData:
         self.points_state = self.manifest.get("points") or {}
         self.problems = []
         cases_path = os.path.join(run_dir, "cases.jsonl")
-        self.records = load_cases(cases_path, "case records", strict=True)[0] if os.path.exists(cases_path) else []
+        self.records, torn = load_cases(cases_path, "case records", strict=True) if os.path.exists(cases_path) else ([], [])
+        if torn:
+            self.problems.append(f"cases.jsonl line(s) {', '.join(map(str, torn[:10]))} hold torn records "
+                                 "(an interrupted append); they are ignored")
         self.latest = latest_by_case(self.records)
         self.raw = {}
         for launch in self.plan:
@@ -584,10 +594,8 @@ def build_report(run_dir, cv_gate=None):
     else:
         lines.append("None found: no wrong data, every launch complete, transport gates passed, no busbw above "
                      "its physical ceiling, no missing case, CV within the gate.")
-    lines += ["", "Physical ceilings used (busbw, GB/s per direction): inter-node "
-              f"{RAIL_GBPS:g} per 400G rail bound by NCCL_IB_HCA; intra-node PCIe-only {PCIE_GEN5_X16_GBPS:g} "
-              "(Gen5 x16: 32 GT/s x 16 x 128/130 / 8 = 63.0, rounded up); NVLink machines, emulated ranks and the "
-              "MPI backend are not checked.", ""]
+    lines += ["", "Physical ceilings for busbw (per direction; a value above its ceiling is a measurement, unit or "
+              "byte-count error):", "", md_table(["path", "ceiling (GB/s)", "derivation", "applies to"], LIMIT_ROWS), ""]
     if pyplot is None:
         lines += [f"> Plots skipped: {why_not}. Tables below are complete.", ""]
     lines += environment_section(data) + [""]

@@ -14,7 +14,7 @@ import time
 
 from . import SCHEMA_VERSION, TOOL_VERSION
 from .common import (CclbenchError, UsageError, allowlisted_env, format_size, open_append, read_json,
-                     utc_now, write_atomic, write_json_atomic)
+                     terminate_last_line, utc_now, write_atomic, write_json_atomic)
 from .plan import Planner, format_launch, plan_mode
 from .records import describe_problem, group_repeats, latest_by_case, load_cases, point_completeness, repeat_cv
 
@@ -195,6 +195,8 @@ class Baseline:
         else:
             self.manifest = self.new_manifest()
         self.manifest["invocations"].append({"argv": self.argv, "started_utc": utc_now(), "resume": self.resume})
+        for name in ("cases.jsonl", "sanity.jsonl"):
+            terminate_last_line(os.path.join(self.run_dir, name))
         for sub in ("topology", "p2p", "nccl", "raw"):
             os.makedirs(os.path.join(self.run_dir, sub), exist_ok=True)
         self.save_manifest()

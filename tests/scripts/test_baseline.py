@@ -182,14 +182,61 @@ class BaselineRuns(TempDirTest):
             os.killpg(process.pid, signal.SIGKILL)  # the baseline and the hung coll_perf it started
             process.wait()
         self.assertEqual(self.manifest("K")["points"]["local.mpi4.rep1"]["status"], "complete")
+        # A crash in the middle of an append leaves a record's prefix without a newline.
+        with open(os.path.join(self.results, "K", "cases.jsonl"), "a") as handle:
+            handle.write('{"point": "local.mpi4.rep2", "case_id": "all_red')
         os.remove(log)
         resumed = run_cli(["baseline", "--resume", "K", "--results", self.results], env={"FAKE_COLL_LOG": log})
         self.assertEqual(resumed.returncode, 0, resumed.stderr)
         self.assertEqual(self.invocations(log), ["sanity", "local.mpi4.rep2", "local.mpi4.rep3"])
         report = run_cli(["report", os.path.join(self.results, "K")], env={"CCLBENCH_NO_MATPLOTLIB": "1"})
         self.assertEqual(report.returncode, 0, report.stderr)
-        self.assertIn("None found", read_text(os.path.join(self.results, "K", "report.md")),
-                      "the torn attempt's records are superseded")
+        text = read_text(os.path.join(self.results, "K", "report.md"))
+        anomalies = text[text.index("## Anomalies"):text.index("## Environment")]
+        self.assertIn("hold torn records", anomalies)
+        self.assertNotIn("missing cases", anomalies, "the killed attempt's records are superseded")
+        self.assertNotIn("launch not complete", anomalies)
+
+    def test_sigint_stops_cleanly_and_resumes(self):
+        env = dict(os.environ, FAKE_COLL_HANG_POINT="local.mpi4", CCLBENCH_FAKE_GPU_COUNT="0")
+        process = subprocess.Popen([sys.executable, CCLBENCH, "baseline"] + SMALL + self.fake_args("I"), env=env,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                try:
+                    if self.manifest("I")["points"]["local.mpi4"]["status"] == "running":
+                        break
+                except (OSError, ValueError, KeyError):
+                    pass
+                time.sleep(0.1)
+            time.sleep(0.5)
+            process.send_signal(signal.SIGINT)
+            _out, err = process.communicate(timeout=60)
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        self.assertEqual(process.returncode, 130, err)
+        self.assertIn("resume with: cclbench baseline --resume I", err.strip().splitlines()[-1])
+        self.assertNotIn("Traceback", err)
+        manifest = self.manifest("I")
+        self.assertEqual(manifest["status"], "interrupted")
+        self.assertEqual(manifest["points"]["local.mpi4"]["status"], "interrupted")
+        resumed = run_cli(["baseline", "--resume", "I", "--results", self.results])
+        self.assertEqual(resumed.returncode, 0, resumed.stderr)
+
+    def test_rails_in_report(self):
+        result = self.baseline("RL", *TWO_NODES, env={"FAKE_COLL_RAILS": "mlx5_0:1=100,mlx5_3:1=10"})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        run = os.path.join(self.results, "RL")
+        self.assertEqual(run_cli(["report", run], env={"CCLBENCH_NO_MATPLOTLIB": "1"}).returncode, 0)
+        text = read_text(os.path.join(run, "report.md"))
+        anomalies = text[text.index("## Anomalies"):text.index("## Environment")]
+        self.assertIn("| rail imbalance | inter.cross0.rails-both | rail shares mlx5_0:1 91%, mlx5_3:1 9%", anomalies)
+        self.assertIn("| rail imbalance | inter.cross2.rail-mlx5_0 | traffic on mlx5_3:1, which NCCL_IB_HCA did not bind",
+                      anomalies)
+        self.assertNotIn("| rail imbalance | intra.", anomalies, "rails matter for inter-node points only")
 
     def test_repeat_cv_gate(self):
         result = self.baseline("C", "--repeat", "2", env={"FAKE_COLL_JITTER": "1"})

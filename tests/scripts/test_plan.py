@@ -91,6 +91,16 @@ class TwoNodePlan(TempDirTest):
         self.assertIn("--host node5:8,node7:8", result.stdout)
 
 
+class HcaDiscovery(TempDirTest):
+    def test_hcas_come_from_topo_map(self):
+        from helpers import FAKE_BIN
+        result = run_cli(["plan", "--hosts", "node5,node7", "--gpus-per-node", "8", "--bin-dir", FAKE_BIN,
+                          "--results", self.results])
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("NCCL_IB_HCA==mlx5_0:1,mlx5_3:1", result.stdout)
+        self.assertIn("NCCL_IB_HCA==mlx5_3:1", result.stdout)
+
+
 class LocalPlan(TempDirTest):
     def plan(self, gpus):
         result = run_cli(["plan", "--results", self.results, "--run-id", "L", "--bin-dir", "/b"],
