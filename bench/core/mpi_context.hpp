@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <string>
+#include <vector>
 
 namespace cclbench {
 
@@ -34,6 +35,10 @@ class MpiSession {
 
 // Throws FatalError(runtime_error) naming the call, rank and host when `result` != MPI_SUCCESS.
 void mpi_check(int result, const char* call, const MpiContext& context);
+
+// Gathers one string from every rank of `communicator` to its rank 0 (in rank order there;
+// empty elsewhere). Used for per-rank evidence: binding records, log texts, counter deltas.
+std::vector<std::string> gather_strings(const MpiContext& context, MPI_Comm communicator, const std::string& local);
 
 // Ends every rank now: prints nothing itself (callers print first), then MPI_Abort(world, code).
 [[noreturn]] void abort_all_ranks(const MpiContext& context, int exit_code);

@@ -5,8 +5,10 @@
 namespace cclbench {
 
 PatternParams make_pattern(DataType dtype, ReduceOp op, int nranks, std::uint32_t rep) {
-  constexpr std::uint64_t kLargestValue = 1000;  // keeps values readable and far from int limits
-  const std::uint64_t exact = std::min<std::uint64_t>(max_exact_integer(dtype), kLargestValue);
+  // Values stay below the largest exact integer so that an all-ones byte poison (0xFF: NaN for
+  // floats, -1 or 255 for integers) is never a valid value, and small enough to read in a dump.
+  constexpr std::uint64_t kLargestValue = 1000;
+  const std::uint64_t exact = std::min<std::uint64_t>(max_exact_integer(dtype) - 1, kLargestValue);
   const auto ranks = static_cast<std::uint64_t>(std::max(nranks, 1));
   PatternParams params{};
   params.dtype = dtype;

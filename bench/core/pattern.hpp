@@ -5,7 +5,7 @@
 //
 // A value is a function of (rank, element index, repetition). Reductions use ranges chosen so that
 // the reduced value of n ranks stays an exactly representable integer:
-//   sum     per-rank values 0..A with n*A <= max exact integer of the dtype
+//   sum     per-rank values 0..A with n*A < max exact integer of the dtype
 //   avg     every rank contributes the same value c(index); avg = c (ints exact; floats: see
 //           verification tolerance in the backend)
 //   prod    values 1 or 2, with exactly min(n, T) ranks contributing 2 per element

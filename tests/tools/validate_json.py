@@ -5,7 +5,11 @@ usage: validate_json.py SCHEMA FILE [FILE...]   (FILE ending in .jsonl: every li
 Exit 0 when every document validates, 1 otherwise, 2 on usage errors.
 """
 import json
+import os
 import sys
+import warnings
+
+warnings.filterwarnings("ignore", category=DeprecationWarning)
 
 try:
     import jsonschema
@@ -32,7 +36,19 @@ def main(argv):
         schema = json.load(handle)
     validator_class = jsonschema.validators.validator_for(schema)
     validator_class.check_schema(schema)
-    validator = validator_class(schema, format_checker=jsonschema.FormatChecker())
+    # Sibling schemas are referenced by file name ("case_record.schema.json"): load them all locally,
+    # so nothing is ever fetched.
+    store = {}
+    folder = os.path.dirname(os.path.abspath(argv[1]))
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".schema.json"):
+            with open(os.path.join(folder, name), encoding="utf-8") as handle:
+                sibling = json.load(handle)
+            store[name] = sibling
+            if "$id" in sibling:
+                store[sibling["$id"]] = sibling
+    resolver = jsonschema.RefResolver(base_uri=schema.get("$id", ""), referrer=schema, store=store)
+    validator = validator_class(schema, resolver=resolver, format_checker=jsonschema.FormatChecker())
     failures = 0
     checked = 0
     for path in argv[2:]:

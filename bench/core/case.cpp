@@ -1,0 +1,69 @@
+#include "bench/core/case.hpp"
+
+#include "bench/core/units.hpp"
+
+namespace cclbench {
+namespace {
+
+template <typename T>
+nlohmann::json optional_json(const std::optional<T>& value) {
+  return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
+}
+
+}  // namespace
+
+std::string CaseSpec::case_id() const {
+  std::string id = std::string(name_of(collective)) + "." + std::string(name_of(dtype)) + "." + std::string(name_of(op)) +
+                   (in_place ? ".in." : ".out.") + format_size(requested_bytes);
+  if (descriptor_of(collective).rooted) id += ".r" + std::to_string(root);
+  return id;
+}
+
+std::string_view name_of(CaseStatus status) {
+  switch (status) {
+    case CaseStatus::ok: return "ok";
+    case CaseStatus::failed: return "failed";
+    case CaseStatus::skipped: return "skipped";
+    case CaseStatus::error: return "error";
+  }
+  return "error";
+}
+
+nlohmann::json to_json(const CaseResult& result) {
+  const CaseSpec& spec = result.spec;
+  nlohmann::json record;
+  record["case_id"] = spec.case_id();
+  record["collective"] = name_of(spec.collective);
+  record["backend"] = result.backend;
+  record["nranks"] = spec.nranks;
+  record["dtype"] = name_of(spec.dtype);
+  record["op"] = name_of(spec.op);
+  record["root"] = descriptor_of(spec.collective).rooted ? nlohmann::json(spec.root) : nlohmann::json(nullptr);
+  record["in_place"] = spec.in_place;
+  record["requested_bytes"] = spec.requested_bytes;
+  record["bytes"] = spec.counts.size_bytes();
+  record["count"] = spec.counts.param_count;
+  record["send_bytes"] = spec.counts.send_bytes();
+  record["recv_bytes"] = spec.counts.recv_bytes();
+  record["iterations"] = result.iterations;
+  record["warmup"] = result.warmup;
+  record["check_iterations"] = result.check_iterations;
+  if (result.time_us) {
+    const TimeStats& t = *result.time_us;
+    record["time_us"] = {{"mean", t.mean}, {"min", t.min}, {"p50", t.p50}, {"p95", t.p95},
+                         {"p99", t.p99},   {"max", t.max}, {"cv_pct", t.cv_pct}};
+  } else {
+    record["time_us"] = nullptr;
+  }
+  record["batch_time_us"] = optional_json(result.batch_time_us);
+  record["algbw_gbps"] = optional_json(result.algbw_gbps);
+  record["busbw_gbps"] = optional_json(result.busbw_gbps);
+  record["wrong"] = optional_json(result.wrong);
+  record["status"] = name_of(result.status);
+  record["reason"] = result.reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(result.reason);
+  record["samples_us"] = result.samples_us;
+  record["evidence"] = result.evidence;
+  return record;
+}
+
+}  // namespace cclbench

@@ -1,0 +1,311 @@
+#include "bench/core/config.hpp"
+
+#include <iostream>
+#include <sstream>
+#include <string_view>
+#include <utility>
+#include <cctype>
+
+#include "bench/core/errors.hpp"
+#include "bench/core/units.hpp"
+
+namespace cclbench {
+namespace {
+
+// nccl-tests flags we deliberately do not implement: rejected by name, never ignored.
+struct UnsupportedFlag {
+  const char* short_name;
+  const char* long_name;
+  const char* why;
+};
+constexpr UnsupportedFlag kUnsupported[] = {
+    {"-t", "--nthreads", "one thread per process; use -g N or one MPI rank per GPU"},
+    {"-m", "--agg_iters", "aggregated iterations would hide per-iteration times"},
+    {"-N", "--run_cycles", "repeat runs with scripts/cclbench baseline --repeat"},
+    {"-p", "--parallel_init", "communicators are always initialised in one group"},
+    {"-y", "--stream_null", "the default stream is never used"},
+    {"-C", "--report_cputime", "the batch (host clock) time is always reported in its own column"},
+    {"-S", "--report_timestamps", "records carry the manifest's timestamp"},
+    {"-R", "--local_register", "buffer registration is not supported yet"},
+    {"-x", "--cta_policy", "not supported yet"},
+    {"-D", "--device_implementation", "not supported yet"},
+    {"-V", "--device_cta_count", "not supported yet"},
+    {"-M", "--memory", "memory use is printed at start"},
+    {"-u", "--unalign", "not supported yet"},
+    {"-I", "--per_iter_timing", "per-iteration timing is always on"},
+    {"-K", "--per_iter_skip", "warm-up (-w) is separate from timed iterations"},
+};
+
+template <typename T, typename Parse>
+std::vector<T> parse_list(const std::string& text, const char* flag, Parse parse, const std::vector<T>& all_values,
+                          const std::string& accepted) {
+  std::vector<T> values;
+  std::stringstream stream(text);
+  std::string item;
+  while (std::getline(stream, item, ',')) {
+    if (item == "all") {
+      values.insert(values.end(), all_values.begin(), all_values.end());
+      continue;
+    }
+    const auto value = parse(item);
+    if (!value) throw UsageError(std::string(flag) + ": unknown value '" + item + "' (accepted: " + accepted + ", all)");
+    values.push_back(*value);
+  }
+  if (values.empty() || text.back() == ',') {
+    throw UsageError(std::string(flag) + ": empty list (accepted: " + accepted + ", all)");
+  }
+  return values;
+}
+
+template <typename T>
+std::string joined_names(const std::vector<T>& values) {
+  std::string out;
+  for (const auto& value : values) {
+    if (!out.empty()) out += ", ";
+    out += name_of(value);
+  }
+  return out;
+}
+
+// Splits "--flag=value" and finds the value of a flag that takes one.
+class ArgCursor {
+ public:
+  ArgCursor(int argc, const char* const argv[]) : argc_(argc), argv_(argv) {}
+  bool done() const { return index_ >= argc_; }
+  std::string next_flag() {
+    std::string arg = argv_[index_++];
+    inline_value_.reset();
+    if (arg.rfind("--", 0) == 0) {
+      const auto equals = arg.find('=');
+      if (equals != std::string::npos) {
+        inline_value_ = arg.substr(equals + 1);
+        arg = arg.substr(0, equals);
+      }
+    } else if (arg.size() > 2 && arg[0] == '-' && arg[1] != '-') {
+      inline_value_ = arg.substr(2);  // -b8K, as getopt allows
+      arg = arg.substr(0, 2);
+    }
+    return arg;
+  }
+  std::string value(const std::string& flag) {
+    if (inline_value_) return *std::exchange(inline_value_, std::nullopt);
+    if (index_ >= argc_) throw UsageError(flag + ": missing value");
+    return argv_[index_++];
+  }
+  bool has_inline_value() const { return inline_value_.has_value(); }
+
+ private:
+  int argc_;
+  const char* const* argv_;
+  int index_ = 1;
+  std::optional<std::string> inline_value_;
+};
+
+}  // namespace
+
+std::optional<Collective> collective_of_program(const std::string& program_name) {
+  const auto slash = program_name.find_last_of('/');
+  const std::string base = slash == std::string::npos ? program_name : program_name.substr(slash + 1);
+  if (base == "all_reduce_perf") return Collective::all_reduce;
+  if (base == "all_gather_perf") return Collective::all_gather;
+  if (base == "reduce_scatter_perf") return Collective::reduce_scatter;
+  if (base == "alltoall_perf") return Collective::alltoall;
+  if (base == "broadcast_perf") return Collective::broadcast;
+  if (base == "reduce_perf") return Collective::reduce;
+  if (base == "sendrecv_perf") return Collective::sendrecv;
+  return std::nullopt;
+}
+
+std::string help_text(const std::string& program_name) {
+  std::ostringstream out;
+  out << "usage: " << program_name << " [flags]\n"
+      << "\n"
+      << "Measures NCCL (GPU) or MPI (host memory) collectives over a size sweep, checks every result\n"
+      << "exactly, and reports nccl-tests-compatible times and bandwidths with percentiles.\n"
+      << "\n"
+      << "nccl-tests flags (same meaning as nccl-tests 2.19):\n"
+      << "  -b, --minbytes SIZE       smallest size (K/M/G = powers of 1024)            [32M]\n"
+      << "  -e, --maxbytes SIZE       largest size                                      [32M]\n"
+      << "  -f, --stepfactor F        multiply the size by F each step (> 1)            [off]\n"
+      << "  -i, --stepbytes SIZE      add SIZE each step when no -f is given            [1M]\n"
+      << "  -n, --iters N             timed iterations per case                         [20]\n"
+      << "  -w, --warmup_iters N      untimed warm-up iterations per case               [1]\n"
+      << "  -c, --check N             checked runs per case (0 = no checking)           [1]\n"
+      << "  -o, --op OP[,OP]          sum, prod, max, min, avg, all                     [sum]\n"
+      << "  -d, --datatype T[,T]      int8 uint8 int32 uint32 int64 uint64 half float double\n"
+      << "                            bfloat16 f8e4m3 f8e5m2, all                       [float]\n"
+      << "  -r, --root R              root rank of broadcast and reduce                 [0]\n"
+      << "  -g, --ngpus N             GPUs driven by each process (NCCL backend)        [1]\n"
+      << "  -a, --average 0|1|2|3     batch time across ranks: rank0, mean, min, max    [1]\n"
+      << "  -T, --timeout SECONDS     watchdog: abort every rank when a case hangs      [off]\n"
+      << "  -G, --cudagraph K         capture the iterations in a CUDA graph, replay K times\n"
+      << "  -z, --blocking 0|1        1: wait for each iteration before the next        [0]\n"
+      << "  -J, --output_file FILE    JSON results (manifest, bindings, evidence, cases)\n"
+      << "\n"
+      << "cclbench flags:\n"
+      << "  --backend nccl|mpi        nccl when a GPU is visible                       [auto]\n"
+      << "  --coll C[,C]              all_reduce all_gather reduce_scatter alltoall\n"
+      << "                            broadcast reduce sendrecv, all          [the first four]\n"
+      << "  --placement both|in|out   in-place, out-of-place or both                    [both]\n"
+      << "  --csv FILE                one CSV row per case\n"
+      << "  --jsonl FILE              append one JSON record per case as it completes\n"
+      << "  --log-dir DIR             NCCL logs (NCCL_DEBUG_FILE) and transport evidence\n"
+      << "  --expect-transport SPEC   fail (exit 3) unless NCCL used it, e.g.\n"
+      << "                            inter=NET/IB+GDRDMA,intra=P2P\n"
+      << "  --share-gpu               several MPI ranks on one GPU (NCCL_HOSTID per rank):\n"
+      << "                            emulated, correctness only, never a performance figure\n"
+      << "  --point NAME              sweep-point label recorded with every case\n"
+      << "  --sysfs-root DIR          root of /sys for rail counters                    [/sys]\n"
+      << "  --quiet                   no console table\n"
+      << "  -h, --help                this text\n"
+      << "\n"
+      << "Exit status: 0 ok, 1 a case failed or data was wrong, 2 bad usage, 3 transport\n"
+      << "expectation not met, 4 timeout, 5 runtime error, 6 peer lost, 7 nothing measured,\n"
+      << "130/143 interrupted.\n"
+      << "\n"
+      << "Examples:\n"
+      << "  " << program_name << " -b 8K -e 64M -f 2 -g 8                      # one process, 8 GPUs\n"
+      << "  mpirun -np 8 " << program_name << " -b 8K -e 64M -f 2                # one rank per GPU\n"
+      << "  mpirun -np 16 --host node5:8,node7:8 -x NCCL_IB_HCA==mlx5_0:1,mlx5_3:1 \\\n"
+      << "      " << program_name << " -b 8K -e 64M -f 2 --expect-transport inter=NET/IB+GDRDMA,intra=P2P\n"
+      << "  mpirun -np 4 " << program_name << " --share-gpu -b 8K -e 1M -f 4       # CI smoke, one GPU\n"
+      << "  mpirun -np 4 " << program_name << " --backend mpi -b 8K -e 64M -f 2 -J out.json\n"
+      << "  " << program_name << " --coll all_reduce -d all -o all -b 1M -e 1M    # every dtype and op\n";
+  return out.str();
+}
+
+std::optional<Config> parse_config(int argc, const char* const argv[]) {
+  Config config;
+  const std::string program = argc > 0 ? argv[0] : "coll_perf";
+  for (int i = 0; i < argc; ++i) config.argv.emplace_back(argv[i]);
+  const auto fixed_collective = collective_of_program(program);
+  bool step_factor_given = false;
+  bool step_bytes_given = false;
+
+  ArgCursor cursor(argc, argv);
+  while (!cursor.done()) {
+    const std::string flag = cursor.next_flag();
+    if (flag == "-h" || flag == "--help") {
+      std::cout << help_text(program);
+      return std::nullopt;
+    } else if (flag == "-b" || flag == "--minbytes") {
+      config.min_bytes = parse_size(cursor.value(flag), flag);
+    } else if (flag == "-e" || flag == "--maxbytes") {
+      config.max_bytes = parse_size(cursor.value(flag), flag);
+    } else if (flag == "-f" || flag == "--stepfactor") {
+      config.step_factor = parse_number(cursor.value(flag), flag, 1.0001, 1024);
+      step_factor_given = true;
+    } else if (flag == "-i" || flag == "--stepbytes") {
+      config.step_bytes = parse_size(cursor.value(flag), flag);
+      if (config.step_bytes == 0) throw UsageError(flag + ": must be > 0");
+      step_bytes_given = true;
+    } else if (flag == "-n" || flag == "--iters") {
+      config.iterations = static_cast<int>(parse_integer(cursor.value(flag), flag, 1, 1000000));
+    } else if (flag == "-w" || flag == "--warmup_iters") {
+      config.warmup_iterations = static_cast<int>(parse_integer(cursor.value(flag), flag, 0, 1000000));
+    } else if (flag == "-c" || flag == "--check") {
+      config.check_iterations = static_cast<int>(parse_integer(cursor.value(flag), flag, 0, 1000));
+    } else if (flag == "-o" || flag == "--op") {
+      config.ops = parse_list<ReduceOp>(cursor.value(flag), "-o", parse_reduce_op, all_reduce_ops(), joined_names(all_reduce_ops()));
+    } else if (flag == "-d" || flag == "--datatype") {
+      config.dtypes = parse_list<DataType>(cursor.value(flag), "-d", parse_data_type, all_data_types(), joined_names(all_data_types()));
+    } else if (flag == "-r" || flag == "--root") {
+      config.root = static_cast<int>(parse_integer(cursor.value(flag), flag, 0, 1 << 20));
+    } else if (flag == "-g" || flag == "--ngpus") {
+      config.gpus_per_process = static_cast<int>(parse_integer(cursor.value(flag), flag, 1, 64));
+    } else if (flag == "-a" || flag == "--average") {
+      config.batch_average = static_cast<BatchAverage>(parse_integer(cursor.value(flag), flag, 0, 3));
+    } else if (flag == "-T" || flag == "--timeout") {
+      config.timeout_seconds = parse_number(cursor.value(flag), flag, 0, 86400);
+    } else if (flag == "-G" || flag == "--cudagraph") {
+      config.graph_launches = static_cast<int>(parse_integer(cursor.value(flag), flag, 0, 100000));
+    } else if (flag == "-z" || flag == "--blocking") {
+      config.blocking = static_cast<int>(parse_integer(cursor.value(flag), flag, 0, 1));
+    } else if (flag == "-J" || flag == "--output_file") {
+      config.json_path = cursor.value(flag);
+    } else if (flag == "--backend") {
+      const std::string value = cursor.value(flag);
+      if (value == "nccl") config.backend = BackendKind::nccl;
+      else if (value == "mpi") config.backend = BackendKind::mpi;
+      else if (value == "auto") config.backend = BackendKind::automatic;
+      else throw UsageError("--backend: unknown value '" + value + "' (accepted: nccl, mpi, auto)");
+    } else if (flag == "--coll") {
+      if (fixed_collective) throw UsageError("--coll: this program measures " + std::string(name_of(*fixed_collective)) + " only; use coll_perf --coll");
+      config.collectives = parse_list<Collective>(cursor.value(flag), "--coll", parse_collective, all_collectives(), joined_names(all_collectives()));
+    } else if (flag == "--placement") {
+      const std::string value = cursor.value(flag);
+      if (value == "both") config.placement = Placement::both;
+      else if (value == "in") config.placement = Placement::in_place;
+      else if (value == "out") config.placement = Placement::out_of_place;
+      else throw UsageError("--placement: unknown value '" + value + "' (accepted: both, in, out)");
+    } else if (flag == "--csv") {
+      config.csv_path = cursor.value(flag);
+    } else if (flag == "--jsonl") {
+      config.jsonl_path = cursor.value(flag);
+    } else if (flag == "--log-dir") {
+      config.log_dir = cursor.value(flag);
+    } else if (flag == "--expect-transport") {
+      config.expect_transport = cursor.value(flag);
+      if (config.expect_transport.empty()) throw UsageError("--expect-transport: empty spec (e.g. inter=NET/IB+GDRDMA,intra=P2P)");
+    } else if (flag == "--share-gpu") {
+      config.share_gpu = true;
+    } else if (flag == "--point") {
+      config.point = cursor.value(flag);
+      for (char c : config.point) {
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' || c == '=' || c == '+')) {
+          throw UsageError("--point: '" + config.point + "' has characters outside [A-Za-z0-9_.=+-]");
+        }
+      }
+    } else if (flag == "--sysfs-root") {
+      config.sysfs_root = cursor.value(flag);
+    } else if (flag == "--quiet") {
+      config.quiet = true;
+    } else {
+      for (const auto& unsupported : kUnsupported) {
+        if (flag == unsupported.short_name || flag == unsupported.long_name) {
+          throw UsageError(flag + ": nccl-tests flag not supported by cclbench (" + unsupported.why + ")");
+        }
+      }
+      throw UsageError("unknown flag '" + flag + "' (see --help)");
+    }
+  }
+
+  if (config.min_bytes > config.max_bytes) {
+    throw UsageError("-b " + format_size(config.min_bytes) + " is larger than -e " + format_size(config.max_bytes) +
+                     " (accepted: -b <= -e)");
+  }
+  if (step_factor_given && step_bytes_given) throw UsageError("-f and -i are exclusive: give one");
+  if (!step_factor_given) config.step_factor = 1;
+  if (config.min_bytes == 0 && config.step_factor > 1) {
+    throw UsageError("-b 0 with -f never grows (accepted: -b > 0 with -f)");
+  }
+  if (fixed_collective) config.collectives = {*fixed_collective};
+  if (config.collectives.empty()) {
+    config.collectives = {Collective::all_reduce, Collective::all_gather, Collective::reduce_scatter, Collective::alltoall};
+  }
+  if (config.dtypes.empty()) config.dtypes = {DataType::float32};
+  if (config.ops.empty()) config.ops = {ReduceOp::sum};
+  if (config.graph_launches > 0 && config.blocking) throw UsageError("-G and -z 1 are exclusive");
+  if (config.backend == BackendKind::mpi && config.gpus_per_process != 1) throw UsageError("-g: the MPI backend uses host memory (accepted: -g 1 with --backend mpi)");
+  if (config.backend == BackendKind::mpi && config.graph_launches > 0) throw UsageError("-G: CUDA graphs need --backend nccl");
+  if (config.backend == BackendKind::mpi && config.share_gpu) throw UsageError("--share-gpu needs --backend nccl");
+  if (config.share_gpu && config.gpus_per_process != 1) throw UsageError("--share-gpu: one GPU per rank (accepted: -g 1)");
+  return config;
+}
+
+std::vector<std::uint64_t> sweep_sizes(const Config& config) {
+  std::vector<std::uint64_t> sizes;
+  std::uint64_t size = config.min_bytes;
+  constexpr std::size_t kMaxSteps = 4096;
+  while (size <= config.max_bytes && sizes.size() < kMaxSteps) {
+    sizes.push_back(size);
+    std::uint64_t next = config.step_factor > 1 ? static_cast<std::uint64_t>(static_cast<double>(size) * config.step_factor)
+                                                : size + config.step_bytes;
+    if (next <= size) break;  // only with -b 0 and -f, rejected above; guards against overflow
+    size = next;
+  }
+  if (sizes.size() >= kMaxSteps) throw UsageError("the sweep has more than 4096 sizes; use a larger -f or -i");
+  return sizes;
+}
+
+}  // namespace cclbench

@@ -1,0 +1,159 @@
+#include "bench/core/reporters.hpp"
+
+#include <cstdio>
+#include <sstream>
+
+namespace cclbench {
+namespace {
+
+std::string fixed(const std::optional<double>& value, int precision, int width) {
+  char buffer[64];
+  if (!value) {
+    std::snprintf(buffer, sizeof(buffer), "%*s", width, "-");
+  } else {
+    std::snprintf(buffer, sizeof(buffer), "%*.*f", width, precision, *value);
+  }
+  return buffer;
+}
+
+std::optional<double> time_field(const CaseResult& result, double TimeStats::*field) {
+  if (!result.time_us) return std::nullopt;
+  return (*result.time_us).*field;
+}
+
+std::string half(const CaseResult* result) {
+  if (result == nullptr) return std::string(6 * 9 + 7, ' ');
+  std::string wrong = "-";
+  if (result->wrong) wrong = std::to_string(*result->wrong);
+  if (result->status == CaseStatus::skipped) wrong = "skip";
+  if (result->status == CaseStatus::error) wrong = "err";
+  char buffer[160];
+  const double time_precision = 2;
+  std::snprintf(buffer, sizeof(buffer), " %s %s %s %6s %s %s",
+                fixed(time_field(*result, &TimeStats::mean), time_precision, 9).c_str(),
+                fixed(result->algbw_gbps, 2, 7).c_str(), fixed(result->busbw_gbps, 2, 7).c_str(), wrong.c_str(),
+                fixed(time_field(*result, &TimeStats::p50), time_precision, 9).c_str(),
+                fixed(time_field(*result, &TimeStats::p99), time_precision, 9).c_str());
+  return buffer;
+}
+
+std::string group_of(const CaseResult& result) {
+  return std::string(name_of(result.spec.collective)) + "/" + std::string(name_of(result.spec.dtype)) + "/" +
+         std::string(name_of(result.spec.op)) + "/" + std::to_string(result.spec.requested_bytes);
+}
+
+std::string csv_field(const nlohmann::json& value) {
+  if (value.is_null()) return "";
+  std::string text = value.is_string() ? value.get<std::string>() : value.dump();
+  if (text.find_first_of(",\"\n") != std::string::npos) {
+    std::string quoted = "\"";
+    for (char c : text) {
+      if (c == '"') quoted += '"';
+      quoted += c == '\n' ? ' ' : c;
+    }
+    return quoted + "\"";
+  }
+  return text;
+}
+
+}  // namespace
+
+nlohmann::json case_record(const CaseResult& result, const std::string& point, bool emulated) {
+  nlohmann::json record = to_json(result);
+  record["schema_version"] = kResultsSchemaVersion;
+  record["point"] = point.empty() ? nlohmann::json(nullptr) : nlohmann::json(point);
+  record["emulated"] = emulated;
+  return record;
+}
+
+void ConsoleTable::print_header(const CaseResult& first) {
+  out_ << "#\n# " << descriptor_of(first.spec.collective).display_name << ", " << first.spec.nranks << " ranks, backend "
+       << first.backend << ", " << first.iterations << " iterations, " << first.warmup << " warm-up\n"
+       << "# time: mean per-iteration time in us (each iteration: the slowest rank); p50/p99 over iterations\n"
+       << "#                                                    out-of-place                                           in-place\n"
+       << "#       size         count      type   redop    root      time   algbw   busbw #wrong       p50       p99      time   algbw   busbw #wrong       p50       p99\n"
+       << "#        (B)    (elements)                                (us)  (GB/s)  (GB/s)              (us)      (us)      (us)  (GB/s)  (GB/s)              (us)      (us)\n";
+}
+
+void ConsoleTable::print_line(const CaseResult* out_of_place, const CaseResult* in_place) {
+  const CaseResult& any = out_of_place ? *out_of_place : *in_place;
+  const std::string root = descriptor_of(any.spec.collective).rooted ? std::to_string(any.spec.root) : "-1";
+  char prefix[128];
+  std::snprintf(prefix, sizeof(prefix), "%12llu  %12llu  %8s  %6s  %6s", static_cast<unsigned long long>(any.spec.counts.size_bytes()),
+                static_cast<unsigned long long>(any.spec.counts.param_count), std::string(name_of(any.spec.dtype)).c_str(),
+                std::string(name_of(any.spec.op)).c_str(), root.c_str());
+  out_ << prefix << half(out_of_place) << half(in_place) << "\n";
+  for (const CaseResult* result : {out_of_place, in_place}) {
+    if (result && result->busbw_gbps) {
+      busbw_sum_ += *result->busbw_gbps;
+      ++busbw_count_;
+    }
+  }
+  out_.flush();
+}
+
+void ConsoleTable::add(const CaseResult& result) {
+  // One header per collective; one line per (dtype, op, size) with the out-of-place half first.
+  const std::string table = std::string(name_of(result.spec.collective));
+  if (table != current_table_) {
+    finish();
+    print_header(result);
+    current_table_ = table;
+  }
+  if (!result.spec.in_place) {
+    if (pending_) print_line(&*pending_, nullptr);
+    pending_ = result;
+    return;
+  }
+  if (pending_ && group_of(*pending_) == group_of(result)) {
+    print_line(&*pending_, &result);
+  } else {
+    if (pending_) print_line(&*pending_, nullptr);
+    print_line(nullptr, &result);
+  }
+  pending_.reset();
+}
+
+void ConsoleTable::finish() {
+  if (pending_) print_line(&*pending_, nullptr);
+  pending_.reset();
+  if (busbw_count_ > 0) {
+    char line[96];
+    std::snprintf(line, sizeof(line), "# Avg bus bandwidth    : %g\n#\n", busbw_sum_ / busbw_count_);
+    out_ << line;
+  }
+  busbw_sum_ = 0;
+  busbw_count_ = 0;
+}
+
+std::string csv_header() {
+  return "point,case_id,collective,backend,nranks,dtype,op,root,in_place,bytes,count,requested_bytes,iterations,warmup,"
+         "time_us_mean,time_us_min,time_us_p50,time_us_p95,time_us_p99,time_us_max,time_us_cv_pct,batch_time_us,"
+         "algbw_gbps,busbw_gbps,wrong,status,reason,emulated";
+}
+
+std::string csv_row(const nlohmann::json& record) {
+  std::ostringstream row;
+  const nlohmann::json null_json = nullptr;
+  const auto& time = record.at("time_us");
+  auto timing = [&](const char* key) { return time.is_null() ? null_json : time.at(key); };
+  const nlohmann::json fields[] = {record.at("point"),        record.at("case_id"),   record.at("collective"),
+                                   record.at("backend"),      record.at("nranks"),    record.at("dtype"),
+                                   record.at("op"),           record.at("root"),      record.at("in_place"),
+                                   record.at("bytes"),        record.at("count"),     record.at("requested_bytes"),
+                                   record.at("iterations"),   record.at("warmup"),    timing("mean"),
+                                   timing("min"),             timing("p50"),          timing("p95"),
+                                   timing("p99"),             timing("max"),          timing("cv_pct"),
+                                   record.at("batch_time_us"), record.at("algbw_gbps"), record.at("busbw_gbps"),
+                                   record.at("wrong"),        record.at("status"),    record.at("reason"),
+                                   record.at("emulated")};
+  bool first = true;
+  for (const auto& field : fields) {
+    if (!first) row << ',';
+    row << csv_field(field);
+    first = false;
+  }
+  return row.str();
+}
+
+}  // namespace cclbench

@@ -1,0 +1,66 @@
+#include "bench/core/watchdog.hpp"
+
+#include <sstream>
+
+#include "bench/core/errors.hpp"
+#include "bench/core/units.hpp"
+
+namespace cclbench {
+
+Watchdog::Watchdog(const MpiContext& context, double timeout_seconds, std::function<void(const std::string&)> on_timeout)
+    : context_(context), timeout_(timeout_seconds), on_timeout_(std::move(on_timeout)) {
+  if (timeout_seconds > 0) thread_ = std::thread([this] { watch(); });
+}
+
+Watchdog::~Watchdog() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Watchdog::enter(const CaseSpec& spec, const char* phase) {
+  if (!thread_.joinable()) return;
+  std::ostringstream what;
+  what << "case " << spec.case_id() << " (size " << spec.counts.size_bytes() << " B, " << phase << ") on rank "
+       << context_.world_rank << " (" << context_.hostname << ")";
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    what_ = what.str();
+    deadline_ = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout_);
+    armed_ = true;
+  }
+  changed_.notify_all();
+}
+
+void Watchdog::leave() {
+  if (!thread_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    armed_ = false;
+  }
+  changed_.notify_all();
+}
+
+void Watchdog::watch() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stopping_) {
+    if (!armed_) {
+      changed_.wait(lock);
+      continue;
+    }
+    if (changed_.wait_until(lock, deadline_) == std::cv_status::timeout && armed_ && !stopping_ &&
+        std::chrono::steady_clock::now() >= deadline_) {
+      std::ostringstream message;
+      message << "timeout: " << what_ << " did not finish within " << timeout_.count() << " s (-T); aborting every rank";
+      const std::string text = message.str();
+      lock.unlock();
+      on_timeout_(text);
+      abort_all_ranks(context_, to_int(ExitCode::timeout));
+    }
+  }
+}
+
+}  // namespace cclbench

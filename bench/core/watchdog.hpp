@@ -1,0 +1,43 @@
+#pragma once
+// The -T watchdog: a thread that ends every rank when one phase of a case (fill, warm-up, the
+// timed loop, a check) runs longer than the timeout. It names the case, size, phase, rank and
+// host, lets the backend abort its communicators, and calls MPI_Abort so no rank hangs.
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "bench/core/mpi_context.hpp"
+#include "bench/core/runner.hpp"
+
+namespace cclbench {
+
+class Watchdog final : public PhaseMonitor {
+ public:
+  // `on_timeout(message)` runs on the watchdog thread before MPI_Abort (print, abort comms).
+  Watchdog(const MpiContext& context, double timeout_seconds, std::function<void(const std::string&)> on_timeout);
+  ~Watchdog() override;
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+  void enter(const CaseSpec& spec, const char* phase) override;
+  void leave() override;
+
+ private:
+  void watch();
+
+  const MpiContext& context_;
+  std::chrono::duration<double> timeout_;
+  std::function<void(const std::string&)> on_timeout_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool armed_ = false;
+  bool stopping_ = false;
+  std::chrono::steady_clock::time_point deadline_;
+  std::string what_;
+  std::thread thread_;
+};
+
+}  // namespace cclbench

@@ -1,0 +1,41 @@
+# mpirun --oversubscribe -np 4 coll_perf --backend mpi -b 8K -e 64M -f 2, then: 56 records per
+# placement, 0 wrong, every record ok, JSON/JSONL schema-valid, CSV with one row per record.
+file(REMOVE_RECURSE ${WORK_DIR})
+file(MAKE_DIRECTORY ${WORK_DIR})
+execute_process(
+  COMMAND ${MPIEXEC} --oversubscribe --allow-run-as-root -np 4 ${COLL_PERF} --backend mpi -b 8K -e 64M -f 2 -n 5 -w 1
+          -J ${WORK_DIR}/out.json --jsonl ${WORK_DIR}/out.jsonl --csv ${WORK_DIR}/out.csv --quiet
+  RESULT_VARIABLE status OUTPUT_VARIABLE output ERROR_VARIABLE errors)
+if(NOT status EQUAL 0)
+  message(FATAL_ERROR "coll_perf exited ${status}\n${output}\n${errors}")
+endif()
+execute_process(
+  COMMAND ${PYTHON} -c "
+import csv, json, sys
+doc = json.load(open(sys.argv[1]))
+cases = doc['cases']
+assert doc['status'] == 'complete', doc['status']
+for placement in (False, True):
+    subset = [c for c in cases if c['in_place'] == placement]
+    assert len(subset) == 56, (placement, len(subset))
+assert all(c['status'] == 'ok' and c['wrong'] == 0 and c['nranks'] == 4 for c in cases), [c for c in cases if c['status'] != 'ok'][:1]
+assert all(c['busbw_gbps'] > 0 and c['time_us']['p99'] >= c['time_us']['p50'] for c in cases)
+lines = [json.loads(l) for l in open(sys.argv[2])]
+assert [l['case_id'] for l in lines] == [c['case_id'] for c in cases]
+rows = list(csv.DictReader(open(sys.argv[3])))
+assert len(rows) == 112 and rows[0]['case_id'] == 'all_reduce.float.sum.out.8K', len(rows)
+print('ok: 112 records, 0 wrong')
+" ${WORK_DIR}/out.json ${WORK_DIR}/out.jsonl ${WORK_DIR}/out.csv
+  RESULT_VARIABLE check_status)
+if(NOT check_status EQUAL 0)
+  message(FATAL_ERROR "record checks failed")
+endif()
+foreach(pair "coll_perf.schema.json;out.json" "case_record.schema.json;out.jsonl")
+  list(GET pair 0 schema)
+  list(GET pair 1 file)
+  execute_process(COMMAND ${PYTHON} ${SOURCE_DIR}/tests/tools/validate_json.py ${SOURCE_DIR}/results_schema/${schema} ${WORK_DIR}/${file}
+                  RESULT_VARIABLE schema_status)
+  if(NOT schema_status EQUAL 0)
+    message(FATAL_ERROR "${file} does not validate against ${schema}")
+  endif()
+endforeach()
