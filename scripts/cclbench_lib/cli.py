@@ -1,0 +1,337 @@
+"""Command line: plan, baseline, report, compare, smoke. Every failure is one stderr line."""
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+
+from . import SCHEMA_VERSION, TOOL_VERSION
+from .common import (CclbenchError, UsageError, default_run_id, parse_percent, parse_size, read_json,
+                     validate_run_id, write_json_atomic)
+from .hosts import (check_resolvable, local_gpu_count, local_hostname, parse_host_list, parse_hostfile,
+                    slurm_hosts)
+from .plan import (DEFAULT_COLLECTIVES, DEFAULT_CROSS_NIC, DEFAULT_EXPECT, Planner, format_launch, parse_collectives,
+                   parse_cross_nic, parse_hcas, plan_mode)
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DEFAULT_BIN_DIR = os.path.join(REPO_ROOT, "build", "bench", "apps")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that reports a usage problem as one line (and exit 2) instead of usage + message."""
+
+    def error(self, message):
+        raise UsageError(message)
+
+
+def positive_int(what, low=1, high=1 << 30):
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise UsageError(f"{what}: '{text}' is not a whole number") from None
+        if not low <= value <= high:
+            raise UsageError(f"{what}: {value} is out of range ({low}..{high})")
+        return value
+    return parse
+
+
+def seconds(what):
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            raise UsageError(f"{what}: '{text}' is not a number of seconds") from None
+        if not 0 < value < 1e7:
+            raise UsageError(f"{what}: {text} is out of range")
+        return value
+    return parse
+
+
+def add_launcher_options(parser):
+    parser.add_argument("--bin-dir", help=f"where coll_perf, topo_map, p2p_matrix live (default {DEFAULT_BIN_DIR})")
+    parser.add_argument("--mpirun", default="mpirun", help="the MPI launcher (default: mpirun on PATH)")
+    parser.add_argument("--mpirun-args", action="append", default=[], metavar="ARGS",
+                        help="extra launcher arguments, split like a shell would but never run through one; "
+                             "use the = form: --mpirun-args='--mca btl ^openib' (repeatable). "
+                             "--allow-run-as-root is added automatically as root")
+    parser.add_argument("--results", default="results", help="results root (default ./results)")
+    parser.add_argument("--run-id", help="run directory name (default: UTC timestamp %%Y%%m%%dT%%H%%M%%SZ)")
+
+
+def add_plan_options(parser):
+    where = parser.add_argument_group("where")
+    where.add_argument("--hosts", help="comma-separated hosts (example: node5,node7)")
+    where.add_argument("--hostfile", help="Open MPI hostfile ('node5 slots=8' lines)")
+    where.add_argument("--gpus-per-node", type=positive_int("--gpus-per-node", 1, 1024),
+                       help="GPUs (ranks) per node (default: hostfile slots, else nvidia-smi -L here)")
+    where.add_argument("--hcas", help="RDMA rails as HCA:port list (default: discovered with topo_map --json)")
+    what = parser.add_argument_group("what")
+    what.add_argument("-b", "--minbytes", default="8K", help="smallest size (default 8K)")
+    what.add_argument("-e", "--maxbytes", default="64M", help="largest size (default 64M)")
+    what.add_argument("-f", "--stepfactor", type=positive_int("-f", 2, 1 << 20), default=2, help="size factor (default 2)")
+    what.add_argument("--coll", default=",".join(DEFAULT_COLLECTIVES), help="collectives (default: the four)")
+    what.add_argument("-n", "--iters", type=positive_int("-n", 1, 1 << 24), default=20, help="timed iterations (default 20)")
+    what.add_argument("-w", "--warmup_iters", type=positive_int("-w", 0, 1 << 20), default=5, help="warmup iterations (default 5)")
+    what.add_argument("--repeat", type=positive_int("--repeat", 1, 100), default=1, help="repeat every point N times (default 1)")
+    what.add_argument("--cross-nic", default=",".join(str(v) for v in DEFAULT_CROSS_NIC),
+                      help="NCCL_CROSS_NIC values for the multi-node sweep (default 0,1,2)")
+    what.add_argument("--expect-transport", default=DEFAULT_EXPECT,
+                      help=f"transport gate for coll_perf (default '{DEFAULT_EXPECT}'; 'none' disables)")
+    what.add_argument("--cv-gate", default="3%", help="fail when a case's CV across repeats exceeds this (default 3%%)")
+    what.add_argument("--timeout", type=positive_int("--timeout", 1, 1 << 24), help="coll_perf -T per case, seconds")
+    what.add_argument("--launch-timeout", type=seconds("--launch-timeout"), help="kill a launch after this many seconds")
+    add_launcher_options(parser)
+
+
+def build_parser():
+    parser = Parser(prog="cclbench", description="cclbench orchestration: one-command communication baseline, "
+                    "report, compare and CI smoke test.")
+    parser.add_argument("--version", action="version", version=f"cclbench {TOOL_VERSION}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    sub.required = True
+    plan = sub.add_parser("plan", help="print every launch of a baseline, one command line each, without running")
+    add_plan_options(plan)
+    plan.add_argument("--json", dest="plan_json", metavar="FILE", help="also write the plan as JSON (plan.schema.json)")
+    base = sub.add_parser("baseline", help="run the baseline into RESULTS/RUN_ID")
+    add_plan_options(base)
+    base.add_argument("--dry-run", action="store_true", help="print the plan and stop (same as plan)")
+    base.add_argument("--resume", metavar="RUN_ID", help="continue RUN_ID: skip points whose records are complete and ok")
+    base.add_argument("--verbose", action="store_true", help="also echo launch output to stderr (always in run.log)")
+    report = sub.add_parser("report", help="write RUN_DIR/report.md and plots")
+    report.add_argument("run_dir")
+    report.add_argument("--cv-gate", help="CV gate in percent (default: the run's, else 3%%)")
+    compare = sub.add_parser("compare", help="compare two runs case by case (exit 1 on a regression)")
+    compare.add_argument("run_a")
+    compare.add_argument("run_b")
+    compare.add_argument("--out", help="write the markdown here instead of stdout")
+    compare.add_argument("--threshold", default="2%", help="smallest difference ever called a change (default 2%%)")
+    compare.add_argument("--fail-above", default="5%", help="a slowdown above this is a regression (default 5%%)")
+    smoke = sub.add_parser("smoke", help="single-GPU CI smoke test (< 60 s), JUnit XML out")
+    add_launcher_options(smoke)
+    smoke.add_argument("--junit", help="JUnit XML path (default RUN_DIR/smoke.junit.xml)")
+    smoke.add_argument("--time-limit", type=seconds("--time-limit"), default=60.0, help="whole-test budget (default 60 s)")
+    smoke.add_argument("--verbose", action="store_true")
+    return parser
+
+
+def split_mpirun_args(values):
+    args = []
+    for value in values:
+        try:
+            args += shlex.split(value)
+        except ValueError as error:
+            raise UsageError(f"--mpirun-args: cannot split '{value}': {error}") from None
+    return args
+
+
+def discover_hcas(bin_dir):
+    """Active RDMA ports of this node, from topo_map --json (which reads sysfs through hwloc)."""
+    tool = os.path.join(bin_dir, "topo_map")
+    if not os.access(tool, os.X_OK):
+        raise UsageError(f"cannot discover HCAs: {tool} is not built; pass --hcas mlx5_0:1,mlx5_3:1")
+    with tempfile.TemporaryDirectory(prefix="cclbench-topo-") as scratch:
+        out = os.path.join(scratch, "topo.json")
+        try:
+            result = subprocess.run([tool, "--json", out], capture_output=True, text=True, timeout=120, check=False)
+        except (OSError, subprocess.SubprocessError) as error:
+            raise UsageError(f"cannot discover HCAs: topo_map failed ({error}); pass --hcas") from None
+        if result.returncode != 0 or not os.path.exists(out):
+            raise UsageError(f"cannot discover HCAs: topo_map exited {result.returncode}; pass --hcas")
+        model = read_json(out, "topo_map output")
+    hcas = []
+    for nic in model.get("nics") or []:
+        for port in (nic.get("ports") or []) if isinstance(nic, dict) else []:
+            state = str(port.get("state", "")).upper() if isinstance(port, dict) else ""
+            if "ACTIVE" in state and nic.get("name"):
+                hcas.append(f"{nic['name']}:{port.get('port')}")
+    if not hcas:
+        raise UsageError("no active RDMA port found by topo_map; pass --hcas mlx5_0:1,mlx5_3:1")
+    return parse_hcas(",".join(hcas))
+
+
+def plan_inputs(args):
+    """Validated plan inputs (a plain dict: stored in the manifest and replayed on --resume)."""
+    if args.hosts and args.hostfile:
+        raise UsageError("give either --hosts or --hostfile, not both")
+    slots = None
+    if args.hosts:
+        hosts = parse_host_list(args.hosts)
+    elif args.hostfile:
+        entries = parse_hostfile(args.hostfile)
+        hosts = [host for host, _ in entries]
+        slot_values = {s for _, s in entries if s is not None}
+        if len(slot_values) > 1:
+            raise UsageError(f"--hostfile: hosts have different slot counts {sorted(slot_values)}; pass --gpus-per-node")
+        slots = slot_values.pop() if slot_values else None
+    else:
+        hosts = slurm_hosts() or []
+    local_gpus = local_gpu_count()
+    if hosts:
+        gpus = args.gpus_per_node or slots or local_gpus
+        if not gpus:
+            raise UsageError("cannot tell how many GPUs each node has: pass --gpus-per-node (or slots= in the hostfile)")
+        if slots is not None and args.gpus_per_node and args.gpus_per_node > slots:
+            raise UsageError(f"--gpus-per-node {args.gpus_per_node} exceeds the hostfile's slots={slots}")
+    else:
+        if args.gpus_per_node and args.gpus_per_node > local_gpus:
+            raise UsageError(f"--gpus-per-node {args.gpus_per_node} but this node has {local_gpus} GPU(s) (nvidia-smi -L)")
+        gpus = args.gpus_per_node or local_gpus
+    min_bytes = parse_size(args.minbytes, "-b")
+    max_bytes = parse_size(args.maxbytes, "-e")
+    from .common import sweep_sizes
+    sweep_sizes(min_bytes, max_bytes, args.stepfactor)
+    bin_dir = os.path.abspath(args.bin_dir or DEFAULT_BIN_DIR)
+    if len(hosts) > 1:
+        hcas = parse_hcas(args.hcas) if args.hcas else discover_hcas(bin_dir)
+    else:
+        hcas = parse_hcas(args.hcas) if args.hcas else []
+    expect = "" if str(args.expect_transport).lower() in ("", "none", "off") else args.expect_transport
+    return {
+        "hosts": hosts, "local_host": local_hostname(), "gpus_per_node": gpus, "hcas": hcas,
+        "min_bytes": min_bytes, "max_bytes": max_bytes, "step_factor": args.stepfactor,
+        "collectives": parse_collectives(args.coll), "iterations": args.iters, "warmup": args.warmup_iters,
+        "repeat": args.repeat, "cross_nic": parse_cross_nic(args.cross_nic), "expect_transport": expect,
+        "cv_gate_pct": parse_percent(args.cv_gate, "--cv-gate"), "timeout_s": args.timeout,
+        "launch_timeout_s": args.launch_timeout, "bin_dir": bin_dir, "mpirun": args.mpirun,
+        "mpirun_args": split_mpirun_args(args.mpirun_args), "as_root": os.geteuid() == 0,
+        "cpu_count": os.cpu_count() or 1,
+    }
+
+
+def run_dir_for(args, run_id):
+    return os.path.join(os.path.abspath(args.results), validate_run_id(run_id))
+
+
+def check_tools(inputs, launches):
+    from .runner import resolve_program
+    resolve_program(inputs["mpirun"], "mpirun")
+    for launch in launches:
+        for word in launch["argv"]:
+            if word.startswith(inputs["bin_dir"] + os.sep):
+                if not (os.path.isfile(word) and os.access(word, os.X_OK)):
+                    raise CclbenchError(f"{os.path.basename(word)} is not built in {inputs['bin_dir']} "
+                                        "(build it, or pass --bin-dir)", 2)
+                break
+
+
+def plan_document(inputs, run_dir, launches):
+    return {"schema_version": SCHEMA_VERSION, "run_id": os.path.basename(run_dir), "run_dir": run_dir,
+            "mode": plan_mode(inputs), "plan_inputs": inputs,
+            "launches": [dict(launch, command=format_launch(launch)) for launch in launches]}
+
+
+def cmd_plan(args, out):
+    run_id = args.run_id or default_run_id()
+    run_dir = run_dir_for(args, run_id)
+    inputs = plan_inputs(args)
+    launches = Planner(inputs, run_dir).build()
+    for launch in launches:
+        out.write(format_launch(launch) + "\n")
+    if getattr(args, "plan_json", None):
+        write_json_atomic(args.plan_json, plan_document(inputs, run_dir, launches))
+    return 0
+
+
+def cmd_baseline(args, argv):
+    from .runner import Baseline
+    if args.dry_run:
+        return cmd_plan(args, sys.stdout)
+    if args.resume:
+        if args.run_id and args.run_id != args.resume:
+            raise UsageError(f"--run-id {args.run_id} and --resume {args.resume} disagree")
+        run_dir = run_dir_for(args, args.resume)
+        if not os.path.isdir(run_dir):
+            raise UsageError(f"--resume {args.resume}: {run_dir} does not exist")
+        manifest = read_json(os.path.join(run_dir, "run_manifest.json"), "run manifest")
+        inputs = manifest.get("plan_inputs") if isinstance(manifest, dict) else None
+        if not isinstance(inputs, dict):
+            raise CclbenchError(f"{run_dir}/run_manifest.json has no plan_inputs: cannot resume", 2)
+        inputs = dict(inputs, as_root=os.geteuid() == 0)
+    else:
+        inputs = plan_inputs(args)
+        run_dir = run_dir_for(args, args.run_id or default_run_id())
+        if os.path.lexists(run_dir):
+            raise UsageError(f"{run_dir} already exists: pass --resume {os.path.basename(run_dir)} to continue it, "
+                             "or choose another --run-id")
+    runner = Baseline(inputs, run_dir, resume=bool(args.resume), verbose=args.verbose, argv=argv)
+    check_tools(inputs, runner.launches)
+    if inputs["hosts"]:
+        check_resolvable(inputs["hosts"])
+    return runner.run()
+
+
+def cmd_report(args):
+    from .report import build_report
+    cv_gate = parse_percent(args.cv_gate, "--cv-gate") if args.cv_gate else None
+    path, anomalies = build_report(args.run_dir, cv_gate)
+    print(f"cclbench: wrote {path} ({len(anomalies)} anomal{'y' if len(anomalies) == 1 else 'ies'})", file=sys.stderr)
+    return 0
+
+
+def cmd_compare(args):
+    from .compare import run_compare
+    threshold = parse_percent(args.threshold, "--threshold")
+    fail_above = parse_percent(args.fail_above, "--fail-above")
+    regressions = run_compare(args.run_a, args.run_b, threshold, fail_above, args.out, sys.stdout)
+    if regressions:
+        print(f"cclbench: error: {len(regressions)} regression(s), first: {regressions[0]}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_smoke(args, argv):
+    from .runner import resolve_program
+    from .smoke import run_smoke
+    run_dir = run_dir_for(args, args.run_id or default_run_id("smoke-"))
+    if os.path.lexists(run_dir):
+        raise UsageError(f"{run_dir} already exists: choose another --run-id")
+    have_gpu = local_gpu_count() > 0
+    inputs = {"hosts": [], "local_host": local_hostname(), "gpus_per_node": 1 if have_gpu else 0, "hcas": [],
+              "min_bytes": 8 << 10, "max_bytes": 1 << 20, "step_factor": 8, "collectives": list(DEFAULT_COLLECTIVES),
+              "iterations": 5, "warmup": 1, "repeat": 1, "cross_nic": [], "expect_transport": "", "cv_gate_pct": 3.0,
+              "timeout_s": None, "launch_timeout_s": 45.0, "bin_dir": os.path.abspath(args.bin_dir or DEFAULT_BIN_DIR),
+              "mpirun": args.mpirun, "mpirun_args": split_mpirun_args(args.mpirun_args), "as_root": os.geteuid() == 0,
+              "cpu_count": os.cpu_count() or 1, "time_limit_s": args.time_limit}
+    resolve_program(inputs["mpirun"], "mpirun")
+    from .smoke import smoke_launches
+    check_tools(inputs, smoke_launches(inputs, run_dir, have_gpu)[0])
+    junit = os.path.abspath(args.junit) if args.junit else os.path.join(run_dir, "smoke.junit.xml")
+    return run_smoke(inputs, run_dir, junit, have_gpu, argv, args.verbose)
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = build_parser().parse_args(argv)
+        if args.command == "plan":
+            return cmd_plan(args, sys.stdout)
+        if args.command == "baseline":
+            return cmd_baseline(args, ["cclbench"] + argv)
+        if args.command == "report":
+            return cmd_report(args)
+        if args.command == "compare":
+            return cmd_compare(args)
+        if args.command == "smoke":
+            return cmd_smoke(args, ["cclbench"] + argv)
+        raise UsageError(f"unknown command {args.command}")
+    except CclbenchError as error:
+        print(f"cclbench: error: {error}", file=sys.stderr)
+        return error.exit_code
+    except KeyboardInterrupt:
+        print("cclbench: error: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return 1
+    except Exception as error:  # the contract is one line, never a traceback
+        if os.environ.get("CCLBENCH_DEBUG") == "1":
+            raise
+        print(f"cclbench: error: internal error: {type(error).__name__}: {error} (CCLBENCH_DEBUG=1 shows the traceback)",
+              file=sys.stderr)
+        return 5

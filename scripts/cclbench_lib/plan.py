@@ -1,0 +1,255 @@
+"""The baseline plan: every launch, as an exact argument list, decided before anything runs.
+
+A plan is pure data computed from its inputs (hosts, GPUs per node, HCAs, sizes...), so `plan`
+prints exactly what `baseline` runs, and `baseline --resume` recomputes the same launches from the
+inputs stored in run_manifest.json.
+"""
+import os
+import re
+import shlex
+
+from .common import UsageError, format_size, sweep_sizes
+
+DEFAULT_COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "alltoall"]
+KNOWN_COLLECTIVES = DEFAULT_COLLECTIVES + ["broadcast", "reduce", "sendrecv"]
+DEFAULT_CROSS_NIC = [0, 1, 2]
+DEFAULT_EXPECT = "inter=NET/IB+GDRDMA,intra=P2P"
+HCA_RE = re.compile(r"^[A-Za-z0-9_.-]+:[0-9]+$")
+# Sanity pass: about three sizes spanning the sweep, all_reduce only, few iterations, so environment or
+# unit mistakes show up in minutes, not after the full matrix.
+SANITY_ITERATIONS = 5
+EMULATED_RANKS = 4
+MPI_BACKEND_RANKS = 4
+
+
+def parse_hcas(text):
+    items = [item.strip() for item in str(text).split(",")]
+    for item in items:
+        if not HCA_RE.match(item):
+            raise UsageError(f"--hcas: '{item}' is not an HCA:port (example: mlx5_0:1,mlx5_3:1)")
+    if len(set(items)) != len(items):
+        raise UsageError(f"--hcas: '{text}' lists an HCA twice")
+    return items
+
+
+def parse_collectives(text):
+    items = [item.strip().replace("-", "_") for item in str(text).split(",") if item.strip()]
+    aliases = {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
+               "all_to_all": "alltoall", "all2all": "alltoall"}
+    items = [aliases.get(item, item) for item in items]
+    if not items:
+        raise UsageError("--coll: no collective given")
+    for item in items:
+        if item not in KNOWN_COLLECTIVES:
+            raise UsageError(f"--coll: unknown collective '{item}' (known: {', '.join(KNOWN_COLLECTIVES)})")
+    return items
+
+
+def parse_cross_nic(text):
+    values = []
+    for item in str(text).split(","):
+        item = item.strip()
+        if item not in ("0", "1", "2"):
+            raise UsageError(f"--cross-nic: '{item}' is not 0, 1 or 2")
+        values.append(int(item))
+    return values
+
+
+def hca_label(binding, all_hcas):
+    """Point-name fragment for an NCCL_IB_HCA binding: 'rails-both'/'rails-all' or 'rail-mlx5_0'."""
+    if len(binding) > 1:
+        return "rails-both" if len(binding) == 2 else "rails-all"
+    name, port = binding[0].split(":")
+    same_name = [hca for hca in all_hcas if hca.split(":")[0] == name]
+    return f"rail-{name}" if len(same_name) == 1 else f"rail-{name}-p{port}"
+
+
+def hca_bindings(hcas):
+    """All rails together, then each rail alone (the mission's sweep)."""
+    if len(hcas) <= 1:
+        return [list(hcas)]
+    return [list(hcas)] + [[hca] for hca in hcas]
+
+
+def intra_expectation(spec):
+    """The intra-node part of a transport expectation (for single-node points)."""
+    if not spec:
+        return ""
+    return ",".join(part for part in spec.split(",") if part.strip().startswith("intra="))
+
+
+class Planner:
+    """Builds launches from plan inputs (a plain dict, stored in the manifest)."""
+
+    def __init__(self, inputs, run_dir):
+        self.inputs = inputs
+        self.run_dir = os.path.abspath(run_dir)
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def path(self, *parts):
+        return os.path.join(self.run_dir, *parts)
+
+    def tool(self, name):
+        return os.path.join(self.inputs["bin_dir"], name)
+
+    def mpirun(self, nranks, host_spec=None, env=None, oversubscribe=False):
+        argv = [self.inputs["mpirun"]]
+        extra = list(self.inputs.get("mpirun_args") or [])
+        if self.inputs.get("as_root") and "--allow-run-as-root" not in extra:
+            argv.append("--allow-run-as-root")
+        if oversubscribe and "--oversubscribe" not in extra:
+            argv.append("--oversubscribe")
+        argv += extra
+        argv += ["-np", str(nranks)]
+        if host_spec:
+            argv += ["--host", host_spec]
+        for name, value in (env or {}).items():
+            argv += ["-x", f"{name}={value}"]
+        return argv
+
+    def coll_args(self, point, sizes=None, collectives=None, iterations=None, jsonl="cases.jsonl",
+                  expect=""):
+        inputs = self.inputs
+        min_b, max_b, factor = sizes or (inputs["min_bytes"], inputs["max_bytes"], inputs["step_factor"])
+        argv = [self.tool("coll_perf"),
+                "-b", format_size(min_b), "-e", format_size(max_b), "-f", str(factor),
+                "-n", str(iterations or inputs["iterations"]), "-w", str(inputs["warmup"]), "-c", "1",
+                "--coll", ",".join(collectives or inputs["collectives"])]
+        if inputs.get("timeout_s"):
+            argv += ["-T", str(inputs["timeout_s"])]
+        argv += ["--point", point, "--jsonl", self.path(jsonl), "--log-dir", self.path("nccl", point),
+                 "-J", self.path("raw", point + ".json")]
+        if expect:
+            argv += ["--expect-transport", expect]
+        return argv
+
+    def launch(self, name, kind, argv, nranks=1, hosts=None, env=None, base_point=None, repeat=None,
+               sizes=None, collectives=None, outputs=None, mode_note=None):
+        entry = {"name": name, "kind": kind, "argv": argv, "nranks": nranks, "hosts": hosts or [],
+                 "env": env or {}, "outputs": outputs or []}
+        if kind in ("sanity", "intra", "inter", "local"):
+            entry["base_point"] = base_point or name
+            entry["repeat"] = repeat or 1
+            entry["collectives"] = collectives or self.inputs["collectives"]
+            entry["sizes"] = sizes if sizes is not None else sweep_sizes(
+                self.inputs["min_bytes"], self.inputs["max_bytes"], self.inputs["step_factor"])
+        if mode_note:
+            entry["note"] = mode_note
+        return entry
+
+    def repeated(self, base):
+        repeats = self.inputs["repeat"]
+        return [(base if repeats == 1 else f"{base}.rep{k}", k) for k in range(1, repeats + 1)]
+
+    # -- the plan ----------------------------------------------------------------------------------
+    def build(self):
+        hosts = self.inputs["hosts"]
+        if hosts:
+            return self._cluster_plan(hosts)
+        return self._local_plan()
+
+    def _sanity_sizes(self):
+        """About three sizes across the user's range: -b, the geometric middle, near -e (8K..64M
+        gives 8K, 512K, 32M)."""
+        min_b, max_b = self.inputs["min_bytes"], self.inputs["max_bytes"]
+        octaves = max(0, (max_b // min_b).bit_length() - 1)
+        return (min_b, max_b, 1 << max(1, octaves // 2))
+
+    def _cluster_plan(self, hosts):
+        inputs = self.inputs
+        gpn = inputs["gpus_per_node"]
+        launches = []
+        for host in hosts:
+            out = self.path("topology", f"{host}.json")
+            launches.append(self.launch(f"topology.{host}", "topology",
+                                        self.mpirun(1, host) + [self.tool("topo_map"), "--json", out],
+                                        hosts=[host], outputs=[out]))
+        sanity_sizes = self._sanity_sizes()
+        sanity_list = sweep_sizes(*sanity_sizes)
+        all_hosts = ",".join(f"{host}:{gpn}" for host in hosts)
+        expect = inputs.get("expect_transport") or ""
+        if len(hosts) > 1:
+            env = {"NCCL_IB_HCA": "=" + ",".join(inputs["hcas"])} if inputs["hcas"] else {}
+            argv = self.mpirun(gpn * len(hosts), all_hosts, env) + self.coll_args(
+                "sanity", sanity_sizes, ["all_reduce"], SANITY_ITERATIONS, "sanity.jsonl", expect)
+            launches.append(self.launch("sanity", "sanity", argv, gpn * len(hosts), hosts, env,
+                                        sizes=sanity_list, collectives=["all_reduce"]))
+        else:
+            argv = self.mpirun(gpn, all_hosts) + self.coll_args(
+                "sanity", sanity_sizes, ["all_reduce"], SANITY_ITERATIONS, "sanity.jsonl",
+                intra_expectation(expect))
+            launches.append(self.launch("sanity", "sanity", argv, gpn, hosts,
+                                        sizes=sanity_list, collectives=["all_reduce"]))
+        for host in hosts:
+            out = self.path("p2p", f"{host}.json")
+            launches.append(self.launch(f"p2p.{host}", "p2p",
+                                        self.mpirun(1, host) + [self.tool("p2p_matrix"), "--json", out],
+                                        hosts=[host], outputs=[out]))
+        for host in hosts:
+            for name, repeat in self.repeated(f"intra.{host}"):
+                argv = self.mpirun(gpn, f"{host}:{gpn}") + self.coll_args(name, expect=intra_expectation(expect))
+                launches.append(self.launch(name, "intra", argv, gpn, [host], base_point=f"intra.{host}",
+                                            repeat=repeat))
+        if len(hosts) > 1:
+            for cross_nic in inputs["cross_nic"]:
+                for binding in hca_bindings(inputs["hcas"]):
+                    base = f"inter.cross{cross_nic}"
+                    env = {"NCCL_CROSS_NIC": str(cross_nic)}
+                    if binding:
+                        base += "." + hca_label(binding, inputs["hcas"])
+                        env["NCCL_IB_HCA"] = "=" + ",".join(binding)
+                    for name, repeat in self.repeated(base):
+                        argv = self.mpirun(gpn * len(hosts), all_hosts, env) + self.coll_args(name, expect=expect)
+                        launches.append(self.launch(name, "inter", argv, gpn * len(hosts), hosts, env,
+                                                    base_point=base, repeat=repeat))
+        return launches
+
+    def _local_plan(self):
+        inputs = self.inputs
+        host = inputs["local_host"]
+        ngpus = inputs["gpus_per_node"]
+        cpus = inputs.get("cpu_count") or 1
+        launches = []
+        out = self.path("topology", f"{host}.json")
+        launches.append(self.launch(f"topology.{host}", "topology", [self.tool("topo_map"), "--json", out],
+                                    hosts=[host], outputs=[out]))
+        if ngpus >= 2:
+            nranks, extra, base, note = ngpus, [], f"local.gpus{ngpus}", None
+            expect = intra_expectation(inputs.get("expect_transport") or "")
+        elif ngpus == 1:
+            nranks, extra, base = EMULATED_RANKS, ["--share-gpu"], f"local.share-gpu{EMULATED_RANKS}"
+            note = (f"one GPU: {EMULATED_RANKS} emulated ranks share it (--share-gpu, NET/Socket on loopback); "
+                    "correctness only, timings are not performance figures")
+            expect = ""
+        else:
+            nranks, extra, base = MPI_BACKEND_RANKS, ["--backend", "mpi"], f"local.mpi{MPI_BACKEND_RANKS}"
+            note = ("no GPU visible (nvidia-smi -L found none): the MPI backend runs the collectives on "
+                    "host memory; these are not GPU or NCCL figures")
+            expect = ""
+        oversubscribe = nranks > cpus or ngpus == 0
+        sanity_sizes = self._sanity_sizes()
+        argv = self.mpirun(nranks, oversubscribe=oversubscribe) + self.coll_args(
+            "sanity", sanity_sizes, ["all_reduce"], SANITY_ITERATIONS, "sanity.jsonl", expect) + extra
+        launches.append(self.launch("sanity", "sanity", argv, nranks, [host], sizes=sweep_sizes(*sanity_sizes),
+                                    collectives=["all_reduce"], mode_note=note))
+        if ngpus >= 1:
+            out = self.path("p2p", f"{host}.json")
+            launches.append(self.launch(f"p2p.{host}", "p2p", [self.tool("p2p_matrix"), "--json", out],
+                                        hosts=[host], outputs=[out]))
+        for name, repeat in self.repeated(base):
+            argv = self.mpirun(nranks, oversubscribe=oversubscribe) + self.coll_args(name, expect=expect) + extra
+            launches.append(self.launch(name, "local", argv, nranks, [host], base_point=base, repeat=repeat,
+                                        mode_note=note))
+        return launches
+
+
+def plan_mode(inputs):
+    hosts = inputs["hosts"]
+    if hosts:
+        return "multi_node" if len(hosts) > 1 else "single_node"
+    gpus = inputs["gpus_per_node"]
+    return "local_gpus" if gpus >= 2 else ("local_share_gpu" if gpus == 1 else "local_mpi")
+
+
+def format_launch(launch):
+    return shlex.join(launch["argv"])

@@ -1,0 +1,131 @@
+"""Reading case records (coll_perf's JSONL) and judging them: latest per case, completeness of a
+point against its plan, statistics across repeats."""
+import math
+import os
+import re
+import statistics
+
+from .common import CclbenchError, read_jsonl
+
+_REPEAT_RE = re.compile(r"^(.*)\.rep(\d+)$")
+
+
+def base_point_of(point):
+    match = _REPEAT_RE.match(point or "")
+    return match.group(1) if match else (point or "")
+
+
+def load_cases(run_dir_or_file, what="case records", strict=False):
+    """Records from RUN_DIR/cases.jsonl (or a .jsonl file). Returns (records, bad_line_numbers)."""
+    path = run_dir_or_file
+    if os.path.isdir(path):
+        path = os.path.join(path, "cases.jsonl")
+    return read_jsonl(path, what, strict=strict)
+
+
+def latest_by_case(records):
+    """The last record per (point, case_id): a re-run point's records supersede earlier attempts."""
+    latest = {}
+    for record in records:
+        key = (record.get("point") or "", record.get("case_id") or "")
+        latest[key] = record
+    return latest
+
+
+def record_is_sound(record):
+    """status ok, the numbers parse, data checked and correct when checking was on."""
+    if record.get("status") != "ok":
+        return False
+    time_us = record.get("time_us")
+    if not isinstance(time_us, dict):
+        return False
+    for key in ("mean", "p50"):
+        value = time_us.get(key)
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value <= 0:
+            return False
+    wrong = record.get("wrong")
+    if wrong not in (None, 0):
+        return False
+    return True
+
+
+def describe_problem(record):
+    """Why record_is_sound() said no, in a few words."""
+    if record.get("status") != "ok":
+        return f"{record.get('status')}" + (f" ({record.get('reason')})" if record.get("reason") else "")
+    wrong = record.get("wrong")
+    if wrong not in (None, 0):
+        return f"{wrong} wrong element(s)"
+    return "its time_us does not parse"
+
+
+def point_completeness(records, launch):
+    """(complete, missing, failed): every planned (collective, size) has records, all sound."""
+    mine = [r for (point, _), r in latest_by_case(records).items() if point == launch["name"]]
+    by_key = {}
+    for record in mine:
+        key = (record.get("collective"), record.get("requested_bytes"))
+        by_key.setdefault(key, []).append(record)
+    missing = []
+    failed = []
+    for collective in launch.get("collectives", []):
+        for size in launch.get("sizes", []):
+            found = by_key.get((collective, size))
+            if not found:
+                missing.append((collective, size))
+            else:
+                failed.extend(r for r in found if not record_is_sound(r))
+    return (not missing and not failed), missing, failed
+
+
+def median_time_us(record):
+    time_us = record.get("time_us")
+    if isinstance(time_us, dict):
+        for key in ("p50", "mean"):
+            value = time_us.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+                return float(value)
+    return None
+
+
+def cv_pct(values):
+    values = [v for v in values if v is not None]
+    if len(values) < 2:
+        return None
+    mean = statistics.fmean(values)
+    if mean <= 0:
+        return None
+    return statistics.stdev(values) / mean * 100.0
+
+
+def sample_noise_pct(record):
+    """Relative standard error of the median from per-iteration samples (1.2533 sigma / sqrt(n)),
+    falling back to the record's cv_pct with its iteration count; None when nothing is known."""
+    samples = [s for s in (record.get("samples_us") or []) if isinstance(s, (int, float)) and s > 0]
+    if len(samples) >= 2:
+        return 1.2533 * cv_pct(samples) / math.sqrt(len(samples))
+    time_us = record.get("time_us") or {}
+    cv = time_us.get("cv_pct") if isinstance(time_us, dict) else None
+    iterations = record.get("iterations") or 0
+    if isinstance(cv, (int, float)) and iterations and iterations > 1:
+        return 1.2533 * cv / math.sqrt(iterations)
+    return None
+
+
+def group_repeats(records):
+    """{(base_point, case_id): [latest record of each repeat]}, repeats in name order."""
+    groups = {}
+    for (point, case_id), record in sorted(latest_by_case(records).items()):
+        groups.setdefault((base_point_of(point), case_id), []).append(record)
+    return groups
+
+
+def repeat_cv(records_of_case):
+    """CV (%) of the median time across repeats of one case; None with fewer than 2 sound repeats."""
+    return cv_pct([median_time_us(r) for r in records_of_case if record_is_sound(r)])
+
+
+def require_run_dir(path):
+    if not os.path.isdir(path):
+        raise CclbenchError(f"{path} is not a run directory", 2)
+    return path

@@ -1,0 +1,615 @@
+"""`report RUN_DIR`: report.md with anomalies first, then environment, topology, transport
+evidence, tables and plots. Missing numbers render as '-'."""
+import glob
+import io
+import math
+import os
+import statistics
+
+from .common import CclbenchError, format_size, make_dirs, read_json, write_atomic
+from .records import (base_point_of, group_repeats, latest_by_case, load_cases, point_completeness,
+                      record_is_sound, repeat_cv)
+
+COLL_KINDS = ("intra", "inter", "local")
+
+# Physical ceilings for busbw (GB/s = 1e9 B/s, per direction). A measured busbw above its ceiling is
+# impossible on that hardware, so it points at a unit, timing or byte-count error (or at an
+# in-network reduction, which these machines do not have).
+#  - inter-node: one 400 Gbit/s rail carries at most 400e9 / 8 = 50 GB/s per direction, so a point
+#    bound to R rails is capped at R * 50 GB/s. For ring/tree AllReduce, AllGather, ReduceScatter
+#    the busbw of a 2-node run is bounded by the per-node NIC bandwidth; All-to-All is bounded much
+#    lower (half of its bytes cross the nodes), so the same cap is a loose but safe bound for it.
+#  - intra-node, PCIe only: a GPU's PCIe Gen5 x16 link is 32 GT/s * 16 lanes * 128/130 / 8 = 63.0
+#    GB/s per direction; ring busbw cannot exceed the slowest GPU link. We use 64 GB/s so that a
+#    rounding of the nominal figure never raises a false alarm.
+#  - NVLink machines (the topology shows NVLink), emulated ranks (--share-gpu) and the MPI backend
+#    (host memory) are excluded: no PCIe/NIC ceiling applies to them.
+RAIL_GBPS = 50.0
+PCIE_GEN5_X16_GBPS = 64.0
+RAIL_IMBALANCE_RATIO = 1.25
+LIMIT_ROWS = [
+    ("inter-node, per 400G rail", f"{RAIL_GBPS:g} x rails", "400e9 bit/s / 8; rails = the point's NCCL_IB_HCA list",
+     "16-rank (inter) points"),
+    ("intra-node, PCIe Gen5 x16", f"{PCIE_GEN5_X16_GBPS:g}", "32 GT/s x 16 lanes x 128/130 / 8 = 63.0, rounded up",
+     "8-rank (intra) and local points without NVLink"),
+    ("NVLink, emulated ranks, MPI backend", "not checked", "no PCIe/NIC bound applies", "-"),
+]  # busiest rail / idlest rail above this, on a multi-rail point
+
+
+def fmt_number(value, digits=2):
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return "-"
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:.{digits}f}"
+
+
+def md_escape(text):
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def md_table(header, rows):
+    lines = ["| " + " | ".join(md_escape(h) for h in header) + " |",
+             "|" + "|".join("---" for _ in header) + "|"]
+    for row in rows:
+        lines.append("| " + " | ".join(md_escape("-" if cell is None or cell == "" else cell) for cell in row) + " |")
+    return "\n".join(lines)
+
+
+def _load_optional(path, what, problems):
+    try:
+        return read_json(path, what)
+    except CclbenchError as error:
+        problems.append(str(error))
+        return None
+
+
+class RunData:
+    """Everything a report needs, loaded once; a missing or corrupt required file is an error."""
+
+    def __init__(self, run_dir):
+        if not os.path.isdir(run_dir):
+            raise CclbenchError(f"{run_dir} is not a run directory", 2)
+        self.run_dir = os.path.abspath(run_dir)
+        self.manifest = read_json(os.path.join(run_dir, "run_manifest.json"), "run manifest")
+        if not isinstance(self.manifest, dict) or "schema_version" not in self.manifest:
+            raise CclbenchError(f"{os.path.join(run_dir, 'run_manifest.json')} is not a cclbench run manifest")
+        self.plan = [launch for launch in self.manifest.get("plan") or [] if isinstance(launch, dict)]
+        self.points_state = self.manifest.get("points") or {}
+        self.problems = []
+        cases_path = os.path.join(run_dir, "cases.jsonl")
+        self.records, torn = load_cases(cases_path, "case records", strict=True) if os.path.exists(cases_path) else ([], [])
+        if torn:
+            self.problems.append(f"cases.jsonl line(s) {', '.join(map(str, torn[:10]))} hold torn records "
+                                 "(an interrupted append); they are ignored")
+        self.latest = latest_by_case(self.records)
+        self.raw = {}
+        for launch in self.plan:
+            if launch.get("kind") in COLL_KINDS + ("sanity",):
+                path = os.path.join(run_dir, "raw", launch["name"] + ".json")
+                if os.path.exists(path):
+                    self.raw[launch["name"]] = _load_optional(path, "coll_perf result", self.problems)
+        self.topology = self._load_dir("topology", "topology")
+        self.p2p = self._load_dir("p2p", "P2P result")
+
+    def _load_dir(self, sub, what):
+        found = {}
+        for path in sorted(glob.glob(os.path.join(self.run_dir, sub, "*.json"))):
+            document = _load_optional(path, what, self.problems)
+            if isinstance(document, dict):
+                found[os.path.splitext(os.path.basename(path))[0]] = document
+        return found
+
+    def coll_launches(self):
+        return [launch for launch in self.plan if launch.get("kind") in COLL_KINDS]
+
+    def base_points(self):
+        seen = []
+        for launch in self.coll_launches():
+            base = launch.get("base_point") or base_point_of(launch["name"])
+            if base not in seen:
+                seen.append(base)
+        for (point, _case) in self.latest:
+            base = base_point_of(point)
+            if base not in seen:
+                seen.append(base)
+        return seen
+
+    def has_nvlink(self):
+        for model in self.topology.values():
+            text = str(model).lower()
+            if "nvlink" in text and ("'nvlink': true" in text or "nv1" in text or "nv2" in text or "'nvlinks': [{" in text):
+                return True
+        return False
+
+
+# --- record selection -----------------------------------------------------------------------------
+
+def pick_record(records):
+    """Out-of-place first (the nccl-tests headline), then in-place."""
+    records = sorted(records, key=lambda r: (bool(r.get("in_place")), str(r.get("case_id"))))
+    return records[0] if records else None
+
+
+def table_cells(data):
+    """{(collective, base_point, size): [records across repeats]} using the headline placement."""
+    by_point_size = {}
+    for (point, _case), record in data.latest.items():
+        key = (record.get("collective"), base_point_of(point), record.get("requested_bytes"), point)
+        by_point_size.setdefault(key, []).append(record)
+    cells = {}
+    for (collective, base, size, _point), records in by_point_size.items():
+        chosen = pick_record(records)
+        if chosen is not None:
+            cells.setdefault((collective, base, size), []).append(chosen)
+    return cells
+
+
+def median_of(records, getter):
+    values = [getter(r) for r in records]
+    values = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)]
+    return statistics.median(values) if values else None
+
+
+def busbw_of(record):
+    return record.get("busbw_gbps") if record.get("status") == "ok" else None
+
+
+def time_of(key):
+    def getter(record):
+        time_us = record.get("time_us")
+        return time_us.get(key) if isinstance(time_us, dict) and record.get("status") == "ok" else None
+    return getter
+
+
+# --- anomalies ------------------------------------------------------------------------------------
+
+def point_binding(data, base):
+    for launch in data.coll_launches():
+        if (launch.get("base_point") or launch["name"]) == base:
+            return launch
+    return None
+
+
+def ceiling_for(data, launch, record):
+    """(ceiling_gbps, why) or (None, why-excluded)."""
+    if record.get("emulated") or record.get("backend") == "mpi":
+        return None, "emulated or MPI backend"
+    if launch is None:
+        return None, "point not in plan"
+    if launch.get("kind") == "inter":
+        hca = (launch.get("env") or {}).get("NCCL_IB_HCA", "")
+        rails = len([h for h in hca.lstrip("=^").split(",") if h]) or len(data.manifest.get("plan_inputs", {}).get("hcas") or []) or 1
+        return RAIL_GBPS * rails, f"{rails} x 400G rail(s)"
+    if data.has_nvlink():
+        return None, "NVLink machine"
+    return PCIE_GEN5_X16_GBPS, "PCIe Gen5 x16"
+
+
+def rail_totals(records):
+    """Per-rail bytes from each record's evidence (tolerant of the exact layout)."""
+    totals = {}
+    errors = {}
+    for record in records:
+        evidence = record.get("evidence") if isinstance(record.get("evidence"), dict) else {}
+        rails = evidence.get("rails")
+        if isinstance(rails, dict):
+            rails = [dict(value, name=key) if isinstance(value, dict) else {"name": key, "bytes": value}
+                     for key, value in rails.items()]
+        if not isinstance(rails, list):
+            continue
+        for rail in rails:
+            if not isinstance(rail, dict):
+                continue
+            name = rail.get("hca") or rail.get("name") or rail.get("device") or rail.get("netdev")
+            if rail.get("port") is not None and name and ":" not in str(name):
+                name = f"{name}:{rail['port']}"
+            moved = 0
+            for key, value in rail.items():
+                if isinstance(value, (int, float)) and not isinstance(value, bool) and key.endswith("bytes"):
+                    moved += value
+            if name:
+                totals[name] = totals.get(name, 0) + moved
+                for key, value in rail.items():
+                    if "error" in key and isinstance(value, (int, float)) and value > 0:
+                        errors[name] = errors.get(name, 0) + value
+    return totals, errors
+
+
+def find_anomalies(data, cv_gate):
+    anomalies = []
+    plan_by_name = {launch["name"]: launch for launch in data.plan}
+    # Launches that did not complete (including transport gate failures).
+    for name, state in data.points_state.items():
+        status = state.get("status")
+        if status != "complete":
+            kind = state.get("kind") or plan_by_name.get(name, {}).get("kind")
+            if state.get("exit_code") == 3:
+                anomalies.append(("transport mismatch", name, state.get("reason") or "transport expectation failed"))
+            else:
+                anomalies.append(("launch not complete", name, f"{kind}: {status}" + (f": {state['reason']}" if state.get("reason") else "")))
+    # Wrong data and failed cases.
+    for (point, case_id), record in sorted(data.latest.items()):
+        wrong = record.get("wrong")
+        if isinstance(wrong, (int, float)) and wrong:
+            anomalies.append(("wrong data", point, f"{case_id}: {int(wrong)} wrong element(s)"))
+        elif record.get("status") != "ok":
+            anomalies.append(("case not ok", point, f"{case_id}: {record.get('status')}" +
+                              (f" ({record.get('reason')})" if record.get("reason") else "")))
+    # Transport verdicts recorded by coll_perf itself.
+    for name, document in data.raw.items():
+        transport = document.get("transport") if isinstance(document, dict) else None
+        if isinstance(transport, dict):
+            verdict = transport.get("status", transport.get("passed", transport.get("ok")))
+            if verdict in (False, "failed", "fail", "mismatch") and data.points_state.get(name, {}).get("exit_code") != 3:
+                anomalies.append(("transport mismatch", name, transport.get("reason") or str(verdict)))
+    # Missing planned cases.
+    for launch in data.coll_launches():
+        complete, missing, _failed = point_completeness(data.records, launch)
+        if missing:
+            shown = ", ".join(f"{c} {format_size(s)}" for c, s in missing[:6])
+            more = f" and {len(missing) - 6} more" if len(missing) > 6 else ""
+            anomalies.append(("missing cases", launch["name"], f"{len(missing)} planned case(s) absent: {shown}{more}"))
+    # Physical ceilings.
+    for (point, case_id), record in sorted(data.latest.items()):
+        busbw = record.get("busbw_gbps")
+        if not isinstance(busbw, (int, float)) or isinstance(busbw, bool):
+            continue
+        launch = plan_by_name.get(point)
+        ceiling, why = ceiling_for(data, launch, record)
+        if ceiling is not None and busbw > ceiling:
+            anomalies.append(("above physical limit", point,
+                              f"{case_id}: busbw {busbw:.2f} GB/s > {ceiling:.0f} GB/s ({why})"))
+    # Variation: across repeats (the gate), and within a run.
+    for (base, case_id), group in sorted(group_repeats(data.records).items()):
+        value = repeat_cv(group)
+        if value is not None and value > cv_gate:
+            anomalies.append(("CV above gate", base, f"{case_id}: {value:.2f}% across {len(group)} repeats (gate {cv_gate:g}%)"))
+    within = {}
+    for (point, case_id), record in data.latest.items():
+        cv = (record.get("time_us") or {}).get("cv_pct") if isinstance(record.get("time_us"), dict) else None
+        if isinstance(cv, (int, float)) and cv > cv_gate and record.get("status") == "ok":
+            within.setdefault(point, []).append((cv, case_id))
+    for point, items in sorted(within.items()):
+        worst = max(items)
+        anomalies.append(("per-iteration CV above gate", point,
+                          f"{len(items)} case(s) above {cv_gate:g}%, worst {worst[1]} at {worst[0]:.1f}%"))
+    # Rails: both rails must carry traffic, symmetric, without error increments.
+    per_point = {}
+    for (point, _case), record in data.latest.items():
+        per_point.setdefault(point, []).append(record)
+    for point, records in sorted(per_point.items()):
+        launch = plan_by_name.get(point)
+        totals, errors = rail_totals(records)
+        for rail, count in sorted(errors.items()):
+            anomalies.append(("rail errors", point, f"{rail}: {count:g} error counter increment(s)"))
+        if not totals or launch is None or launch.get("kind") != "inter":
+            continue
+        bound = [h for h in (launch.get("env") or {}).get("NCCL_IB_HCA", "").lstrip("=^").split(",") if h]
+        used = {rail: value for rail, value in totals.items() if not bound or rail in bound or rail.split(":")[0] in
+                [b.split(":")[0] for b in bound]}
+        idle_unbound = [rail for rail, value in totals.items() if rail not in used and value > 0]
+        for rail in idle_unbound:
+            anomalies.append(("rail imbalance", point, f"traffic on {rail}, which NCCL_IB_HCA did not bind"))
+        if len(used) >= 2:
+            high, low = max(used.values()), min(used.values())
+            if low <= 0 or high / low > RAIL_IMBALANCE_RATIO:
+                share = ", ".join(f"{rail} {value / max(sum(used.values()), 1) * 100:.0f}%" for rail, value in sorted(used.items()))
+                anomalies.append(("rail imbalance", point, f"rail shares {share} (limit {RAIL_IMBALANCE_RATIO:g}x)"))
+    for problem in data.problems:
+        anomalies.append(("unreadable result", "-", problem))
+    return anomalies
+
+
+# --- plots ----------------------------------------------------------------------------------------
+
+def load_pyplot():
+    """matplotlib, imported only when plotting; None when absent or disabled (CCLBENCH_NO_MATPLOTLIB=1)."""
+    if os.environ.get("CCLBENCH_NO_MATPLOTLIB") == "1":
+        return None, "CCLBENCH_NO_MATPLOTLIB=1"
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as pyplot
+    except Exception as error:  # any import-time failure only costs the plots
+        return None, f"matplotlib unavailable ({type(error).__name__}: {error})"
+    return pyplot, None
+
+
+def _save(pyplot, figure, path):
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+    pyplot.close(figure)
+    write_atomic(path, buffer.getvalue())
+
+
+def plot_lines(pyplot, path, title, ylabel, series, logy=False):
+    figure, axis = pyplot.subplots(figsize=(8, 4.5))
+    for label, points in series:
+        points = [(x, y) for x, y in points if y is not None]
+        if points:
+            axis.plot([x for x, _ in points], [y for _, y in points], marker="o", markersize=3, label=label)
+    axis.set_xscale("log", base=2)
+    if logy:
+        axis.set_yscale("log")
+    axis.set_xlabel("size (bytes, nccl-tests size column: requested -b..-e)")
+    axis.set_ylabel(ylabel)
+    axis.set_title(title)
+    axis.grid(True, which="both", alpha=0.3)
+    if series:
+        axis.legend(fontsize=7)
+    _save(pyplot, figure, path)
+
+
+def plot_heatmap(pyplot, path, title, matrix, unit):
+    figure, axis = pyplot.subplots(figsize=(5.5, 4.5))
+    values = [[(math.nan if v is None else v) for v in row] for row in matrix]
+    image = axis.imshow(values, cmap="viridis")
+    figure.colorbar(image, ax=axis, label=unit)
+    axis.set_xlabel("destination GPU")
+    axis.set_ylabel("source GPU")
+    axis.set_title(title)
+    size = len(values)
+    if size <= 16:
+        for i, row in enumerate(values):
+            for j, value in enumerate(row):
+                axis.text(j, i, "-" if value != value else f"{value:.0f}", ha="center", va="center", fontsize=6, color="w")
+    _save(pyplot, figure, path)
+
+
+# --- the report -----------------------------------------------------------------------------------
+
+def flatten(document, prefix="", depth=0, out=None):
+    out = {} if out is None else out
+    if isinstance(document, dict) and depth < 3:
+        for key, value in document.items():
+            flatten(value, f"{prefix}{key}.", depth + 1, out)
+    elif not isinstance(document, (dict, list)):
+        out[prefix.rstrip(".")] = document
+    elif isinstance(document, list) and all(not isinstance(v, (dict, list)) for v in document) and len(document) <= 16:
+        out[prefix.rstrip(".")] = ", ".join(str(v) for v in document)
+    return out
+
+
+VERSION_WORDS = ("version", "driver", "commit", "gpu_name", "device_name", "hostname", "nccl", "cuda", "mpi", "hwloc")
+
+
+def environment_section(data):
+    manifest = data.manifest
+    lines = ["## Environment and versions", ""]
+    tool = manifest.get("tool") or {}
+    rows = [("run id", manifest.get("run_id")), ("mode", manifest.get("mode")), ("status", manifest.get("status")),
+            ("hosts", ", ".join(manifest.get("hosts") or []) or None),
+            ("created (UTC)", manifest.get("created_utc")), ("updated (UTC)", manifest.get("updated_utc")),
+            ("cclbench", f"{tool.get('version')} ({tool.get('git_commit') or 'commit unknown'})")]
+    for key, value in sorted((manifest.get("versions") or {}).items()):
+        rows.append((key, ", ".join(value) if isinstance(value, list) else value))
+    lines.append(md_table(["item", "value"], rows))
+    seen = {}
+    for name, document in data.raw.items():
+        if isinstance(document, dict) and isinstance(document.get("manifest"), dict):
+            for key, value in flatten(document["manifest"]).items():
+                if any(word in key.lower() for word in VERSION_WORDS) and key not in seen:
+                    seen[key] = value
+    if seen:
+        lines += ["", "From coll_perf's manifests:", "",
+                  md_table(["field", "value"], sorted(seen.items())[:60])]
+    env = manifest.get("env") or {}
+    lines += ["", "Allowlisted environment at launch (secret-looking names are never recorded):", ""]
+    lines.append(md_table(["variable", "value"], sorted(env.items())) if env else "_none set_")
+    if manifest.get("env_redacted"):
+        lines.append(f"\nRedacted (names only): {', '.join(manifest['env_redacted'])}")
+    notes = manifest.get("notes") or []
+    for note in notes:
+        lines.append(f"\n> Note: {note}")
+    return lines
+
+
+def topology_section(data):
+    lines = ["## Topology (GPU - NIC - NUMA)", ""]
+    if not data.topology:
+        return lines + ["_no topology/<host>.json in this run_"]
+    for host, model in sorted(data.topology.items()):
+        lines += [f"### {host}", ""]
+        gpus = model.get("gpus") or []
+        gpu_rows = []
+        for gpu in gpus:
+            if isinstance(gpu, dict):
+                nearest = gpu.get("nearest_nic") or gpu.get("closest_nic") or gpu.get("nic")
+                gpu_rows.append((gpu.get("index"), gpu.get("name") or gpu.get("model"), gpu.get("pci_bus_id"),
+                                 gpu.get("numa_node"), gpu.get("cpuset") or gpu.get("cpu_affinity"),
+                                 nearest if not isinstance(nearest, (dict, list)) else str(nearest)))
+        lines.append(md_table(["GPU", "name", "PCI bus id", "NUMA", "CPUs", "nearest NIC"], gpu_rows) if gpu_rows else "_no GPUs_")
+        nic_rows = []
+        for nic in model.get("nics") or []:
+            if not isinstance(nic, dict):
+                continue
+            ports = "; ".join(f"{p.get('port')}: {p.get('state') or '-'} {p.get('link_layer') or ''} {p.get('rate') or ''}".strip()
+                              for p in nic.get("ports") or [] if isinstance(p, dict))
+            nic_rows.append((nic.get("name"), nic.get("netdev"), nic.get("pci_bus_id"), nic.get("numa_node"), ports or None))
+        lines += ["", md_table(["HCA", "netdev", "PCI bus id", "NUMA", "ports (state, link layer, rate)"], nic_rows)
+                  if nic_rows else "_no RDMA NICs_", ""]
+    return lines
+
+
+def transport_section(data):
+    lines = ["## Transport evidence per sweep point", ""]
+    rows = []
+    for launch in [l for l in data.plan if l.get("kind") in COLL_KINDS + ("sanity",)]:
+        name = launch["name"]
+        state = data.points_state.get(name, {})
+        expect = None
+        argv = launch.get("argv") or []
+        if "--expect-transport" in argv:
+            expect = argv[argv.index("--expect-transport") + 1]
+        if not expect:
+            verdict = "not gated"
+        elif state.get("exit_code") == 3:
+            verdict = "FAILED"
+        elif state.get("status") == "complete":
+            verdict = "pass"
+        else:
+            verdict = "-"
+        document = data.raw.get(name)
+        transport = document.get("transport") if isinstance(document, dict) else None
+        summary = None
+        if isinstance(transport, dict):
+            summary = "; ".join(f"{k}: {v}" for k, v in flatten(transport).items())[:400]
+        env = ", ".join(f"{k}={v}" for k, v in (launch.get("env") or {}).items())
+        rows.append((name, env or None, expect, verdict, summary))
+    lines.append(md_table(["point", "environment", "expectation", "gate", "observed (coll_perf transport)"], rows)
+                 if rows else "_no collective launches planned_")
+    return lines
+
+
+def points_section(data):
+    rows = []
+    for launch in data.plan:
+        state = data.points_state.get(launch["name"], {})
+        rows.append((launch["name"], launch.get("kind"), launch.get("nranks"), state.get("status"),
+                     state.get("exit_code"), state.get("attempts"), fmt_number(state.get("elapsed_s"), 1),
+                     state.get("reason")))
+    return ["## Launches", "", md_table(["launch", "kind", "ranks", "status", "exit", "attempts", "seconds", "reason"], rows)]
+
+
+def collective_sections(data, plot_links):
+    cells = table_cells(data)
+    bases = data.base_points()
+    collectives = []
+    for launch in data.coll_launches():
+        for collective in launch.get("collectives") or []:
+            if collective not in collectives:
+                collectives.append(collective)
+    for (collective, _base, _size) in cells:
+        if collective not in collectives:
+            collectives.append(collective)
+    lines = ["## Results per collective", "",
+             "Out-of-place records (in-place where only those exist); the median over repeats. "
+             "busbw in GB/s (1e9 B/s), nccl-tests formulas; latency in microseconds (max over ranks per iteration).", ""]
+    for collective in collectives:
+        sizes = sorted({size for (c, _b, size) in cells if c == collective and isinstance(size, int)} |
+                       {size for l in data.coll_launches() if collective in (l.get("collectives") or []) for size in l.get("sizes") or []})
+        columns = [b for b in bases if any(c == collective and b2 == b for (c, b2, _s) in cells) or
+                   any((l.get("base_point") or l["name"]) == b and collective in (l.get("collectives") or []) for l in data.coll_launches())]
+        if not sizes or not columns:
+            continue
+        lines += [f"### {collective}", ""]
+        for link in plot_links.get(collective, []):
+            lines += [link, ""]
+        lines += ["busbw (GB/s):", ""]
+        rows = [[format_size(size)] + [fmt_number(median_of(cells.get((collective, b, size), []), busbw_of)) for b in columns]
+                for size in sizes]
+        lines += [md_table(["size"] + columns, rows), "", "latency p50 / p99 (us):", ""]
+        rows = []
+        for size in sizes:
+            row = [format_size(size)]
+            for b in columns:
+                group = cells.get((collective, b, size), [])
+                p50, p99 = median_of(group, time_of("p50")), median_of(group, time_of("p99"))
+                row.append("-" if p50 is None and p99 is None else f"{fmt_number(p50)} / {fmt_number(p99)}")
+            rows.append(row)
+        lines += [md_table(["size"] + columns, rows), ""]
+    return lines
+
+
+def repeats_section(data, cv_gate):
+    groups = [(key, group) for key, group in group_repeats(data.records).items() if len(group) > 1]
+    if not groups:
+        return []
+    rows = []
+    for (base, case_id), group in sorted(groups, key=lambda item: -(repeat_cv(item[1]) or 0)):
+        value = repeat_cv(group)
+        rows.append((base, case_id, len(group), fmt_number(value), "FAIL" if value is not None and value > cv_gate else "ok"))
+    return ["## Repeatability (CV of the median time across repeats)", "", f"Gate: {cv_gate:g}%.", "",
+            md_table(["point", "case", "repeats", "CV %", "gate"], rows[:200]), ""]
+
+
+def p2p_section(data, pyplot, plots_dir):
+    lines = ["## P2P matrices", ""]
+    if not data.p2p:
+        return lines + ["_no p2p/<host>.json in this run_", ""]
+    for host, document in sorted(data.p2p.items()):
+        lines += [f"### {host}", ""]
+        for test in document.get("tests") or []:
+            if not isinstance(test, dict):
+                continue
+            name, unit = test.get("name") or "test", test.get("unit") or ""
+            matrix = test.get("matrix")
+            lines += [f"**{name}** ({unit})", ""]
+            if isinstance(matrix, list) and matrix and all(isinstance(row, list) for row in matrix):
+                if pyplot is not None:
+                    safe = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in f"p2p_{host}_{name}")
+                    path = os.path.join(plots_dir, safe + ".png")
+                    plot_heatmap(pyplot, path, f"{host}: {name}", matrix, unit)
+                    lines += [f"![{host} {name}](plots/{safe}.png)", ""]
+                header = ["src \\ dst"] + [str(j) for j in range(max(len(row) for row in matrix))]
+                rows = [[str(i)] + [fmt_number(v) for v in row] for i, row in enumerate(matrix)]
+                lines += [md_table(header, rows), ""]
+            elif isinstance(test.get("results"), list):
+                lines += [f"{len(test['results'])} result(s); see p2p/{host}.json", ""]
+            else:
+                lines += ["_no values_", ""]
+    return lines
+
+
+def make_plots(data, pyplot, plots_dir):
+    links = {}
+    cells = table_cells(data)
+    bases = data.base_points()
+    for collective in sorted({c for (c, _b, _s) in cells if c}):
+        for metric, ylabel, getter, logy in (("busbw", "busbw (GB/s)", busbw_of, False),
+                                             ("latency", "p50 latency (us)", time_of("p50"), True)):
+            series = []
+            for base in bases:
+                sizes = sorted(s for (c, b, s) in cells if c == collective and b == base and isinstance(s, int))
+                if sizes:
+                    series.append((base, [(s, median_of(cells[(collective, base, s)], getter)) for s in sizes]))
+            if not series:
+                continue
+            name = f"{collective}_{metric}.png"
+            plot_lines(pyplot, os.path.join(plots_dir, name), f"{collective}: {ylabel} vs size", ylabel, series, logy)
+            links.setdefault(collective, []).append(f"![{collective} {metric}](plots/{name})")
+    return links
+
+
+def build_report(run_dir, cv_gate=None):
+    data = RunData(run_dir)
+    if cv_gate is None:
+        cv_gate = (data.manifest.get("gates") or {}).get("cv_gate_pct", 3.0)
+    plots_dir = os.path.join(data.run_dir, "plots")
+    report_path = os.path.join(data.run_dir, "report.md")
+    if os.path.islink(report_path) or os.path.islink(plots_dir):
+        raise CclbenchError(f"refusing to write through the symbolic link {report_path if os.path.islink(report_path) else plots_dir}")
+    pyplot, why_not = load_pyplot()
+    if pyplot is not None:
+        make_dirs(plots_dir)
+    plot_links = {}
+    if pyplot is not None:
+        plot_links = make_plots(data, pyplot, plots_dir)
+    anomalies = find_anomalies(data, cv_gate)
+    lines = [f"# cclbench report: {data.manifest.get('run_id')}", ""]
+    lines += ["## Anomalies", ""]
+    if anomalies:
+        lines.append(md_table(["kind", "where", "detail"], anomalies))
+    else:
+        lines.append("None found: no wrong data, every launch complete, transport gates passed, no busbw above "
+                     "its physical ceiling, no missing case, CV within the gate.")
+    lines += ["", "Physical ceilings for busbw (per direction; a value above its ceiling is a measurement, unit or "
+              "byte-count error):", "", md_table(["path", "ceiling (GB/s)", "derivation", "applies to"], LIMIT_ROWS), ""]
+    if pyplot is None:
+        lines += [f"> Plots skipped: {why_not}. Tables below are complete.", ""]
+    lines += environment_section(data) + [""]
+    lines += points_section(data) + [""]
+    lines += topology_section(data) + [""]
+    lines += transport_section(data) + [""]
+    lines += collective_sections(data, plot_links)
+    lines += repeats_section(data, cv_gate)
+    lines += p2p_section(data, pyplot, plots_dir)
+    sanity_path = os.path.join(data.run_dir, "sanity.jsonl")
+    if os.path.exists(sanity_path):
+        sanity = load_cases(sanity_path, "sanity records")[0]
+        ok = sum(1 for r in latest_by_case(sanity).values() if record_is_sound(r))
+        lines += ["## Sanity pass", "", f"{ok} of {len(latest_by_case(sanity))} sanity case(s) ok.", ""]
+    path = os.path.join(data.run_dir, "report.md")
+    write_atomic(path, "\n".join(lines).rstrip() + "\n")
+    return path, anomalies

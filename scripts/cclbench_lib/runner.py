@@ -1,0 +1,431 @@
+"""`baseline`: runs a plan into results/<RUN_ID>/, resumable point by point."""
+import csv
+import io
+import json
+import os
+import platform
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from . import SCHEMA_VERSION, TOOL_VERSION
+from .common import (CclbenchError, UsageError, allowlisted_env, format_size, open_append, read_json,
+                     terminate_last_line, utc_now, write_atomic, write_json_atomic)
+from .plan import Planner, format_launch, plan_mode
+from .records import describe_problem, group_repeats, latest_by_case, load_cases, point_completeness, repeat_cv
+
+COLL_KINDS = ("intra", "inter", "local")
+EXIT_MEANINGS = {0: "ok", 1: "some case failed or data was wrong", 2: "bad usage", 3: "transport expectation failed",
+                 4: "timeout", 5: "runtime error", 6: "peer lost", 7: "nothing measured", 130: "interrupted",
+                 143: "terminated"}
+
+
+class Interrupted(Exception):
+    def __init__(self, signum):
+        super().__init__(f"signal {signum}")
+        self.signum = signum
+
+
+def tool_commit():
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        result = subprocess.run(["git", "-C", here, "rev-parse", "HEAD"], capture_output=True, text=True,
+                                timeout=10, check=False)
+        if result.returncode == 0:
+            commit = result.stdout.strip()
+            dirty = subprocess.run(["git", "-C", here, "status", "--porcelain", "--untracked-files=no"],
+                                   capture_output=True, text=True, timeout=10, check=False)
+            return commit + ("-dirty" if dirty.returncode == 0 and dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return None
+
+
+def _first_line(argv):
+    try:
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=20, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    text = (result.stdout or result.stderr or "").strip()
+    return text.splitlines()[0].strip() if result.returncode == 0 and text else None
+
+
+def local_versions(mpirun):
+    versions = {"python": platform.python_version(), "os": platform.platform(), "mpirun": None,
+                "nvidia_driver": None, "gpu_names": None}
+    if shutil.which(mpirun) or os.path.isfile(mpirun):
+        versions["mpirun"] = _first_line([mpirun, "--version"])
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        line = _first_line([smi, "--query-gpu=driver_version", "--format=csv,noheader"])
+        versions["nvidia_driver"] = line
+        try:
+            names = subprocess.run([smi, "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                                   text=True, timeout=20, check=False)
+            if names.returncode == 0:
+                versions["gpu_names"] = [n.strip() for n in names.stdout.splitlines() if n.strip()] or None
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return versions
+
+
+def resolve_program(name, what):
+    """mpirun must exist: a bare name is looked up on PATH, a path must be executable."""
+    if os.sep in name:
+        if os.path.isfile(name) and os.access(name, os.X_OK):
+            return name
+        raise CclbenchError(f"{what} '{name}' is not an executable file", 2)
+    found = shutil.which(name)
+    if not found:
+        raise CclbenchError(f"{what} '{name}' is not on PATH (install Open MPI or pass --mpirun PATH)", 2)
+    return name
+
+
+class Progress:
+    """One stderr line per finished launch, with elapsed time and an ETA from measured points."""
+
+    def __init__(self, launches, stream=sys.stderr):
+        self.total = len(launches)
+        self.remaining_coll = sum(1 for launch in launches if launch["kind"] in COLL_KINDS)
+        self.coll_durations = []
+        self.start = time.monotonic()
+        self.done = 0
+        self.stream = stream
+
+    @staticmethod
+    def clock(seconds):
+        seconds = int(round(seconds))
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m{seconds % 60:02d}s" if seconds >= 3600 else \
+            f"{seconds // 60}m{seconds % 60:02d}s"
+
+    def report(self, launch, status, seconds, detail=""):
+        self.done += 1
+        if launch["kind"] in COLL_KINDS:
+            self.remaining_coll -= 1
+            if status == "complete" and seconds is not None:
+                self.coll_durations.append(seconds)
+        elapsed = time.monotonic() - self.start
+        eta = "-"
+        if self.coll_durations:
+            eta = self.clock(sum(self.coll_durations) / len(self.coll_durations) * self.remaining_coll)
+        took = "skipped (already complete)" if seconds is None else f"{status} in {seconds:.1f}s"
+        line = f"cclbench: [{self.done}/{self.total}] {launch['name']}: {took}; elapsed {self.clock(elapsed)}, ETA {eta}"
+        if detail:
+            line += f" ({detail})"
+        print(line, file=self.stream, flush=True)
+
+
+class Baseline:
+    def __init__(self, inputs, run_dir, resume, verbose=False, argv=None, launches=None, mode=None):
+        self.inputs = inputs
+        self.run_dir = os.path.abspath(run_dir)
+        self.resume = resume
+        self.verbose = verbose
+        self.argv = argv or []
+        self.launches = launches if launches is not None else Planner(inputs, run_dir).build()
+        self.mode = mode
+        self.manifest = None
+        self.log = None
+        self.child = None
+        self.interrupted_by = None
+
+    # -- manifest -------------------------------------------------------------------------------
+    def manifest_path(self):
+        return os.path.join(self.run_dir, "run_manifest.json")
+
+    def new_manifest(self):
+        env, redacted = allowlisted_env()
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "run_id": os.path.basename(self.run_dir),
+            "status": "running",
+            "created_utc": utc_now(),
+            "updated_utc": utc_now(),
+            "tool": {"name": "cclbench", "version": TOOL_VERSION, "git_commit": tool_commit()},
+            "invocations": [],
+            "mode": self.mode or plan_mode(self.inputs),
+            "hosts": self.inputs["hosts"] or [self.inputs["local_host"]],
+            "plan_inputs": self.inputs,
+            "plan": [self.public_launch(launch) for launch in self.launches],
+            "env": env,
+            "env_redacted": redacted,
+            "versions": local_versions(self.inputs["mpirun"]),
+            "notes": sorted({launch["note"] for launch in self.launches if launch.get("note")}),
+            "points": {launch["name"]: {"kind": launch["kind"], "status": "pending", "exit_code": None,
+                                        "reason": None, "attempts": 0, "started_utc": None,
+                                        "finished_utc": None, "elapsed_s": None}
+                       for launch in self.launches},
+            "gates": {"cv_gate_pct": self.inputs["cv_gate_pct"], "repeat_cv_failures": []},
+        }
+
+    @staticmethod
+    def public_launch(launch):
+        entry = dict(launch)
+        entry["command"] = format_launch(launch)
+        return entry
+
+    def save_manifest(self):
+        self.manifest["updated_utc"] = utc_now()
+        write_json_atomic(self.manifest_path(), self.manifest)
+
+    # -- logging --------------------------------------------------------------------------------
+    def log_line(self, text):
+        if self.log:
+            self.log.write(text.rstrip("\n") + "\n")
+
+    # -- the run --------------------------------------------------------------------------------
+    def prepare(self):
+        if self.resume:
+            self.manifest = read_json(self.manifest_path(), "run manifest")
+            if not isinstance(self.manifest, dict) or not isinstance(self.manifest.get("points"), dict):
+                raise CclbenchError(f"{self.manifest_path()} is not a cclbench run manifest", 2)
+            planned = {launch["name"] for launch in self.launches}
+            for name in planned - set(self.manifest["points"]):
+                self.manifest["points"][name] = {"kind": None, "status": "pending", "exit_code": None, "reason": None,
+                                                 "attempts": 0, "started_utc": None, "finished_utc": None,
+                                                 "elapsed_s": None}
+            for launch in self.launches:
+                self.manifest["points"][launch["name"]]["kind"] = launch["kind"]
+            self.manifest["plan"] = [self.public_launch(launch) for launch in self.launches]
+            self.manifest["status"] = "running"
+        else:
+            self.manifest = self.new_manifest()
+        self.manifest["invocations"].append({"argv": self.argv, "started_utc": utc_now(), "resume": self.resume})
+        for name in ("cases.jsonl", "sanity.jsonl"):
+            terminate_last_line(os.path.join(self.run_dir, name))
+        for sub in ("topology", "p2p", "nccl", "raw"):
+            os.makedirs(os.path.join(self.run_dir, sub), exist_ok=True)
+        self.save_manifest()
+        self.log = open_append(os.path.join(self.run_dir, "run.log"))
+        self.log_line(f"# {utc_now()} cclbench {'resume' if self.resume else 'baseline'}: {shlex.join(self.argv)}")
+
+    def check_outputs(self, launch):
+        """(ok, reason) for a launch's results, judged from the files, never from the exit code alone."""
+        if launch["kind"] in ("topology", "p2p"):
+            for path in launch["outputs"]:
+                try:
+                    document = read_json(path, f"{launch['kind']} result")
+                except CclbenchError as error:
+                    return False, str(error)
+                if not isinstance(document, dict) or "schema_version" not in document:
+                    return False, f"{path} has no schema_version"
+            return True, None
+        jsonl = os.path.join(self.run_dir, "sanity.jsonl" if launch["kind"] == "sanity" else "cases.jsonl")
+        if not os.path.exists(jsonl):
+            return False, f"no case records ({os.path.basename(jsonl)} is missing)"
+        records, _ = load_cases(jsonl, "case records")
+        complete, missing, failed = point_completeness(records, launch)
+        if complete:
+            return True, None
+        parts = []
+        if failed:
+            first = failed[0]
+            parts.append(f"{len(failed)} case(s) not ok, e.g. {first.get('case_id')}: {describe_problem(first)}")
+        if missing:
+            collective, size = missing[0]
+            parts.append(f"{len(missing)} planned case(s) missing, e.g. {collective} {format_size(size)}")
+        return False, "; ".join(parts)
+
+    def already_complete(self, launch):
+        state = self.manifest["points"].get(launch["name"], {})
+        if not self.resume or state.get("status") != "complete" or launch["kind"] == "sanity":
+            return False
+        ok, _ = self.check_outputs(launch)
+        return ok
+
+    def execute(self, launch):
+        """Runs one launch, its output into run.log. Returns the exit code (None when killed by us)."""
+        self.log_line(f"# {utc_now()} launch {launch['name']}")
+        self.log_line("$ " + format_launch(launch))
+        env = dict(os.environ)
+        env.update(launch.get("env") or {})
+        timeout = self.inputs.get("launch_timeout_s")
+        timed_out = threading.Event()
+        try:
+            self.child = subprocess.Popen(launch["argv"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                          stdin=subprocess.DEVNULL, env=env)
+        except OSError as error:
+            self.log_line(f"# cannot start: {error.strerror}")
+            return None, f"cannot start {launch['argv'][0]}: {error.strerror}"
+        timer = None
+        if timeout:
+            def expire():
+                timed_out.set()
+                self.stop_child()
+            timer = threading.Timer(timeout, expire)
+            timer.daemon = True
+            timer.start()
+        try:
+            for raw in self.child.stdout:
+                line = raw.decode("utf-8", "replace")
+                self.log_line(line)
+                if self.verbose:
+                    sys.stderr.write(line)
+            code = self.child.wait()
+        finally:
+            if timer:
+                timer.cancel()
+            self.child = None
+        self.log_line(f"# {utc_now()} exit {code}")
+        if timed_out.is_set():
+            return 4, f"launch exceeded --launch-timeout {timeout}s"
+        if self.interrupted_by:
+            raise Interrupted(self.interrupted_by)
+        return code, None
+
+    def stop_child(self):
+        """SIGTERM now (mpirun forwards it to the ranks), SIGKILL 10 s later if still alive. Never
+        waits here: this also runs inside a signal handler while the main thread waits."""
+        child = self.child
+        if child and child.poll() is None:
+            child.terminate()
+
+            def escalate():
+                if child.poll() is None:
+                    child.kill()
+            killer = threading.Timer(10, escalate)
+            killer.daemon = True
+            killer.start()
+
+    def on_signal(self, signum, _frame):
+        self.interrupted_by = signum
+        self.stop_child()
+        if self.child is None:
+            raise Interrupted(signum)
+
+    def run_launch(self, launch, progress):
+        state = self.manifest["points"][launch["name"]]
+        if self.already_complete(launch):
+            progress.report(launch, "complete", None)
+            self.log_line(f"# {utc_now()} skip {launch['name']}: complete and its records parse")
+            return True
+        state.update(status="running", attempts=state.get("attempts", 0) + 1, started_utc=utc_now(),
+                     finished_utc=None, exit_code=None, reason=None, elapsed_s=None)
+        self.save_manifest()
+        started = time.monotonic()
+        try:
+            code, start_problem = self.execute(launch)
+        except Interrupted:
+            state.update(status="interrupted", finished_utc=utc_now(), elapsed_s=round(time.monotonic() - started, 3),
+                         reason="interrupted by signal")
+            self.save_manifest()
+            raise
+        elapsed = time.monotonic() - started
+        ok, reason = (False, start_problem) if start_problem else self.check_outputs(launch)
+        if code != 0 and not start_problem:
+            meaning = EXIT_MEANINGS.get(code, "unexpected exit status")
+            reason = f"exit {code} ({meaning})" + (f"; {reason}" if reason else "")
+            ok = False
+        status = "complete" if ok else "failed"
+        state.update(status=status, exit_code=code, reason=reason, finished_utc=utc_now(),
+                     elapsed_s=round(elapsed, 3))
+        self.save_manifest()
+        progress.report(launch, status, elapsed, reason or "")
+        return ok
+
+    def check_gpu_count(self, launch):
+        """After topology: the node must have the GPUs the plan puts on it."""
+        planned = self.inputs["gpus_per_node"]
+        if not self.inputs["hosts"] or not planned:
+            return
+        try:
+            model = read_json(launch["outputs"][0], "topology")
+        except CclbenchError:
+            return
+        gpus = model.get("gpus") if isinstance(model, dict) else None
+        if isinstance(gpus, list) and len(gpus) != planned:
+            raise CclbenchError(f"host {launch['hosts'][0]} has {len(gpus)} GPU(s) but --gpus-per-node is {planned}", 2)
+
+    def write_summary(self):
+        path = os.path.join(self.run_dir, "cases.jsonl")
+        records = load_cases(path, "case records")[0] if os.path.exists(path) else []
+        write_summary_csv(os.path.join(self.run_dir, "summary.csv"), records)
+        return records
+
+    def run(self):
+        self.prepare()
+        progress = Progress(self.launches)
+        failures = []
+        old_int = signal.signal(signal.SIGINT, self.on_signal)
+        old_term = signal.signal(signal.SIGTERM, self.on_signal)
+        try:
+            for launch in self.launches:
+                ok = self.run_launch(launch, progress)
+                if launch["kind"] == "topology" and ok:
+                    self.check_gpu_count(launch)
+                if not ok:
+                    reason = self.manifest["points"][launch["name"]]["reason"]
+                    if launch["kind"] == "sanity":
+                        self.finish("failed")
+                        raise CclbenchError(f"sanity pass failed, nothing else was run: {reason} "
+                                            f"(see {os.path.join(self.run_dir, 'run.log')})")
+                    failures.append(f"{launch['name']}: {reason}")
+        except Interrupted as interrupt:
+            self.finish("interrupted")
+            raise CclbenchError(f"interrupted; resume with: cclbench baseline --resume "
+                                f"{os.path.basename(self.run_dir)}", 130 if interrupt.signum == signal.SIGINT else 143) from None
+        except CclbenchError:
+            if self.manifest and self.manifest["status"] == "running":
+                self.finish("failed")
+            raise
+        finally:
+            signal.signal(signal.SIGINT, old_int)
+            signal.signal(signal.SIGTERM, old_term)
+        records = self.write_summary()
+        cv_failures = []
+        if self.inputs["repeat"] > 1:
+            gate = self.inputs["cv_gate_pct"]
+            for (base, case_id), group in sorted(group_repeats(records).items()):
+                value = repeat_cv(group)
+                if value is not None and value > gate:
+                    cv_failures.append({"point": base, "case_id": case_id, "cv_pct": round(value, 3)})
+            self.manifest["gates"]["repeat_cv_failures"] = cv_failures
+        status = "complete" if not failures and not cv_failures else "failed"
+        self.finish(status)
+        if failures:
+            more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
+            raise CclbenchError(f"{len(failures)} launch(es) failed: {failures[0]}{more}; "
+                                f"see {os.path.join(self.run_dir, 'run.log')}")
+        if cv_failures:
+            worst = max(cv_failures, key=lambda item: item["cv_pct"])
+            raise CclbenchError(f"{len(cv_failures)} case(s) vary across repeats above the CV gate of "
+                                f"{self.inputs['cv_gate_pct']}%, worst {worst['point']} {worst['case_id']} "
+                                f"at {worst['cv_pct']:.2f}%")
+        print(f"cclbench: run complete: {self.run_dir}", file=sys.stderr)
+        return 0
+
+    def finish(self, status):
+        self.manifest["status"] = status
+        if self.manifest["invocations"]:
+            self.manifest["invocations"][-1]["finished_utc"] = utc_now()
+            self.manifest["invocations"][-1]["status"] = status
+        self.save_manifest()
+        self.log_line(f"# {utc_now()} run {status}")
+        if self.log:
+            self.log.close()
+            self.log = None
+
+
+SUMMARY_COLUMNS = ["point", "case_id", "collective", "backend", "nranks", "dtype", "op", "in_place", "bytes",
+                   "requested_bytes", "count", "iterations", "time_mean_us", "time_p50_us", "time_p95_us",
+                   "time_p99_us", "time_cv_pct", "batch_time_us", "algbw_gbps", "busbw_gbps", "wrong", "status",
+                   "reason", "emulated"]
+
+
+def write_summary_csv(path, records):
+    """One row per (point, case_id), latest attempt; missing values are empty cells, never 0."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(SUMMARY_COLUMNS)
+    for (_point, _case), record in sorted(latest_by_case(records).items()):
+        time_us = record.get("time_us") if isinstance(record.get("time_us"), dict) else {}
+        row = {key: record.get(key) for key in SUMMARY_COLUMNS}
+        row.update(time_mean_us=time_us.get("mean"), time_p50_us=time_us.get("p50"), time_p95_us=time_us.get("p95"),
+                   time_p99_us=time_us.get("p99"), time_cv_pct=time_us.get("cv_pct"))
+        writer.writerow(["" if row[key] is None else (str(row[key]).lower() if isinstance(row[key], bool) else row[key])
+                         for key in SUMMARY_COLUMNS])
+    write_atomic(path, buffer.getvalue())

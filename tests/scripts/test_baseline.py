@@ -1,0 +1,277 @@
+"""`baseline` and `report` end to end with test doubles of coll_perf/topo_map/p2p_matrix/mpirun:
+run directory contents, schema validity, resume after a failure and after SIGKILL, gates, anomalies."""
+import csv
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import unittest
+
+from helpers import CCLBENCH, FAKE_BIN, SCHEMA_DIR, TempDirTest, read_jsonl, read_text, run_cli, validate
+
+TWO_NODES = ["--hosts", "localhost,127.0.0.1", "--gpus-per-node", "8", "--hcas", "mlx5_0:1,mlx5_3:1"]
+SMALL = ["-b", "8K", "-e", "32K", "-n", "3", "-w", "1"]
+
+
+def case_schema():
+    """The lead's schema for coll_perf case records, when it exists in this checkout."""
+    found = sorted(glob.glob(os.path.join(SCHEMA_DIR, "case*.schema.json")))
+    return os.path.basename(found[0]) if found else None
+
+
+class BaselineRuns(TempDirTest):
+    def baseline(self, run_id, *extra, env=None):
+        return run_cli(["baseline"] + SMALL + self.fake_args(run_id) + list(extra), env=env)
+
+    def manifest(self, run_id):
+        with open(os.path.join(self.results, run_id, "run_manifest.json")) as handle:
+            return json.load(handle)
+
+    def invocations(self, log):
+        if not os.path.exists(log):
+            return []
+        with open(log) as handle:
+            return [line.strip() for line in handle if line.strip()]
+
+    def test_local_run_directory_and_report(self):
+        result = self.baseline("L", env={"NCCL_DEBUG": "WARN", "NCCL_API_KEY": "hunter2", "HOME_SECRET": "x"})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        run = os.path.join(self.results, "L")
+        for name in ("run_manifest.json", "cases.jsonl", "summary.csv", "run.log", "sanity.jsonl",
+                     "topology", "nccl/local.mpi4", "raw/local.mpi4.json"):
+            self.assertTrue(os.path.exists(os.path.join(run, name)), name)
+        self.assertIn("[3/3] local.mpi4: complete", result.stderr, "one progress line per launch")
+        manifest = self.manifest("L")
+        self.assertEqual(manifest["status"], "complete")
+        self.assertEqual(manifest["mode"], "local_mpi")
+        self.assertEqual(manifest["env"].get("NCCL_DEBUG"), "WARN")
+        self.assertNotIn("NCCL_API_KEY", manifest["env"])
+        self.assertIn("NCCL_API_KEY", manifest["env_redacted"])
+        self.assertNotIn("hunter2", read_text(os.path.join(run, "run_manifest.json")))
+        self.assertTrue(any("MPI backend" in note for note in manifest["notes"]))
+        ok, errors = validate("run_manifest.schema.json", os.path.join(run, "run_manifest.json"))
+        self.assertTrue(ok, errors)
+        if case_schema():
+            ok, errors = validate(case_schema(), os.path.join(run, "cases.jsonl"))
+            self.assertTrue(ok, errors)
+        records = read_jsonl(os.path.join(run, "cases.jsonl"))
+        self.assertEqual(len(records), 4 * 3 * 2)
+        with open(os.path.join(run, "summary.csv")) as handle:
+            rows = list(csv.DictReader(handle))
+        self.assertEqual(len(rows), len(records))
+        self.assertTrue(all(row["status"] == "ok" and row["busbw_gbps"] for row in rows))
+        with open(os.path.join(run, "run.log")) as handle:
+            log = handle.read()
+        self.assertIn("$ " + os.path.join(FAKE_BIN, "mpirun"), log, "every command is logged")
+        self.assertIn("all_reduce.float.sum.out.8K", log, "and its output")
+        for stat in (os.stat(os.path.join(run, name)) for name in ("run_manifest.json", "summary.csv")):
+            self.assertEqual(stat.st_mode & 0o777, 0o644)
+
+        report = run_cli(["report", run])
+        self.assertEqual(report.returncode, 0, report.stderr)
+        text = read_text(os.path.join(run, "report.md"))
+        self.assertLess(text.index("## Anomalies"), text.index("## Environment"), "anomalies come first")
+        self.assertIn("None found", text)
+        self.assertIn("### all_reduce", text)
+        self.assertIn("| 8K |", text)
+        try:
+            import matplotlib  # noqa: F401
+            have_matplotlib = True
+        except ImportError:
+            have_matplotlib = False
+        if have_matplotlib:
+            self.assertIn("![all_reduce busbw](plots/all_reduce_busbw.png)", text)
+            self.assertTrue(os.path.getsize(os.path.join(run, "plots", "all_reduce_busbw.png")) > 1000)
+        os.remove(os.path.join(run, "report.md"))
+        bare = run_cli(["report", run], env={"CCLBENCH_NO_MATPLOTLIB": "1"})
+        self.assertEqual(bare.returncode, 0, bare.stderr)
+        text = read_text(os.path.join(run, "report.md"))
+        self.assertIn("Plots skipped", text)
+        self.assertNotIn("](plots/", text)
+        self.assertIn("| 8K |", text, "tables render without matplotlib")
+
+    def test_two_node_run_with_fake_launcher(self):
+        log = os.path.join(self.tmp, "mpirun.log")
+        result = self.baseline("T", *TWO_NODES, env={"FAKE_MPIRUN_LOG": log})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        manifest = self.manifest("T")
+        self.assertEqual(manifest["mode"], "multi_node")
+        self.assertEqual(len(manifest["plan"]), 16)
+        self.assertTrue(all(state["status"] == "complete" for state in manifest["points"].values()))
+        self.assertEqual(len(self.invocations(log)), 16)
+        run = os.path.join(self.results, "T")
+        self.assertEqual(sorted(os.listdir(os.path.join(run, "topology"))), ["127.0.0.1.json", "localhost.json"])
+        self.assertEqual(sorted(os.listdir(os.path.join(run, "p2p"))), ["127.0.0.1.json", "localhost.json"])
+        points = {r["point"] for r in read_jsonl(os.path.join(run, "cases.jsonl"))}
+        self.assertEqual(len(points), 2 + 9)
+        self.assertEqual(run_cli(["report", run], env={"CCLBENCH_NO_MATPLOTLIB": "1"}).returncode, 0)
+        text = read_text(os.path.join(run, "report.md"))
+        self.assertIn("inter.cross2.rail-mlx5_3", text)
+        self.assertIn("NCCL_IB_HCA==mlx5_0:1,mlx5_3:1", text)
+        self.assertIn("ce_unidir_bw", text, "P2P matrices are reported")
+        self.assertIn("| mlx5_3 | eth3 |", text, "the GPU-NIC-NUMA table")
+
+    def test_gpus_per_node_mismatch(self):
+        result = self.baseline("G", *TWO_NODES, env={"FAKE_GPUS": "4"})
+        self.assertRunError(result, 2, "has 4 GPU(s) but --gpus-per-node is 8")
+
+    def test_sanity_failure_stops_the_run(self):
+        log = os.path.join(self.tmp, "coll.log")
+        result = self.baseline("S", env={"FAKE_COLL_WRONG": "1", "FAKE_COLL_LOG": log})
+        self.assertRunError(result, 1, "sanity pass failed")
+        self.assertEqual(self.invocations(log), ["sanity"])
+        self.assertEqual(self.manifest("S")["status"], "failed")
+
+    def test_resume_after_failure_skips_finished_points(self):
+        log = os.path.join(self.tmp, "coll.log")
+        failing = "inter.cross1.rail-mlx5_0"
+        first = self.baseline("R", *TWO_NODES, env={"FAKE_COLL_FAIL_POINT": failing, "FAKE_COLL_LOG": log})
+        self.assertRunError(first, 1, failing)
+        self.assertEqual(self.manifest("R")["points"][failing]["status"], "failed")
+        self.assertEqual(self.manifest("R")["points"][failing]["exit_code"], 5)
+        before = self.invocations(log)
+        self.assertEqual(len(before), 1 + 2 + 9, "the failure does not stop the other points")
+        os.remove(log)
+        second = run_cli(["baseline", "--resume", "R", "--results", self.results], env={"FAKE_COLL_LOG": log})
+        self.assertEqual(second.returncode, 0, second.stderr)
+        self.assertEqual(self.invocations(log), ["sanity", failing], "only the failed point runs again")
+        self.assertIn("skipped (already complete)", second.stderr)
+        manifest = self.manifest("R")
+        self.assertEqual(manifest["status"], "complete")
+        self.assertEqual(manifest["points"][failing]["attempts"], 2)
+        self.assertEqual(len(manifest["invocations"]), 2)
+        ok, errors = validate("run_manifest.schema.json", os.path.join(self.results, "R", "run_manifest.json"))
+        self.assertTrue(ok, errors)
+
+    def test_resume_reruns_a_point_whose_records_do_not_parse(self):
+        log = os.path.join(self.tmp, "coll.log")
+        self.assertEqual(self.baseline("P", "--repeat", "2").returncode, 0)
+        cases = os.path.join(self.results, "P", "cases.jsonl")
+        records = read_jsonl(cases)
+        # Corrupt the last record of rep2 (its status says ok but the time does not parse).
+        index = max(i for i, r in enumerate(records) if r["point"] == "local.mpi4.rep2")
+        records[index]["time_us"] = None
+        with open(cases, "w") as handle:
+            handle.write("".join(json.dumps(r) + "\n" for r in records))
+        resumed = run_cli(["baseline", "--resume", "P", "--results", self.results], env={"FAKE_COLL_LOG": log})
+        self.assertEqual(resumed.returncode, 0, resumed.stderr)
+        self.assertEqual(self.invocations(log), ["sanity", "local.mpi4.rep2"])
+
+    def test_resume_after_sigkill(self):
+        log = os.path.join(self.tmp, "coll.log")
+        env = dict(os.environ, FAKE_COLL_HANG_POINT="local.mpi4.rep2", FAKE_COLL_LOG=log, CCLBENCH_FAKE_GPU_COUNT="0")
+        process = subprocess.Popen([sys.executable, CCLBENCH, "baseline", "--repeat", "3"] + SMALL + self.fake_args("K"),
+                                   env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                try:
+                    if self.manifest("K")["points"]["local.mpi4.rep2"]["status"] == "running" and \
+                            "local.mpi4.rep2" in self.invocations(log):
+                        break
+                except (OSError, ValueError, KeyError):
+                    pass
+                time.sleep(0.1)
+            else:
+                self.fail("the baseline never reached the second point")
+            time.sleep(0.3)
+        finally:
+            os.killpg(process.pid, signal.SIGKILL)  # the baseline and the hung coll_perf it started
+            process.wait()
+        self.assertEqual(self.manifest("K")["points"]["local.mpi4.rep1"]["status"], "complete")
+        # A crash in the middle of an append leaves a record's prefix without a newline.
+        with open(os.path.join(self.results, "K", "cases.jsonl"), "a") as handle:
+            handle.write('{"point": "local.mpi4.rep2", "case_id": "all_red')
+        os.remove(log)
+        resumed = run_cli(["baseline", "--resume", "K", "--results", self.results], env={"FAKE_COLL_LOG": log})
+        self.assertEqual(resumed.returncode, 0, resumed.stderr)
+        self.assertEqual(self.invocations(log), ["sanity", "local.mpi4.rep2", "local.mpi4.rep3"])
+        report = run_cli(["report", os.path.join(self.results, "K")], env={"CCLBENCH_NO_MATPLOTLIB": "1"})
+        self.assertEqual(report.returncode, 0, report.stderr)
+        text = read_text(os.path.join(self.results, "K", "report.md"))
+        anomalies = text[text.index("## Anomalies"):text.index("## Environment")]
+        self.assertIn("hold torn records", anomalies)
+        self.assertNotIn("missing cases", anomalies, "the killed attempt's records are superseded")
+        self.assertNotIn("launch not complete", anomalies)
+
+    def test_sigint_stops_cleanly_and_resumes(self):
+        env = dict(os.environ, FAKE_COLL_HANG_POINT="local.mpi4", CCLBENCH_FAKE_GPU_COUNT="0")
+        process = subprocess.Popen([sys.executable, CCLBENCH, "baseline"] + SMALL + self.fake_args("I"), env=env,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                try:
+                    if self.manifest("I")["points"]["local.mpi4"]["status"] == "running":
+                        break
+                except (OSError, ValueError, KeyError):
+                    pass
+                time.sleep(0.1)
+            time.sleep(0.5)
+            process.send_signal(signal.SIGINT)
+            _out, err = process.communicate(timeout=60)
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        self.assertEqual(process.returncode, 130, err)
+        self.assertIn("resume with: cclbench baseline --resume I", err.strip().splitlines()[-1])
+        self.assertNotIn("Traceback", err)
+        manifest = self.manifest("I")
+        self.assertEqual(manifest["status"], "interrupted")
+        self.assertEqual(manifest["points"]["local.mpi4"]["status"], "interrupted")
+        resumed = run_cli(["baseline", "--resume", "I", "--results", self.results])
+        self.assertEqual(resumed.returncode, 0, resumed.stderr)
+
+    def test_rails_in_report(self):
+        result = self.baseline("RL", *TWO_NODES, env={"FAKE_COLL_RAILS": "mlx5_0:1=100,mlx5_3:1=10"})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        run = os.path.join(self.results, "RL")
+        self.assertEqual(run_cli(["report", run], env={"CCLBENCH_NO_MATPLOTLIB": "1"}).returncode, 0)
+        text = read_text(os.path.join(run, "report.md"))
+        anomalies = text[text.index("## Anomalies"):text.index("## Environment")]
+        self.assertIn("| rail imbalance | inter.cross0.rails-both | rail shares mlx5_0:1 91%, mlx5_3:1 9%", anomalies)
+        self.assertIn("| rail imbalance | inter.cross2.rail-mlx5_0 | traffic on mlx5_3:1, which NCCL_IB_HCA did not bind",
+                      anomalies)
+        self.assertNotIn("| rail imbalance | intra.", anomalies, "rails matter for inter-node points only")
+
+    def test_repeat_cv_gate(self):
+        result = self.baseline("C", "--repeat", "2", env={"FAKE_COLL_JITTER": "1"})
+        self.assertRunError(result, 1, "CV gate of 3.0%")
+        failures = self.manifest("C")["gates"]["repeat_cv_failures"]
+        self.assertEqual(len(failures), 4 * 3 * 2)
+        self.assertTrue(all(6 < item["cv_pct"] < 7 for item in failures))
+        relaxed = self.baseline("C2", "--repeat", "2", "--cv-gate", "10%", env={"FAKE_COLL_JITTER": "1"})
+        self.assertEqual(relaxed.returncode, 0, relaxed.stderr)
+        run_cli(["report", os.path.join(self.results, "C")], env={"CCLBENCH_NO_MATPLOTLIB": "1"})
+        text = read_text(os.path.join(self.results, "C", "report.md"))
+        self.assertIn("| CV above gate | local.mpi4 |", text)
+
+    def test_report_anomalies(self):
+        # A transport gate failure at one inter-node point, and impossible bandwidth everywhere.
+        result = self.baseline("A", *TWO_NODES, env={"FAKE_COLL_EXIT": "3", "FAKE_COLL_EXIT_POINT": "inter.cross0.rail-mlx5_3",
+                                                     "FAKE_COLL_TIME_SCALE": "0.00001"})
+        self.assertRunError(result, 1, "transport expectation failed")
+        run = os.path.join(self.results, "A")
+        with open(os.path.join(run, "cases.jsonl"), "a") as handle:
+            handle.write(json.dumps({"point": "intra.localhost", "case_id": "all_reduce.float.sum.out.8K",
+                                     "collective": "all_reduce", "requested_bytes": 8192, "status": "ok", "wrong": 3,
+                                     "time_us": {"mean": 1.0, "p50": 1.0}, "busbw_gbps": None}) + "\n")
+        os.remove(os.path.join(run, "topology", "127.0.0.1.json"))
+        report = run_cli(["report", run], env={"CCLBENCH_NO_MATPLOTLIB": "1"})
+        self.assertEqual(report.returncode, 0, report.stderr)
+        text = read_text(os.path.join(run, "report.md"))
+        anomalies = text[text.index("## Anomalies"):text.index("## Environment")]
+        self.assertIn("| transport mismatch | inter.cross0.rail-mlx5_3 |", anomalies)
+        self.assertIn("| wrong data | intra.localhost | all_reduce.float.sum.out.8K: 3 wrong element(s) |", anomalies)
+        self.assertRegex(anomalies, r"above physical limit \| inter\.cross0\.rails-both \| .* > 100 GB/s \(2 x 400G")
+        self.assertRegex(anomalies, r"above physical limit \| inter\.cross1\.rail-mlx5_0 \| .* > 50 GB/s \(1 x 400G")
+        self.assertRegex(anomalies, r"above physical limit \| intra\.localhost \| .* > 64 GB/s \(PCIe Gen5 x16\)")
+        self.assertIn("| FAILED |", text, "the transport table marks the failed gate")
+
+
+if __name__ == "__main__":
+    unittest.main()

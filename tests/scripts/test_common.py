@@ -1,0 +1,77 @@
+"""Helpers: sizes, run ids, the environment allowlist, crash-safe writes, torn JSONL tails."""
+import os
+import unittest
+
+from helpers import TempDirTest
+
+from cclbench_lib.common import (CclbenchError, UsageError, allowlisted_env, append_line, format_size, parse_percent,
+                                 parse_size, read_jsonl, sweep_sizes, validate_run_id, write_atomic)
+
+
+class Common(TempDirTest):
+    def test_sizes(self):
+        self.assertEqual(parse_size("8K", "-b"), 8192)
+        self.assertEqual(parse_size("64m", "-e"), 64 << 20)
+        self.assertEqual(parse_size("4096", "-b"), 4096)
+        self.assertEqual(format_size(8192), "8K")
+        self.assertEqual(format_size(64 << 20), "64M")
+        self.assertEqual(format_size(1000), "1000")
+        self.assertEqual(len(sweep_sizes(8 << 10, 64 << 20, 2)), 14, "8K..64M by 2 is 14 sizes")
+        for bad in ("", "K", "-8K", "8X", "0"):
+            with self.assertRaises(UsageError):
+                parse_size(bad, "-b")
+        self.assertEqual(parse_percent("5%", "x"), 5.0)
+        with self.assertRaises(UsageError):
+            parse_percent("five", "x")
+
+    def test_run_ids(self):
+        for good in ("20260101T000000Z", "a", "run-1.2_x"):
+            self.assertEqual(validate_run_id(good), good)
+        for bad in ("", "..", "a/b", "../x", ".x", "-x", "a..b", "x" * 129, "a b", "a\nb"):
+            with self.assertRaises(UsageError, msg=bad):
+                validate_run_id(bad)
+
+    def test_environment_allowlist(self):
+        env, redacted = allowlisted_env({"NCCL_IB_HCA": "=mlx5_0:1", "NCCL_NET_TOKEN": "s3cret", "CUDA_VISIBLE_DEVICES": "0",
+                                         "OMPI_COMM_WORLD_SIZE": "16", "OMPI_MCA_foo": "x", "SLURM_NNODES": "2",
+                                         "SLURM_JOB_PASSWORD": "p", "UCX_TLS": "rc", "AWS_SECRET_ACCESS_KEY": "k",
+                                         "HOME": "/root", "PATH": "/bin"})
+        self.assertEqual(env, {"NCCL_IB_HCA": "=mlx5_0:1", "CUDA_VISIBLE_DEVICES": "0", "OMPI_COMM_WORLD_SIZE": "16",
+                               "SLURM_NNODES": "2", "UCX_TLS": "rc"})
+        self.assertEqual(redacted, ["NCCL_NET_TOKEN"])
+
+    def test_atomic_write_refuses_symlinks(self):
+        path = os.path.join(self.tmp, "sub", "file.json")
+        write_atomic(path, "one")
+        write_atomic(path, "two")
+        with open(path) as handle:
+            self.assertEqual(handle.read(), "two")
+        self.assertEqual(os.stat(path).st_mode & 0o777, 0o644)
+        self.assertEqual(os.listdir(os.path.dirname(path)), ["file.json"], "no temporary file left")
+        target = os.path.join(self.tmp, "target")
+        with open(target, "w") as handle:
+            handle.write("keep")
+        link = os.path.join(self.tmp, "link")
+        os.symlink(target, link)
+        with self.assertRaises(CclbenchError):
+            write_atomic(link, "overwrite")
+        with self.assertRaises(CclbenchError):
+            append_line(link, "{}")
+        with open(target) as handle:
+            self.assertEqual(handle.read(), "keep")
+
+    def test_torn_jsonl_tail_is_tolerated_but_middle_garbage_is_not(self):
+        path = os.path.join(self.tmp, "cases.jsonl")
+        with open(path, "w") as handle:
+            handle.write('{"a": 1}\n{"a": 2}\n{"a": 3, "b"')
+        records, bad = read_jsonl(path, "case records")
+        self.assertEqual([r["a"] for r in records], [1, 2])
+        self.assertEqual(bad, [3])
+        with open(path, "w") as handle:
+            handle.write('{"a": 1}\n[1, 2]\n{"a": 3}\n')
+        with self.assertRaises(CclbenchError):
+            read_jsonl(path, "case records")
+
+
+if __name__ == "__main__":
+    unittest.main()

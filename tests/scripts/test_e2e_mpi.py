@@ -1,0 +1,80 @@
+"""End to end with the real tools: `baseline` on the MPI backend (real coll_perf under the real
+mpirun --oversubscribe, small sizes), `report`, `compare`, `smoke`; every file validated against
+results_schema/. Skips (exit 77 for CTest) when coll_perf or topo_map is not built."""
+import glob
+import os
+import shutil
+import sys
+import unittest
+
+from helpers import BINARY_DIR, SCHEMA_DIR, TempDirTest, read_jsonl, read_text, run_cli, validate
+
+APPS = os.path.join(BINARY_DIR, "bench", "apps")
+MISSING = [tool for tool in ("coll_perf", "topo_map") if not os.access(os.path.join(APPS, tool), os.X_OK)]
+if not shutil.which("mpirun"):
+    MISSING.append("mpirun")
+SKIP_REASON = f"not built or not installed: {', '.join(MISSING)} (looked in {APPS})" if MISSING else None
+EXTRA_MPIRUN = os.environ.get("CCLBENCH_TEST_MPIRUN_ARGS", "")
+
+
+def schema_for(*stems):
+    """The first existing results_schema/<stem>.schema.json, or None (schemas of other areas)."""
+    for stem in stems:
+        path = os.path.join(SCHEMA_DIR, f"{stem}.schema.json")
+        if os.path.exists(path):
+            return os.path.basename(path)
+    return None
+
+
+@unittest.skipIf(SKIP_REASON, SKIP_REASON)
+class RealTools(TempDirTest):
+    def common(self, run_id):
+        args = ["--bin-dir", APPS, "--results", self.results, "--run-id", run_id]
+        if EXTRA_MPIRUN:
+            args.append(f"--mpirun-args={EXTRA_MPIRUN}")
+        return args
+
+    def assertValid(self, schema, *paths):
+        if schema is None:
+            return
+        ok, errors = validate(schema, *paths)
+        self.assertTrue(ok, f"{schema}: {errors}")
+
+    def test_baseline_report_compare_on_mpi_backend(self):
+        result = run_cli(["baseline", "-b", "8K", "-e", "32K", "-n", "3", "-w", "1", "--timeout", "60",
+                          "--launch-timeout", "240"] + self.common("E"), timeout=600)
+        run = os.path.join(self.results, "E")
+        log = read_text(os.path.join(run, "run.log")) if os.path.exists(os.path.join(run, "run.log")) else ""
+        self.assertEqual(result.returncode, 0, result.stderr + log[-4000:])
+        records = read_jsonl(os.path.join(run, "cases.jsonl"))
+        self.assertTrue(records)
+        self.assertTrue(all(r["status"] == "ok" and r["wrong"] == 0 and r["backend"] == "mpi" for r in records))
+        self.assertEqual({r["collective"] for r in records}, {"all_reduce", "all_gather", "reduce_scatter", "alltoall"})
+        self.assertEqual({r["requested_bytes"] for r in records}, {8192, 16384, 32768})
+        self.assertValid("run_manifest.schema.json", os.path.join(run, "run_manifest.json"))
+        self.assertValid(schema_for("case", "case_record", "coll_case"), os.path.join(run, "cases.jsonl"))
+        self.assertValid(schema_for("coll_perf", "coll_perf_result", "result"), *glob.glob(os.path.join(run, "raw", "*.json")))
+        self.assertValid(schema_for("topology", "topo_map"), *glob.glob(os.path.join(run, "topology", "*.json")))
+        report = run_cli(["report", run])
+        self.assertEqual(report.returncode, 0, report.stderr)
+        text = read_text(os.path.join(run, "report.md"))
+        self.assertIn("### alltoall", text)
+        self.assertIn("MPI backend", text)
+        same = run_cli(["compare", run, run])
+        self.assertEqual(same.returncode, 0, same.stderr)
+        self.assertIn("0 regression(s)", same.stdout)
+
+    def test_smoke_without_gpu(self):
+        result = run_cli(["smoke", "--time-limit", "300"] + self.common("SM"), timeout=600)
+        run = os.path.join(self.results, "SM")
+        log = read_text(os.path.join(run, "run.log")) if os.path.exists(os.path.join(run, "run.log")) else ""
+        self.assertEqual(result.returncode, 0, result.stderr + log[-4000:])
+        self.assertIn('skipped="3"', read_text(os.path.join(run, "smoke.junit.xml")))
+
+
+if __name__ == "__main__":
+    program = unittest.main(exit=False, verbosity=2)
+    outcome = program.result
+    if outcome.testsRun and len(outcome.skipped) == outcome.testsRun:
+        sys.exit(77)
+    sys.exit(0 if outcome.wasSuccessful() else 1)

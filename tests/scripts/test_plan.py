@@ -1,0 +1,157 @@
+"""`cclbench plan`: the launches of a two-node baseline and of the local fallbacks, exactly."""
+import json
+import os
+import shlex
+import unittest
+
+from helpers import TempDirTest, run_cli, validate
+
+from cclbench_lib.common import UsageError
+from cclbench_lib.hosts import expand_nodelist, parse_hostfile
+
+
+class TwoNodePlan(TempDirTest):
+    def plan(self, *extra, env=None):
+        hostfile = os.path.join(self.tmp, "hosts")
+        with open(hostfile, "w") as handle:
+            handle.write("# two nodes\nnode5 slots=8\nnode7 slots=8  # comment\n")
+        result = run_cli(["plan", "--hostfile", hostfile, "--hcas", "mlx5_0:1,mlx5_3:1", "--run-id", "R1",
+                          "--results", self.results, "--bin-dir", "/opt/cclbench/bin", "--mpirun", "mpirun"] + list(extra),
+                         env=env)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return [shlex.split(line) for line in result.stdout.splitlines()]
+
+    def test_counts_and_shapes(self):
+        launches = self.plan()
+        self.assertEqual(len(launches), 2 + 1 + 2 + 2 + 9)
+        programs = [os.path.basename(next(w for w in argv if w.startswith("/opt/cclbench/bin/"))) for argv in launches]
+        self.assertEqual(programs.count("topo_map"), 2)
+        self.assertEqual(programs.count("p2p_matrix"), 2)
+        self.assertEqual(programs.count("coll_perf"), 1 + 2 + 9)
+
+        def np_of(argv):
+            return int(argv[argv.index("-np") + 1])
+
+        def host_of(argv):
+            return argv[argv.index("--host") + 1]
+
+        coll = [argv for argv, program in zip(launches, programs) if program == "coll_perf"]
+        points = [argv[argv.index("--point") + 1] for argv in coll]
+        self.assertEqual(points[0], "sanity", "the sanity pass runs before every other collective")
+        sanity = coll[0]
+        self.assertEqual(sanity[sanity.index("--coll") + 1], "all_reduce")
+        self.assertEqual(sanity[sanity.index("-n") + 1], "5")
+        intra = [argv for argv in coll[1:] if np_of(argv) == 8]
+        self.assertEqual(sorted(host_of(argv) for argv in intra), ["node5:8", "node7:8"])
+        inter = [argv for argv in coll[1:] if np_of(argv) == 16]
+        self.assertEqual(len(inter), 9)
+        combos = set()
+        for argv in inter:
+            self.assertEqual(host_of(argv), "node5:8,node7:8")
+            env = dict(argv[i + 1].split("=", 1) for i, word in enumerate(argv) if word == "-x")
+            combos.add((env["NCCL_CROSS_NIC"], env["NCCL_IB_HCA"]))
+            self.assertEqual(argv[argv.index("--expect-transport") + 1], "inter=NET/IB+GDRDMA,intra=P2P")
+            point = argv[argv.index("--point") + 1]
+            self.assertEqual(argv[argv.index("--jsonl") + 1], os.path.join(self.results, "R1", "cases.jsonl"))
+            self.assertEqual(argv[argv.index("--log-dir") + 1], os.path.join(self.results, "R1", "nccl", point))
+        self.assertEqual(combos, {(c, h) for c in "012" for h in ("=mlx5_0:1,mlx5_3:1", "=mlx5_0:1", "=mlx5_3:1")})
+        self.assertEqual(len(set(points)), len(points), "point names are unique")
+        for argv, program in zip(launches, programs):
+            if program in ("topo_map", "p2p_matrix"):
+                self.assertEqual(np_of(argv), 1)
+                self.assertIn(host_of(argv), ("node5", "node7"))
+        # Sizes: the default sweep is the mission's 8K..64M by 2.
+        self.assertEqual([inter[0][inter[0].index(f) + 1] for f in ("-b", "-e", "-f")], ["8K", "64M", "2"])
+
+    def test_repeat_and_mpirun_args(self):
+        launches = self.plan("--repeat", "3", "--mpirun-args=--mca btl ^openib", "--coll", "all_reduce")
+        inter = [argv for argv in launches if "-np" in argv and argv[argv.index("-np") + 1] == "16"]
+        self.assertEqual(len(inter), 1 + 27, "sanity + 9 points x 3 repeats")
+        self.assertIn("inter.cross1.rail-mlx5_3.rep2", [argv[argv.index("--point") + 1] for argv in inter])
+        first = launches[0]
+        self.assertEqual(first[first.index("--mca"):first.index("--mca") + 3], ["--mca", "btl", "^openib"])
+        if os.geteuid() == 0:
+            self.assertIn("--allow-run-as-root", first)
+
+    def test_plan_json_validates(self):
+        path = os.path.join(self.tmp, "plan.json")
+        self.plan("--json", path)
+        ok, errors = validate("plan.schema.json", path)
+        self.assertTrue(ok, errors)
+        with open(path) as handle:
+            document = json.load(handle)
+        self.assertEqual(document["mode"], "multi_node")
+        self.assertEqual(len(document["launches"]), 16)
+        self.assertFalse(os.path.exists(os.path.join(self.results, "R1")), "plan never creates the run directory")
+
+    def test_slurm_allocation(self):
+        result = run_cli(["plan", "--hcas", "mlx5_0:1", "--gpus-per-node", "8", "--results", self.results],
+                         env={"SLURM_JOB_NODELIST": "node[5,7]", "PATH": "/usr/bin:/bin"})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("--host node5:8,node7:8", result.stdout)
+
+
+class HcaDiscovery(TempDirTest):
+    def test_hcas_come_from_topo_map(self):
+        from helpers import FAKE_BIN
+        result = run_cli(["plan", "--hosts", "node5,node7", "--gpus-per-node", "8", "--bin-dir", FAKE_BIN,
+                          "--results", self.results])
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("NCCL_IB_HCA==mlx5_0:1,mlx5_3:1", result.stdout)
+        self.assertIn("NCCL_IB_HCA==mlx5_3:1", result.stdout)
+
+
+class LocalPlan(TempDirTest):
+    def plan(self, gpus):
+        result = run_cli(["plan", "--results", self.results, "--run-id", "L", "--bin-dir", "/b"],
+                         env={"CCLBENCH_FAKE_GPU_COUNT": str(gpus)})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return [shlex.split(line) for line in result.stdout.splitlines()]
+
+    def test_no_gpu_uses_mpi_backend(self):
+        launches = self.plan(0)
+        coll = [argv for argv in launches if "/b/coll_perf" in argv]
+        self.assertEqual(len(coll), 2)
+        for argv in coll:
+            self.assertIn("--oversubscribe", argv)
+            self.assertEqual(argv[argv.index("-np") + 1], "4")
+            self.assertEqual(argv[argv.index("--backend") + 1], "mpi")
+        self.assertFalse(any("/b/p2p_matrix" in argv for argv in launches), "no P2P matrix without a GPU")
+
+    def test_one_gpu_uses_emulated_ranks(self):
+        launches = self.plan(1)
+        coll = [argv for argv in launches if "/b/coll_perf" in argv]
+        self.assertTrue(all("--share-gpu" in argv and argv[argv.index("-np") + 1] == "4" for argv in coll))
+        self.assertTrue(any("/b/p2p_matrix" in argv for argv in launches))
+
+    def test_many_gpus_one_rank_each(self):
+        launches = self.plan(4)
+        coll = [argv for argv in launches if "/b/coll_perf" in argv]
+        self.assertTrue(all(argv[argv.index("-np") + 1] == "4" and "--share-gpu" not in argv and "--backend" not in argv
+                            for argv in coll))
+        self.assertEqual(coll[-1][coll[-1].index("--expect-transport") + 1], "intra=P2P")
+
+
+class HostParsing(TempDirTest):
+    def test_nodelist_expansion(self):
+        self.assertEqual(expand_nodelist("node[5,7]"), ["node5", "node7"])
+        self.assertEqual(expand_nodelist("gpu[01-03],login"), ["gpu01", "gpu02", "gpu03", "login"])
+        self.assertEqual(expand_nodelist("r[1-2]n[1,3]"), ["r1n1", "r1n3", "r2n1", "r2n3"])
+        for bad in ("node[5", "node]5[", "node[a-b]", "node[3-1]", "a,,b"):
+            with self.assertRaises(UsageError, msg=bad):
+                expand_nodelist(bad)
+
+    def test_hostfile(self):
+        path = os.path.join(self.tmp, "h")
+        with open(path, "w") as handle:
+            handle.write("node5 slots=8 max_slots=8\n\n# x\nnode7\n")
+        self.assertEqual(parse_hostfile(path), [("node5", 8), ("node7", None)])
+        for text in ("node5 slots=x\n", "node5 cores=8\n", "-rf slots=8\n", "# empty\n", "a\na\n"):
+            with open(path, "w") as handle:
+                handle.write(text)
+            with self.assertRaises(UsageError, msg=text):
+                parse_hostfile(path)
+
+
+if __name__ == "__main__":
+    unittest.main()

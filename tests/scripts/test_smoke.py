@@ -1,0 +1,58 @@
+"""`smoke`: JUnit XML, GPU parts skipped without a GPU, failure on wrong data, the time limit."""
+import os
+import unittest
+import xml.etree.ElementTree as ElementTree
+
+from helpers import TempDirTest, run_cli, validate
+
+
+class Smoke(TempDirTest):
+    def smoke(self, run_id, *extra, env=None):
+        return run_cli(["smoke"] + self.fake_args(run_id) + list(extra), env=env)
+
+    def junit(self, path):
+        suite = ElementTree.parse(path).getroot().find("testsuite")
+        return suite, {case.get("name"): case for case in suite.findall("testcase")}
+
+    def test_without_gpu_runs_mpi_backend_and_skips_gpu_parts(self):
+        result = self.smoke("S0")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("no GPU visible", result.stderr)
+        run = os.path.join(self.results, "S0")
+        suite, cases = self.junit(os.path.join(run, "smoke.junit.xml"))
+        self.assertEqual(suite.get("failures"), "0")
+        self.assertEqual(suite.get("skipped"), "3")
+        for name in ("p2p_matrix", "collectives_1rank_nccl", "collectives_4rank_share_gpu"):
+            self.assertIsNotNone(cases[name].find("skipped"), name)
+        for name in ("topology", "collectives_1rank_mpi", "collectives_4rank_mpi"):
+            self.assertIsNone(cases[name].find("skipped"), name)
+            self.assertIsNone(cases[name].find("failure"), name)
+        ok, errors = validate("run_manifest.schema.json", os.path.join(run, "run_manifest.json"))
+        self.assertTrue(ok, errors)
+
+    def test_with_gpu_runs_p2p_and_emulated_ranks(self):
+        junit = os.path.join(self.tmp, "ci", "smoke.xml")
+        result = self.smoke("S1", "--junit", junit, env={"CCLBENCH_FAKE_GPU_COUNT": "1"})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        suite, cases = self.junit(junit)
+        self.assertEqual((suite.get("tests"), suite.get("failures"), suite.get("skipped")), ("4", "0", "0"))
+        self.assertEqual(sorted(cases), ["collectives_1rank_nccl", "collectives_4rank_share_gpu", "p2p_matrix", "topology"])
+        with open(os.path.join(self.results, "S1", "run.log")) as handle:
+            self.assertIn("--share-gpu", handle.read())
+
+    def test_wrong_data_fails(self):
+        result = self.smoke("SW", env={"FAKE_COLL_WRONG": "1"})
+        self.assertRunError(result, 1, "smoke failed")
+        _suite, cases = self.junit(os.path.join(self.results, "SW", "smoke.junit.xml"))
+        self.assertIn("wrong element", cases["collectives_1rank_mpi"].find("failure").get("message"))
+        self.assertIsNone(cases["topology"].find("failure"))
+
+    def test_time_limit(self):
+        result = self.smoke("ST", "--time-limit", "3", env={"FAKE_COLL_HANG_POINT": "collectives_1rank_mpi"})
+        self.assertRunError(result, 1, "smoke failed")
+        _suite, cases = self.junit(os.path.join(self.results, "ST", "smoke.junit.xml"))
+        self.assertIsNotNone(cases["collectives_1rank_mpi"].find("failure"))
+
+
+if __name__ == "__main__":
+    unittest.main()
