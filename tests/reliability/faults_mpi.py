@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""Fault tests on the MPI backend under mpirun (label mpi).
+
+  kill_rank<R>      SIGKILL one rank mid-sweep: every other rank is gone within 30 s, mpirun names
+                    the lost rank, and the records finished before are on disk, schema-valid, ok.
+  stall             CCLBENCH_TEST_STALL=1:<case>, -T 3: the watchdog aborts every rank with the
+                    timeout message and exit 4 within T + margin; -J says "timeout".
+  ranks_sigint/term SIGINT/SIGTERM to every rank: they stop at one case boundary, -J "interrupted",
+                    JSONL intact, mpirun exits 130/143.
+  mpirun_sigterm/int the signal goes to mpirun instead: Open MPI 4.1 forwards SIGTERM (for both
+                    SIGINT and SIGTERM) to the ranks, which stop cleanly; mpirun itself then exits 1
+                    (its own convention), so the test asserts non-zero, not 130/143.
+Usage: faults_mpi.py --source-dir S --bin-dir B --mpiexec M --work-dir W [--only NAME]
+"""
+
+import json
+import os
+import re
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import rel_common as rc  # noqa: E402
+
+NRANKS = 4
+# A sweep long enough that a signal always lands mid-sweep on a fast machine, short enough that a
+# slow one finishes the prefix quickly: 8K..64M x2, 4 collectives, both placements = 112 cases.
+SWEEP = ["--backend", "mpi", "-b", "8K", "-e", "64M", "-f", "2", "-n", "20", "-w", "1", "--quiet"]
+EXIT_DEADLINE_S = 30      # the issue's bound for "every other rank exits"
+START_DEADLINE_S = 90     # first records on a loaded 2-core machine
+WATCHDOG_T = 3
+WATCHDOG_MARGIN_S = 20    # abort + mpirun teardown on a loaded machine
+
+
+def coll_perf(args):
+    return os.path.join(args.bin_dir, "coll_perf")
+
+
+def outputs(work):
+    return os.path.join(work, "out.json"), os.path.join(work, "out.jsonl"), os.path.join(work, "out.csv")
+
+
+def check_prefix(args, json_path, jsonl_path, expect_status, min_records=1):
+    """The JSONL prefix parses, validates and is all ok; -J (if written) agrees with it."""
+    records = rc.jsonl_records(jsonl_path)
+    rc.check(len(records) >= min_records, f"expected >= {min_records} records in {jsonl_path}, found {len(records)}")
+    bad = [r.get("case_id") for r in records if r.get("status") != "ok"]
+    rc.check(not bad, f"records finished before the fault are not ok: {bad[:5]}")
+    ok, output = rc.validate(args.source_dir, args.python, "case_record.schema.json", jsonl_path)
+    rc.check(ok, f"{jsonl_path} does not validate:\n{output}")
+    if expect_status is not None:
+        with open(json_path) as handle:
+            document = json.load(handle)
+        rc.check(document.get("status") == expect_status,
+                 f"-J status is {document.get('status')!r}, expected {expect_status!r}")
+        ok, output = rc.validate(args.source_dir, args.python, "coll_perf.schema.json", json_path)
+        rc.check(ok, f"{json_path} does not validate:\n{output}")
+        ids = [c["case_id"] for c in document["cases"]]
+        rc.check(ids == [r["case_id"] for r in records][:len(ids)] and len(records) - len(ids) <= 1,
+                 f"-J cases {len(ids)} and JSONL records {len(records)} disagree")
+    return records
+
+
+def kill_rank(args, victim):
+    def test():
+        work = rc.fresh_dir(os.path.join(args.work_dir, f"kill_rank{victim}"))
+        json_path, jsonl_path, csv_path = outputs(work)
+        cmd = rc.mpirun_cmd(args.mpiexec, NRANKS, [coll_perf(args)] + SWEEP +
+                            ["-J", json_path, "--jsonl", jsonl_path, "--csv", csv_path])
+        process = rc.popen(cmd, rc.base_env())
+        try:
+            ranks = rc.ranks_of(process.pid, "coll_perf", NRANKS, START_DEADLINE_S)
+            rc.wait_for_lines(jsonl_path, 2, process, START_DEADLINE_S)
+            os.kill(ranks[victim], signal.SIGKILL)
+            killed_at = time.monotonic()
+            survivors = [pid for rank, pid in ranks.items() if rank != victim]
+            while any(rc.alive(pid) for pid in survivors) and time.monotonic() - killed_at < EXIT_DEADLINE_S + 5:
+                time.sleep(0.05)
+            elapsed = time.monotonic() - killed_at
+            rc.check(not any(rc.alive(pid) for pid in survivors),
+                     f"ranks still alive {EXIT_DEADLINE_S} s after rank {victim} was killed: "
+                     f"{[r for r, p in ranks.items() if r != victim and rc.alive(p)]}")
+            rc.check(elapsed <= EXIT_DEADLINE_S, f"other ranks took {elapsed:.1f} s to exit (bound {EXIT_DEADLINE_S} s)")
+            out, err = rc.finish(process, EXIT_DEADLINE_S)
+        finally:
+            rc.kill_group(process)
+        combined = out + err
+        rc.check(process.returncode != 0, "mpirun exited 0 although a rank was killed")
+        named = re.search(rf"rank {victim}\b", combined) or str(ranks[victim]) in combined
+        rc.check(named, f"the output does not name the killed rank {victim} (pid {ranks[victim]}):\n{combined[-2000:]}")
+        records = check_prefix(args, json_path, jsonl_path, None, min_records=2)
+        # -J is rewritten atomically after every case: whatever is there must be whole JSON.
+        with open(json_path) as handle:
+            document = json.load(handle)
+        # "running": mpirun killed rank 0 before it could finish; "failed": rank 0 saw the MPI error first.
+        rc.check(document["status"] in ("running", "failed"), f"-J status {document['status']!r} after a lost rank")
+        ok, output = rc.validate(args.source_dir, args.python, "coll_perf.schema.json", json_path)
+        rc.check(ok, f"{json_path} does not validate:\n{output}")
+        rc.check(not rc.temp_leftovers(work), f"temporary files left: {rc.temp_leftovers(work)}")
+        return f"rank {victim} killed, others gone in {elapsed:.1f} s, mpirun exit {process.returncode}, {len(records)} records intact"
+    return test
+
+
+def stall(args):
+    work = rc.fresh_dir(os.path.join(args.work_dir, "stall"))
+    json_path, jsonl_path, _ = outputs(work)
+    stall_case = 3
+    env = rc.base_env(CCLBENCH_TEST_STALL=f"1:{stall_case}")
+    cmd = rc.mpirun_cmd(args.mpiexec, NRANKS, [coll_perf(args)] + SWEEP +
+                        ["-T", str(WATCHDOG_T), "-J", json_path, "--jsonl", jsonl_path], env_names=["CCLBENCH_TEST_STALL"])
+    process = rc.popen(cmd, env)
+    try:
+        ranks = rc.ranks_of(process.pid, "coll_perf", NRANKS, START_DEADLINE_S)
+        rc.wait_for_lines(jsonl_path, stall_case, process, START_DEADLINE_S)
+        stalled_at = time.monotonic()  # the stall begins at the next case: at or after this moment
+        out, err = rc.finish(process, WATCHDOG_T + WATCHDOG_MARGIN_S + 30)
+        elapsed = time.monotonic() - stalled_at
+    finally:
+        rc.kill_group(process)
+    rc.check(process.returncode == 4, f"exit {process.returncode}, expected 4 (timeout)\n{err[-2000:]}")
+    rc.check(elapsed <= WATCHDOG_T + WATCHDOG_MARGIN_S, f"took {elapsed:.1f} s after the stall, bound {WATCHDOG_T}+{WATCHDOG_MARGIN_S} s")
+    left = rc.wait_gone(ranks, 10)
+    rc.check(not left, f"ranks {left} still alive 10 s after mpirun exited (watchdog abort)")
+    message = re.search(r"coll_perf: error: timeout: case (\S+) \(size (\d+) B[^)]*\) on rank (\d+) \(([^)]+)\) "
+                        rf"did not finish within {WATCHDOG_T} s", err)
+    rc.check(message, f"no timeout message naming case/size/rank/host:\n{err[-2000:]}")
+    stalled = re.search(rf"on rank 1 \([^)]+\) did not finish", err)
+    rc.check(stalled, "the timeout messages do not name the stalled rank 1")
+    rc.check(not rc.crash_signs(out + err), f"crash signs: {rc.crash_signs(out + err)}")
+    records = check_prefix(args, json_path, jsonl_path, "timeout", min_records=stall_case)
+    rc.check(len(records) == stall_case, f"{len(records)} records, expected exactly the {stall_case} before the stall")
+    return f"exit 4 after {elapsed:.1f} s (T={WATCHDOG_T}), {len(records)} records kept, status timeout"
+
+
+def signal_ranks(args, signal_number, expected_exit):
+    def test():
+        work = rc.fresh_dir(os.path.join(args.work_dir, f"ranks_sig{signal_number}"))
+        json_path, jsonl_path, csv_path = outputs(work)
+        cmd = rc.mpirun_cmd(args.mpiexec, NRANKS, [coll_perf(args)] + SWEEP +
+                            ["-J", json_path, "--jsonl", jsonl_path, "--csv", csv_path])
+        process = rc.popen(cmd, rc.base_env())
+        try:
+            ranks = rc.ranks_of(process.pid, "coll_perf", NRANKS, START_DEADLINE_S)
+            rc.wait_for_lines(jsonl_path, 1, process, START_DEADLINE_S)
+            for pid in ranks.values():
+                os.kill(pid, signal_number)
+            sent_at = time.monotonic()
+            out, err = rc.finish(process, 120)
+            elapsed = time.monotonic() - sent_at
+        finally:
+            rc.kill_group(process)
+        rc.check(process.returncode == expected_exit, f"mpirun exit {process.returncode}, expected {expected_exit}\n{err[-2000:]}")
+        rc.check(re.search(rf"coll_perf: interrupted by signal {signal_number} after \d+ cases; records are on disk", err),
+                 f"no interruption message:\n{err[-2000:]}")
+        rc.check(not rc.crash_signs(out + err), f"crash signs: {rc.crash_signs(out + err)}")
+        records = check_prefix(args, json_path, jsonl_path, "interrupted")
+        with open(json_path) as handle:
+            rc.check(len(json.load(handle)["cases"]) == len(records), "-J and JSONL record counts differ after a clean stop")
+        with open(csv_path) as handle:
+            rc.check(len(handle.read().splitlines()) == len(records) + 1, "CSV rows differ from the records")
+        rc.check(len(records) < 112, "the sweep finished before the signal: the test proved nothing")
+        rc.check(not rc.temp_leftovers(work), f"temporary files left: {rc.temp_leftovers(work)}")
+        return f"exit {expected_exit} {elapsed:.1f} s after the signal, {len(records)} records, status interrupted"
+    return test
+
+
+def signal_mpirun(args, signal_number):
+    def test():
+        work = rc.fresh_dir(os.path.join(args.work_dir, f"mpirun_sig{signal_number}"))
+        json_path, jsonl_path, _ = outputs(work)
+        cmd = rc.mpirun_cmd(args.mpiexec, NRANKS, [coll_perf(args)] + SWEEP + ["-J", json_path, "--jsonl", jsonl_path])
+        process = rc.popen(cmd, rc.base_env())
+        try:
+            ranks = rc.ranks_of(process.pid, "coll_perf", NRANKS, START_DEADLINE_S)
+            rc.wait_for_lines(jsonl_path, 1, process, START_DEADLINE_S)
+            process.send_signal(signal_number)
+            sent_at = time.monotonic()
+            out, err = rc.finish(process, 120)
+            elapsed = time.monotonic() - sent_at
+        finally:
+            rc.kill_group(process)
+        rc.check(process.returncode > 0, f"mpirun exit {process.returncode}: expected a non-zero, non-signal status")
+        rc.check(not any(rc.alive(pid) for pid in ranks.values()), "a rank outlived mpirun")
+        rc.check(elapsed <= EXIT_DEADLINE_S, f"took {elapsed:.1f} s to stop (bound {EXIT_DEADLINE_S} s)")
+        # Open MPI 4.1 forwards SIGTERM to the ranks, whatever mpirun received.
+        rc.check(re.search(r"coll_perf: interrupted by signal \d+ after \d+ cases; records are on disk", err),
+                 f"the ranks did not stop cleanly:\n{err[-2000:]}")
+        rc.check(not rc.crash_signs(out + err), f"crash signs: {rc.crash_signs(out + err)}")
+        records = check_prefix(args, json_path, jsonl_path, "interrupted")
+        rc.check(not rc.temp_leftovers(work), f"temporary files left: {rc.temp_leftovers(work)}")
+        return f"mpirun exit {process.returncode} {elapsed:.1f} s after the signal, {len(records)} records, status interrupted"
+    return test
+
+
+def main():
+    args = rc.parse_args(lambda p: p.add_argument("--only", default=None))
+    cases = [("kill_rank2", kill_rank(args, 2)), ("kill_rank0", kill_rank(args, 0)), ("stall", lambda: stall(args)),
+             ("ranks_sigint", signal_ranks(args, signal.SIGINT, 130)),
+             ("ranks_sigterm", signal_ranks(args, signal.SIGTERM, 143)),
+             ("mpirun_sigint", signal_mpirun(args, signal.SIGINT)),
+             ("mpirun_sigterm", signal_mpirun(args, signal.SIGTERM))]
+    if args.only:
+        cases = [case for case in cases if re.fullmatch(args.only, case[0])]
+    if not os.path.exists(coll_perf(args)):
+        print(f"SKIP: coll_perf not built in {args.bin_dir}")
+        return 1
+    return rc.run_cases(cases)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
