@@ -157,7 +157,9 @@ TEST(TransportGate, LogsOfOneNodeOnlyDoNotProveTheOtherNode) {
   const CommunicatorEvidence& comm = summary.communicators.front();
   // Every node5 rank is present (localRanks 8), so rank 8's edge is inter-node even without its log.
   for (const auto& connection : comm.connections) {
-    if (connection.kind == TransportKind::net) EXPECT_EQ(edge_scope(comm, connection), EdgeScope::inter_node);
+    if (connection.kind == TransportKind::net) {
+      EXPECT_EQ(edge_scope(comm, connection), EdgeScope::inter_node);
+    }
   }
   const GateResult result = check_expectation(summary, parse_expect_spec("inter=NET/IB+GDRDMA,intra=P2P"));
   EXPECT_FALSE(result.passed);
