@@ -227,6 +227,7 @@ class NcclBackend final : public Backend {
   std::uint64_t buffer_bytes_ = 0;  // per send and per receive buffer, the same on every rank
   std::uint64_t min_free_bytes_ = 0;
   int max_sharing_ = 1;
+  bool native_alltoall_ = false;  // ncclAlltoAll: NCCL >= 2.28 at build and at run time
   std::vector<LocalGpu> gpus_;
   PinnedBuffer wrong_host_;
   PinnedBuffer gate_words_;  // [0]: release flag for the blocker kernel, [1]: set by it on timeout
@@ -235,6 +236,9 @@ class NcclBackend final : public Backend {
 
 NcclBackend::NcclBackend(const Config& config, const MpiContext& mpi) : config_(config), mpi_(mpi) {
   prepare_nccl_environment(config_, mpi_);
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
+  if (int version = 0; ncclGetVersion(&version) == ncclSuccess && version >= NCCL_VERSION(2, 28, 0)) native_alltoall_ = true;
+#endif
   const int per_process = config_.gpus_per_process;
   if (per_process < 1) throw UsageError("-g must be at least 1 (got " + std::to_string(per_process) + ")");
   nranks_ = mpi_.world_size * per_process;
@@ -495,6 +499,14 @@ ncclResult_t NcclBackend::launch_one(const CaseSpec& spec, std::size_t index, st
       *call = "ncclReduce";
       return ncclReduce(p.send, p.recv, count, type, nccl_op(spec.op), spec.root, comm, stream);
     case Collective::alltoall: {
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
+      // NCCL 2.28 has a native AlltoAll (what nccl-tests 2.19 calls there); older libraries, and
+      // this build run against one, get the grouped ncclSend/ncclRecv form.
+      if (native_alltoall_) {
+        *call = "ncclAlltoAll";
+        return ncclAlltoAll(p.send, p.recv, count, type, comm, stream);
+      }
+#endif
       *call = "ncclSend/ncclRecv (alltoall)";
       ncclResult_t result = ncclGroupStart();
       for (int peer = 0; peer < nranks_ && result == ncclSuccess; ++peer) {
