@@ -725,6 +725,11 @@ void NcclBackend::wait_for_completion(const CaseSpec& spec, const char* phase) {
       }
       if (query != ncclSuccess || (async != ncclSuccess && async != ncclInProgress)) {
         const ncclResult_t error = query != ncclSuccess ? query : async;
+        if (has_deadline && (error == ncclRemoteError || error == ncclSystemError)) {
+          // Often the echo of a peer whose -T watchdog just aborted its communicator: give that
+          // peer's MPI_Abort (exit 4, naming the case that hung) time to end the job first.
+          std::this_thread::sleep_for(std::chrono::seconds(5));
+        }
         fail(ExitCode::runtime_error, std::string("NCCL asynchronous error: ") + ncclGetErrorString(error) +
                                           (last_error.empty() ? "" : ": " + last_error) + " (" + where(spec, phase) + ", GPU " +
                                           gpus_[i].binding.pci_bus_id + ")");
