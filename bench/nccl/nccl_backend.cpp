@@ -172,7 +172,7 @@ class Communicators {
   Communicators(const Communicators&) = delete;
   Communicators& operator=(const Communicators&) = delete;
   ~Communicators() {
-    if (state_.load() != State::live) return;
+    if (stopping()) return;
     if (std::uncaught_exceptions() > 0) {
       abort_all();
       return;
@@ -189,13 +189,23 @@ class Communicators {
   // are still usable.
   class Use {
    public:
-    explicit Use(Communicators& owner) : lock_(owner.use_), live_(owner.state_.load() == State::live) {}
+    explicit Use(Communicators& owner) : lock_(owner.use_, std::defer_lock) {
+      // Once an abort is requested the main thread stops taking the lock, so the aborting thread
+      // gets it at the next release (std::timed_mutex promises no fairness).
+      if (owner.abort_requested_.load()) return;
+      lock_.lock();
+      live_ = owner.state_.load() == State::live;
+    }
     bool live() const { return live_; }
 
    private:
     std::unique_lock<std::timed_mutex> lock_;
-    bool live_;
+    bool live_ = false;
   };
+
+  // True once the communicators are aborted or an abort from another thread is under way: the
+  // main thread makes no further NCCL call.
+  bool stopping() const { return abort_requested_.load() || state_.load() != State::live; }
 
   // On the thread that makes the NCCL calls, after an error it detected itself.
   void abort_all() noexcept {
@@ -209,6 +219,7 @@ class Communicators {
   // From the -T watchdog thread, or from the main thread when it holds no Use. Returns a note
   // when ncclCommAbort could not run or did not return in time; empty otherwise.
   std::string abort_from_any_thread() noexcept {
+    abort_requested_.store(true);
     std::unique_lock<std::timed_mutex> lock(use_, std::defer_lock);
     const bool locked = lock.try_lock_for(kAbortLockWait);
     State expected = State::live;
@@ -241,6 +252,7 @@ class Communicators {
   std::vector<ncclComm_t> comms_;
   std::timed_mutex use_;
   std::atomic<State> state_{State::live};
+  std::atomic<bool> abort_requested_{false};
 };
 
 class NcclBackend final : public Backend {
@@ -518,7 +530,7 @@ void NcclBackend::fail(ExitCode code, const std::string& message) {
 }
 
 void NcclBackend::stop_after_abort(const CaseSpec& spec, const char* phase) {
-  if (comms_.state() == Communicators::State::aborted_elsewhere) {
+  if (comms_.state() != Communicators::State::aborted_here) {
     // The -T watchdog aborted the communicators and is calling MPI_Abort: let it end the process,
     // so the run's status and exit code are the watchdog's, not those of a second error here.
     std::this_thread::sleep_for(std::chrono::seconds(60));
@@ -681,7 +693,7 @@ void NcclBackend::launch(const CaseSpec& spec, int iteration) {
       }
     }
   }
-  if (comms_.state() != Communicators::State::live) stop_after_abort(spec, "launch");
+  if (comms_.stopping()) stop_after_abort(spec, "launch");
   if (result != ncclSuccess) {
     fail(ExitCode::runtime_error, std::string(call) + ": " + ncclGetErrorString(result) +
                                       (last_error.empty() ? "" : ": " + last_error) + " (" + where(spec, "launch") + ")");
@@ -709,7 +721,7 @@ void NcclBackend::wait_for_completion(const CaseSpec& spec, const char* phase) {
         --remaining;
         continue;
       }
-      if (comms_.state() != Communicators::State::live) stop_after_abort(spec, phase);
+      if (comms_.stopping()) stop_after_abort(spec, phase);
       if (status != cudaErrorNotReady) cuda_or_fail(status, "cudaStreamQuery", spec, phase);
       ncclResult_t async = ncclSuccess;
       ncclResult_t query = ncclSuccess;
@@ -745,7 +757,7 @@ void NcclBackend::wait_for_completion(const CaseSpec& spec, const char* phase) {
     std::this_thread::yield();
   }
   // The streams may have drained because another thread aborted the communicators.
-  if (comms_.state() != Communicators::State::live) stop_after_abort(spec, phase);
+  if (comms_.stopping()) stop_after_abort(spec, phase);
 }
 
 void NcclBackend::ensure_events(std::size_t count) {
