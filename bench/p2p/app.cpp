@@ -14,6 +14,8 @@
 #include "bench/p2p/numa.hpp"
 #include "bench/p2p/options.hpp"
 #include "bench/p2p/report.hpp"
+#include "topology/binding.hpp"
+#include "topology/topology.hpp"
 
 namespace cclbench::p2p {
 namespace {
@@ -40,8 +42,73 @@ nlohmann::json settings_json(const Options& options) {
           {"latency_copies_per_sample", options.latency_copies},
           {"sm_copy_blocks", options.sm_blocks == 0 ? nlohmann::json("auto") : nlohmann::json(options.sm_blocks)},
           {"blocker_timeout_s", options.blocker_timeout_s},
-          {"timing", "CUDA events recorded after a host-released start gate; concurrent copies: longest stream"},
-          {"verification", "every sample (warm-up included): pattern of (source, sample) checked on the destination"}};
+          {"timing", "CUDA events recorded after a host-released start gate around a batch of back-to-back copies "
+                     "(1 per sample from 32 MiB, up to 256 below); concurrent copies: longest stream; staged copies "
+                     "(P2P disabled): host clock, see each result's details.timing"},
+          {"inject_corruption", options.inject_corruption},
+          {"verification", "every sample (warm-up included), outside the timed region: pattern of (source, sample) "
+                           "checked on the destination after the sample's last copy"}};
+}
+
+int env_int(const char* name, int fallback) {
+  const char* text = std::getenv(name);
+  if (!text || !*text) return fallback;
+  char* end = nullptr;
+  const long value = std::strtol(text, &end, 10);
+  return (*end == '\0' && value >= 0 && value < (1 << 30)) ? static_cast<int>(value) : fallback;
+}
+
+// Path class of every GPU pair from the topology library (hwloc PCIe path). CUDA has no NVLink
+// link count, so NVLink-connected pairs show their PCIe path; the source line says so.
+void fill_path_classes(Report& report) {
+  report.path_class_source =
+      "topology library (hwloc PCIe path: X/PIX/PXB/PHB/NODE/SYS); NVLink is not detected here (no NVML), "
+      "so an NVLink pair shows its PCIe path; see performance_rank";
+  std::string why;
+  try {
+    const auto hwloc = topology::HwlocTopology::load_live();
+    topology::MapperOptions mapper;
+    for (const DeviceInfo& d : report.devices) {
+      mapper.gpu_pci_bus_ids.push_back(d.pci_bus_id);
+      mapper.gpu_names.push_back(d.name);
+    }
+    mapper.sysfs_root = "/sys";
+    const topology::NodeTopology model = topology::build_node_topology(hwloc, mapper);
+    for (PairCapability& c : report.capability) {
+      const auto path = model.gpu_gpu(c.src, c.dst);
+      if (path) {
+        c.path_class = topology::to_string(*path);
+        c.path_class_reason.clear();
+      } else {
+        c.path_class_reason = "GPU " + std::to_string(c.src) + " or " + std::to_string(c.dst) +
+                              " not found in the hwloc topology (containers often hide PCI devices)";
+      }
+    }
+    return;
+  } catch (const std::exception& e) {
+    why = std::string("topology library failed: ") + e.what();
+  }
+  for (PairCapability& c : report.capability) c.path_class_reason = why;
+}
+
+// The binding record of this process (CPU/memory binding, against the first GPU it measures).
+void fill_binding(Report& report, const Options& options) {
+  try {
+    topology::BindingInput input;
+    input.host = report.host;
+    input.rank = env_int("OMPI_COMM_WORLD_RANK", 0);
+    input.local_rank = env_int("OMPI_COMM_WORLD_LOCAL_RANK", 0);
+    const int gpu = options.pair ? options.pair->first : 0;
+    if (gpu < static_cast<int>(report.devices.size())) {
+      input.gpu_pci_bus_id = report.devices[static_cast<std::size_t>(gpu)].pci_bus_id;
+      report.binding_gpu = gpu;
+    }
+    report.binding = topology::capture_binding_record(input);
+  } catch (const std::exception& e) {
+    report.binding.reset();
+    report.binding_gpu.reset();
+    report.binding_reason = std::string("binding record not available: ") + e.what();
+  }
 }
 
 void write_outputs(const Report& report, const std::string& json_path, const std::string& csv_path) {
@@ -100,6 +167,7 @@ int run_p2p_matrix(int argc, const char* const argv[]) {
       m.reason = report.no_device_reason;
       report.results.push_back(std::move(m));
     }
+    fill_binding(report, options);
     write_outputs(report, json_path, csv_path);
     throw FatalError(ExitCode::nothing_measured, "nothing measured: " + report.no_device_reason);
   }
@@ -119,6 +187,8 @@ int run_p2p_matrix(int argc, const char* const argv[]) {
   }
   report.devices = query_devices(device_count, topology.get());
   report.capability = query_capability(device_count);
+  fill_path_classes(report);
+  fill_binding(report, options);
   if (!options.quiet) std::cout << render_capability_text(report) << std::endl;
 
   Engine engine(options, report.devices, topology.get(), topology_reason);

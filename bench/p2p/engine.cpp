@@ -268,6 +268,18 @@ struct Engine::State {
     }
   }
 
+  // --inject-corruption: flip one bit in the middle of every destination after the copies and
+  // before verification, as a silent corruption on the path would, so the verifier is exercised.
+  void inject_corruption(const std::vector<Transfer>& transfers) {
+    if (!options.inject_corruption) return;
+    for (const Transfer& t : transfers) {
+      DeviceScope scope(t.verify_gpu);
+      cudaStream_t stream = dev(t.verify_gpu).lanes[0].get();
+      CUDA_CHECK(kernels::launch_flip_bit(const_cast<void*>(t.verify_ptr), t.bytes / 2, stream));
+      CUDA_CHECK(cudaStreamSynchronize(stream));
+    }
+  }
+
   // Fill sources, start every transfer together behind the gate, time each on its own stream
   // (the sample's time is the longest), then verify every destination outside the timed region.
   SampleOutcome run_sample(const std::vector<Transfer>& transfers, int copies_per_sample, Timing timing) {
@@ -293,6 +305,7 @@ struct Engine::State {
         CUDA_CHECK(cudaStreamSynchronize(dev(t.issuer).lanes[t.lane].get()));
       }
       outcome.time_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - begin).count();
+      inject_corruption(transfers);
       for (const Transfer& t : transfers) {
         outcome.wrong_words += count_wrong(t.verify_gpu, t.verify_ptr, t.bytes, t.pattern_owner, seed);
       }
@@ -322,6 +335,7 @@ struct Engine::State {
       outcome.time_us = std::max(outcome.time_us, static_cast<double>(ms) * 1e3);
     }
     outcome.gate_timed_out = *gate.word(1) != 0;
+    inject_corruption(transfers);
     for (const Transfer& t : transfers) {
       outcome.wrong_words += count_wrong(t.verify_gpu, t.verify_ptr, t.bytes, t.pattern_owner, seed);
     }
@@ -540,7 +554,7 @@ struct Engine::State {
       const auto nodes = topology->numa_nodes();
       if (nodes.size() < 2) {
         m.status = Status::skipped;
-        m.reason = "one NUMA node";
+        m.reason = "one NUMA node on this host: no remote node to bind pinned memory to";
         return;
       }
       node = nodes.front() == *info.numa_node ? nodes[1] : nodes.front();
@@ -595,7 +609,24 @@ std::vector<Measurement> Engine::run(const TestInfo& test) {
   auto attempt = [&](Measurement& m, auto&& body) {
     try {
       body();
-    } catch (const std::exception& e) {  // CUDA errors (FatalError) and host allocation failures
+    } catch (const AllocationFailure& e) {  // this size does not fit here; other sizes/tests still run
+      m.status = Status::skipped;
+      m.reason = std::string("does not fit: ") + e.what();
+      m.samples.clear();
+      m.sample_time_us.clear();
+      m.value.reset();
+      m.time_us.reset();
+      m.bytes_counted_per_copy.reset();
+      (void)cudaGetLastError();
+    } catch (const std::bad_alloc&) {
+      m.status = Status::skipped;
+      m.reason = "does not fit: host memory allocation failed (std::bad_alloc)";
+      m.samples.clear();
+      m.sample_time_us.clear();
+      m.value.reset();
+      m.time_us.reset();
+      m.bytes_counted_per_copy.reset();
+    } catch (const std::exception& e) {  // CUDA errors (FatalError)
       m.status = Status::error;
       m.reason = e.what();
       m.samples.clear();

@@ -8,6 +8,7 @@
 
 #include "bench/core/errors.hpp"
 #include "bench/p2p/cuda_check.hpp"
+#include "bench/p2p/cuda_raii.hpp"
 
 namespace cclbench::p2p {
 namespace {
@@ -106,8 +107,8 @@ PinnedNumaBuffer::PinnedNumaBuffer(const HostTopology& topology, int numa_node, 
     data_ = hwloc_alloc_membind(topology.get(), bytes, node->nodeset, HWLOC_MEMBIND_BIND, HWLOC_MEMBIND_BYNODESET);
   }
   if (!data_) {
-    throw FatalError(ExitCode::runtime_error, "cannot allocate " + std::to_string(bytes) + " bytes of host memory bound to NUMA node " +
-                                                  std::to_string(numa_node) + ": " + std::strerror(errno));
+    throw AllocationFailure("cannot allocate " + std::to_string(bytes) + " bytes of host memory bound to NUMA node " +
+                            std::to_string(numa_node) + ": " + std::strerror(errno));
   }
   // Registration faults every page in under the binding above, then pins it.
   const cudaError_t result = cudaHostRegister(data_, bytes, cudaHostRegisterPortable | cudaHostRegisterMapped);
@@ -115,8 +116,11 @@ PinnedNumaBuffer::PinnedNumaBuffer(const HostTopology& topology, int numa_node, 
     (void)cudaGetLastError();
     hwloc_free(topology.get(), data_, bytes);
     data_ = nullptr;
-    throw FatalError(ExitCode::runtime_error, "cudaHostRegister of " + std::to_string(bytes) + " bytes on NUMA node " +
-                                                  std::to_string(numa_node) + " failed: " + cudaGetErrorString(result));
+    const std::string message = "cudaHostRegister of " + std::to_string(bytes) + " bytes on NUMA node " +
+                                std::to_string(numa_node) + " failed: " + cudaGetErrorString(result);
+    // Pinning more than the locked-memory limit (ulimit -l, container) is a size that does not fit.
+    if (result == cudaErrorMemoryAllocation) throw AllocationFailure(message);
+    throw FatalError(ExitCode::runtime_error, message);
   }
   registered_ = true;
 }

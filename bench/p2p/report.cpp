@@ -333,6 +333,12 @@ nlohmann::json to_json(const Report& report) {
                           {"path_class_reason", c.path_class ? nlohmann::json(nullptr) : nlohmann::json(c.path_class_reason)}});
   }
   j["capability"] = capability;
+  j["path_class_source"] = report.path_class_source.empty() ? nlohmann::json(nullptr) : nlohmann::json(report.path_class_source);
+  j["binding"] = report.binding ? *report.binding : nlohmann::json(nullptr);
+  j["binding_gpu"] = optional_json(report.binding_gpu);
+  j["binding_reason"] = report.binding ? nlohmann::json(nullptr)
+                                       : nlohmann::json(report.binding_reason.empty() ? std::string("binding record not captured")
+                                                                                      : report.binding_reason);
   nlohmann::json tests = nlohmann::json::array();
   for (TestId id : report.tests) {
     const TestInfo& info = test_info(id);
@@ -365,13 +371,14 @@ std::string csv_field(const std::string& text) {
 
 std::string to_csv(const Report& report) {
   std::ostringstream out;
-  out << "test,src,dst,bytes,median_gbps,min_gbps,max_gbps,cv_pct,status,reason,median_latency_us,min_latency_us,"
-         "max_latency_us\n";
+  out << "test,src,dst,bytes,bytes_counted,host_numa_node,median_gbps,min_gbps,max_gbps,cv_pct,status,reason,"
+         "median_latency_us,min_latency_us,max_latency_us\n";
   for (const Measurement& m : report.results) {
     const TestInfo& info = test_info(m.test);
     const bool ok = m.status == Status::ok && m.value;
     out << info.name << ',' << endpoint_label(m.src) << ',' << endpoint_label(m.dst) << ','
-        << (m.bytes ? std::to_string(*m.bytes) : "") << ',';
+        << (m.bytes ? std::to_string(*m.bytes) : "") << ',' << name_of(info.bytes_counted) << ','
+        << (m.host_numa_node ? std::to_string(*m.host_numa_node) : "") << ',';
     if (ok && info.metric == Metric::bandwidth_gbps) {
       out << fixed(m.value->median, 3) << ',' << fixed(m.value->min, 3) << ',' << fixed(m.value->max, 3) << ',';
     } else {
