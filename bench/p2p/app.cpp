@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
@@ -50,6 +51,25 @@ nlohmann::json settings_json(const Options& options) {
                            "checked on the destination after the sample's last copy"}};
 }
 
+int env_int(const char* name, int fallback);
+
+// This process's rank on its host under Open MPI, MPICH/Hydra or Slurm; 0 when not launched so.
+int local_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}) {
+    const int value = env_int(name, -1);
+    if (value >= 0) return value;
+  }
+  return 0;
+}
+
+// Launched with more than one process (each host writes its own matrix).
+bool several_processes() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}) {
+    if (env_int(name, 1) > 1) return true;
+  }
+  return false;
+}
+
 int env_int(const char* name, int fallback) {
   const char* text = std::getenv(name);
   if (!text || !*text) return fallback;
@@ -96,8 +116,8 @@ void fill_binding(Report& report, const Options& options) {
   try {
     topology::BindingInput input;
     input.host = report.host;
-    input.rank = env_int("OMPI_COMM_WORLD_RANK", 0);
-    input.local_rank = env_int("OMPI_COMM_WORLD_LOCAL_RANK", 0);
+    input.rank = std::max({env_int("OMPI_COMM_WORLD_RANK", 0), env_int("PMI_RANK", 0), env_int("SLURM_PROCID", 0)});
+    input.local_rank = local_rank();
     const int gpu = options.pair ? options.pair->first : 0;
     if (gpu < static_cast<int>(report.devices.size())) {
       input.gpu_pci_bus_id = report.devices[static_cast<std::size_t>(gpu)].pci_bus_id;
@@ -128,10 +148,8 @@ int run_p2p_matrix(int argc, const char* const argv[]) {
     std::cout << list_text();
     return 0;
   }
-  // Under mpirun one process per host measures; the others have nothing to do.
-  if (const char* local_rank = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK"); local_rank && std::string(local_rank) != "0") {
-    return 0;
-  }
+  // Under mpirun (or srun) one process per host measures; the others have nothing to do.
+  if (local_rank() > 0) return 0;
 
   Report report;
   report.host = host_name();
@@ -147,6 +165,12 @@ int run_p2p_matrix(int argc, const char* const argv[]) {
     make_directories(options.out_dir);
     json_path = options.out_dir + "/" + report.host + ".json";
     csv_path = options.out_dir + "/" + report.host + ".csv";
+  }
+  if (several_processes() && options.out_dir.empty() &&
+      ((!options.json_path.empty() && options.json_path.find("%h") == std::string::npos) ||
+       (!options.csv_path.empty() && options.csv_path.find("%h") == std::string::npos))) {
+    std::cerr << "p2p_matrix: warning: several processes and a file name without %h: on a shared file system the "
+                 "hosts overwrite each other's matrix (use --out DIR or %h)" << std::endl;
   }
   if (!json_path.empty()) check_writable_output(json_path, "--json");
   if (!csv_path.empty()) check_writable_output(csv_path, "--csv");
@@ -189,6 +213,9 @@ int run_p2p_matrix(int argc, const char* const argv[]) {
   report.capability = query_capability(device_count);
   fill_path_classes(report);
   fill_binding(report, options);
+  if (report.binding) {
+    if (auto warning = topology::binding_warning(*report.binding)) std::cerr << "p2p_matrix: warning: " << *warning << std::endl;
+  }
   if (!options.quiet) std::cout << render_capability_text(report) << std::endl;
 
   Engine engine(options, report.devices, topology.get(), topology_reason);

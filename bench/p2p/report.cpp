@@ -93,7 +93,7 @@ std::optional<int> device_of(const Measurement& m) {
 std::string bytes_counted_text(BytesCounted counted) {
   switch (counted) {
     case BytesCounted::one_direction: return "bytes counted: one direction";
-    case BytesCounted::both_directions: return "bytes counted: both directions (sum), over the longer of the two";
+    case BytesCounted::both_directions: return "bytes counted: both directions (sum), over the time until both copies finished";
     case BytesCounted::read_plus_write: return "bytes counted: read + write (2 x size)";
     case BytesCounted::not_applicable: return "latency";
   }
