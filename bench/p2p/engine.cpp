@@ -59,7 +59,7 @@ std::vector<PairCapability> query_capability(int device_count) {
         c.native_atomic_supported = value != 0;
       }
       (void)cudaGetLastError();  // an unsupported attribute is recorded as null, not an error
-      c.path_class_reason = "topology library not linked";
+      c.path_class_reason = "path class not looked up yet";
       pairs.push_back(std::move(c));
     }
   }

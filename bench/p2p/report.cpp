@@ -223,7 +223,8 @@ std::string render_capability_text(const Report& report) {
         << (d.numa_node ? std::to_string(*d.numa_node) : "unknown (" + d.numa_node_reason + ")") << '\n';
   }
   if (n < 2) return out.str();
-  out << "cudaDeviceCanAccessPeer (rows = accessing GPU, columns = peer; 1 = yes) / P2P performance rank\n";
+  out << "cudaDeviceCanAccessPeer (rows = accessing GPU, columns = peer; 1 = yes) / P2P performance rank"
+      << " [path class]\n";
   out << pad_right("src\\dst", kRowLabel);
   for (int dst = 0; dst < n; ++dst) out << pad_left(std::to_string(dst), kCell);
   out << '\n';
@@ -234,13 +235,15 @@ std::string render_capability_text(const Report& report) {
       for (const PairCapability& c : report.capability) {
         if (c.src == src && c.dst == dst) {
           text = std::string(c.can_access_peer ? "1" : "0") + "/" +
-                 (c.performance_rank ? std::to_string(*c.performance_rank) : "-");
+                 (c.performance_rank ? std::to_string(*c.performance_rank) : "-") +
+                 (c.path_class ? " " + *c.path_class : std::string());
         }
       }
       out << pad_left(text, kCell);
     }
     out << '\n';
   }
+  if (!report.path_class_source.empty()) out << "path class: " << report.path_class_source << '\n';
   return out.str();
 }
 

@@ -159,6 +159,12 @@ TEST(P2pText, CapabilityMatrix) {
   EXPECT_NE(text.find("0: NVIDIA H200, 00000000:18:00.0, NUMA node 0"), std::string::npos) << text;
   EXPECT_NE(text.find("NUMA node unknown (PCI device not found"), std::string::npos) << text;
   EXPECT_NE(text.find("\n0                -       1/0\n1              0/0         -\n"), std::string::npos) << text;
+  Report known = synthetic_report();
+  known.capability[0].path_class = "PXB";
+  known.path_class_source = "topology library";
+  const std::string with_path = render_capability_text(known);
+  EXPECT_NE(with_path.find("\n0                -   1/0 PXB\n"), std::string::npos) << with_path;
+  EXPECT_NE(with_path.find("path class: topology library\n"), std::string::npos) << with_path;
 }
 
 TEST(P2pJson, NullsCarryReasonsAndOkCarriesStats) {
