@@ -2,6 +2,7 @@
 
 #include <hwloc.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -72,7 +73,16 @@ std::optional<int> HostTopology::numa_node_of_pci(const std::string& bus_id, std
   if (!pci) {
     const auto all = numa_nodes();
     if (all.size() == 1) return all.front();  // one node: it is local to everything
-    *reason = "PCI device " + bus_id + " not found in the hwloc topology";
+    // hwloc may not see PCI devices (some containers); the kernel's own answer is one file away.
+    char path[96];
+    std::snprintf(path, sizeof path, "/sys/bus/pci/devices/%04x:%02x:%02x.%x/numa_node", domain, bus, device, function);
+    if (std::FILE* file = std::fopen(path, "r")) {
+      int node = -1;
+      const bool read = std::fscanf(file, "%d", &node) == 1;
+      std::fclose(file);
+      if (read && std::find(all.begin(), all.end(), node) != all.end()) return node;
+    }
+    *reason = "PCI device " + bus_id + " not found in the hwloc topology, and " + path + " names no NUMA node of it";
     return std::nullopt;
   }
   hwloc_obj_t ancestor = hwloc_get_non_io_ancestor_obj(topology_, pci);

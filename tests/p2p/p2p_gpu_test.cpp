@@ -140,3 +140,25 @@ TEST_F(P2pMatrixGpuTest, PairTestsSkipWithOneGpuOrRunWithTwo) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(P2pMatrixGpuTest, OneGpuStillMeasuresItsOwnTestsAndExitsZero) {
+  if (device_count_ != 1) GTEST_SKIP() << "checks the one-GPU case; " << device_count_ << " GPUs visible";
+  const int rc = run("-t d2d_ce_write_uni,d2d_ce_latency,device_local_copy_ce -b 16M -n 2 -w 1 --json " + dir_ + "/o.json");
+  EXPECT_EQ(rc, 0) << read("stderr.txt");
+  EXPECT_EQ(validate("o.json"), 0);
+  const auto j = nlohmann::json::parse(read("o.json"));
+  for (const auto& r : j["results"]) {
+    if (r["test"] == "d2d_ce_write_uni") {
+      EXPECT_EQ(r["status"], "skipped");
+      EXPECT_EQ(r["reason"], "needs 2 GPUs (1 visible)");
+    } else {
+      EXPECT_EQ(r["status"], "ok") << r.dump();  // diagonal latency and the local copy run on one GPU
+    }
+  }
+  EXPECT_TRUE(j["binding"].is_object()) << j["binding_reason"];
+  EXPECT_EQ(j["binding_gpu"], 0);
+}
+
+}  // namespace
