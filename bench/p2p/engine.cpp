@@ -404,6 +404,8 @@ struct Engine::State {
       if (!(outcome.time_us > 0)) {
         m.status = Status::error;
         m.reason = "event time of a sample is not positive";
+        m.samples.clear();
+        m.sample_time_us.clear();
         return;
       }
       const double per_copy_us = outcome.time_us / copies_per_sample;
