@@ -155,6 +155,10 @@ NodeTopology build_node_topology(const HwlocTopology& topology, const MapperOpti
 // The full model (results_schema/topology.schema.json).
 nlohmann::json to_json(const NodeTopology& model, const HcaSpec& spec);
 
+// Surprises of NCCL's prefix matching on this node, e.g. "NCCL_IB_HCA entry 'mlx5_1' is a prefix:
+// it also matches mlx5_10 (write '=mlx5_1' for that device alone)". Empty for exact specs.
+std::vector<std::string> hca_prefix_notes(const NodeTopology& model, const HcaSpec& spec);
+
 // nvidia-smi topo -m layout, then a "GPU -> NIC" table of the allowed NICs.
 std::string format_topo_matrix(const NodeTopology& model, const HcaSpec& spec);
 

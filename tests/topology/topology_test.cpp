@@ -5,6 +5,7 @@
 
 #include "bench/core/errors.hpp"
 #include "bench/core/file_io.hpp"
+#include "topology/nvlink.hpp"
 #include "topology/topology.hpp"
 
 namespace cclbench::topology {
@@ -297,6 +298,16 @@ TEST(TopologyLive, ThisMachineLoadsWithPciDevices) {
   EXPECT_FALSE(model.numa_nodes.empty());
   EXPECT_TRUE(model.host.has_value());
   EXPECT_EQ(model.paths.size(), model.gpus.size() + model.nics.size());
+}
+
+TEST(Nvlink, NoBusIdsOrNoNvmlIsUnknownWithAReason) {
+  std::string reason;
+  EXPECT_EQ(query_nvlink_counts({}, reason), std::nullopt);
+  EXPECT_NE(reason.find("NVLink unknown"), std::string::npos);
+  // A bus id no GPU has: NVML (where present) does not know it; without NVML the library is missing.
+  reason.clear();
+  EXPECT_EQ(query_nvlink_counts({"0000:ff:1f.7"}, reason), std::nullopt);
+  EXPECT_NE(reason.find("NVLink unknown"), std::string::npos) << reason;
 }
 
 }  // namespace
