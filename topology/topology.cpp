@@ -372,6 +372,12 @@ std::string normalize_pci_bus_id(std::string_view bus_id) {
 // ---------------------------------------------------------------------------------------------
 HwlocTopology HwlocTopology::load_live() {
   hwloc_topology_t topology = init_topology();
+  // Keep CPUs and NUMA nodes outside this process's cgroup: a device's local CPU set is a property
+  // of the machine (nvidia-smi's CPU Affinity shows all of it), not of the container we run in.
+  if (hwloc_topology_set_flags(topology, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED) != 0) {
+    hwloc_topology_destroy(topology);
+    throw FatalError(ExitCode::runtime_error, "hwloc_topology_set_flags failed");
+  }
   // GPU plugins would initialise CUDA/NVML inside every rank just to name devices we already know.
   hwloc_topology_set_components(topology, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "cuda");
   hwloc_topology_set_components(topology, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "nvml");

@@ -37,8 +37,9 @@ bool nearer(const Path& a, const Path& b);
 // Owns one loaded hwloc topology (move-only).
 class HwlocTopology {
  public:
-  // This machine, with PCI bridges and OS devices kept. GPU plugins (cuda, nvml, ...) are disabled
-  // so that loading never initialises a GPU runtime. Throws FatalError(runtime_error).
+  // This machine, with PCI bridges and OS devices kept, and CPUs/NUMA nodes outside this process's
+  // cgroup included (device CPU affinity as nvidia-smi shows it). GPU plugins (cuda, nvml, ...) are
+  // disabled so that loading never initialises a GPU runtime. Throws FatalError(runtime_error).
   static HwlocTopology load_live();
   // An hwloc 2.x XML export. Empty, binary, truncated, non-hwloc and newer-major files are refused
   // with a UsageError naming `what` before hwloc sees them (its parsers print to stderr).
