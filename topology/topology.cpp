@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -317,6 +318,7 @@ std::string pci_id_of(hwloc_obj_t pci) {
 }
 
 constexpr unsigned kNvidiaVendorId = 0x10de;
+constexpr std::uintmax_t kMaxXmlBytes = 64ull << 20;
 
 }  // namespace
 
@@ -392,6 +394,13 @@ HwlocTopology HwlocTopology::load_live() {
 }
 
 HwlocTopology HwlocTopology::load_xml_file(const std::string& path) {
+  // hwloc exports are kilobytes to a few megabytes; refuse anything huge before reading it.
+  std::error_code error;
+  const auto size = std::filesystem::file_size(path, error);
+  if (!error && size > kMaxXmlBytes) {
+    throw UsageError(path + ": " + std::to_string(size) + " bytes, larger than any hwloc XML topology (limit " +
+                     std::to_string(kMaxXmlBytes) + ")");
+  }
   const std::string text = read_text_file(path);
   return load_xml_text(text, path);
 }

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -280,6 +282,19 @@ TEST(TopologyXml, QuotedGreaterThanInAttributesIsNotTheEndOfATag) {
   text.replace(text.find("value=\"ci-runner\""), 17, "value=\"ci>runner\"");
   const NodeTopology model = build_node_topology(HwlocTopology::load_xml_text(text, "quoted"), {});
   EXPECT_EQ(model.host, "ci>runner");
+}
+
+TEST(TopologyXml, HugeFileIsRefusedBeforeReading) {
+  const std::string path = std::string(CCLBENCH_BINARY_DIR) + "/tests/topology/huge_sparse.xml";
+  { std::ofstream create(path, std::ios::trunc); }
+  std::filesystem::resize_file(path, (64ull << 20) + 1);  // sparse: no disk used
+  try {
+    HwlocTopology::load_xml_file(path);
+    ADD_FAILURE() << "a 64 MiB + 1 file was accepted";
+  } catch (const UsageError& error) {
+    EXPECT_NE(std::string(error.what()).find("larger than any hwloc XML topology"), std::string::npos) << error.what();
+  }
+  std::filesystem::remove(path);
 }
 
 TEST(TopologyXml, HandleIsMoveOnly) {
