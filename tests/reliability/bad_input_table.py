@@ -64,6 +64,8 @@ def make_inputs(work):
             handle.write(cases)
         files[name] = run
     files["dir"] = inputs
+    files["empty_dir"] = os.path.join(inputs, "no_logs_here")
+    os.makedirs(files["empty_dir"])
     fifo = os.path.join(work, "fifo")
     if os.path.exists(fifo):
         os.unlink(fifo)
@@ -75,6 +77,14 @@ def make_inputs(work):
     os.symlink(os.path.join(work, "elsewhere.json"), link)
     files["symlink"] = link
     return files
+
+
+def reset_traps(files):
+    """The FIFO and the dangling link rows aim at, as they were before any row ran."""
+    for path in (files["fifo"], os.path.join(os.path.dirname(files["fifo"]), "elsewhere.json")):
+        if os.path.lexists(path):
+            os.unlink(path)
+    os.mkfifo(files["fifo"])
 
 
 def rows(args, files, out):
@@ -142,7 +152,7 @@ def rows(args, files, out):
         ("topo_map", topo + ["--xml", files["dir"], "--json", j], {}),
         ("topo_map", topo + ["--hca", "^", "--json", j] + (["--xml", xml] if xml else []), {}),
         ("topo_map", topo + ["--hca", "mlx5_0:one", "--json", j] + (["--xml", xml] if xml else []), {}),
-        ("topo_map", topo + ["--hca", "mlx5_0,,mlx5_3", "--json", j] + (["--xml", xml] if xml else []), {}),
+        ("topo_map", topo + ["--hca", "mlx5_0:0", "--json", j] + (["--xml", xml] if xml else []), {}),
         ("topo_map", topo + ["--json", j] + (["--xml", xml] if xml else []), {"NCCL_IB_HCA": "=mlx5_0:1, mlx5_3:1"}),
         ("topo_map", topo + ["--json", j] + (["--xml", xml] if xml else []), {"NCCL_IB_HCA": "x" * 100}),
         ("topo_map", topo + ["--gpu-bus-ids", "not-a-bus-id", "--json", j], {}),
@@ -150,16 +160,23 @@ def rows(args, files, out):
         ("topo_map", topo + ["--json", files["fifo"]] + (["--xml", xml] if xml else []), {}),
         ("topo_map", topo + ["--sysfs-root"], {}),
         # nccl_evidence: logs, expectations, outputs
+        # nccl_evidence: usage errors refuse before reading; unusable logs (empty, binary, not NCCL,
+        # a device) are not usage errors by design: they are recorded, and the --expect gate then
+        # fails for lack of evidence (exit 3, one line on stderr; the report itself is stdout).
         ("nccl_evidence", evidence + ["--json", j], {}),
         ("nccl_evidence", evidence + [os.path.join(out, "missing.log"), "--json", j], {}),
-        ("nccl_evidence", evidence + [files["empty_log"], "--json", j], {}),
-        ("nccl_evidence", evidence + [files["binary_log"], "--json", j], {}),
-        ("nccl_evidence", evidence + [files["text_log"], "--json", j], {}),
-        ("nccl_evidence", evidence + [os.path.join(bad_logs, "future_version.log"), "--json", j], {}),
-        ("nccl_evidence", evidence + [os.path.join(bad_logs, "truncated.log"), "--json", j], {}),
-        ("nccl_evidence", evidence + ["--expect", "inter=CARRIER_PIGEON", os.path.join(bad_logs, "not_nccl.log"), "--json", j], {}),
-        ("nccl_evidence", evidence + ["--json", "-", os.path.join(bad_logs, "not_nccl.log")], {}),
-        ("nccl_evidence", evidence + ["--bogus"], {}),
+        ("nccl_evidence", evidence + [files["empty_dir"], "--json", j], {}),
+        ("nccl_evidence", evidence + ["--expect", "inter=CARRIER_PIGEON", files["text_log"], "--json", j], {}),
+        ("nccl_evidence", evidence + ["--expect", "inter=NET/IB", "--expect", "intra=P2P", files["text_log"], "--json", j], {}),
+        ("nccl_evidence", evidence + ["--json", "-", files["text_log"]], {}),
+        ("nccl_evidence", evidence + ["--json", out, files["text_log"]], {}),
+        ("nccl_evidence", evidence + ["--json", files["symlink"], files["text_log"]], {}),
+        ("nccl_evidence", evidence + ["--bogus", files["text_log"]], {}),
+        ("nccl_evidence", evidence + ["--expect", "inter=NET/IB+GDRDMA", files["empty_log"]], {}),
+        ("nccl_evidence", evidence + ["--expect", "inter=NET/IB+GDRDMA", files["binary_log"]], {}),
+        ("nccl_evidence", evidence + ["--expect", "inter=NET/IB+GDRDMA", files["text_log"]], {}),
+        ("nccl_evidence", evidence + ["--expect", "inter=NET/IB+GDRDMA", "/dev/zero"], {}),
+        ("nccl_evidence", evidence + ["--expect", "inter=NET/IB+GDRDMA", os.path.join(bad_logs, "truncated.log")], {}),
         # scripts/cclbench: run ids, hostfiles, sizes, HCAs, result files
         ("cclbench", cli + ["plan", "--run-id", "../etc", "--results", out], {}),
         ("cclbench", cli + ["baseline", "--run-id", ".hidden", "--results", out], {}),
@@ -234,6 +251,7 @@ def main():
     per_tool = {}
     for number, (tool, argv, extra_env) in enumerate(table, 1):
         rc.fresh_dir(out)
+        reset_traps(files)
         outcome = one_row(args, tool, argv, extra_env, out)
         per_tool[tool] = per_tool.get(tool, 0) + 1
         shown = " ".join(a if len(a) < 60 else a[:57] + "..." for a in argv[1:] if not a.startswith(args.source_dir))

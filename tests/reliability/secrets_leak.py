@@ -185,11 +185,8 @@ def symlinks(args):
             cli + ["baseline", "--results", results, "--run-id", "LINKED", "--bin-dir", args.bin_dir, "-b", "8K", "-e", "8K", "-n", "1"])
     refused("baseline --resume of a linked run directory",
             cli + ["baseline", "--results", results, "--resume", "LINKED", "--bin-dir", args.bin_dir])
-    # A results root that is a link.
-    os.symlink(target_dir, os.path.join(work, "results_link"))
-    refused("baseline with a linked --results root",
-            cli + ["baseline", "--results", os.path.join(work, "results_link"), "--run-id", "R", "--bin-dir", args.bin_dir,
-                   "-b", "8K", "-e", "8K", "-n", "1"])
+    # (A --results root that is a link, e.g. results -> /scratch/results, is a normal setup and is
+    # followed on purpose; the run directory below it is where links are refused.)
     # A real run directory whose manifest is a link, resumed.
     real = os.path.join(results, "REAL")
     os.makedirs(real)
