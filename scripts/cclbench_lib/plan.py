@@ -13,7 +13,13 @@ from .common import UsageError, format_size, sweep_sizes
 DEFAULT_COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "alltoall"]
 KNOWN_COLLECTIVES = DEFAULT_COLLECTIVES + ["broadcast", "reduce", "sendrecv"]
 DEFAULT_CROSS_NIC = [0, 1, 2]
-DEFAULT_EXPECT = "inter=NET/IB+GDRDMA,intra=P2P"
+# The gate of every multi-node point: inter-node traffic must be NET/IB (the RDMA rails), never a
+# silent NET/Socket fallback. Add GDRDMA or intra=P2P with --expect-transport when wanted.
+DEFAULT_EXPECT = "inter=NET/IB"
+# coll_perf flags the planner uses when present; builds that predate them get the older equivalents.
+# When coll_perf is not built (plan only), the newest set is assumed.
+NEWEST_COLL_PERF_FLAGS = ["--expect-transport", "--log-dir", "--nccl-log-dir", "--share-gpu", "--sysfs-root",
+                          "--tuning-from", "--tuning-probe"]
 HCA_RE = re.compile(r"^[A-Za-z0-9_.-]+:[0-9]+$")
 # Sanity pass: about three sizes spanning the sweep, all_reduce only, few iterations, so environment or
 # unit mistakes show up in minutes, not after the full matrix.
@@ -107,8 +113,12 @@ class Planner:
             argv += ["-x", f"{name}={value}"]
         return argv
 
+    def has_flag(self, flag):
+        flags = self.inputs.get("coll_perf_flags")
+        return flag in (NEWEST_COLL_PERF_FLAGS if flags is None else flags)
+
     def coll_args(self, point, sizes=None, collectives=None, iterations=None, jsonl="cases.jsonl",
-                  expect=""):
+                  expect="", nccl=True):
         inputs = self.inputs
         min_b, max_b, factor = sizes or (inputs["min_bytes"], inputs["max_bytes"], inputs["step_factor"])
         argv = [self.tool("coll_perf"),
@@ -117,10 +127,17 @@ class Planner:
                 "--coll", ",".join(collectives or inputs["collectives"])]
         if inputs.get("timeout_s"):
             argv += ["-T", str(inputs["timeout_s"])]
-        argv += ["--point", point, "--jsonl", self.path(jsonl), "--log-dir", self.path("nccl", point),
+        log_flag = "--nccl-log-dir" if self.has_flag("--nccl-log-dir") else "--log-dir"
+        argv += ["--point", point, "--jsonl", self.path(jsonl), log_flag, self.path("nccl", point),
                  "-J", self.path("raw", point + ".json")]
         if expect:
             argv += ["--expect-transport", expect]
+        if inputs.get("sysfs_root") and self.has_flag("--sysfs-root"):
+            argv += ["--sysfs-root", inputs["sysfs_root"]]
+        # Algorithm/protocol per size from an untimed TUNING probe (never the timed iterations); not for
+        # the sanity pass (it must stay quick) nor for the MPI backend (no NCCL).
+        if nccl and jsonl == "cases.jsonl" and inputs.get("tuning_probe", True) and self.has_flag("--tuning-probe"):
+            argv += ["--tuning-probe", self.path("nccl", point, "tuning.json")]
         return argv
 
     def launch(self, name, kind, argv, nranks=1, hosts=None, env=None, base_point=None, repeat=None,
@@ -229,7 +246,7 @@ class Planner:
         oversubscribe = nranks > cpus or ngpus == 0
         sanity_sizes = self._sanity_sizes()
         argv = self.mpirun(nranks, oversubscribe=oversubscribe) + self.coll_args(
-            "sanity", sanity_sizes, ["all_reduce"], SANITY_ITERATIONS, "sanity.jsonl", expect) + extra
+            "sanity", sanity_sizes, ["all_reduce"], SANITY_ITERATIONS, "sanity.jsonl", expect, nccl=ngpus > 0) + extra
         launches.append(self.launch("sanity", "sanity", argv, nranks, [host], sizes=sweep_sizes(*sanity_sizes),
                                     collectives=["all_reduce"], mode_note=note))
         if ngpus >= 1:
@@ -237,7 +254,7 @@ class Planner:
             launches.append(self.launch(f"p2p.{host}", "p2p", [self.tool("p2p_matrix"), "--json", out],
                                         hosts=[host], outputs=[out]))
         for name, repeat in self.repeated(base):
-            argv = self.mpirun(nranks, oversubscribe=oversubscribe) + self.coll_args(name, expect=expect) + extra
+            argv = self.mpirun(nranks, oversubscribe=oversubscribe) + self.coll_args(name, expect=expect, nccl=ngpus > 0) + extra
             launches.append(self.launch(name, "local", argv, nranks, [host], base_point=base, repeat=repeat,
                                         mode_note=note))
         return launches

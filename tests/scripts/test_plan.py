@@ -50,10 +50,18 @@ class TwoNodePlan(TempDirTest):
             self.assertEqual(host_of(argv), "node5:8,node7:8")
             env = dict(argv[i + 1].split("=", 1) for i, word in enumerate(argv) if word == "-x")
             combos.add((env["NCCL_CROSS_NIC"], env["NCCL_IB_HCA"]))
-            self.assertEqual(argv[argv.index("--expect-transport") + 1], "inter=NET/IB+GDRDMA,intra=P2P")
+            self.assertEqual(argv[argv.index("--expect-transport") + 1], "inter=NET/IB")
             point = argv[argv.index("--point") + 1]
             self.assertEqual(argv[argv.index("--jsonl") + 1], os.path.join(self.results, "R1", "cases.jsonl"))
-            self.assertEqual(argv[argv.index("--log-dir") + 1], os.path.join(self.results, "R1", "nccl", point))
+            # coll_perf is not built under /opt/cclbench/bin: the newest flags are assumed.
+            self.assertEqual(argv[argv.index("--nccl-log-dir") + 1], os.path.join(self.results, "R1", "nccl", point))
+            self.assertEqual(argv[argv.index("--tuning-probe") + 1],
+                             os.path.join(self.results, "R1", "nccl", point, "tuning.json"))
+            self.assertEqual(argv[argv.index("-x") - 2:argv.index("-x")], ["--host", "node5:8,node7:8"])
+        for argv in intra:
+            self.assertNotIn("--expect-transport", argv, "no inter-node edges: the default gate is inter-node only")
+            self.assertNotIn("NCCL_IB_HCA", " ".join(argv))
+        self.assertNotIn("--tuning-probe", sanity, "the sanity pass stays quick")
         self.assertEqual(combos, {(c, h) for c in "012" for h in ("=mlx5_0:1,mlx5_3:1", "=mlx5_0:1", "=mlx5_3:1")})
         self.assertEqual(len(set(points)), len(points), "point names are unique")
         for argv, program in zip(launches, programs):
@@ -129,7 +137,26 @@ class LocalPlan(TempDirTest):
         coll = [argv for argv in launches if "/b/coll_perf" in argv]
         self.assertTrue(all(argv[argv.index("-np") + 1] == "4" and "--share-gpu" not in argv and "--backend" not in argv
                             for argv in coll))
-        self.assertEqual(coll[-1][coll[-1].index("--expect-transport") + 1], "intra=P2P")
+        self.assertNotIn("--expect-transport", coll[-1])
+        result = run_cli(["plan", "--results", self.results, "--bin-dir", "/b", "--expect-transport",
+                          "inter=NET/IB+GDRDMA,intra=P2P"], env={"CCLBENCH_FAKE_GPU_COUNT": "4"})
+        last = shlex.split(result.stdout.splitlines()[-1])
+        self.assertEqual(last[last.index("--expect-transport") + 1], "intra=P2P", "one node: only the intra part applies")
+
+    def test_flags_follow_the_built_coll_perf(self):
+        from helpers import FAKE_BIN
+        args = ["plan", "--results", self.results, "--bin-dir", FAKE_BIN]
+        newest = run_cli(args, env={"CCLBENCH_FAKE_GPU_COUNT": "2"})
+        self.assertIn("--nccl-log-dir", newest.stdout)
+        self.assertIn("--tuning-probe", newest.stdout)
+        self.assertNotIn("--tuning-probe", run_cli(args + ["--no-tuning-probe"], env={"CCLBENCH_FAKE_GPU_COUNT": "2"}).stdout)
+        older = run_cli(args, env={"CCLBENCH_FAKE_GPU_COUNT": "2", "FAKE_COLL_OLD_FLAGS": "1"})
+        self.assertEqual(older.returncode, 0, older.stderr)
+        self.assertNotIn("--nccl-log-dir", older.stdout)
+        self.assertNotIn("--tuning-probe", older.stdout)
+        self.assertIn("--log-dir", older.stdout)
+        mpi = run_cli(args, env={"CCLBENCH_FAKE_GPU_COUNT": "0"})
+        self.assertNotIn("--tuning-probe", mpi.stdout, "the MPI backend has no NCCL to probe")
 
 
 class HostParsing(TempDirTest):
