@@ -116,10 +116,11 @@ class RunData:
         return seen
 
     def has_nvlink(self):
+        """Any NV# path class between GPUs in a node's path matrix (topology.schema.json)."""
         for model in self.topology.values():
-            text = str(model).lower()
-            if "nvlink" in text and ("'nvlink': true" in text or "nv1" in text or "nv2" in text or "'nvlinks': [{" in text):
-                return True
+            for row in model.get("path_matrix") or []:
+                if isinstance(row, list) and any(isinstance(cell, str) and cell.startswith("NV") for cell in row):
+                    return True
         return False
 
 
@@ -239,10 +240,11 @@ def find_anomalies(data, cv_gate):
     # Transport verdicts recorded by coll_perf itself.
     for name, document in data.raw.items():
         transport = document.get("transport") if isinstance(document, dict) else None
-        if isinstance(transport, dict):
-            verdict = transport.get("status", transport.get("passed", transport.get("ok")))
-            if verdict in (False, "failed", "fail", "mismatch") and data.points_state.get(name, {}).get("exit_code") != 3:
-                anomalies.append(("transport mismatch", name, transport.get("reason") or str(verdict)))
+        expectation = transport.get("expectation") if isinstance(transport, dict) else None
+        if isinstance(expectation, dict) and expectation.get("passed") is False and \
+                data.points_state.get(name, {}).get("exit_code") != 3:
+            anomalies.append(("transport mismatch", name, "; ".join(str(p) for p in expectation.get("problems") or [])
+                              or expectation.get("message") or "expectation not met"))
     # Missing planned cases.
     for launch in data.coll_launches():
         complete, missing, _failed = point_completeness(data.records, launch)
@@ -251,6 +253,7 @@ def find_anomalies(data, cv_gate):
             more = f" and {len(missing) - 6} more" if len(missing) > 6 else ""
             anomalies.append(("missing cases", launch["name"], f"{len(missing)} planned case(s) absent: {shown}{more}"))
     # Physical ceilings.
+    above = {}
     for (point, case_id), record in sorted(data.latest.items()):
         busbw = record.get("busbw_gbps")
         if not isinstance(busbw, (int, float)) or isinstance(busbw, bool):
@@ -258,8 +261,12 @@ def find_anomalies(data, cv_gate):
         launch = plan_by_name.get(point)
         ceiling, why = ceiling_for(data, launch, record)
         if ceiling is not None and busbw > ceiling:
-            anomalies.append(("above physical limit", point,
-                              f"{case_id}: busbw {busbw:.2f} GB/s > {ceiling:.0f} GB/s ({why})"))
+            above.setdefault(point, []).append((busbw / ceiling, case_id, busbw, ceiling, why))
+    for point, items in above.items():  # one row per point: the worst case and how many
+        _ratio, case_id, busbw, ceiling, why = max(items)
+        count = f"{len(items)} case(s), worst " if len(items) > 1 else ""
+        anomalies.append(("above physical limit", point,
+                          f"{count}{case_id}: busbw {busbw:.2f} GB/s > {ceiling:.0f} GB/s ({why})"))
     # Variation: across repeats (the gate), and within a run.
     for (base, case_id), group in sorted(group_repeats(data.records).items()):
         value = repeat_cv(group)
@@ -405,60 +412,200 @@ def environment_section(data):
     return lines
 
 
+def _join(value):
+    if value is None:
+        return None
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value) if value else None
+    return value
+
+
 def topology_section(data):
+    """GPU - NIC - NUMA per node from topology/<host>.json (results_schema/topology.schema.json)."""
     lines = ["## Topology (GPU - NIC - NUMA)", ""]
     if not data.topology:
-        return lines + ["_no topology/<host>.json in this run_"]
+        return lines + ["_not available: no topology/<host>.json in this run_"]
     for host, model in sorted(data.topology.items()):
-        lines += [f"### {host}", ""]
-        gpus = model.get("gpus") or []
+        lines += [f"### {model.get('host') or host}", ""]
+        nearest = {}
+        for entry in model.get("gpu_nics") or []:
+            if isinstance(entry, dict):
+                allowed = [nic for nic in entry.get("allowed_nics") or entry.get("nic_order") or [] if isinstance(nic, dict)]
+                nearest[entry.get("gpu_index")] = ", ".join(
+                    f"{nic.get('name')}:{nic.get('port')}" + (f"/{nic['netdev']}" if nic.get("netdev") else "") +
+                    f" {nic.get('path_class') or '?'}" for nic in allowed[:2]) or None
         gpu_rows = []
-        for gpu in gpus:
+        for gpu in model.get("gpus") or []:
             if isinstance(gpu, dict):
-                nearest = gpu.get("nearest_nic") or gpu.get("closest_nic") or gpu.get("nic")
-                gpu_rows.append((gpu.get("index"), gpu.get("name") or gpu.get("model"), gpu.get("pci_bus_id"),
-                                 gpu.get("numa_node"), gpu.get("cpuset") or gpu.get("cpu_affinity"),
-                                 nearest if not isinstance(nearest, (dict, list)) else str(nearest)))
-        lines.append(md_table(["GPU", "name", "PCI bus id", "NUMA", "CPUs", "nearest NIC"], gpu_rows) if gpu_rows else "_no GPUs_")
+                gpu_rows.append((gpu.get("index"), gpu.get("name"), gpu.get("pci_bus_id"),
+                                 _join(gpu.get("numa_nodes")) if "numa_nodes" in gpu else gpu.get("numa_node"),
+                                 gpu.get("cpu_affinity") or gpu.get("cpu_affinity_reason"), nearest.get(gpu.get("index"))))
+        lines.append(md_table(["GPU", "name", "PCI bus id", "NUMA", "CPUs", "NICs, nearest first (path)"], gpu_rows)
+                     if gpu_rows else "_no GPUs found_")
         nic_rows = []
         for nic in model.get("nics") or []:
             if not isinstance(nic, dict):
                 continue
-            ports = "; ".join(f"{p.get('port')}: {p.get('state') or '-'} {p.get('link_layer') or ''} {p.get('rate') or ''}".strip()
-                              for p in nic.get("ports") or [] if isinstance(p, dict))
-            nic_rows.append((nic.get("name"), nic.get("netdev"), nic.get("pci_bus_id"), nic.get("numa_node"), ports or None))
-        lines += ["", md_table(["HCA", "netdev", "PCI bus id", "NUMA", "ports (state, link layer, rate)"], nic_rows)
+            ports = "; ".join(f"{p.get('port')}: {p.get('state') or '-'} {p.get('protocol') or p.get('link_layer') or ''} "
+                              f"{p.get('rate') or ''}".strip() for p in nic.get("ports") or [] if isinstance(p, dict))
+            nic_rows.append((nic.get("name"), nic.get("netdev"), nic.get("pci_bus_id"),
+                             _join(nic.get("numa_nodes")) if "numa_nodes" in nic else nic.get("numa_node"),
+                             ports or nic.get("ports_reason")))
+        lines += ["", md_table(["HCA", "netdev", "PCI bus id", "NUMA", "ports (state, protocol, rate)"], nic_rows)
                   if nic_rows else "_no RDMA NICs_", ""]
+        devices, matrix = model.get("devices"), model.get("path_matrix")
+        if isinstance(devices, list) and isinstance(matrix, list) and len(matrix) == len(devices) and devices:
+            rows = [[name] + [("X" if i == j else (cell or "-")) for j, cell in enumerate(row if isinstance(row, list) else [])]
+                    for i, (name, row) in enumerate(zip(devices, matrix))]
+            lines += ["Path classes (nvidia-smi topo -m legend):", "", md_table([""] + list(devices), rows), ""]
+        numa = [(n.get("os_index"), n.get("cpuset")) for n in model.get("numa_nodes") or [] if isinstance(n, dict)]
+        if numa:
+            lines += [md_table(["NUMA node", "CPUs"], numa), ""]
     return lines
 
 
+def _class_counts(value):
+    if not isinstance(value, dict) or not value:
+        return None
+    return ", ".join(f"{name} x{count}" for name, count in sorted(value.items()))
+
+
+def transport_observed(document):
+    """(inter-node classes, intra-node classes, NET devices, verdict) from coll_perf's transport section
+    (nccl_evidence's layout), or a 'not available: ...' text in the first cell."""
+    if not isinstance(document, dict):
+        return ("not available: no coll_perf result (raw/<point>.json) for this point", None, None, None)
+    manifest = document.get("manifest") if isinstance(document.get("manifest"), dict) else {}
+    if "transport" not in document or document.get("transport") is None:
+        if manifest.get("backend") == "mpi":
+            return ("not available: MPI backend (no NCCL, no transport to prove)", None, None, None)
+        reason = document.get("transport_reason") or "this coll_perf build records no transport section"
+        return (f"not available: {reason}", None, None, None)
+    transport = document["transport"]
+    if not isinstance(transport, dict):
+        return (f"not available: unexpected transport value {str(transport)[:80]}", None, None, None)
+    inter, intra, devices = {}, {}, {}
+    for comm in transport.get("communicators") or []:
+        if not isinstance(comm, dict):
+            continue
+        classes = comm.get("transport_classes") or {}
+        for scope, target in (("inter_node", inter), ("intra_node", intra)):
+            for name, count in (classes.get(scope) or {}).items():
+                if isinstance(count, int):
+                    target[name] = target.get(name, 0) + count
+        for used in comm.get("net_devices_used") or []:
+            if isinstance(used, dict):
+                key = f"{used.get('net')}/{used.get('device') or used.get('net_dev')}"
+                devices[key] = devices.get(key, 0) + (used.get("connections") or 0)
+    expectation = transport.get("expectation")
+    verdict = None
+    if isinstance(expectation, dict):
+        verdict = ("pass" if expectation.get("passed") else "FAILED") + f": {expectation.get('message') or ''}".rstrip(": ")
+        if expectation.get("problems"):
+            verdict += " (" + "; ".join(str(p) for p in expectation["problems"][:3]) + ")"
+    if not inter and not intra and not devices:
+        simple = "; ".join(f"{k}: {v}" for k, v in flatten(transport).items() if k != "expectation")[:300]
+        return (simple or "not available: the transport section is empty", None, None, verdict)
+    return (_class_counts(inter) or "none (one node)", _class_counts(intra), _class_counts(devices), verdict)
+
+
 def transport_section(data):
-    lines = ["## Transport evidence per sweep point", ""]
+    lines = ["## Transport evidence per sweep point", "",
+             "What NCCL actually used, parsed by coll_perf from NCCL's own INFO logs (nccl/<point>/); "
+             "the gate is coll_perf --expect-transport (exit 3 on a mismatch).", ""]
     rows = []
     for launch in [l for l in data.plan if l.get("kind") in COLL_KINDS + ("sanity",)]:
         name = launch["name"]
         state = data.points_state.get(name, {})
-        expect = None
         argv = launch.get("argv") or []
-        if "--expect-transport" in argv:
-            expect = argv[argv.index("--expect-transport") + 1]
+        expect = argv[argv.index("--expect-transport") + 1] if "--expect-transport" in argv[:-1] else None
+        inter, intra, devices, verdict = transport_observed(data.raw.get(name))
         if not expect:
-            verdict = "not gated"
+            gate = "not gated"
         elif state.get("exit_code") == 3:
-            verdict = "FAILED"
+            gate = verdict if verdict and verdict.startswith("FAILED") else "FAILED (coll_perf exit 3)"
+        elif verdict:
+            gate = verdict
         elif state.get("status") == "complete":
-            verdict = "pass"
+            gate = "pass"
         else:
-            verdict = "-"
-        document = data.raw.get(name)
-        transport = document.get("transport") if isinstance(document, dict) else None
-        summary = None
-        if isinstance(transport, dict):
-            summary = "; ".join(f"{k}: {v}" for k, v in flatten(transport).items())[:400]
+            gate = state.get("status") or "-"
         env = ", ".join(f"{k}={v}" for k, v in (launch.get("env") or {}).items())
-        rows.append((name, env or None, expect, verdict, summary))
-    lines.append(md_table(["point", "environment", "expectation", "gate", "observed (coll_perf transport)"], rows)
+        rows.append((name, env or None, expect, gate, inter, intra, devices))
+    lines.append(md_table(["point", "environment", "expectation", "gate", "inter-node (class x connections)",
+                           "intra-node", "NET devices used"], rows)
                  if rows else "_no collective launches planned_")
+    lines += [""] + rails_section(data) + [""] + bindings_section(data)
+    return lines
+
+
+def rails_section(data):
+    """Per-rail bytes moved per point, from the rail counters coll_perf records with each case."""
+    lines = ["### Rails (HCA counter deltas summed over the point's cases)", "",
+             "Counters count all traffic on a port, not only this benchmark's.", ""]
+    per_point = {}
+    for (point, _case), record in data.latest.items():
+        per_point.setdefault(point, []).append(record)
+    rows = []
+    for launch in data.coll_launches():
+        name = launch["name"]
+        records = per_point.get(name, [])
+        totals, errors = rail_totals(records)
+        if not totals:
+            if launch.get("kind") != "inter":
+                continue
+            reasons = {str(r.get("evidence", {}).get("rails_reason")) for r in records
+                       if isinstance(r.get("evidence"), dict) and r["evidence"].get("rails_reason")}
+            why = next(iter(reasons)) if reasons else ("no case records" if not records else
+                                                       "the case records carry no rail counters")
+            rows.append((name, f"not available: {why}", None, None))
+            continue
+        total = sum(totals.values()) or 1
+        shares = ", ".join(f"{rail} {value / total * 100:.0f}%" for rail, value in sorted(totals.items()))
+        moved = ", ".join(f"{rail} {value / 1e9:.3f} GB" for rail, value in sorted(totals.items()))
+        rows.append((name, shares, moved, ", ".join(f"{r}: {c:g}" for r, c in sorted(errors.items())) or "0"))
+    if not rows:
+        return lines + ["_not available: no multi-node point in this run (rails carry no traffic inside one node)_"]
+    return lines + [md_table(["point", "share per rail", "bytes per rail", "error increments"], rows)]
+
+
+def bindings_section(data):
+    """The CPU/memory/GPU/NIC binding each rank ran under (coll_perf's bindings section); identical rows
+    of several points are shown once, with the points listed."""
+    lines = ["### Rank bindings (GPU - CPU - memory - NIC each rank ran under)", ""]
+    grouped = {}
+    reasons = set()
+    for launch in data.coll_launches():
+        base = launch.get("base_point") or launch["name"]
+        document = data.raw.get(launch["name"])
+        bindings = document.get("bindings") if isinstance(document, dict) else None
+        if not isinstance(bindings, list) or not bindings:
+            manifest = document.get("manifest") if isinstance(document, dict) and isinstance(document.get("manifest"), dict) else {}
+            reasons.add(f"{base}: " + ("MPI backend (no GPU bound)" if manifest.get("backend") == "mpi" else
+                                       "no coll_perf result" if document is None else "no bindings section"))
+            continue
+        for binding in bindings:
+            if not isinstance(binding, dict):
+                continue
+            nics = binding.get("allowed_nics")
+            if isinstance(nics, list):
+                nics = ",".join(str(n.get("name") if isinstance(n, dict) else n) for n in nics)
+            key = (binding.get("rank"), binding.get("host"), binding.get("gpu_pci_bus_id"),
+                   binding.get("cpu_binding") or binding.get("cpu_binding_reason"),
+                   binding.get("memory_binding") or binding.get("memory_binding_reason"),
+                   binding.get("gpu_numa_node"), nics)
+            points = grouped.setdefault(key, [])
+            if base not in points:
+                points.append(base)
+    rows = []
+    for key, points in sorted(grouped.items(), key=lambda item: (item[1][0], str(item[0][0]))):
+        shown = ", ".join(points) if len(points) <= 3 else f"{points[0]} and {len(points) - 1} more"
+        rows.append((shown,) + tuple("-" if value is None else str(value) for value in key))
+    if rows:
+        lines.append(md_table(["points", "rank", "host", "GPU bus id", "CPU binding", "memory binding", "GPU NUMA",
+                               "NICs allowed"], rows[:400]))
+    if reasons:
+        lines += ["", "Not available: " + "; ".join(sorted(reasons)[:12]) + (" ..." if len(reasons) > 12 else "")]
     return lines
 
 
@@ -524,31 +671,77 @@ def repeats_section(data, cv_gate):
             md_table(["point", "case", "repeats", "CV %", "gate"], rows[:200]), ""]
 
 
-def p2p_section(data, pyplot, plots_dir):
-    lines = ["## P2P matrices", ""]
-    if not data.p2p:
-        return lines + ["_no p2p/<host>.json in this run_", ""]
-    for host, document in sorted(data.p2p.items()):
-        lines += [f"### {host}", ""]
-        for test in document.get("tests") or []:
-            if not isinstance(test, dict):
+def p2p_matrices(document):
+    """[(test name, unit, description, bytes, N x N matrix)] for the pair tests of a p2p_matrix result
+    (results_schema/p2p_matrix.schema.json): the median bandwidth (or latency) of each src -> dst at the
+    largest size measured; None where a pair was not measured (never 0)."""
+    tests = {t.get("name"): t for t in document.get("tests") or [] if isinstance(t, dict)}
+    devices = [d.get("index") for d in document.get("devices") or [] if isinstance(d, dict)]
+    count = max([i for i in devices if isinstance(i, int)], default=-1) + 1
+    by_test = {}
+    for result in document.get("results") or []:
+        if not isinstance(result, dict):
+            continue
+        src, dst = result.get("src"), result.get("dst")
+        if not isinstance(src, int) or not isinstance(dst, int) or isinstance(src, bool):
+            continue
+        test = tests.get(result.get("test"), {})
+        if test.get("scope", "pair") != "pair":
+            continue
+        by_test.setdefault(result.get("test"), []).append(result)
+        count = max(count, src + 1, dst + 1)
+    out = []
+    for name in [n for n in tests if n in by_test] + [n for n in by_test if n not in tests]:
+        results = by_test[name]
+        unit = tests.get(name, {}).get("unit") or ""
+        key = "latency_us" if unit == "us" else ("load_latency_ns" if unit == "ns" else "bandwidth_gbps")
+        sizes = [r.get("bytes") for r in results if isinstance(r.get("bytes"), int)]
+        largest = max(sizes) if sizes else None
+        matrix = [[None] * count for _ in range(count)]
+        for result in results:
+            if largest is not None and result.get("bytes") != largest:
                 continue
-            name, unit = test.get("name") or "test", test.get("unit") or ""
-            matrix = test.get("matrix")
-            lines += [f"**{name}** ({unit})", ""]
-            if isinstance(matrix, list) and matrix and all(isinstance(row, list) for row in matrix):
-                if pyplot is not None:
-                    safe = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in f"p2p_{host}_{name}")
-                    path = os.path.join(plots_dir, safe + ".png")
-                    plot_heatmap(pyplot, path, f"{host}: {name}", matrix, unit)
-                    lines += [f"![{host} {name}](plots/{safe}.png)", ""]
-                header = ["src \\ dst"] + [str(j) for j in range(max(len(row) for row in matrix))]
-                rows = [[str(i)] + [fmt_number(v) for v in row] for i, row in enumerate(matrix)]
-                lines += [md_table(header, rows), ""]
-            elif isinstance(test.get("results"), list):
-                lines += [f"{len(test['results'])} result(s); see p2p/{host}.json", ""]
-            else:
-                lines += ["_no values_", ""]
+            stats = result.get(key)
+            if result.get("status") == "ok" and isinstance(stats, dict) and isinstance(stats.get("median"), (int, float)):
+                matrix[result["src"]][result["dst"]] = stats["median"]
+        label = {"gbps": "GB/s", "us": "us", "ns": "ns"}.get(unit, unit)
+        out.append((name, label, tests.get(name, {}).get("description"), largest, matrix))
+    return out
+
+
+def p2p_section(data, pyplot, plots_dir):
+    lines = ["## P2P matrices (per node, src row -> dst column)", ""]
+    if not data.p2p:
+        return lines + ["_not available: no p2p/<host>.json in this run (no GPU, or the P2P launch did not finish)_", ""]
+    for host, document in sorted(data.p2p.items()):
+        lines += [f"### {host}" + (f" (host {document['host']})" if document.get("host") not in (None, host) else ""), ""]
+        if document.get("no_device_reason"):
+            lines += [f"_not available: {document['no_device_reason']}_", ""]
+        matrices = p2p_matrices(document)
+        if not matrices and not document.get("no_device_reason"):
+            lines += ["_no GPU pair measured (one GPU, or every pair skipped)_", ""]
+        for name, unit, description, size, matrix in matrices:
+            lines += [f"**{name}** ({unit}{', ' + format_size(size) if size else ''})" +
+                      (f": {description}" if description else ""), ""]
+            if pyplot is not None:
+                safe = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in f"p2p_{host}_{name}")
+                plot_heatmap(pyplot, os.path.join(plots_dir, safe + ".png"), f"{host}: {name}", matrix, unit)
+                lines += [f"![{host} {name}](plots/{safe}.png)", ""]
+            header = ["src \\ dst"] + [str(j) for j in range(len(matrix))]
+            rows = [[str(i)] + ["X" if i == j else fmt_number(v) for j, v in enumerate(row)] for i, row in enumerate(matrix)]
+            lines += [md_table(header, rows), ""]
+        others = {}
+        for result in document.get("results") or []:
+            if isinstance(result, dict) and not (isinstance(result.get("src"), int) and isinstance(result.get("dst"), int)):
+                stats = result.get("bandwidth_gbps")
+                if result.get("status") == "ok" and isinstance(stats, dict):
+                    others.setdefault(result.get("test"), []).append(
+                        (result.get("src"), result.get("dst"), result.get("bytes"), stats.get("median")))
+        if others:
+            rows = [(test, src, dst, format_size(size) if isinstance(size, int) else None, fmt_number(value))
+                    for test, items in sorted(others.items()) for src, dst, size, value in items]
+            lines += ["Host <-> device and single-GPU tests (GB/s, median):", "",
+                      md_table(["test", "src", "dst", "size", "GB/s"], rows[:200]), ""]
     return lines
 
 

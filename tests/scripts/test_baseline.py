@@ -111,8 +111,39 @@ class BaselineRuns(TempDirTest):
         text = read_text(os.path.join(run, "report.md"))
         self.assertIn("inter.cross2.rail-mlx5_3", text)
         self.assertIn("NCCL_IB_HCA==mlx5_0:1,mlx5_3:1", text)
-        self.assertIn("ce_unidir_bw", text, "P2P matrices are reported")
+        self.assertIn("**d2d_ce_write_uni** (GB/s, 256M)", text, "P2P matrices are reported")
+        self.assertIn("| 0 | X | 52.00 | 38.00 | 38.00 |", text, "from the real p2p_matrix layout, src row -> dst column")
         self.assertIn("| mlx5_3 | eth3 |", text, "the GPU-NIC-NUMA table")
+        self.assertIn("mlx5_0:1/eth0 PIX", text, "nearest NIC per GPU")
+        self.assertIn("| GPU0 | X | PIX |", text, "path classes")
+        self.assertIn("NET/IB/GDRDMA x32", text, "transport evidence per point")
+        self.assertIn("IB/mlx5_0 x16, IB/mlx5_3 x16", text, "NET devices used")
+        self.assertIn("pass: transport as expected", text)
+        self.assertIn("| inter.cross0.rails-both and 8 more | 15 |", text, "rank bindings, grouped over points")
+        self.assertIn("not available: the case records carry no rail counters", text)
+        for launch in manifest["plan"]:
+            if launch["kind"] == "inter":
+                argv = launch["argv"]
+                self.assertEqual(argv[argv.index("--expect-transport") + 1], "inter=NET/IB")
+                self.assertTrue(os.path.isdir(os.path.join(run, "nccl", launch["name"])), "NCCL logs per point")
+        for host in ("localhost", "127.0.0.1"):
+            for schema, sub in (("topology.schema.json", "topology"), ("p2p_matrix.schema.json", "p2p")):
+                ok, errors = validate(schema, os.path.join(run, sub, host + ".json"))
+                self.assertTrue(ok, errors)
+        ok, errors = validate("coll_perf.schema.json", *sorted(glob.glob(os.path.join(run, "raw", "*.json"))))
+        self.assertTrue(ok, errors)
+
+    def test_transport_fallback_fails_the_point(self):
+        result = self.baseline("S", *TWO_NODES, "--coll", "all_reduce", "--cross-nic", "0",
+                               env={"FAKE_COLL_TRANSPORT": "socket"})
+        self.assertRunError(result, 1)
+        self.assertIn("exit 3 (transport expectation failed)", result.stderr.splitlines()[-1])
+        run = os.path.join(self.results, "S")
+        self.assertEqual(run_cli(["report", run], env={"CCLBENCH_NO_MATPLOTLIB": "1"}).returncode, 0)
+        text = read_text(os.path.join(run, "report.md"))
+        anomalies = text[text.index("## Anomalies"):text.index("## Environment")]
+        self.assertIn("| transport mismatch | sanity |", anomalies)
+        self.assertIn("NET/Socket x32", text)
 
     def test_gpus_per_node_mismatch(self):
         result = self.baseline("G", *TWO_NODES, env={"FAKE_GPUS": "4"})
@@ -270,7 +301,8 @@ class BaselineRuns(TempDirTest):
         self.assertRegex(anomalies, r"above physical limit \| inter\.cross0\.rails-both \| .* > 100 GB/s \(2 x 400G")
         self.assertRegex(anomalies, r"above physical limit \| inter\.cross1\.rail-mlx5_0 \| .* > 50 GB/s \(1 x 400G")
         self.assertRegex(anomalies, r"above physical limit \| intra\.localhost \| .* > 64 GB/s \(PCIe Gen5 x16\)")
-        self.assertIn("| FAILED |", text, "the transport table marks the failed gate")
+        self.assertIn("| FAILED (coll_perf exit 3) |", text, "the transport table marks the failed gate")
+        self.assertEqual(anomalies.count("above physical limit | inter.cross0.rails-both"), 1, "one row per point")
 
 
 if __name__ == "__main__":
