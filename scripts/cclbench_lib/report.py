@@ -609,6 +609,48 @@ def bindings_section(data):
     return lines
 
 
+def algo_proto(record):
+    """'ALGO/PROTO' NCCL chose for a case (from coll_perf's untimed TUNING probe), or None."""
+    evidence = record.get("evidence") if isinstance(record.get("evidence"), dict) else {}
+    for source in (evidence.get("tuning"), evidence, record):
+        entries = source if isinstance(source, list) else [source]
+        found = []
+        for entry in entries:
+            if isinstance(entry, dict) and (entry.get("algorithm") or entry.get("algo")):
+                text = f"{entry.get('algorithm') or entry.get('algo')}/{entry.get('protocol') or entry.get('proto') or '?'}"
+                if text not in found:
+                    found.append(text)
+        if found:
+            return ", ".join(found)
+    return None
+
+
+def tuning_section(data):
+    lines = ["## NCCL algorithm / protocol per size (untimed TUNING probe)", ""]
+    table = {}
+    for (point, _case), record in data.latest.items():
+        if record.get("in_place"):
+            continue
+        choice = algo_proto(record)
+        if choice:
+            table.setdefault(base_point_of(point), {})[(record.get("collective"), record.get("requested_bytes"))] = choice
+    if not table:
+        launches = data.coll_launches()
+        if launches and all("--backend" in (l.get("argv") or []) for l in launches):
+            why = "MPI backend (no NCCL)"
+        elif launches and not any("--tuning-probe" in (l.get("argv") or []) for l in launches):
+            why = "no launch asked for --tuning-probe (this coll_perf build lacks it, or --no-tuning-probe)"
+        else:
+            why = "the case records carry no algorithm/protocol"
+        return lines + [f"_not available: {why}_", ""]
+    for base, cells in table.items():
+        collectives = sorted({c for c, _ in cells})
+        sizes = sorted({s for _, s in cells if isinstance(s, int)})
+        rows = [[format_size(size)] + [cells.get((c, size)) for c in collectives] for size in sizes]
+        lines += [f"### {base}", "", md_table(["size"] + collectives, rows), ""]
+    return lines
+
+
 def points_section(data):
     rows = []
     for launch in data.plan:
@@ -797,6 +839,7 @@ def build_report(run_dir, cv_gate=None):
     lines += transport_section(data) + [""]
     lines += collective_sections(data, plot_links)
     lines += repeats_section(data, cv_gate)
+    lines += tuning_section(data)
     lines += p2p_section(data, pyplot, plots_dir)
     sanity_path = os.path.join(data.run_dir, "sanity.jsonl")
     if os.path.exists(sanity_path):

@@ -119,6 +119,8 @@ class BaselineRuns(TempDirTest):
         self.assertIn("NET/IB/GDRDMA x32", text, "transport evidence per point")
         self.assertIn("IB/mlx5_0 x16, IB/mlx5_3 x16", text, "NET devices used")
         self.assertIn("pass: transport as expected", text)
+        self.assertIn("## NCCL algorithm / protocol per size", text)
+        self.assertIn("| 8K | TREE/LL | TREE/LL | TREE/LL | TREE/LL |", text)
         self.assertIn("| inter.cross0.rails-both and 8 more | 15 |", text, "rank bindings, grouped over points")
         self.assertIn("not available: the case records carry no rail counters", text)
         for launch in manifest["plan"]:

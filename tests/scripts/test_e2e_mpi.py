@@ -61,6 +61,7 @@ class RealTools(TempDirTest):
         self.assertIn("### alltoall", text)
         self.assertIn("MPI backend", text)
         self.assertIn("not available: MPI backend (no NCCL, no transport to prove)", text)
+        self.assertIn("_not available: MPI backend (no NCCL)_", text)
         anomalies = text[text.index("## Anomalies"):text.index("## Environment")]
         for kind in ("launch not complete", "wrong data", "case not ok", "missing cases", "unreadable result"):
             self.assertNotIn(f"| {kind} |", anomalies)  # per-iteration CV may be flagged: CI oversubscribes 2 cores
