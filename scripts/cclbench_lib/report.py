@@ -187,34 +187,52 @@ def ceiling_for(data, launch, record):
     return PCIE_GEN5_X16_GBPS, "PCIe Gen5 x16"
 
 
+def _count(value):
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) else None
+
+
 def rail_totals(records):
-    """Per-rail bytes from each record's evidence (tolerant of the exact layout)."""
-    totals = {}
-    errors = {}
+    """({rail: bytes}, {rail: error increments}, [flags]) summed over records, from coll_perf's
+    evidence.rails (case_record.schema.json): nodes[].ib_ports[] with total_bytes (xmit + rcv) per rail."""
+    totals, errors, flags = {}, {}, []
     for record in records:
         evidence = record.get("evidence") if isinstance(record.get("evidence"), dict) else {}
         rails = evidence.get("rails")
-        if isinstance(rails, dict):
-            rails = [dict(value, name=key) if isinstance(value, dict) else {"name": key, "bytes": value}
-                     for key, value in rails.items()]
-        if not isinstance(rails, list):
+        if not isinstance(rails, dict):
             continue
-        for rail in rails:
-            if not isinstance(rail, dict):
+        for flag in rails.get("flags") or []:
+            if isinstance(flag, str) and flag not in flags:
+                flags.append(flag)
+        for node in rails.get("nodes") or []:
+            if not isinstance(node, dict):
                 continue
-            name = rail.get("hca") or rail.get("name") or rail.get("device") or rail.get("netdev")
-            if rail.get("port") is not None and name and ":" not in str(name):
-                name = f"{name}:{rail['port']}"
-            moved = 0
-            for key, value in rail.items():
-                if isinstance(value, (int, float)) and not isinstance(value, bool) and key.endswith("bytes"):
-                    moved += value
-            if name:
-                totals[name] = totals.get(name, 0) + moved
-                for key, value in rail.items():
-                    if "error" in key and isinstance(value, (int, float)) and value > 0:
-                        errors[name] = errors.get(name, 0) + value
-    return totals, errors
+            for port in node.get("ib_ports") or []:
+                if not isinstance(port, dict) or not port.get("rail"):
+                    continue
+                moved = _count(port.get("total_bytes"))
+                if moved is None and _count(port.get("xmit_bytes")) is not None and _count(port.get("rcv_bytes")) is not None:
+                    moved = port["xmit_bytes"] + port["rcv_bytes"]
+                if moved is not None:
+                    totals[port["rail"]] = totals.get(port["rail"], 0) + moved
+                increments = port.get("error_increments")
+                if isinstance(increments, dict):
+                    count = sum(v for v in increments.values() if _count(v))
+                    if count:
+                        errors[port["rail"]] = errors.get(port["rail"], 0) + count
+    return totals, errors, flags
+
+
+def rails_reason(records):
+    """Why a point has no rail bytes, from the records' own reasons."""
+    for record in records:
+        rails = (record.get("evidence") or {}).get("rails") if isinstance(record.get("evidence"), dict) else None
+        if isinstance(rails, dict):
+            for node in rails.get("nodes") or []:
+                if isinstance(node, dict) and (node.get("ib_reason") or node.get("error")):
+                    return f"{node.get('host')}: {node.get('ib_reason') or node.get('error')}"
+    if not records:
+        return "no case records"
+    return "the case records carry no rail counters (coll_perf without rail evidence)"
 
 
 def find_anomalies(data, cv_gate):
@@ -287,9 +305,12 @@ def find_anomalies(data, cv_gate):
         per_point.setdefault(point, []).append(record)
     for point, records in sorted(per_point.items()):
         launch = plan_by_name.get(point)
-        totals, errors = rail_totals(records)
+        totals, errors, flags = rail_totals(records)
         for rail, count in sorted(errors.items()):
             anomalies.append(("rail errors", point, f"{rail}: {count:g} error counter increment(s)"))
+        if launch is not None and launch.get("kind") == "inter":
+            for flag in flags[:5]:
+                anomalies.append(("rail flag", point, flag))
         if not totals or launch is None or launch.get("kind") != "inter":
             continue
         bound = [h for h in (launch.get("env") or {}).get("NCCL_IB_HCA", "").lstrip("=^").split(",") if h]
@@ -426,7 +447,7 @@ def topology_section(data):
     if not data.topology:
         return lines + ["_not available: no topology/<host>.json in this run_"]
     for host, model in sorted(data.topology.items()):
-        lines += [f"### {model.get('host') or host}", ""]
+        lines += [f"### {host}" + (f" (host {model['host']})" if model.get("host") not in (None, host) else ""), ""]
         nearest = {}
         for entry in model.get("gpu_nics") or []:
             if isinstance(entry, dict):
@@ -471,42 +492,37 @@ def _class_counts(value):
 
 
 def transport_observed(document):
-    """(inter-node classes, intra-node classes, NET devices, verdict) from coll_perf's transport section
-    (nccl_evidence's layout), or a 'not available: ...' text in the first cell."""
+    """(inter-node classes, intra-node classes, NET devices, gate verdict) from coll_perf's -J transport
+    section (coll_perf.schema.json), or a 'not available: <reason>' text in the first cell."""
     if not isinstance(document, dict):
         return ("not available: no coll_perf result (raw/<point>.json) for this point", None, None, None)
-    manifest = document.get("manifest") if isinstance(document.get("manifest"), dict) else {}
-    if "transport" not in document or document.get("transport") is None:
-        if manifest.get("backend") == "mpi":
-            return ("not available: MPI backend (no NCCL, no transport to prove)", None, None, None)
-        reason = document.get("transport_reason") or "this coll_perf build records no transport section"
+    transport = document.get("transport")
+    if transport is None:
+        manifest = document.get("manifest") if isinstance(document.get("manifest"), dict) else {}
+        reason = document.get("transport_reason") or ("MPI backend (no NCCL, no transport to prove)"
+                                                       if manifest.get("backend") == "mpi" else
+                                                       "this coll_perf build records no transport section")
         return (f"not available: {reason}", None, None, None)
-    transport = document["transport"]
     if not isinstance(transport, dict):
         return (f"not available: unexpected transport value {str(transport)[:80]}", None, None, None)
-    inter, intra, devices = {}, {}, {}
-    for comm in transport.get("communicators") or []:
-        if not isinstance(comm, dict):
-            continue
-        classes = comm.get("transport_classes") or {}
-        for scope, target in (("inter_node", inter), ("intra_node", intra)):
-            for name, count in (classes.get(scope) or {}).items():
-                if isinstance(count, int):
-                    target[name] = target.get(name, 0) + count
-        for used in comm.get("net_devices_used") or []:
+    devices = {}
+    evidence = transport.get("evidence") if isinstance(transport.get("evidence"), dict) else {}
+    for comm in evidence.get("communicators") or []:
+        for used in (comm.get("net_devices_used") or []) if isinstance(comm, dict) else []:
             if isinstance(used, dict):
                 key = f"{used.get('net')}/{used.get('device') or used.get('net_dev')}"
                 devices[key] = devices.get(key, 0) + (used.get("connections") or 0)
-    expectation = transport.get("expectation")
+    status = transport.get("status")
     verdict = None
-    if isinstance(expectation, dict):
-        verdict = ("pass" if expectation.get("passed") else "FAILED") + f": {expectation.get('message') or ''}".rstrip(": ")
-        if expectation.get("problems"):
-            verdict += " (" + "; ".join(str(p) for p in expectation["problems"][:3]) + ")"
-    if not inter and not intra and not devices:
-        simple = "; ".join(f"{k}: {v}" for k, v in flatten(transport).items() if k != "expectation")[:300]
-        return (simple or "not available: the transport section is empty", None, None, verdict)
-    return (_class_counts(inter) or "none (one node)", _class_counts(intra), _class_counts(devices), verdict)
+    if status == "passed":
+        verdict = "pass"
+    elif status == "failed":
+        verdict = "FAILED" + (f": {transport.get('reason')}" if transport.get("reason") else "")
+    inter = _class_counts(transport.get("inter_node"))
+    intra = _class_counts(transport.get("intra_node"))
+    if inter is None and intra is None:
+        inter = "not available: " + (transport.get("summary") or "no connection lines in the NCCL logs")
+    return (inter or "none (one node)", intra, _class_counts(devices), verdict)
 
 
 def transport_section(data):
@@ -550,15 +566,13 @@ def rails_section(data):
     for launch in data.coll_launches():
         name = launch["name"]
         records = per_point.get(name, [])
-        totals, errors = rail_totals(records)
+        totals, errors, _flags = rail_totals(records)
         if not totals:
             if launch.get("kind") != "inter":
                 continue
-            reasons = {str(r.get("evidence", {}).get("rails_reason")) for r in records
-                       if isinstance(r.get("evidence"), dict) and r["evidence"].get("rails_reason")}
-            why = next(iter(reasons)) if reasons else ("no case records" if not records else
-                                                       "the case records carry no rail counters")
-            rows.append((name, f"not available: {why}", None, None))
+            rows.append((name, f"not available: {rails_reason(records)}", None, None))
+            continue
+        if launch.get("kind") != "inter" and not any(totals.values()):
             continue
         total = sum(totals.values()) or 1
         shares = ", ".join(f"{rail} {value / total * 100:.0f}%" for rail, value in sorted(totals.items()))
@@ -580,25 +594,30 @@ def bindings_section(data):
         document = data.raw.get(launch["name"])
         bindings = document.get("bindings") if isinstance(document, dict) else None
         if not isinstance(bindings, list) or not bindings:
-            manifest = document.get("manifest") if isinstance(document, dict) and isinstance(document.get("manifest"), dict) else {}
-            reasons.add(f"{base}: " + ("MPI backend (no GPU bound)" if manifest.get("backend") == "mpi" else
-                                       "no coll_perf result" if document is None else "no bindings section"))
+            reasons.add(f"{base}: " + ("no coll_perf result" if document is None else "no bindings section"))
             continue
         for binding in bindings:
             if not isinstance(binding, dict):
                 continue
             nics = binding.get("allowed_nics")
             if isinstance(nics, list):
-                nics = ",".join(str(n.get("name") if isinstance(n, dict) else n) for n in nics)
+                nics = ",".join(f"{n.get('name')}:{n.get('port')}" + (f" {n['path_class']}" if n.get("path_class") else "")
+                                if isinstance(n, dict) else str(n) for n in nics)
+            memory = binding.get("memory_binding")
+            if isinstance(memory, dict):
+                memory = f"{memory.get('policy')}:{memory.get('nodeset')}"
             key = (binding.get("rank"), binding.get("host"), binding.get("gpu_pci_bus_id"),
                    binding.get("cpu_binding") or binding.get("cpu_binding_reason"),
-                   binding.get("memory_binding") or binding.get("memory_binding_reason"),
-                   binding.get("gpu_numa_node"), nics)
+                   memory or binding.get("memory_binding_reason"),
+                   binding.get("gpu_numa_node") if binding.get("gpu_numa_node") is not None else binding.get("gpu_numa_node_reason"),
+                   nics)
             points = grouped.setdefault(key, [])
             if base not in points:
                 points.append(base)
     rows = []
-    for key, points in sorted(grouped.items(), key=lambda item: (item[1][0], str(item[0][0]))):
+    order = {launch.get("base_point") or launch["name"]: index for index, launch in enumerate(data.coll_launches())}
+    for key, points in sorted(grouped.items(), key=lambda item: (order.get(item[1][0], 0), str(item[0][1]),
+                                                                 item[0][0] if isinstance(item[0][0], int) else -1)):
         shown = ", ".join(points) if len(points) <= 3 else f"{points[0]} and {len(points) - 1} more"
         rows.append((shown,) + tuple("-" if value is None else str(value) for value in key))
     if rows:
@@ -632,14 +651,20 @@ def tuning_section(data):
         if record.get("in_place"):
             continue
         choice = algo_proto(record)
-        if choice:
-            table.setdefault(base_point_of(point), {})[(record.get("collective"), record.get("requested_bytes"))] = choice
+        cells = table.setdefault(base_point_of(point), {})
+        key = (record.get("collective"), record.get("requested_bytes"))
+        if choice or key not in cells:
+            cells[key] = choice
+    table = {base: cells for base, cells in table.items() if any(cells.values())}
     if not table:
         launches = data.coll_launches()
         if launches and all("--backend" in (l.get("argv") or []) for l in launches):
             why = "MPI backend (no NCCL)"
-        elif launches and not any("--tuning-probe" in (l.get("argv") or []) for l in launches):
-            why = "no launch asked for --tuning-probe (this coll_perf build lacks it, or --no-tuning-probe)"
+        elif launches and not any("--tuning-from" in (l.get("argv") or []) for l in launches):
+            why = "no tuning probe was planned (this coll_perf build lacks --tuning-probe, or --no-tuning-probe)"
+        elif any(data.points_state.get(l["name"], {}).get("status") != "complete"
+                 for l in data.plan if l.get("kind") == "tuning"):
+            why = "the tuning probe launch did not complete (see Launches)"
         else:
             why = "the case records carry no algorithm/protocol"
         return lines + [f"_not available: {why}_", ""]
@@ -648,7 +673,8 @@ def tuning_section(data):
         sizes = sorted({s for _, s in cells if isinstance(s, int)})
         rows = [[format_size(size)] + [cells.get((c, size)) for c in collectives] for size in sizes]
         lines += [f"### {base}", "", md_table(["size"] + collectives, rows), ""]
-    return lines
+    return lines + ["'-': no choice recorded (NCCL logs none for collectives it runs as grouped send/recv, "
+                    "e.g. alltoall; the records' evidence.tuning_reason says why).", ""]
 
 
 def points_section(data):
