@@ -19,6 +19,7 @@
 #include "bench/core/errors.hpp"
 #include "bench/core/pattern.hpp"
 #include "bench/nccl/cuda_handles.hpp"
+#include "kernels/p2p_kernels.hpp"
 #include "kernels/pattern_kernels.hpp"
 
 namespace cclbench {
@@ -31,6 +32,23 @@ constexpr std::uint64_t kMiB = 1ull << 20;
 constexpr std::uint64_t kNcclReserveBytes = 1ull << 30;
 constexpr std::size_t kScratchBytes = 256;  // the device-side wrong-element counter
 constexpr int kBusIdChars = 32;
+// Timed iterations queued behind the blocker kernel at most (CUDA's launch queue holds about a
+// thousand launches; every iteration is two events and one or a few kernels per GPU).
+constexpr int kMaxGatedIterations = 200;
+constexpr std::uint64_t kGateTimeoutNs = 30ull * 1000 * 1000 * 1000;
+
+// Opens the blocker kernel's flag when it goes out of scope, also when queueing threw halfway, so
+// no blocker spins until its timeout in front of a stream that is about to be aborted.
+class GateRelease {
+ public:
+  explicit GateRelease(volatile int* flag) : flag_(flag) {}
+  ~GateRelease() { *flag_ = 1; }
+  GateRelease(const GateRelease&) = delete;
+  GateRelease& operator=(const GateRelease&) = delete;
+
+ private:
+  volatile int* flag_;
+};
 
 ncclDataType_t nccl_type(DataType dtype) {
   switch (dtype) {
@@ -209,13 +227,18 @@ class NcclBackend final : public Backend {
   std::uint64_t buffer_bytes_ = 0;  // per send and per receive buffer, the same on every rank
   std::uint64_t min_free_bytes_ = 0;
   int max_sharing_ = 1;
+  bool native_alltoall_ = false;  // ncclAlltoAll: NCCL >= 2.28 at build and at run time
   std::vector<LocalGpu> gpus_;
   PinnedBuffer wrong_host_;
+  PinnedBuffer gate_words_;  // [0]: release flag for the blocker kernel, [1]: set by it on timeout
   Communicators comms_;  // declared last: destroyed (or aborted) before the buffers and streams
 };
 
 NcclBackend::NcclBackend(const Config& config, const MpiContext& mpi) : config_(config), mpi_(mpi) {
   prepare_nccl_environment(config_, mpi_);
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
+  if (int version = 0; ncclGetVersion(&version) == ncclSuccess && version >= NCCL_VERSION(2, 28, 0)) native_alltoall_ = true;
+#endif
   const int per_process = config_.gpus_per_process;
   if (per_process < 1) throw UsageError("-g must be at least 1 (got " + std::to_string(per_process) + ")");
   nranks_ = mpi_.world_size * per_process;
@@ -380,6 +403,7 @@ NcclBackend::NcclBackend(const Config& config, const MpiContext& mpi) : config_(
     gpu.scratch = DeviceBuffer(gpu.device, kScratchBytes, buffer_where);
   }
   wrong_host_ = PinnedBuffer(gpus_.size() * sizeof(unsigned long long), who);
+  gate_words_ = PinnedBuffer(2 * sizeof(int), who);  // pinned host memory is device-visible under UVA
   if (!gpus_.empty()) cuda_check(cudaSetDevice(gpus_.front().device), "cudaSetDevice", who);
 }
 
@@ -475,6 +499,14 @@ ncclResult_t NcclBackend::launch_one(const CaseSpec& spec, std::size_t index, st
       *call = "ncclReduce";
       return ncclReduce(p.send, p.recv, count, type, nccl_op(spec.op), spec.root, comm, stream);
     case Collective::alltoall: {
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
+      // NCCL 2.28 has a native AlltoAll (what nccl-tests 2.19 calls there); older libraries, and
+      // this build run against one, get the grouped ncclSend/ncclRecv form.
+      if (native_alltoall_) {
+        *call = "ncclAlltoAll";
+        return ncclAlltoAll(p.send, p.recv, count, type, comm, stream);
+      }
+#endif
       *call = "ncclSend/ncclRecv (alltoall)";
       ncclResult_t result = ncclGroupStart();
       for (int peer = 0; peer < nranks_ && result == ncclSuccess; ++peer) {
@@ -620,17 +652,57 @@ TimedIterations NcclBackend::run_timed(const CaseSpec& spec, int iterations) {
   wait_for_completion(spec, "before timed iterations");
 
   if (!graph_mode) {
-    const Clock::time_point begin = Clock::now();
-    for (int iteration = 0; iteration < iterations; ++iteration) {
-      record(&LocalGpu::starts, static_cast<std::size_t>(iteration), spec);
-      launch(spec, iteration);
-      record(&LocalGpu::stops, static_cast<std::size_t>(iteration), spec);
-      if (config_.blocking) wait_for_completion(spec, "timed iterations");
+    // (a) Per-iteration GPU time. Recording two events per iteration costs host time, so in a plain
+    // loop the GPU would idle between a start event and the collective's launch, and that gap would
+    // be timed. Instead every iteration is queued behind a blocker kernel that the host releases
+    // once all are queued: the GPU then runs them back to back and each event pair spans only its
+    // own collective. Not done with -z (each iteration waits for the last), with GPUs shared by
+    // several processes (a spinning blocker would starve the other ranks' kernels), or for more
+    // iterations than the launch queue surely holds (a full queue would block the host behind the
+    // blocker it has not released yet).
+    const bool gated = !config_.blocking && max_sharing_ == 1 && iterations <= kMaxGatedIterations;
+    bool gate_timed_out = false;
+    if (gated) {
+      volatile int* words = static_cast<volatile int*>(gate_words_.get());
+      words[0] = 0;
+      words[1] = 0;
+      GateRelease release(&words[0]);
+      for (const LocalGpu& gpu : gpus_) {
+        cuda_or_fail(cudaSetDevice(gpu.device), "cudaSetDevice", spec, "timed iterations");
+        cuda_or_fail(kernels::launch_blocker(&words[0], const_cast<int*>(&words[1]), kGateTimeoutNs, gpu.stream.get()),
+                     "blocker kernel launch", spec, "timed iterations");
+      }
+      for (int iteration = 0; iteration < iterations; ++iteration) {
+        record(&LocalGpu::starts, static_cast<std::size_t>(iteration), spec);
+        launch(spec, iteration);
+        record(&LocalGpu::stops, static_cast<std::size_t>(iteration), spec);
+      }
+    } else {
+      for (int iteration = 0; iteration < iterations; ++iteration) {
+        record(&LocalGpu::starts, static_cast<std::size_t>(iteration), spec);
+        launch(spec, iteration);
+        record(&LocalGpu::stops, static_cast<std::size_t>(iteration), spec);
+        if (config_.blocking) wait_for_completion(spec, "timed iterations");
+      }
     }
     wait_for_completion(spec, "timed iterations");
+    if (gated) gate_timed_out = static_cast<volatile int*>(gate_words_.get())[1] != 0;
+    if (gate_timed_out) {
+      fail(ExitCode::runtime_error, "the blocker kernel in front of the timed iterations timed out before the host released it (" +
+                                        where(spec, "timed iterations") + ")");
+    }
+    for (std::size_t i = 0; i < samples; ++i) timed.iteration_us.push_back(max_elapsed_us(i));
+
+    // (b) nccl-tests' batch time: the same iterations again with nothing between them, the host
+    // clock around queueing them all and waiting for the last (nccl-tests' `time` column).
+    const Clock::time_point begin = Clock::now();
+    for (int iteration = 0; iteration < iterations; ++iteration) {
+      launch(spec, iteration);
+      if (config_.blocking) wait_for_completion(spec, "batch iterations");
+    }
+    wait_for_completion(spec, "batch iterations");
     const Clock::time_point end = Clock::now();
     timed.batch_us = std::chrono::duration<double, std::micro>(end - begin).count() / iterations;
-    for (std::size_t i = 0; i < samples; ++i) timed.iteration_us.push_back(max_elapsed_us(i));
     return timed;
   }
 
