@@ -105,5 +105,20 @@ TEST(ElementCodec, AvgToleranceAcceptsRoundingButNotPoison) {
   EXPECT_TRUE(within_tolerance(8, 7, avg_relative_tolerance(DataType::fp8_e5m2, 3)));
 }
 
+TEST(ElementCodec, AvgToleranceOfEveryFloatTypeAcceptsOneUlpAboveTheExactValue) {
+  // For double, 1 + 2^-53 rounds to 1: a bound computed as a product of (1 + u) came out 0 and
+  // rejected NCCL's legitimate last-bit rounding (seen on the H200).
+  for (DataType dtype : {DataType::float16, DataType::bfloat16, DataType::float32, DataType::float64, DataType::fp8_e4m3,
+                         DataType::fp8_e5m2}) {
+    const double tol = avg_relative_tolerance(dtype, 3);
+    EXPECT_GT(tol, 0.0) << name_of(dtype);
+    for (std::uint64_t value : {1ull, 7ull, 12ull}) {
+      const std::uint64_t above = encode_small_integer_bits(dtype, value) + 1;
+      EXPECT_TRUE(within_tolerance(decode_to_double(dtype, above), static_cast<double>(value), tol))
+          << name_of(dtype) << " " << value;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace cclbench
