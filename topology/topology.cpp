@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -317,6 +318,7 @@ std::string pci_id_of(hwloc_obj_t pci) {
 }
 
 constexpr unsigned kNvidiaVendorId = 0x10de;
+constexpr std::uintmax_t kMaxXmlBytes = 64ull << 20;
 
 }  // namespace
 
@@ -372,6 +374,12 @@ std::string normalize_pci_bus_id(std::string_view bus_id) {
 // ---------------------------------------------------------------------------------------------
 HwlocTopology HwlocTopology::load_live() {
   hwloc_topology_t topology = init_topology();
+  // Keep CPUs and NUMA nodes outside this process's cgroup: a device's local CPU set is a property
+  // of the machine (nvidia-smi's CPU Affinity shows all of it), not of the container we run in.
+  if (hwloc_topology_set_flags(topology, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED) != 0) {
+    hwloc_topology_destroy(topology);
+    throw FatalError(ExitCode::runtime_error, "hwloc_topology_set_flags failed");
+  }
   // GPU plugins would initialise CUDA/NVML inside every rank just to name devices we already know.
   hwloc_topology_set_components(topology, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "cuda");
   hwloc_topology_set_components(topology, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "nvml");
@@ -386,6 +394,13 @@ HwlocTopology HwlocTopology::load_live() {
 }
 
 HwlocTopology HwlocTopology::load_xml_file(const std::string& path) {
+  // hwloc exports are kilobytes to a few megabytes; refuse anything huge before reading it.
+  std::error_code error;
+  const auto size = std::filesystem::file_size(path, error);
+  if (!error && size > kMaxXmlBytes) {
+    throw UsageError(path + ": " + std::to_string(size) + " bytes, larger than any hwloc XML topology (limit " +
+                     std::to_string(kMaxXmlBytes) + ")");
+  }
   const std::string text = read_text_file(path);
   return load_xml_text(text, path);
 }

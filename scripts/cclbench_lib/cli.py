@@ -80,6 +80,9 @@ def add_plan_options(parser):
                       help="NCCL_CROSS_NIC values for the multi-node sweep (default 0,1,2)")
     what.add_argument("--expect-transport", default=DEFAULT_EXPECT,
                       help=f"transport gate for coll_perf (default '{DEFAULT_EXPECT}'; 'none' disables)")
+    what.add_argument("--no-tuning-probe", dest="tuning_probe", action="store_false",
+                      help="do not ask coll_perf for its untimed TUNING probe (algorithm/protocol per size)")
+    what.add_argument("--sysfs-root", help="coll_perf --sysfs-root for rail counters (default: coll_perf's, /sys)")
     what.add_argument("--cv-gate", default="3%", help="fail when a case's CV across repeats exceeds this (default 3%%)")
     what.add_argument("--timeout", type=positive_int("--timeout", 1, 1 << 24), help="coll_perf -T per case, seconds")
     what.add_argument("--launch-timeout", type=seconds("--launch-timeout"), help="kill a launch after this many seconds")
@@ -152,6 +155,22 @@ def discover_hcas(bin_dir):
     return parse_hcas(",".join(hcas))
 
 
+def coll_perf_flags(bin_dir):
+    """The long flags `coll_perf --help` lists (None when it is not built: the planner then assumes the
+    newest). The plan adapts to the build instead of failing on a flag an older build lacks."""
+    tool = os.path.join(bin_dir, "coll_perf")
+    if not os.access(tool, os.X_OK):
+        return None
+    try:
+        result = subprocess.run([tool, "--help"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if result.returncode != 0:
+        return None
+    import re
+    return sorted(set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", result.stdout)))
+
+
 def plan_inputs(args):
     """Validated plan inputs (a plain dict: stored in the manifest and replayed on --resume)."""
     if args.hosts and args.hostfile:
@@ -197,7 +216,8 @@ def plan_inputs(args):
         "cv_gate_pct": parse_percent(args.cv_gate, "--cv-gate"), "timeout_s": args.timeout,
         "launch_timeout_s": args.launch_timeout, "bin_dir": bin_dir, "mpirun": args.mpirun,
         "mpirun_args": split_mpirun_args(args.mpirun_args), "as_root": os.geteuid() == 0,
-        "cpu_count": os.cpu_count() or 1,
+        "cpu_count": os.cpu_count() or 1, "coll_perf_flags": coll_perf_flags(bin_dir),
+        "tuning_probe": args.tuning_probe, "sysfs_root": os.path.abspath(args.sysfs_root) if args.sysfs_root else None,
     }
 
 
@@ -294,7 +314,9 @@ def cmd_smoke(args, argv):
               "iterations": 5, "warmup": 1, "repeat": 1, "cross_nic": [], "expect_transport": "", "cv_gate_pct": 3.0,
               "timeout_s": None, "launch_timeout_s": 45.0, "bin_dir": os.path.abspath(args.bin_dir or DEFAULT_BIN_DIR),
               "mpirun": args.mpirun, "mpirun_args": split_mpirun_args(args.mpirun_args), "as_root": os.geteuid() == 0,
-              "cpu_count": os.cpu_count() or 1, "time_limit_s": args.time_limit}
+              "cpu_count": os.cpu_count() or 1, "time_limit_s": args.time_limit, "tuning_probe": False,
+              "sysfs_root": None}
+    inputs["coll_perf_flags"] = coll_perf_flags(inputs["bin_dir"])
     resolve_program(inputs["mpirun"], "mpirun")
     from .smoke import smoke_launches
     check_tools(inputs, smoke_launches(inputs, run_dir, have_gpu)[0])

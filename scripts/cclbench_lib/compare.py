@@ -7,6 +7,7 @@ The rule (also printed in the output):
   combined = sqrt(noise_A^2 + noise_B^2); band = max(2 * combined, --threshold).
   diff = (t_B / t_A - 1) * 100. |diff| <= band: "same within noise"; else "faster" or "slower".
   A regression is "slower" with diff > --fail-above, or a case ok in A that is not ok in B;
+  cases measured in different modes (backend, rank count, emulated ranks) are "not comparable";
   any regression makes the exit status 1.
 """
 import math
@@ -43,6 +44,16 @@ def summarize(group):
     return time_us, noise, "ok"
 
 
+def measurement_mode(group):
+    """backend/ranks/emulated of a case's records, e.g. 'nccl x16' or 'nccl x4 emulated'."""
+    modes = set()
+    for record in group:
+        if record_is_sound(record):
+            mode = f"{record.get('backend') or '?'} x{record.get('nranks') or '?'}"
+            modes.add(mode + (" emulated" if record.get("emulated") else ""))
+    return ", ".join(sorted(modes)) or None
+
+
 def compare_runs(path_a, path_b, threshold_pct, fail_above_pct):
     groups_a, groups_b = _load(path_a), _load(path_b)
     rows = []
@@ -52,6 +63,13 @@ def compare_runs(path_a, path_b, threshold_pct, fail_above_pct):
         time_a, noise_a, status_a = summarize(groups_a[key])
         time_b, noise_b, status_b = summarize(groups_b[key])
         point, case_id = key
+        mode_a, mode_b = measurement_mode(groups_a[key]), measurement_mode(groups_b[key])
+        if time_a is not None and time_b is not None and mode_a != mode_b:
+            # Never mix measurement modes: emulated ranks vs real GPUs, MPI vs NCCL, other rank counts.
+            counts["not comparable"] += 1
+            rows.append((point, case_id, fmt_number(time_a), fmt_number(time_b), "-", "-", "-",
+                         f"not comparable (mode A {mode_a}, B {mode_b})"))
+            continue
         if time_a is None or time_b is None:
             verdict = f"not comparable (A {status_a}, B {status_b})"
             counts["not comparable"] += 1
@@ -81,7 +99,8 @@ def compare_runs(path_a, path_b, threshold_pct, fail_above_pct):
              f"Rule: t = median over repeats of p50 time; band = max(2 x sqrt(noise_A^2 + noise_B^2), "
              f"{threshold_pct:g}%), noise = CV across repeats (>= 2) else standard error of the median from "
              f"per-iteration samples; diff = (t_B/t_A - 1) x 100; |diff| <= band is 'same within noise'. "
-             f"Regression: slower by more than {fail_above_pct:g}%, or ok in A and not ok in B.", "",
+             f"Regression: slower by more than {fail_above_pct:g}%, or ok in A and not ok in B. Different "
+             f"measurement modes (backend, ranks, emulated) are never compared.", "",
              f"Summary: {counts['faster']} faster, {counts['slower']} slower, {counts['same within noise']} same "
              f"within noise, {counts['not comparable']} not comparable, {len(only_a)} only in A, {len(only_b)} only "
              f"in B; {len(regressions)} regression(s).", ""]

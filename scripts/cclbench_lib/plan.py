@@ -13,7 +13,13 @@ from .common import UsageError, format_size, sweep_sizes
 DEFAULT_COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "alltoall"]
 KNOWN_COLLECTIVES = DEFAULT_COLLECTIVES + ["broadcast", "reduce", "sendrecv"]
 DEFAULT_CROSS_NIC = [0, 1, 2]
-DEFAULT_EXPECT = "inter=NET/IB+GDRDMA,intra=P2P"
+# The gate of every multi-node point: inter-node traffic must be NET/IB (the RDMA rails), never a
+# silent NET/Socket fallback. Add GDRDMA or intra=P2P with --expect-transport when wanted.
+DEFAULT_EXPECT = "inter=NET/IB"
+# coll_perf flags the planner uses when present; builds that predate them get the older equivalents.
+# When coll_perf is not built (plan only), the newest set is assumed.
+NEWEST_COLL_PERF_FLAGS = ["--expect-transport", "--log-dir", "--nccl-log-dir", "--share-gpu", "--sysfs-root",
+                          "--tuning-from", "--tuning-probe"]
 HCA_RE = re.compile(r"^[A-Za-z0-9_.-]+:[0-9]+$")
 # Sanity pass: about three sizes spanning the sweep, all_reduce only, few iterations, so environment or
 # unit mistakes show up in minutes, not after the full matrix.
@@ -107,8 +113,12 @@ class Planner:
             argv += ["-x", f"{name}={value}"]
         return argv
 
+    def has_flag(self, flag):
+        flags = self.inputs.get("coll_perf_flags")
+        return flag in (NEWEST_COLL_PERF_FLAGS if flags is None else flags)
+
     def coll_args(self, point, sizes=None, collectives=None, iterations=None, jsonl="cases.jsonl",
-                  expect=""):
+                  expect="", tuning_from=None):
         inputs = self.inputs
         min_b, max_b, factor = sizes or (inputs["min_bytes"], inputs["max_bytes"], inputs["step_factor"])
         argv = [self.tool("coll_perf"),
@@ -117,14 +127,39 @@ class Planner:
                 "--coll", ",".join(collectives or inputs["collectives"])]
         if inputs.get("timeout_s"):
             argv += ["-T", str(inputs["timeout_s"])]
-        argv += ["--point", point, "--jsonl", self.path(jsonl), "--log-dir", self.path("nccl", point),
+        log_flag = "--nccl-log-dir" if self.has_flag("--nccl-log-dir") else "--log-dir"
+        argv += ["--point", point, "--jsonl", self.path(jsonl), log_flag, self.path("nccl", point),
                  "-J", self.path("raw", point + ".json")]
         if expect:
             argv += ["--expect-transport", expect]
+        if inputs.get("sysfs_root") and self.has_flag("--sysfs-root"):
+            argv += ["--sysfs-root", inputs["sysfs_root"]]
+        if tuning_from:
+            argv += ["--tuning-from", tuning_from]
         return argv
 
+    def tuning_enabled(self, nccl):
+        """Algorithm/protocol per size come from a separate untimed probe launch (coll_perf --tuning-probe,
+        NCCL TUNING logging), attached to the timed run's records with --tuning-from: timed iterations are
+        never instrumented. Not for the MPI backend (no NCCL) nor the sanity pass (it stays quick)."""
+        return (nccl and self.inputs.get("tuning_probe", True) and self.has_flag("--tuning-probe")
+                and self.has_flag("--tuning-from"))
+
+    def probe_launch(self, base, mpirun_argv, nranks, hosts, env, extra):
+        """The untimed probe of a point: same ranks, environment and cases as the point; no records."""
+        inputs = self.inputs
+        out = self.path("tuning", base + ".json")
+        argv = mpirun_argv + [self.tool("coll_perf"), "-b", format_size(inputs["min_bytes"]), "-e",
+                              format_size(inputs["max_bytes"]), "-f", str(inputs["step_factor"]),
+                              "--coll", ",".join(inputs["collectives"])]
+        if inputs.get("timeout_s"):
+            argv += ["-T", str(inputs["timeout_s"])]
+        argv += ["--point", base, "--nccl-log-dir" if self.has_flag("--nccl-log-dir") else "--log-dir",
+                 self.path("nccl", base + ".tuning-probe"), "--tuning-probe", out] + list(extra)
+        return self.launch(f"tuning.{base}", "tuning", argv, nranks, hosts, env, outputs=[out])
+
     def launch(self, name, kind, argv, nranks=1, hosts=None, env=None, base_point=None, repeat=None,
-               sizes=None, collectives=None, outputs=None, mode_note=None):
+               sizes=None, collectives=None, outputs=None, mode_note=None, tuning_from=None):
         entry = {"name": name, "kind": kind, "argv": argv, "nranks": nranks, "hosts": hosts or [],
                  "env": env or {}, "outputs": outputs or []}
         if kind in ("sanity", "intra", "inter", "local"):
@@ -135,6 +170,8 @@ class Planner:
                 self.inputs["min_bytes"], self.inputs["max_bytes"], self.inputs["step_factor"])
         if mode_note:
             entry["note"] = mode_note
+        if tuning_from:
+            entry["tuning_from"] = tuning_from
         return entry
 
     def repeated(self, base):
@@ -186,10 +223,15 @@ class Planner:
                                         self.mpirun(1, host) + [self.tool("p2p_matrix"), "--json", out],
                                         hosts=[host], outputs=[out]))
         for host in hosts:
-            for name, repeat in self.repeated(f"intra.{host}"):
-                argv = self.mpirun(gpn, f"{host}:{gpn}") + self.coll_args(name, expect=intra_expectation(expect))
-                launches.append(self.launch(name, "intra", argv, gpn, [host], base_point=f"intra.{host}",
-                                            repeat=repeat))
+            base = f"intra.{host}"
+            tuning = self.path("tuning", base + ".json") if self.tuning_enabled(True) else None
+            if tuning:
+                launches.append(self.probe_launch(base, self.mpirun(gpn, f"{host}:{gpn}"), gpn, [host], {}, []))
+            for name, repeat in self.repeated(base):
+                argv = self.mpirun(gpn, f"{host}:{gpn}") + self.coll_args(name, expect=intra_expectation(expect),
+                                                                          tuning_from=tuning)
+                launches.append(self.launch(name, "intra", argv, gpn, [host], base_point=base, repeat=repeat,
+                                            tuning_from=tuning))
         if len(hosts) > 1:
             for cross_nic in inputs["cross_nic"]:
                 for binding in hca_bindings(inputs["hcas"]):
@@ -198,10 +240,15 @@ class Planner:
                     if binding:
                         base += "." + hca_label(binding, inputs["hcas"])
                         env["NCCL_IB_HCA"] = "=" + ",".join(binding)
+                    tuning = self.path("tuning", base + ".json") if self.tuning_enabled(True) else None
+                    if tuning:
+                        launches.append(self.probe_launch(base, self.mpirun(gpn * len(hosts), all_hosts, env),
+                                                          gpn * len(hosts), hosts, env, []))
                     for name, repeat in self.repeated(base):
-                        argv = self.mpirun(gpn * len(hosts), all_hosts, env) + self.coll_args(name, expect=expect)
+                        argv = self.mpirun(gpn * len(hosts), all_hosts, env) + self.coll_args(
+                            name, expect=expect, tuning_from=tuning)
                         launches.append(self.launch(name, "inter", argv, gpn * len(hosts), hosts, env,
-                                                    base_point=base, repeat=repeat))
+                                                    base_point=base, repeat=repeat, tuning_from=tuning))
         return launches
 
     def _local_plan(self):
@@ -236,10 +283,15 @@ class Planner:
             out = self.path("p2p", f"{host}.json")
             launches.append(self.launch(f"p2p.{host}", "p2p", [self.tool("p2p_matrix"), "--json", out],
                                         hosts=[host], outputs=[out]))
+        tuning = self.path("tuning", base + ".json") if self.tuning_enabled(ngpus > 0) else None
+        if tuning:
+            launches.append(self.probe_launch(base, self.mpirun(nranks, oversubscribe=oversubscribe), nranks, [host],
+                                              {}, extra))
         for name, repeat in self.repeated(base):
-            argv = self.mpirun(nranks, oversubscribe=oversubscribe) + self.coll_args(name, expect=expect) + extra
+            argv = self.mpirun(nranks, oversubscribe=oversubscribe) + self.coll_args(
+                name, expect=expect, tuning_from=tuning) + extra
             launches.append(self.launch(name, "local", argv, nranks, [host], base_point=base, repeat=repeat,
-                                        mode_note=note))
+                                        mode_note=note, tuning_from=tuning))
         return launches
 
 

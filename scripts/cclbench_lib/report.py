@@ -116,10 +116,11 @@ class RunData:
         return seen
 
     def has_nvlink(self):
+        """Any NV# path class between GPUs in a node's path matrix (topology.schema.json)."""
         for model in self.topology.values():
-            text = str(model).lower()
-            if "nvlink" in text and ("'nvlink': true" in text or "nv1" in text or "nv2" in text or "'nvlinks': [{" in text):
-                return True
+            for row in model.get("path_matrix") or []:
+                if isinstance(row, list) and any(isinstance(cell, str) and cell.startswith("NV") for cell in row):
+                    return True
         return False
 
 
@@ -186,34 +187,52 @@ def ceiling_for(data, launch, record):
     return PCIE_GEN5_X16_GBPS, "PCIe Gen5 x16"
 
 
+def _count(value):
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) else None
+
+
 def rail_totals(records):
-    """Per-rail bytes from each record's evidence (tolerant of the exact layout)."""
-    totals = {}
-    errors = {}
+    """({rail: bytes}, {rail: error increments}, [flags]) summed over records, from coll_perf's
+    evidence.rails (case_record.schema.json): nodes[].ib_ports[] with total_bytes (xmit + rcv) per rail."""
+    totals, errors, flags = {}, {}, []
     for record in records:
         evidence = record.get("evidence") if isinstance(record.get("evidence"), dict) else {}
         rails = evidence.get("rails")
-        if isinstance(rails, dict):
-            rails = [dict(value, name=key) if isinstance(value, dict) else {"name": key, "bytes": value}
-                     for key, value in rails.items()]
-        if not isinstance(rails, list):
+        if not isinstance(rails, dict):
             continue
-        for rail in rails:
-            if not isinstance(rail, dict):
+        for flag in rails.get("flags") or []:
+            if isinstance(flag, str) and flag not in flags:
+                flags.append(flag)
+        for node in rails.get("nodes") or []:
+            if not isinstance(node, dict):
                 continue
-            name = rail.get("hca") or rail.get("name") or rail.get("device") or rail.get("netdev")
-            if rail.get("port") is not None and name and ":" not in str(name):
-                name = f"{name}:{rail['port']}"
-            moved = 0
-            for key, value in rail.items():
-                if isinstance(value, (int, float)) and not isinstance(value, bool) and key.endswith("bytes"):
-                    moved += value
-            if name:
-                totals[name] = totals.get(name, 0) + moved
-                for key, value in rail.items():
-                    if "error" in key and isinstance(value, (int, float)) and value > 0:
-                        errors[name] = errors.get(name, 0) + value
-    return totals, errors
+            for port in node.get("ib_ports") or []:
+                if not isinstance(port, dict) or not port.get("rail"):
+                    continue
+                moved = _count(port.get("total_bytes"))
+                if moved is None and _count(port.get("xmit_bytes")) is not None and _count(port.get("rcv_bytes")) is not None:
+                    moved = port["xmit_bytes"] + port["rcv_bytes"]
+                if moved is not None:
+                    totals[port["rail"]] = totals.get(port["rail"], 0) + moved
+                increments = port.get("error_increments")
+                if isinstance(increments, dict):
+                    count = sum(v for v in increments.values() if _count(v))
+                    if count:
+                        errors[port["rail"]] = errors.get(port["rail"], 0) + count
+    return totals, errors, flags
+
+
+def rails_reason(records):
+    """Why a point has no rail bytes, from the records' own reasons."""
+    for record in records:
+        rails = (record.get("evidence") or {}).get("rails") if isinstance(record.get("evidence"), dict) else None
+        if isinstance(rails, dict):
+            for node in rails.get("nodes") or []:
+                if isinstance(node, dict) and (node.get("ib_reason") or node.get("error")):
+                    return f"{node.get('host')}: {node.get('ib_reason') or node.get('error')}"
+    if not records:
+        return "no case records"
+    return "the case records carry no rail counters (coll_perf without rail evidence)"
 
 
 def find_anomalies(data, cv_gate):
@@ -239,10 +258,11 @@ def find_anomalies(data, cv_gate):
     # Transport verdicts recorded by coll_perf itself.
     for name, document in data.raw.items():
         transport = document.get("transport") if isinstance(document, dict) else None
-        if isinstance(transport, dict):
-            verdict = transport.get("status", transport.get("passed", transport.get("ok")))
-            if verdict in (False, "failed", "fail", "mismatch") and data.points_state.get(name, {}).get("exit_code") != 3:
-                anomalies.append(("transport mismatch", name, transport.get("reason") or str(verdict)))
+        expectation = transport.get("expectation") if isinstance(transport, dict) else None
+        if isinstance(expectation, dict) and expectation.get("passed") is False and \
+                data.points_state.get(name, {}).get("exit_code") != 3:
+            anomalies.append(("transport mismatch", name, "; ".join(str(p) for p in expectation.get("problems") or [])
+                              or expectation.get("message") or "expectation not met"))
     # Missing planned cases.
     for launch in data.coll_launches():
         complete, missing, _failed = point_completeness(data.records, launch)
@@ -251,6 +271,7 @@ def find_anomalies(data, cv_gate):
             more = f" and {len(missing) - 6} more" if len(missing) > 6 else ""
             anomalies.append(("missing cases", launch["name"], f"{len(missing)} planned case(s) absent: {shown}{more}"))
     # Physical ceilings.
+    above = {}
     for (point, case_id), record in sorted(data.latest.items()):
         busbw = record.get("busbw_gbps")
         if not isinstance(busbw, (int, float)) or isinstance(busbw, bool):
@@ -258,8 +279,12 @@ def find_anomalies(data, cv_gate):
         launch = plan_by_name.get(point)
         ceiling, why = ceiling_for(data, launch, record)
         if ceiling is not None and busbw > ceiling:
-            anomalies.append(("above physical limit", point,
-                              f"{case_id}: busbw {busbw:.2f} GB/s > {ceiling:.0f} GB/s ({why})"))
+            above.setdefault(point, []).append((busbw / ceiling, case_id, busbw, ceiling, why))
+    for point, items in above.items():  # one row per point: the worst case and how many
+        _ratio, case_id, busbw, ceiling, why = max(items)
+        count = f"{len(items)} case(s), worst " if len(items) > 1 else ""
+        anomalies.append(("above physical limit", point,
+                          f"{count}{case_id}: busbw {busbw:.2f} GB/s > {ceiling:.0f} GB/s ({why})"))
     # Variation: across repeats (the gate), and within a run.
     for (base, case_id), group in sorted(group_repeats(data.records).items()):
         value = repeat_cv(group)
@@ -280,9 +305,12 @@ def find_anomalies(data, cv_gate):
         per_point.setdefault(point, []).append(record)
     for point, records in sorted(per_point.items()):
         launch = plan_by_name.get(point)
-        totals, errors = rail_totals(records)
+        totals, errors, flags = rail_totals(records)
         for rail, count in sorted(errors.items()):
             anomalies.append(("rail errors", point, f"{rail}: {count:g} error counter increment(s)"))
+        if launch is not None and launch.get("kind") == "inter":
+            for flag in flags[:5]:
+                anomalies.append(("rail flag", point, flag))
         if not totals or launch is None or launch.get("kind") != "inter":
             continue
         bound = [h for h in (launch.get("env") or {}).get("NCCL_IB_HCA", "").lstrip("=^").split(",") if h]
@@ -405,61 +433,248 @@ def environment_section(data):
     return lines
 
 
+def _join(value):
+    if value is None:
+        return None
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value) if value else None
+    return value
+
+
 def topology_section(data):
+    """GPU - NIC - NUMA per node from topology/<host>.json (results_schema/topology.schema.json)."""
     lines = ["## Topology (GPU - NIC - NUMA)", ""]
     if not data.topology:
-        return lines + ["_no topology/<host>.json in this run_"]
+        return lines + ["_not available: no topology/<host>.json in this run_"]
     for host, model in sorted(data.topology.items()):
-        lines += [f"### {host}", ""]
-        gpus = model.get("gpus") or []
+        lines += [f"### {host}" + (f" (host {model['host']})" if model.get("host") not in (None, host) else ""), ""]
+        nearest = {}
+        for entry in model.get("gpu_nics") or []:
+            if isinstance(entry, dict):
+                allowed = [nic for nic in entry.get("allowed_nics") or entry.get("nic_order") or [] if isinstance(nic, dict)]
+                nearest[entry.get("gpu_index")] = ", ".join(
+                    f"{nic.get('name')}:{nic.get('port')}" + (f"/{nic['netdev']}" if nic.get("netdev") else "") +
+                    f" {nic.get('path_class') or '?'}" for nic in allowed[:2]) or None
         gpu_rows = []
-        for gpu in gpus:
+        for gpu in model.get("gpus") or []:
             if isinstance(gpu, dict):
-                nearest = gpu.get("nearest_nic") or gpu.get("closest_nic") or gpu.get("nic")
-                gpu_rows.append((gpu.get("index"), gpu.get("name") or gpu.get("model"), gpu.get("pci_bus_id"),
-                                 gpu.get("numa_node"), gpu.get("cpuset") or gpu.get("cpu_affinity"),
-                                 nearest if not isinstance(nearest, (dict, list)) else str(nearest)))
-        lines.append(md_table(["GPU", "name", "PCI bus id", "NUMA", "CPUs", "nearest NIC"], gpu_rows) if gpu_rows else "_no GPUs_")
+                gpu_rows.append((gpu.get("index"), gpu.get("name"), gpu.get("pci_bus_id"),
+                                 _join(gpu.get("numa_nodes")) if "numa_nodes" in gpu else gpu.get("numa_node"),
+                                 gpu.get("cpu_affinity") or gpu.get("cpu_affinity_reason"), nearest.get(gpu.get("index"))))
+        lines.append(md_table(["GPU", "name", "PCI bus id", "NUMA", "CPUs", "NICs, nearest first (path)"], gpu_rows)
+                     if gpu_rows else "_no GPUs found_")
         nic_rows = []
         for nic in model.get("nics") or []:
             if not isinstance(nic, dict):
                 continue
-            ports = "; ".join(f"{p.get('port')}: {p.get('state') or '-'} {p.get('link_layer') or ''} {p.get('rate') or ''}".strip()
-                              for p in nic.get("ports") or [] if isinstance(p, dict))
-            nic_rows.append((nic.get("name"), nic.get("netdev"), nic.get("pci_bus_id"), nic.get("numa_node"), ports or None))
-        lines += ["", md_table(["HCA", "netdev", "PCI bus id", "NUMA", "ports (state, link layer, rate)"], nic_rows)
+            ports = "; ".join(f"{p.get('port')}: {p.get('state') or '-'} {p.get('protocol') or p.get('link_layer') or ''} "
+                              f"{p.get('rate') or ''}".strip() for p in nic.get("ports") or [] if isinstance(p, dict))
+            nic_rows.append((nic.get("name"), nic.get("netdev"), nic.get("pci_bus_id"),
+                             _join(nic.get("numa_nodes")) if "numa_nodes" in nic else nic.get("numa_node"),
+                             ports or nic.get("ports_reason")))
+        lines += ["", md_table(["HCA", "netdev", "PCI bus id", "NUMA", "ports (state, protocol, rate)"], nic_rows)
                   if nic_rows else "_no RDMA NICs_", ""]
+        devices, matrix = model.get("devices"), model.get("path_matrix")
+        if isinstance(devices, list) and isinstance(matrix, list) and len(matrix) == len(devices) and devices:
+            rows = [[name] + [("X" if i == j else (cell or "-")) for j, cell in enumerate(row if isinstance(row, list) else [])]
+                    for i, (name, row) in enumerate(zip(devices, matrix))]
+            lines += ["Path classes (nvidia-smi topo -m legend):", "", md_table([""] + list(devices), rows), ""]
+        numa = [(n.get("os_index"), n.get("cpuset")) for n in model.get("numa_nodes") or [] if isinstance(n, dict)]
+        if numa:
+            lines += [md_table(["NUMA node", "CPUs"], numa), ""]
     return lines
 
 
+def _class_counts(value):
+    if not isinstance(value, dict) or not value:
+        return None
+    return ", ".join(f"{name} x{count}" for name, count in sorted(value.items()))
+
+
+def transport_observed(document):
+    """(inter-node classes, intra-node classes, NET devices, gate verdict) from coll_perf's -J transport
+    section (coll_perf.schema.json), or a 'not available: <reason>' text in the first cell."""
+    if not isinstance(document, dict):
+        return ("not available: no coll_perf result (raw/<point>.json) for this point", None, None, None)
+    transport = document.get("transport")
+    if transport is None:
+        manifest = document.get("manifest") if isinstance(document.get("manifest"), dict) else {}
+        reason = document.get("transport_reason") or ("MPI backend (no NCCL, no transport to prove)"
+                                                       if manifest.get("backend") == "mpi" else
+                                                       "this coll_perf build records no transport section")
+        return (f"not available: {reason}", None, None, None)
+    if not isinstance(transport, dict):
+        return (f"not available: unexpected transport value {str(transport)[:80]}", None, None, None)
+    devices = {}
+    evidence = transport.get("evidence") if isinstance(transport.get("evidence"), dict) else {}
+    for comm in evidence.get("communicators") or []:
+        for used in (comm.get("net_devices_used") or []) if isinstance(comm, dict) else []:
+            if isinstance(used, dict):
+                key = f"{used.get('net')}/{used.get('device') or used.get('net_dev')}"
+                devices[key] = devices.get(key, 0) + (used.get("connections") or 0)
+    status = transport.get("status")
+    verdict = None
+    if status == "passed":
+        verdict = "pass"
+    elif status == "failed":
+        verdict = "FAILED" + (f": {transport.get('reason')}" if transport.get("reason") else "")
+    inter = _class_counts(transport.get("inter_node"))
+    intra = _class_counts(transport.get("intra_node"))
+    if inter is None and intra is None:
+        inter = "not available: " + (transport.get("summary") or "no connection lines in the NCCL logs")
+    return (inter or "none (one node)", intra, _class_counts(devices), verdict)
+
+
 def transport_section(data):
-    lines = ["## Transport evidence per sweep point", ""]
+    lines = ["## Transport evidence per sweep point", "",
+             "What NCCL actually used, parsed by coll_perf from NCCL's own INFO logs (nccl/<point>/); "
+             "the gate is coll_perf --expect-transport (exit 3 on a mismatch).", ""]
     rows = []
     for launch in [l for l in data.plan if l.get("kind") in COLL_KINDS + ("sanity",)]:
         name = launch["name"]
         state = data.points_state.get(name, {})
-        expect = None
         argv = launch.get("argv") or []
-        if "--expect-transport" in argv:
-            expect = argv[argv.index("--expect-transport") + 1]
+        expect = argv[argv.index("--expect-transport") + 1] if "--expect-transport" in argv[:-1] else None
+        inter, intra, devices, verdict = transport_observed(data.raw.get(name))
         if not expect:
-            verdict = "not gated"
+            gate = "not gated"
         elif state.get("exit_code") == 3:
-            verdict = "FAILED"
+            gate = verdict if verdict and verdict.startswith("FAILED") else "FAILED (coll_perf exit 3)"
+        elif verdict:
+            gate = verdict
         elif state.get("status") == "complete":
-            verdict = "pass"
+            gate = "pass"
         else:
-            verdict = "-"
-        document = data.raw.get(name)
-        transport = document.get("transport") if isinstance(document, dict) else None
-        summary = None
-        if isinstance(transport, dict):
-            summary = "; ".join(f"{k}: {v}" for k, v in flatten(transport).items())[:400]
+            gate = state.get("status") or "-"
         env = ", ".join(f"{k}={v}" for k, v in (launch.get("env") or {}).items())
-        rows.append((name, env or None, expect, verdict, summary))
-    lines.append(md_table(["point", "environment", "expectation", "gate", "observed (coll_perf transport)"], rows)
+        rows.append((name, env or None, expect, gate, inter, intra, devices))
+    lines.append(md_table(["point", "environment", "expectation", "gate", "inter-node (class x connections)",
+                           "intra-node", "NET devices used"], rows)
                  if rows else "_no collective launches planned_")
+    lines += [""] + rails_section(data) + [""] + bindings_section(data)
     return lines
+
+
+def rails_section(data):
+    """Per-rail bytes moved per point, from the rail counters coll_perf records with each case."""
+    lines = ["### Rails (HCA counter deltas summed over the point's cases)", "",
+             "Counters count all traffic on a port, not only this benchmark's.", ""]
+    per_point = {}
+    for (point, _case), record in data.latest.items():
+        per_point.setdefault(point, []).append(record)
+    rows = []
+    for launch in data.coll_launches():
+        name = launch["name"]
+        records = per_point.get(name, [])
+        totals, errors, _flags = rail_totals(records)
+        if not totals:
+            if launch.get("kind") != "inter":
+                continue
+            rows.append((name, f"not available: {rails_reason(records)}", None, None))
+            continue
+        if launch.get("kind") != "inter" and not any(totals.values()):
+            continue
+        total = sum(totals.values()) or 1
+        shares = ", ".join(f"{rail} {value / total * 100:.0f}%" for rail, value in sorted(totals.items()))
+        moved = ", ".join(f"{rail} {value / 1e9:.3f} GB" for rail, value in sorted(totals.items()))
+        rows.append((name, shares, moved, ", ".join(f"{r}: {c:g}" for r, c in sorted(errors.items())) or "0"))
+    if not rows:
+        return lines + ["_not available: no multi-node point in this run (rails carry no traffic inside one node)_"]
+    return lines + [md_table(["point", "share per rail", "bytes per rail", "error increments"], rows)]
+
+
+def bindings_section(data):
+    """The CPU/memory/GPU/NIC binding each rank ran under (coll_perf's bindings section); identical rows
+    of several points are shown once, with the points listed."""
+    lines = ["### Rank bindings (GPU - CPU - memory - NIC each rank ran under)", ""]
+    grouped = {}
+    reasons = set()
+    for launch in data.coll_launches():
+        base = launch.get("base_point") or launch["name"]
+        document = data.raw.get(launch["name"])
+        bindings = document.get("bindings") if isinstance(document, dict) else None
+        if not isinstance(bindings, list) or not bindings:
+            reasons.add(f"{base}: " + ("no coll_perf result" if document is None else "no bindings section"))
+            continue
+        for binding in bindings:
+            if not isinstance(binding, dict):
+                continue
+            nics = binding.get("allowed_nics")
+            if isinstance(nics, list):
+                nics = ",".join(f"{n.get('name')}:{n.get('port')}" + (f" {n['path_class']}" if n.get("path_class") else "")
+                                if isinstance(n, dict) else str(n) for n in nics)
+            memory = binding.get("memory_binding")
+            if isinstance(memory, dict):
+                memory = f"{memory.get('policy')}:{memory.get('nodeset')}"
+            key = (binding.get("rank"), binding.get("host"), binding.get("gpu_pci_bus_id"),
+                   binding.get("cpu_binding") or binding.get("cpu_binding_reason"),
+                   memory or binding.get("memory_binding_reason"),
+                   binding.get("gpu_numa_node") if binding.get("gpu_numa_node") is not None else binding.get("gpu_numa_node_reason"),
+                   nics)
+            points = grouped.setdefault(key, [])
+            if base not in points:
+                points.append(base)
+    rows = []
+    order = {launch.get("base_point") or launch["name"]: index for index, launch in enumerate(data.coll_launches())}
+    for key, points in sorted(grouped.items(), key=lambda item: (order.get(item[1][0], 0), str(item[0][1]),
+                                                                 item[0][0] if isinstance(item[0][0], int) else -1)):
+        shown = ", ".join(points) if len(points) <= 3 else f"{points[0]} and {len(points) - 1} more"
+        rows.append((shown,) + tuple("-" if value is None else str(value) for value in key))
+    if rows:
+        lines.append(md_table(["points", "rank", "host", "GPU bus id", "CPU binding", "memory binding", "GPU NUMA",
+                               "NICs allowed"], rows[:400]))
+    if reasons:
+        lines += ["", "Not available: " + "; ".join(sorted(reasons)[:12]) + (" ..." if len(reasons) > 12 else "")]
+    return lines
+
+
+def algo_proto(record):
+    """'ALGO/PROTO' NCCL chose for a case (from coll_perf's untimed TUNING probe), or None."""
+    evidence = record.get("evidence") if isinstance(record.get("evidence"), dict) else {}
+    for source in (evidence.get("tuning"), evidence, record):
+        entries = source if isinstance(source, list) else [source]
+        found = []
+        for entry in entries:
+            if isinstance(entry, dict) and (entry.get("algorithm") or entry.get("algo")):
+                text = f"{entry.get('algorithm') or entry.get('algo')}/{entry.get('protocol') or entry.get('proto') or '?'}"
+                if text not in found:
+                    found.append(text)
+        if found:
+            return ", ".join(found)
+    return None
+
+
+def tuning_section(data):
+    lines = ["## NCCL algorithm / protocol per size (untimed TUNING probe)", ""]
+    table = {}
+    for (point, _case), record in data.latest.items():
+        if record.get("in_place"):
+            continue
+        choice = algo_proto(record)
+        cells = table.setdefault(base_point_of(point), {})
+        key = (record.get("collective"), record.get("requested_bytes"))
+        if choice or key not in cells:
+            cells[key] = choice
+    table = {base: cells for base, cells in table.items() if any(cells.values())}
+    if not table:
+        launches = data.coll_launches()
+        if launches and all("--backend" in (l.get("argv") or []) for l in launches):
+            why = "MPI backend (no NCCL)"
+        elif launches and not any("--tuning-from" in (l.get("argv") or []) for l in launches):
+            why = "no tuning probe was planned (this coll_perf build lacks --tuning-probe, or --no-tuning-probe)"
+        elif any(data.points_state.get(l["name"], {}).get("status") != "complete"
+                 for l in data.plan if l.get("kind") == "tuning"):
+            why = "the tuning probe launch did not complete (see Launches)"
+        else:
+            why = "the case records carry no algorithm/protocol"
+        return lines + [f"_not available: {why}_", ""]
+    for base, cells in table.items():
+        collectives = sorted({c for c, _ in cells})
+        sizes = sorted({s for _, s in cells if isinstance(s, int)})
+        rows = [[format_size(size)] + [cells.get((c, size)) for c in collectives] for size in sizes]
+        lines += [f"### {base}", "", md_table(["size"] + collectives, rows), ""]
+    return lines + ["'-': no choice recorded (NCCL logs none for collectives it runs as grouped send/recv, "
+                    "e.g. alltoall; the records' evidence.tuning_reason says why).", ""]
 
 
 def points_section(data):
@@ -524,31 +739,77 @@ def repeats_section(data, cv_gate):
             md_table(["point", "case", "repeats", "CV %", "gate"], rows[:200]), ""]
 
 
-def p2p_section(data, pyplot, plots_dir):
-    lines = ["## P2P matrices", ""]
-    if not data.p2p:
-        return lines + ["_no p2p/<host>.json in this run_", ""]
-    for host, document in sorted(data.p2p.items()):
-        lines += [f"### {host}", ""]
-        for test in document.get("tests") or []:
-            if not isinstance(test, dict):
+def p2p_matrices(document):
+    """[(test name, unit, description, bytes, N x N matrix)] for the pair tests of a p2p_matrix result
+    (results_schema/p2p_matrix.schema.json): the median bandwidth (or latency) of each src -> dst at the
+    largest size measured; None where a pair was not measured (never 0)."""
+    tests = {t.get("name"): t for t in document.get("tests") or [] if isinstance(t, dict)}
+    devices = [d.get("index") for d in document.get("devices") or [] if isinstance(d, dict)]
+    count = max([i for i in devices if isinstance(i, int)], default=-1) + 1
+    by_test = {}
+    for result in document.get("results") or []:
+        if not isinstance(result, dict):
+            continue
+        src, dst = result.get("src"), result.get("dst")
+        if not isinstance(src, int) or not isinstance(dst, int) or isinstance(src, bool):
+            continue
+        test = tests.get(result.get("test"), {})
+        if test.get("scope", "pair") != "pair":
+            continue
+        by_test.setdefault(result.get("test"), []).append(result)
+        count = max(count, src + 1, dst + 1)
+    out = []
+    for name in [n for n in tests if n in by_test] + [n for n in by_test if n not in tests]:
+        results = by_test[name]
+        unit = tests.get(name, {}).get("unit") or ""
+        key = "latency_us" if unit == "us" else ("load_latency_ns" if unit == "ns" else "bandwidth_gbps")
+        sizes = [r.get("bytes") for r in results if isinstance(r.get("bytes"), int)]
+        largest = max(sizes) if sizes else None
+        matrix = [[None] * count for _ in range(count)]
+        for result in results:
+            if largest is not None and result.get("bytes") != largest:
                 continue
-            name, unit = test.get("name") or "test", test.get("unit") or ""
-            matrix = test.get("matrix")
-            lines += [f"**{name}** ({unit})", ""]
-            if isinstance(matrix, list) and matrix and all(isinstance(row, list) for row in matrix):
-                if pyplot is not None:
-                    safe = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in f"p2p_{host}_{name}")
-                    path = os.path.join(plots_dir, safe + ".png")
-                    plot_heatmap(pyplot, path, f"{host}: {name}", matrix, unit)
-                    lines += [f"![{host} {name}](plots/{safe}.png)", ""]
-                header = ["src \\ dst"] + [str(j) for j in range(max(len(row) for row in matrix))]
-                rows = [[str(i)] + [fmt_number(v) for v in row] for i, row in enumerate(matrix)]
-                lines += [md_table(header, rows), ""]
-            elif isinstance(test.get("results"), list):
-                lines += [f"{len(test['results'])} result(s); see p2p/{host}.json", ""]
-            else:
-                lines += ["_no values_", ""]
+            stats = result.get(key)
+            if result.get("status") == "ok" and isinstance(stats, dict) and isinstance(stats.get("median"), (int, float)):
+                matrix[result["src"]][result["dst"]] = stats["median"]
+        label = {"gbps": "GB/s", "us": "us", "ns": "ns"}.get(unit, unit)
+        out.append((name, label, tests.get(name, {}).get("description"), largest, matrix))
+    return out
+
+
+def p2p_section(data, pyplot, plots_dir):
+    lines = ["## P2P matrices (per node, src row -> dst column)", ""]
+    if not data.p2p:
+        return lines + ["_not available: no p2p/<host>.json in this run (no GPU, or the P2P launch did not finish)_", ""]
+    for host, document in sorted(data.p2p.items()):
+        lines += [f"### {host}" + (f" (host {document['host']})" if document.get("host") not in (None, host) else ""), ""]
+        if document.get("no_device_reason"):
+            lines += [f"_not available: {document['no_device_reason']}_", ""]
+        matrices = p2p_matrices(document)
+        if not matrices and not document.get("no_device_reason"):
+            lines += ["_no GPU pair measured (one GPU, or every pair skipped)_", ""]
+        for name, unit, description, size, matrix in matrices:
+            lines += [f"**{name}** ({unit}{', ' + format_size(size) if size else ''})" +
+                      (f": {description}" if description else ""), ""]
+            if pyplot is not None:
+                safe = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in f"p2p_{host}_{name}")
+                plot_heatmap(pyplot, os.path.join(plots_dir, safe + ".png"), f"{host}: {name}", matrix, unit)
+                lines += [f"![{host} {name}](plots/{safe}.png)", ""]
+            header = ["src \\ dst"] + [str(j) for j in range(len(matrix))]
+            rows = [[str(i)] + ["X" if i == j else fmt_number(v) for j, v in enumerate(row)] for i, row in enumerate(matrix)]
+            lines += [md_table(header, rows), ""]
+        others = {}
+        for result in document.get("results") or []:
+            if isinstance(result, dict) and not (isinstance(result.get("src"), int) and isinstance(result.get("dst"), int)):
+                stats = result.get("bandwidth_gbps")
+                if result.get("status") == "ok" and isinstance(stats, dict):
+                    others.setdefault(result.get("test"), []).append(
+                        (result.get("src"), result.get("dst"), result.get("bytes"), stats.get("median")))
+        if others:
+            rows = [(test, src, dst, format_size(size) if isinstance(size, int) else None, fmt_number(value))
+                    for test, items in sorted(others.items()) for src, dst, size, value in items]
+            lines += ["Host <-> device and single-GPU tests (GB/s, median):", "",
+                      md_table(["test", "src", "dst", "size", "GB/s"], rows[:200]), ""]
     return lines
 
 
@@ -604,6 +865,7 @@ def build_report(run_dir, cv_gate=None):
     lines += transport_section(data) + [""]
     lines += collective_sections(data, plot_links)
     lines += repeats_section(data, cv_gate)
+    lines += tuning_section(data)
     lines += p2p_section(data, pyplot, plots_dir)
     sanity_path = os.path.join(data.run_dir, "sanity.jsonl")
     if os.path.exists(sanity_path):

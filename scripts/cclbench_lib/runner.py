@@ -197,7 +197,7 @@ class Baseline:
         self.manifest["invocations"].append({"argv": self.argv, "started_utc": utc_now(), "resume": self.resume})
         for name in ("cases.jsonl", "sanity.jsonl"):
             terminate_last_line(os.path.join(self.run_dir, name))
-        for sub in ("topology", "p2p", "nccl", "raw"):
+        for sub in ("topology", "p2p", "nccl", "raw", "tuning"):
             os.makedirs(os.path.join(self.run_dir, sub), exist_ok=True)
         self.save_manifest()
         self.log = open_append(os.path.join(self.run_dir, "run.log"))
@@ -205,7 +205,7 @@ class Baseline:
 
     def check_outputs(self, launch):
         """(ok, reason) for a launch's results, judged from the files, never from the exit code alone."""
-        if launch["kind"] in ("topology", "p2p"):
+        if launch["kind"] in ("topology", "p2p", "tuning"):
             for path in launch["outputs"]:
                 try:
                     document = read_json(path, f"{launch['kind']} result")
@@ -213,6 +213,8 @@ class Baseline:
                     return False, str(error)
                 if not isinstance(document, dict) or "schema_version" not in document:
                     return False, f"{path} has no schema_version"
+                if launch["kind"] == "tuning" and document.get("kind") != "tuning_probe":
+                    return False, f"{path} is not a coll_perf --tuning-probe file"
             return True, None
         jsonl = os.path.join(self.run_dir, "sanity.jsonl" if launch["kind"] == "sanity" else "cases.jsonl")
         if not os.path.exists(jsonl):
@@ -240,13 +242,14 @@ class Baseline:
     def execute(self, launch):
         """Runs one launch, its output into run.log. Returns the exit code (None when killed by us)."""
         self.log_line(f"# {utc_now()} launch {launch['name']}")
-        self.log_line("$ " + format_launch(launch))
+        argv = self.runnable_argv(launch)
+        self.log_line("$ " + shlex.join(argv))
         env = dict(os.environ)
         env.update(launch.get("env") or {})
         timeout = self.inputs.get("launch_timeout_s")
         timed_out = threading.Event()
         try:
-            self.child = subprocess.Popen(launch["argv"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            self.child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                           stdin=subprocess.DEVNULL, env=env)
         except OSError as error:
             self.log_line(f"# cannot start: {error.strerror}")
@@ -276,6 +279,23 @@ class Baseline:
         if self.interrupted_by:
             raise Interrupted(self.interrupted_by)
         return code, None
+
+    def runnable_argv(self, launch):
+        """The planned argv, less `--tuning-from FILE` when its probe left no usable file: the timed run
+        still measures, its records then say the tuning is missing (and run.log says why)."""
+        argv = list(launch["argv"])
+        source = launch.get("tuning_from")
+        if source and "--tuning-from" in argv:
+            try:
+                document = read_json(source, "tuning probe result")
+                usable = isinstance(document, dict) and document.get("kind") == "tuning_probe"
+            except CclbenchError:
+                usable = False
+            if not usable:
+                index = argv.index("--tuning-from")
+                del argv[index:index + 2]
+                self.log_line(f"# {source} is missing or unusable (its probe failed): measuring without --tuning-from")
+        return argv
 
     def stop_child(self):
         """SIGTERM now (mpirun forwards it to the ranks), SIGKILL 10 s later if still alive. Never

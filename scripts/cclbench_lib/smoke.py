@@ -16,6 +16,7 @@ from .runner import Baseline, Progress
 
 SMOKE_SIZES = (8 << 10, 1 << 20, 8)  # 8K, 64K, 512K
 SMOKE_ITERATIONS = 5
+SMOKE_P2P_TESTS = "device_local_copy_ce,device_local_copy_sm,h2d_ce_local_numa,d2h_ce_local_numa"
 
 
 def smoke_launches(inputs, run_dir, have_gpu):
@@ -40,7 +41,9 @@ def smoke_launches(inputs, run_dir, have_gpu):
 
     if have_gpu:
         p2p_out = planner.path("p2p", f"{host}.json")
-        launches.append(planner.launch("p2p_matrix", "p2p", [planner.tool("p2p_matrix"), "--json", p2p_out],
+        # The single-GPU tests at a modest size: a few seconds, not the full 256M/1G defaults.
+        launches.append(planner.launch("p2p_matrix", "p2p", [planner.tool("p2p_matrix"), "-t", SMOKE_P2P_TESTS,
+                                                             "-b", "32M", "-n", "3", "-w", "1", "-q", "--json", p2p_out],
                                        hosts=[host], outputs=[p2p_out]))
         launches.append(coll("collectives_1rank_nccl", 1, []))
         launches.append(coll("collectives_4rank_share_gpu", 4, ["--share-gpu"]))

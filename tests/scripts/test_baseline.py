@@ -30,11 +30,15 @@ class BaselineRuns(TempDirTest):
         with open(os.path.join(self.results, run_id, "run_manifest.json")) as handle:
             return json.load(handle)
 
-    def invocations(self, log):
+    def invocations(self, log, probes=False):
+        """Points coll_perf measured (or, with probes=True, the points whose TUNING probe ran), in order."""
         if not os.path.exists(log):
             return []
         with open(log) as handle:
-            return [line.strip() for line in handle if line.strip()]
+            lines = [line.strip() for line in handle if line.strip()]
+        if probes:
+            return [line.split(" ", 1)[1] for line in lines if line.startswith("tuning-probe ")]
+        return [line for line in lines if not line.startswith("tuning-probe ")]
 
     def test_local_run_directory_and_report(self):
         result = self.baseline("L", env={"NCCL_DEBUG": "WARN", "NCCL_API_KEY": "hunter2", "HOME_SECRET": "x"})
@@ -99,9 +103,9 @@ class BaselineRuns(TempDirTest):
         self.assertEqual(result.returncode, 0, result.stderr)
         manifest = self.manifest("T")
         self.assertEqual(manifest["mode"], "multi_node")
-        self.assertEqual(len(manifest["plan"]), 16)
+        self.assertEqual(len(manifest["plan"]), 16 + 11, "16 launches and one TUNING probe per point")
         self.assertTrue(all(state["status"] == "complete" for state in manifest["points"].values()))
-        self.assertEqual(len(self.invocations(log)), 16)
+        self.assertEqual(len(self.invocations(log)), 16 + 11)
         run = os.path.join(self.results, "T")
         self.assertEqual(sorted(os.listdir(os.path.join(run, "topology"))), ["127.0.0.1.json", "localhost.json"])
         self.assertEqual(sorted(os.listdir(os.path.join(run, "p2p"))), ["127.0.0.1.json", "localhost.json"])
@@ -111,8 +115,57 @@ class BaselineRuns(TempDirTest):
         text = read_text(os.path.join(run, "report.md"))
         self.assertIn("inter.cross2.rail-mlx5_3", text)
         self.assertIn("NCCL_IB_HCA==mlx5_0:1,mlx5_3:1", text)
-        self.assertIn("ce_unidir_bw", text, "P2P matrices are reported")
+        self.assertIn("**d2d_ce_write_uni** (GB/s, 256M)", text, "P2P matrices are reported")
+        self.assertIn("| 0 | X | 52.00 | 38.00 | 38.00 |", text, "from the real p2p_matrix layout, src row -> dst column")
         self.assertIn("| mlx5_3 | eth3 |", text, "the GPU-NIC-NUMA table")
+        self.assertIn("mlx5_0:1/eth0 PIX", text, "nearest NIC per GPU")
+        self.assertIn("| GPU0 | X | PIX |", text, "path classes")
+        self.assertIn("NET/IB/GDRDMA x32", text, "transport evidence per point")
+        self.assertIn("IB/mlx5_0 x16, IB/mlx5_3 x16", text, "NET devices used")
+        self.assertIn("| inter=NET/IB | pass | NET/IB/GDRDMA x32 | P2P/CUMEM x64 |", text)
+        self.assertIn("## NCCL algorithm / protocol per size", text)
+        self.assertIn("| 8K | TREE/LL | TREE/LL | - | TREE/LL |", text, "alltoall: NCCL logs no choice")
+        self.assertEqual(sorted(os.listdir(os.path.join(run, "tuning"))), sorted(
+            f"{launch['base_point']}.json" for launch in manifest["plan"] if launch["kind"] in ("intra", "inter")))
+        self.assertIn("| inter.cross0.rails-both and 8 more | 15 |", text, "rank bindings, grouped over points")
+        self.assertIn("not available: the case records carry no rail counters", text)
+        for launch in manifest["plan"]:
+            if launch["kind"] == "inter":
+                argv = launch["argv"]
+                self.assertEqual(argv[argv.index("--expect-transport") + 1], "inter=NET/IB")
+                self.assertTrue(os.path.isdir(os.path.join(run, "nccl", launch["name"])), "NCCL logs per point")
+        for host in ("localhost", "127.0.0.1"):
+            for schema, sub in (("topology.schema.json", "topology"), ("p2p_matrix.schema.json", "p2p")):
+                ok, errors = validate(schema, os.path.join(run, sub, host + ".json"))
+                self.assertTrue(ok, errors)
+        ok, errors = validate("coll_perf.schema.json", *sorted(glob.glob(os.path.join(run, "raw", "*.json"))))
+        self.assertTrue(ok, errors)
+
+    def test_transport_fallback_fails_the_point(self):
+        result = self.baseline("S", *TWO_NODES, "--coll", "all_reduce", "--cross-nic", "0",
+                               env={"FAKE_COLL_TRANSPORT": "socket"})
+        self.assertRunError(result, 1)
+        self.assertIn("exit 3 (transport expectation failed)", result.stderr.splitlines()[-1])
+        run = os.path.join(self.results, "S")
+        self.assertEqual(run_cli(["report", run], env={"CCLBENCH_NO_MATPLOTLIB": "1"}).returncode, 0)
+        text = read_text(os.path.join(run, "report.md"))
+        anomalies = text[text.index("## Anomalies"):text.index("## Environment")]
+        self.assertIn("| transport mismatch | sanity |", anomalies)
+        self.assertIn("NET/Socket x32", text)
+
+    def test_failed_probe_does_not_stop_the_measurement(self):
+        point = "inter.cross0.rails-both"
+        result = self.baseline("TP", *TWO_NODES, "--coll", "all_reduce", "--cross-nic", "0",
+                               env={"FAKE_COLL_PROBE_FAIL": point})
+        self.assertRunError(result, 1, f"tuning.{point}: exit 5")
+        manifest = self.manifest("TP")
+        self.assertEqual(manifest["points"][point]["status"], "complete", "measured without --tuning-from")
+        log = read_text(os.path.join(self.results, "TP", "run.log"))
+        self.assertIn("(its probe failed): measuring without --tuning-from", log)
+        self.assertEqual(run_cli(["report", os.path.join(self.results, "TP")],
+                                 env={"CCLBENCH_NO_MATPLOTLIB": "1"}).returncode, 0)
+        text = read_text(os.path.join(self.results, "TP", "report.md"))
+        self.assertIn(f"| launch not complete | tuning.{point} |", text)
 
     def test_gpus_per_node_mismatch(self):
         result = self.baseline("G", *TWO_NODES, env={"FAKE_GPUS": "4"})
@@ -138,6 +191,7 @@ class BaselineRuns(TempDirTest):
         second = run_cli(["baseline", "--resume", "R", "--results", self.results], env={"FAKE_COLL_LOG": log})
         self.assertEqual(second.returncode, 0, second.stderr)
         self.assertEqual(self.invocations(log), ["sanity", failing], "only the failed point runs again")
+        self.assertEqual(self.invocations(log, probes=True), [], "its probe had completed: not run again")
         self.assertIn("skipped (already complete)", second.stderr)
         manifest = self.manifest("R")
         self.assertEqual(manifest["status"], "complete")
@@ -270,7 +324,8 @@ class BaselineRuns(TempDirTest):
         self.assertRegex(anomalies, r"above physical limit \| inter\.cross0\.rails-both \| .* > 100 GB/s \(2 x 400G")
         self.assertRegex(anomalies, r"above physical limit \| inter\.cross1\.rail-mlx5_0 \| .* > 50 GB/s \(1 x 400G")
         self.assertRegex(anomalies, r"above physical limit \| intra\.localhost \| .* > 64 GB/s \(PCIe Gen5 x16\)")
-        self.assertIn("| FAILED |", text, "the transport table marks the failed gate")
+        self.assertIn("| FAILED (coll_perf exit 3) |", text, "the transport table marks the failed gate")
+        self.assertEqual(anomalies.count("above physical limit | inter.cross0.rails-both"), 1, "one row per point")
 
 
 if __name__ == "__main__":

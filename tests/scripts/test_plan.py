@@ -22,7 +22,22 @@ class TwoNodePlan(TempDirTest):
         return [shlex.split(line) for line in result.stdout.splitlines()]
 
     def test_counts_and_shapes(self):
-        launches = self.plan()
+        every = self.plan()
+        # Each point's untimed TUNING probe: a launch of its own, right before the point, same ranks and
+        # environment, no records; the point then reads it with --tuning-from.
+        probes = [argv for argv in every if "--tuning-probe" in argv]
+        self.assertEqual(len(probes), 2 + 9)
+        for argv in probes:
+            following = every[every.index(argv) + 1]
+            self.assertEqual(argv[:argv.index("/opt/cclbench/bin/coll_perf")],
+                             following[:following.index("/opt/cclbench/bin/coll_perf")], "same mpirun, -np, hosts, -x")
+            self.assertEqual(following[following.index("--tuning-from") + 1], argv[argv.index("--tuning-probe") + 1])
+            for flag in ("-J", "--jsonl", "--csv"):
+                self.assertNotIn(flag, argv, "a probe writes no performance records")
+        def without_tuning_from(argv):
+            return [w for i, w in enumerate(argv) if w != "--tuning-from" and (i == 0 or argv[i - 1] != "--tuning-from")]
+        self.assertEqual(self.plan("--no-tuning-probe"), [without_tuning_from(argv) for argv in every if argv not in probes])
+        launches = [argv for argv in every if argv not in probes]
         self.assertEqual(len(launches), 2 + 1 + 2 + 2 + 9)
         programs = [os.path.basename(next(w for w in argv if w.startswith("/opt/cclbench/bin/"))) for argv in launches]
         self.assertEqual(programs.count("topo_map"), 2)
@@ -50,10 +65,17 @@ class TwoNodePlan(TempDirTest):
             self.assertEqual(host_of(argv), "node5:8,node7:8")
             env = dict(argv[i + 1].split("=", 1) for i, word in enumerate(argv) if word == "-x")
             combos.add((env["NCCL_CROSS_NIC"], env["NCCL_IB_HCA"]))
-            self.assertEqual(argv[argv.index("--expect-transport") + 1], "inter=NET/IB+GDRDMA,intra=P2P")
+            self.assertEqual(argv[argv.index("--expect-transport") + 1], "inter=NET/IB")
             point = argv[argv.index("--point") + 1]
             self.assertEqual(argv[argv.index("--jsonl") + 1], os.path.join(self.results, "R1", "cases.jsonl"))
-            self.assertEqual(argv[argv.index("--log-dir") + 1], os.path.join(self.results, "R1", "nccl", point))
+            # coll_perf is not built under /opt/cclbench/bin: the newest flags are assumed.
+            self.assertEqual(argv[argv.index("--nccl-log-dir") + 1], os.path.join(self.results, "R1", "nccl", point))
+            self.assertEqual(argv[argv.index("--tuning-from") + 1], os.path.join(self.results, "R1", "tuning", point + ".json"))
+            self.assertEqual(argv[argv.index("-x") - 2:argv.index("-x")], ["--host", "node5:8,node7:8"])
+        for argv in intra:
+            self.assertNotIn("--expect-transport", argv, "no inter-node edges: the default gate is inter-node only")
+            self.assertNotIn("NCCL_IB_HCA", " ".join(argv))
+        self.assertNotIn("--tuning-from", sanity, "the sanity pass stays quick")
         self.assertEqual(combos, {(c, h) for c in "012" for h in ("=mlx5_0:1,mlx5_3:1", "=mlx5_0:1", "=mlx5_3:1")})
         self.assertEqual(len(set(points)), len(points), "point names are unique")
         for argv, program in zip(launches, programs):
@@ -66,7 +88,7 @@ class TwoNodePlan(TempDirTest):
     def test_repeat_and_mpirun_args(self):
         launches = self.plan("--repeat", "3", "--mpirun-args=--mca btl ^openib", "--coll", "all_reduce")
         inter = [argv for argv in launches if "-np" in argv and argv[argv.index("-np") + 1] == "16"]
-        self.assertEqual(len(inter), 1 + 27, "sanity + 9 points x 3 repeats")
+        self.assertEqual(len(inter), 1 + 27 + 9, "sanity + 9 points x 3 repeats + one probe per point")
         self.assertIn("inter.cross1.rail-mlx5_3.rep2", [argv[argv.index("--point") + 1] for argv in inter])
         first = launches[0]
         self.assertEqual(first[first.index("--mca"):first.index("--mca") + 3], ["--mca", "btl", "^openib"])
@@ -81,7 +103,7 @@ class TwoNodePlan(TempDirTest):
         with open(path) as handle:
             document = json.load(handle)
         self.assertEqual(document["mode"], "multi_node")
-        self.assertEqual(len(document["launches"]), 16)
+        self.assertEqual(len(document["launches"]), 16 + 11)
         self.assertFalse(os.path.exists(os.path.join(self.results, "R1")), "plan never creates the run directory")
 
     def test_slurm_allocation(self):
@@ -129,7 +151,26 @@ class LocalPlan(TempDirTest):
         coll = [argv for argv in launches if "/b/coll_perf" in argv]
         self.assertTrue(all(argv[argv.index("-np") + 1] == "4" and "--share-gpu" not in argv and "--backend" not in argv
                             for argv in coll))
-        self.assertEqual(coll[-1][coll[-1].index("--expect-transport") + 1], "intra=P2P")
+        self.assertNotIn("--expect-transport", coll[-1])
+        result = run_cli(["plan", "--results", self.results, "--bin-dir", "/b", "--expect-transport",
+                          "inter=NET/IB+GDRDMA,intra=P2P"], env={"CCLBENCH_FAKE_GPU_COUNT": "4"})
+        last = shlex.split(result.stdout.splitlines()[-1])
+        self.assertEqual(last[last.index("--expect-transport") + 1], "intra=P2P", "one node: only the intra part applies")
+
+    def test_flags_follow_the_built_coll_perf(self):
+        from helpers import FAKE_BIN
+        args = ["plan", "--results", self.results, "--bin-dir", FAKE_BIN]
+        newest = run_cli(args, env={"CCLBENCH_FAKE_GPU_COUNT": "2"})
+        self.assertIn("--nccl-log-dir", newest.stdout)
+        self.assertIn("--tuning-probe", newest.stdout)
+        self.assertNotIn("--tuning-probe", run_cli(args + ["--no-tuning-probe"], env={"CCLBENCH_FAKE_GPU_COUNT": "2"}).stdout)
+        older = run_cli(args, env={"CCLBENCH_FAKE_GPU_COUNT": "2", "FAKE_COLL_OLD_FLAGS": "1"})
+        self.assertEqual(older.returncode, 0, older.stderr)
+        self.assertNotIn("--nccl-log-dir", older.stdout)
+        self.assertNotIn("--tuning-probe", older.stdout)
+        self.assertIn("--log-dir", older.stdout)
+        mpi = run_cli(args, env={"CCLBENCH_FAKE_GPU_COUNT": "0"})
+        self.assertNotIn("--tuning-probe", mpi.stdout, "the MPI backend has no NCCL to probe")
 
 
 class HostParsing(TempDirTest):

@@ -1,0 +1,59 @@
+"""`cclbench smoke` for real on a GPU machine: the real topo_map, p2p_matrix and coll_perf (1 rank and 4
+emulated ranks sharing GPU 0), under 60 s, every part passed, JUnit XML written. Exit 77 (CTest: skipped)
+when no GPU is visible or the tools are not built."""
+import os
+import shutil
+import subprocess
+import sys
+import time
+import unittest
+import xml.etree.ElementTree as ElementTree
+
+from helpers import BINARY_DIR, TempDirTest, read_text, run_cli
+
+APPS = os.path.join(BINARY_DIR, "bench", "apps")
+
+
+def gpu_count():
+    tool = shutil.which("nvidia-smi")
+    if not tool:
+        return 0
+    try:
+        result = subprocess.run([tool, "-L"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    return sum(1 for line in result.stdout.splitlines() if line.startswith("GPU ")) if result.returncode == 0 else 0
+
+
+MISSING = [tool for tool in ("coll_perf", "topo_map", "p2p_matrix") if not os.access(os.path.join(APPS, tool), os.X_OK)]
+SKIP_REASON = ("no GPU visible (nvidia-smi -L)" if gpu_count() == 0 else
+               f"not built: {', '.join(MISSING)} in {APPS}" if MISSING else
+               "mpirun is not on PATH" if not shutil.which("mpirun") else None)
+
+
+@unittest.skipIf(SKIP_REASON, SKIP_REASON)
+class GpuSmoke(TempDirTest):
+    def test_smoke_passes_within_a_minute(self):
+        started = time.monotonic()
+        result = run_cli(["smoke", "--bin-dir", APPS, "--results", self.results, "--run-id", "G"], timeout=180,
+                         env={"CCLBENCH_FAKE_GPU_COUNT": ""})
+        seconds = time.monotonic() - started
+        run = os.path.join(self.results, "G")
+        log = read_text(os.path.join(run, "run.log")) if os.path.exists(os.path.join(run, "run.log")) else ""
+        self.assertEqual(result.returncode, 0, result.stderr + log[-6000:])
+        print(f"smoke wall time {seconds:.1f}s: {result.stderr.strip().splitlines()[-1]}", file=sys.stderr)
+        self.assertLess(seconds, 60.0)
+        suite = ElementTree.parse(os.path.join(run, "smoke.junit.xml")).getroot().find("testsuite")
+        self.assertEqual((suite.get("failures"), suite.get("skipped")), ("0", "0"))
+        names = [case.get("name") for case in suite.findall("testcase")]
+        self.assertEqual(names, ["topology", "p2p_matrix", "collectives_1rank_nccl", "collectives_4rank_share_gpu"])
+        report = run_cli(["report", run])
+        self.assertEqual(report.returncode, 0, report.stderr)
+
+
+if __name__ == "__main__":
+    program = unittest.main(exit=False, verbosity=2)
+    outcome = program.result
+    if outcome.testsRun and len(outcome.skipped) == outcome.testsRun:
+        sys.exit(77)
+    sys.exit(0 if outcome.wasSuccessful() else 1)
