@@ -146,6 +146,12 @@ void screen_xml(std::string_view xml, const std::string& what) {
       throw UsageError(what + ": binary data, not an hwloc XML topology");
     }
   }
+  // hwloc's exports carry at most `<!DOCTYPE topology SYSTEM "hwloc2.dtd">`, never entity
+  // declarations; a file that declares entities is not one of them, and expanding nested entities
+  // ("billion laughs") exhausts the XML parser's memory and stack.
+  if (xml.find("<!ENTITY") != std::string_view::npos) {
+    throw UsageError(what + ": declares XML entities (<!ENTITY), which no hwloc topology export does; refused");
+  }
   // Element balance: catches truncated files.
   std::vector<std::string_view> open;
   bool saw_topology = false;

@@ -16,6 +16,7 @@
 #include "bench/p2p/options.hpp"
 #include "bench/p2p/report.hpp"
 #include "topology/binding.hpp"
+#include "topology/nvlink.hpp"
 #include "topology/topology.hpp"
 
 namespace cclbench::p2p {
@@ -78,12 +79,9 @@ int env_int(const char* name, int fallback) {
   return (*end == '\0' && value >= 0 && value < (1 << 30)) ? static_cast<int>(value) : fallback;
 }
 
-// Path class of every GPU pair from the topology library (hwloc PCIe path). CUDA has no NVLink
-// link count, so NVLink-connected pairs show their PCIe path; the source line says so.
+// Path class of every GPU pair from the topology library: the hwloc PCIe path, or NV# where NVML
+// (opened at run time) reports NVLinks between the two GPUs.
 void fill_path_classes(Report& report) {
-  report.path_class_source =
-      "topology library (hwloc PCIe path: X/PIX/PXB/PHB/NODE/SYS); NVLink is not detected here (no NVML), "
-      "so an NVLink pair shows its PCIe path; see performance_rank";
   std::string why;
   try {
     const auto hwloc = topology::HwlocTopology::load_live();
@@ -91,6 +89,14 @@ void fill_path_classes(Report& report) {
     for (const DeviceInfo& d : report.devices) {
       mapper.gpu_pci_bus_ids.push_back(d.pci_bus_id);
       mapper.gpu_names.push_back(d.name);
+    }
+    std::string nvlink_reason;
+    if (const auto links = topology::query_nvlink_counts(mapper.gpu_pci_bus_ids, nvlink_reason)) {
+      mapper.nvlink_counts = links->links;
+      report.path_class_source = "topology library: hwloc PCIe path (X/PIX/PXB/PHB/NODE/SYS), NV# from " + links->source;
+    } else {
+      report.path_class_source = "topology library: hwloc PCIe path (X/PIX/PXB/PHB/NODE/SYS); NVLink unknown (" +
+                                 nvlink_reason + "), so an NVLink pair shows its PCIe path";
     }
     mapper.sysfs_root = "/sys";
     const topology::NodeTopology model = topology::build_node_topology(hwloc, mapper);
@@ -108,6 +114,7 @@ void fill_path_classes(Report& report) {
   } catch (const std::exception& e) {
     why = std::string("topology library failed: ") + e.what();
   }
+  report.path_class_source = "none: " + why;
   for (PairCapability& c : report.capability) c.path_class_reason = why;
 }
 

@@ -263,6 +263,8 @@ TEST(TopologyXml, BadInputIsAUsageErrorOnOneLine) {
       {"not_xml", "hello world"},
       {"quoted_truncated", "<topology version=\"2.0\"><object type=\"Machine\" name=\"a>b"},
       {"hwloc_rejects", "<topology version=\"2.0\">\n  <object type=\"Bogus\"/>\n</topology>\n"},
+      {"entities", "<?xml version=\"1.0\"?>\n<!DOCTYPE t [<!ENTITY a \"x\"><!ENTITY b \"&a;&a;&a;\">]>\n"
+                   "<topology version=\"2.0\" x=\"&b;\"></topology>\n"},
   };
   for (const auto& [name, text] : cases) {
     try {
