@@ -88,6 +88,32 @@ def main():
     # A bad spec is a usage error before anything runs.
     proc, out = run(mpiexec, coll_perf, work, "bad_spec", ["--expect-transport", "inter=RDMA"], env)
     check(proc.returncode == 2 and "unknown transport 'RDMA'" in proc.stderr, "bad spec not a usage error", proc)
+    # --tuning-from attaches a probe's choice per case id; a case the probe lacks is null with a reason.
+    probe = os.path.join(work, "probe.json")
+    with open(probe, "w", encoding="utf-8") as handle:
+        json.dump({"schema_version": "1.0.0", "kind": "tuning_probe", "nccl_version": "2.28.9", "cases": [
+            {"case_id": "all_reduce.float.sum.out.8K", "tuning": {"collective": "AllReduce", "bytes": 8192,
+             "algorithm": "RING", "protocol": "LL", "matched_by": "size", "source": "h.1.log:9"}},
+            {"case_id": "all_reduce.float.sum.in.8K", "tuning": None, "reason": "no TUNING line"}]}, handle)
+    proc, out = run(mpiexec, coll_perf, work, "tuning_from", ["--tuning-from", probe], env)
+    check(proc.returncode == 0, f"--tuning-from exited {proc.returncode}", proc)
+    cases = {c["case_id"]: c["evidence"] for c in json.load(open(out, encoding="utf-8"))["cases"]}
+    check(cases["all_reduce.float.sum.out.8K"]["tuning"]["algorithm"] == "RING", "tuning not attached")
+    check(cases["all_reduce.float.sum.in.8K"]["tuning"] is None and
+          cases["all_reduce.float.sum.in.8K"]["tuning_reason"] == "no TUNING line", "probe's reason not kept")
+    check(cases["all_reduce.float.sum.out.16K"]["tuning"] is None and
+          "not in the probe file" in cases["all_reduce.float.sum.out.16K"]["tuning_reason"], "missing case reason")
+    proc, _ = run(mpiexec, coll_perf, work, "tuning_bad", ["--tuning-from", out], env)
+    check(proc.returncode == 2 and "is not a coll_perf --tuning-probe file" in proc.stderr, "bad probe file accepted", proc)
+    proc, _ = run(mpiexec, coll_perf, work, "probe_with_j", ["--tuning-probe", probe], env)
+    check(proc.returncode == 2 and "--tuning-probe writes no performance records" in proc.stderr,
+          "--tuning-probe with -J accepted", proc)
+    # Every document written above validates against the schema.
+    validator = os.path.join(source, "tests", "tools", "validate_json.py")
+    schema = os.path.join(source, "results_schema", "coll_perf.schema.json")
+    documents = [os.path.join(work, n + ".json") for n in ("rails", "no_sysfs", "gate", "tuning_from")]
+    proc = subprocess.run([sys.executable, validator, schema] + documents, capture_output=True, text=True)
+    check(proc.returncode == 0, "schema validation failed", proc)
     print("ok: manifest (allowlist), bindings, transport null, rails, gate without evidence")
 
 

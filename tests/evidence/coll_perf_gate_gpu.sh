@@ -8,7 +8,7 @@ if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep
   echo "SKIPPED: no GPU visible (nvidia-smi -L lists none)"; exit 77
 fi
 rm -rf "$work"; mkdir -p "$work"
-output=$(OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "$mpiexec" --oversubscribe --allow-run-as-root -np 4 \
+output=$(OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "$mpiexec" --oversubscribe --allow-run-as-root --bind-to none -np 4 \
   "$coll_perf" --backend nccl --share-gpu --coll all_reduce,all_gather -b 8K -e 64K -f 8 -n 2 -w 1 -T 120 \
   -J "$work/out.json" --expect-transport "$spec" 2>&1); status=$?
 printf '%s\n' "$output"
