@@ -45,7 +45,7 @@ class BaselineRuns(TempDirTest):
         self.assertEqual(result.returncode, 0, result.stderr)
         run = os.path.join(self.results, "L")
         for name in ("run_manifest.json", "cases.jsonl", "summary.csv", "run.log", "sanity.jsonl",
-                     "topology", "nccl/local.mpi4", "raw/local.mpi4.json"):
+                     "topology", "raw/local.mpi4.json", "report.md"):
             self.assertTrue(os.path.exists(os.path.join(run, name)), name)
         self.assertIn("[3/3] local.mpi4: complete", result.stderr, "one progress line per launch")
         manifest = self.manifest("L")
@@ -74,6 +74,8 @@ class BaselineRuns(TempDirTest):
         for stat in (os.stat(os.path.join(run, name)) for name in ("run_manifest.json", "summary.csv")):
             self.assertEqual(stat.st_mode & 0o777, 0o644)
 
+        self.assertIn(f"cclbench: report: {os.path.join(run, 'report.md')} (0 anomalies)", result.stderr,
+                      "baseline writes the report itself")
         report = run_cli(["report", run])
         self.assertEqual(report.returncode, 0, report.stderr)
         text = read_text(os.path.join(run, "report.md"))
@@ -138,8 +140,7 @@ class BaselineRuns(TempDirTest):
             for schema, sub in (("topology.schema.json", "topology"), ("p2p_matrix.schema.json", "p2p")):
                 ok, errors = validate(schema, os.path.join(run, sub, host + ".json"))
                 self.assertTrue(ok, errors)
-        ok, errors = validate("coll_perf.schema.json", *sorted(glob.glob(os.path.join(run, "raw", "*.json"))))
-        self.assertTrue(ok, errors)
+        # raw/*.json of the double are not validated here: test_e2e_mpi.py validates the real coll_perf's.
 
     def test_transport_fallback_fails_the_point(self):
         result = self.baseline("S", *TWO_NODES, "--coll", "all_reduce", "--cross-nic", "0",
@@ -176,6 +177,8 @@ class BaselineRuns(TempDirTest):
         result = self.baseline("S", env={"FAKE_COLL_WRONG": "1", "FAKE_COLL_LOG": log})
         self.assertRunError(result, 1, "sanity pass failed")
         self.assertEqual(self.invocations(log), ["sanity"])
+        self.assertIn("| launch not complete | sanity |", read_text(os.path.join(self.results, "S", "report.md")),
+                      "a failed run still gets its report, anomalies first")
         self.assertEqual(self.manifest("S")["status"], "failed")
 
     def test_resume_after_failure_skips_finished_points(self):
