@@ -177,8 +177,10 @@ class BaselineRuns(TempDirTest):
         result = self.baseline("S", env={"FAKE_COLL_WRONG": "1", "FAKE_COLL_LOG": log})
         self.assertRunError(result, 1, "sanity pass failed")
         self.assertEqual(self.invocations(log), ["sanity"])
-        self.assertIn("| launch not complete | sanity |", read_text(os.path.join(self.results, "S", "report.md")),
-                      "a failed run still gets its report, anomalies first")
+        text = read_text(os.path.join(self.results, "S", "report.md"))
+        self.assertIn("| launch not complete | sanity |", text, "a failed run still gets its report, anomalies first")
+        self.assertIn("| launches never ran | local.mpi4 | 1 planned launch(es) did not run", text)
+        self.assertNotIn("| missing cases |", text, "never-run points are not listed case by case")
         self.assertEqual(self.manifest("S")["status"], "failed")
 
     def test_resume_after_failure_skips_finished_points(self):
