@@ -89,6 +89,12 @@ __global__ void pointer_chase_kernel(const unsigned char* base, std::uint64_t* p
   *position = offset;
 }
 
+__global__ void flip_bit_kernel(unsigned char* byte) {
+  volatile unsigned char* target = byte;
+  const unsigned char value = *target;
+  *target = static_cast<unsigned char>(value ^ 1u);
+}
+
 }  // namespace
 
 std::uint32_t p2p_pattern_word(std::uint32_t device, std::uint32_t sample, std::uint64_t word_index) {
@@ -123,6 +129,11 @@ cudaError_t sm_copy_blocks_per_sm(int* blocks_per_sm) {
 
 cudaError_t launch_blocker(const volatile int* flag, int* timed_out, std::uint64_t timeout_ns, cudaStream_t stream) {
   blocker_kernel<<<1, 1, 0, stream>>>(flag, timed_out, timeout_ns);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_flip_bit(void* data, std::uint64_t offset, cudaStream_t stream) {
+  flip_bit_kernel<<<1, 1, 0, stream>>>(static_cast<unsigned char*>(data) + offset);
   return cudaGetLastError();
 }
 

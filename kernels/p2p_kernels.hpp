@@ -36,6 +36,10 @@ cudaError_t sm_copy_blocks_per_sm(int* blocks_per_sm);
 // never released the flag cannot hang the run, and the sample is known to be invalid.
 cudaError_t launch_blocker(const volatile int* flag, int* timed_out, std::uint64_t timeout_ns, cudaStream_t stream);
 
+// Flips the lowest bit of the byte at data + offset (one thread): a deliberate corruption, used by
+// p2p_matrix --inject-corruption to prove that verification catches a wrong copy.
+cudaError_t launch_flip_bit(void* data, std::uint64_t offset, cudaStream_t stream);
+
 // Single thread, `loads` dependent 8-byte loads: each node at base + offset holds the byte offset of
 // the next node. Starts at *position (device memory) and stores the final offset back there, so
 // consecutive launches continue the chain instead of re-touching warm lines.

@@ -11,7 +11,10 @@ build_dir="${CCLBENCH_BUILD_DIR:-$repo/build}"
 build_type="${CCLBENCH_BUILD_TYPE:-Release}"
 
 packages=(build-essential cmake ninja-build pkg-config libopenmpi-dev openmpi-bin libhwloc-dev hwloc
-          nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev python3 python3-jsonschema python3-matplotlib)
+          nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev python3 python3-jsonschema python3-matplotlib
+          clang libclang-rt-14-dev)
+# clang + libclang-rt-14-dev: libFuzzer and sanitizer runtimes for scripts/ci_fuzz.sh (Debian 12's clang 14 only
+# recommends the runtimes, and recommendations are not installed below).
 
 missing=()
 if command -v dpkg-query >/dev/null 2>&1; then

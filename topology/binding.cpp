@@ -43,9 +43,29 @@ void set_null(nlohmann::json& record, const std::string& key, const std::string&
   record[key + "_reason"] = reason;
 }
 
+nlohmann::json capture_record_fields(const BindingInput& input);  // everything but "warning"
+
 }  // namespace
 
+nlohmann::json capture_binding_record(int rank, int local_rank, const std::string& gpu_pci_bus_id) {
+  BindingInput input;
+  input.rank = rank;
+  input.local_rank = local_rank;
+  input.gpu_pci_bus_id = gpu_pci_bus_id;
+  if (const char* spec = std::getenv("NCCL_IB_HCA")) input.nccl_ib_hca = spec;
+  return capture_binding_record(input);
+}
+
 nlohmann::json capture_binding_record(const BindingInput& input) {
+  nlohmann::json record = capture_record_fields(input);
+  const std::optional<std::string> warning = binding_warning(record);
+  record["warning"] = warning ? nlohmann::json(*warning) : nlohmann::json(nullptr);
+  return record;
+}
+
+namespace {
+
+nlohmann::json capture_record_fields(const BindingInput& input) {
   nlohmann::json record;
   std::string host = input.host;
   if (host.empty()) {
@@ -162,6 +182,8 @@ nlohmann::json capture_binding_record(const BindingInput& input) {
   }
   return record;
 }
+
+}  // namespace
 
 std::optional<std::string> binding_warning(const nlohmann::json& record) {
   if (!record.is_object()) return std::nullopt;

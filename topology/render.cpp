@@ -1,4 +1,5 @@
 // JSON and nvidia-smi-style text for a NodeTopology.
+#include <algorithm>
 #include <sstream>
 
 #include "topology/topology.hpp"
@@ -29,7 +30,33 @@ std::string numa_text(const std::vector<unsigned>& nodes) {
   return nodes.empty() ? "N/A" : format_index_list(nodes);
 }
 
+std::string port_text(const NicPort& port) {
+  std::string text = "port " + std::to_string(port.number) + " " + port.state.value_or("state?");
+  if (port.link_layer) text += " " + std::string(*port.link_layer == "Ethernet" ? "RoCE" : *port.link_layer == "InfiniBand" ? "IB" : *port.link_layer);
+  if (port.rate) text += " " + *port.rate;
+  return text;
+}
+
 }  // namespace
+
+std::vector<std::string> hca_prefix_notes(const NodeTopology& model, const HcaSpec& spec) {
+  std::vector<std::string> notes;
+  if (!spec.is_set() || spec.exact()) return notes;
+  for (const HcaSpecEntry& entry : spec.entries()) {
+    std::vector<std::string> longer;
+    for (const Nic& nic : model.nics) {
+      if (nic.name.size() > entry.name.size() && nic.name.starts_with(entry.name)) longer.push_back(nic.name);
+    }
+    const bool names_a_device = std::any_of(model.nics.begin(), model.nics.end(), [&](const Nic& nic) { return nic.name == entry.name; });
+    if (longer.empty() || !names_a_device) continue;  // "mlx5" meaning "every mlx5_*" is no surprise
+    std::string list = longer[0];
+    for (std::size_t i = 1; i < longer.size(); ++i) list += ", " + longer[i];
+    notes.push_back("NCCL_IB_HCA entry '" + entry.name + "' is a prefix, as in NCCL: it also " +
+                    (spec.exclude() ? "excludes " : "matches ") + list + " (write '" + (spec.exclude() ? "^=" : "=") +
+                    entry.name + "' for that device alone)");
+  }
+  return notes;
+}
 
 nlohmann::json to_json(const NodeTopology& model, const HcaSpec& spec) {
   nlohmann::json doc;
@@ -42,6 +69,7 @@ nlohmann::json to_json(const NodeTopology& model, const HcaSpec& spec) {
   doc["gpu_discovery"] = model.gpu_discovery;
   doc["has_pci"] = model.has_pci;
   doc["nccl_ib_hca"] = spec.is_set() ? nlohmann::json(spec.text()) : nlohmann::json(nullptr);
+  doc["nccl_ib_hca_notes"] = hca_prefix_notes(model, spec);
 
   doc["numa_nodes"] = nlohmann::json::array();
   for (const NumaNode& node : model.numa_nodes) {
@@ -174,6 +202,17 @@ std::string format_topo_matrix(const NodeTopology& model, const HcaSpec& spec) {
       any = true;
     }
     out << (any ? "\n" : " no allowed NIC\n");
+  }
+  for (const std::string& note : hca_prefix_notes(model, spec)) out << "\n  note: " << note << '\n';
+  if (!model.nics.empty()) {
+    out << "\nNICs:\n\n";
+    for (const Nic& nic : model.nics) {
+      out << "  NIC" << nic.index << ": " << nic.name << " (" << nic.pci_bus_id << ", netdev " << nic.netdev.value_or("none")
+          << ", NUMA " << numa_text(nic.numa_nodes) << ")";
+      if (nic.ports.empty()) out << " ports unknown";
+      for (std::size_t p = 0; p < nic.ports.size(); ++p) out << (p == 0 ? " " : "; ") << port_text(nic.ports[p]);
+      out << '\n';
+    }
   }
   out << "\nNUMA nodes:\n\n";
   if (model.numa_nodes.empty()) out << "  none reported\n";

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -144,6 +145,12 @@ void screen_xml(std::string_view xml, const std::string& what) {
     if (c == 0 || (c < 0x20 && c != '\t' && c != '\n' && c != '\r')) {
       throw UsageError(what + ": binary data, not an hwloc XML topology");
     }
+  }
+  // hwloc's exports carry at most `<!DOCTYPE topology SYSTEM "hwloc2.dtd">`, never entity
+  // declarations; a file that declares entities is not one of them, and expanding nested entities
+  // ("billion laughs") exhausts the XML parser's memory and stack.
+  if (xml.find("<!ENTITY") != std::string_view::npos) {
+    throw UsageError(what + ": declares XML entities (<!ENTITY), which no hwloc topology export does; refused");
   }
   // Element balance: catches truncated files.
   std::vector<std::string_view> open;
@@ -317,6 +324,7 @@ std::string pci_id_of(hwloc_obj_t pci) {
 }
 
 constexpr unsigned kNvidiaVendorId = 0x10de;
+constexpr std::uintmax_t kMaxXmlBytes = 64ull << 20;
 
 }  // namespace
 
@@ -372,6 +380,12 @@ std::string normalize_pci_bus_id(std::string_view bus_id) {
 // ---------------------------------------------------------------------------------------------
 HwlocTopology HwlocTopology::load_live() {
   hwloc_topology_t topology = init_topology();
+  // Keep CPUs and NUMA nodes outside this process's cgroup: a device's local CPU set is a property
+  // of the machine (nvidia-smi's CPU Affinity shows all of it), not of the container we run in.
+  if (hwloc_topology_set_flags(topology, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED) != 0) {
+    hwloc_topology_destroy(topology);
+    throw FatalError(ExitCode::runtime_error, "hwloc_topology_set_flags failed");
+  }
   // GPU plugins would initialise CUDA/NVML inside every rank just to name devices we already know.
   hwloc_topology_set_components(topology, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "cuda");
   hwloc_topology_set_components(topology, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "nvml");
@@ -386,6 +400,13 @@ HwlocTopology HwlocTopology::load_live() {
 }
 
 HwlocTopology HwlocTopology::load_xml_file(const std::string& path) {
+  // hwloc exports are kilobytes to a few megabytes; refuse anything huge before reading it.
+  std::error_code error;
+  const auto size = std::filesystem::file_size(path, error);
+  if (!error && size > kMaxXmlBytes) {
+    throw UsageError(path + ": " + std::to_string(size) + " bytes, larger than any hwloc XML topology (limit " +
+                     std::to_string(kMaxXmlBytes) + ")");
+  }
   const std::string text = read_text_file(path);
   return load_xml_text(text, path);
 }

@@ -37,8 +37,9 @@ bool nearer(const Path& a, const Path& b);
 // Owns one loaded hwloc topology (move-only).
 class HwlocTopology {
  public:
-  // This machine, with PCI bridges and OS devices kept. GPU plugins (cuda, nvml, ...) are disabled
-  // so that loading never initialises a GPU runtime. Throws FatalError(runtime_error).
+  // This machine, with PCI bridges and OS devices kept, and CPUs/NUMA nodes outside this process's
+  // cgroup included (device CPU affinity as nvidia-smi shows it). GPU plugins (cuda, nvml, ...) are
+  // disabled so that loading never initialises a GPU runtime. Throws FatalError(runtime_error).
   static HwlocTopology load_live();
   // An hwloc 2.x XML export. Empty, binary, truncated, non-hwloc and newer-major files are refused
   // with a UsageError naming `what` before hwloc sees them (its parsers print to stderr).
@@ -154,6 +155,10 @@ NodeTopology build_node_topology(const HwlocTopology& topology, const MapperOpti
 
 // The full model (results_schema/topology.schema.json).
 nlohmann::json to_json(const NodeTopology& model, const HcaSpec& spec);
+
+// Surprises of NCCL's prefix matching on this node, e.g. "NCCL_IB_HCA entry 'mlx5_1' is a prefix:
+// it also matches mlx5_10 (write '=mlx5_1' for that device alone)". Empty for exact specs.
+std::vector<std::string> hca_prefix_notes(const NodeTopology& model, const HcaSpec& spec);
 
 // nvidia-smi topo -m layout, then a "GPU -> NIC" table of the allowed NICs.
 std::string format_topo_matrix(const NodeTopology& model, const HcaSpec& spec);

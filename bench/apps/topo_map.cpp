@@ -13,6 +13,7 @@
 #include "bench/core/file_io.hpp"
 #include "bench/core/version.hpp"
 #include "topology/nccl_hca.hpp"
+#include "topology/nvlink.hpp"
 #include "topology/topology.hpp"
 
 #ifdef CCLBENCH_HAVE_CUDA
@@ -147,6 +148,7 @@ int run(int argc, char** argv) {
 
   MapperOptions mapper;
   std::string note;
+  std::string nvlink_note = "NVLink unknown (an hwloc XML records no NVLink counts)";
   std::optional<HwlocTopology> topology;
   if (options.xml) {
     topology.emplace(HwlocTopology::load_xml_file(*options.xml));
@@ -162,6 +164,11 @@ int run(int argc, char** argv) {
     } else {
       mapper.gpu_pci_bus_ids = cuda_bus_ids(note, mapper.gpu_names);
     }
+    // NV# as nvidia-smi shows it; PCIe-only machines simply have no active links.
+    if (const auto links = query_nvlink_counts(mapper.gpu_pci_bus_ids, nvlink_note)) {
+      mapper.nvlink_counts = links->links;
+      nvlink_note = "NVLink counts from " + links->source;
+    }
   }
   const NodeTopology model = build_node_topology(*topology, mapper);
   if (!model.has_pci) {
@@ -174,9 +181,10 @@ int run(int argc, char** argv) {
   nlohmann::json doc = to_json(model, spec);
   doc["tool"] = {{"name", kProgram}, {"version", cclbench::kToolVersion}, {"git_commit", cclbench::kGitCommit}};
   doc["gpu_discovery_note"] = note;
+  doc["nvlink_note"] = nvlink_note;
   if (options.json) cclbench::write_file_atomic(*options.json, doc.dump(2) + "\n");
   std::cout << format_topo_matrix(model, spec) << "\nSource: " << model.source << " (hwloc " << model.hwloc_version
-            << "); " << note << "\n";
+            << "); " << note << "; " << nvlink_note << "\n";
   return 0;
 }
 

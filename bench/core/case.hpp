@@ -40,6 +40,7 @@ struct TimeStats {
 struct CaseResult {
   CaseSpec spec;
   std::string backend;
+  bool emulated = false;  // ranks shared GPUs (--share-gpu): correctness only, never a performance figure
   int iterations = 0;
   int warmup = 0;
   int check_iterations = 0;

@@ -149,9 +149,14 @@ std::string help_text(const std::string& program_name) {
       << "  --placement both|in|out   in-place, out-of-place or both                    [both]\n"
       << "  --csv FILE                one CSV row per case\n"
       << "  --jsonl FILE              append one JSON record per case as it completes\n"
-      << "  --log-dir DIR             NCCL logs (NCCL_DEBUG_FILE) and transport evidence\n"
-      << "  --expect-transport SPEC   fail (exit 3) unless NCCL used it, e.g.\n"
-      << "                            inter=NET/IB+GDRDMA,intra=P2P\n"
+      << "  --nccl-log-dir DIR        NCCL logs (NCCL_DEBUG_FILE=DIR/%h.%p.log), parsed into\n"
+      << "                            the transport evidence  [<dir of -J/--jsonl>/nccl, else a temp dir]\n"
+      << "  --log-dir DIR             the same as --nccl-log-dir\n"
+      << "  --expect-transport SPEC   fail (exit 3) unless NCCL's logs prove it, e.g.\n"
+      << "                            inter=NET/IB+GDRDMA,intra=P2P (no evidence = failure)\n"
+      << "  --tuning-probe FILE       run every case once, untimed, with NCCL TUNING logging and\n"
+      << "                            write NCCL's algorithm/protocol per case to FILE (no results)\n"
+      << "  --tuning-from FILE        attach a --tuning-probe FILE's choices to each case record\n"
       << "  --share-gpu               several MPI ranks on one GPU (NCCL_HOSTID per rank):\n"
       << "                            emulated, correctness only, never a performance figure\n"
       << "  --point NAME              sweep-point label recorded with every case\n"
@@ -242,8 +247,15 @@ std::optional<Config> parse_config(int argc, const char* const argv[]) {
       config.csv_path = cursor.value(flag);
     } else if (flag == "--jsonl") {
       config.jsonl_path = cursor.value(flag);
-    } else if (flag == "--log-dir") {
+    } else if (flag == "--log-dir" || flag == "--nccl-log-dir") {
       config.log_dir = cursor.value(flag);
+      if (config.log_dir.empty()) throw UsageError(flag + ": needs a directory");
+    } else if (flag == "--tuning-probe") {
+      config.tuning_probe_path = cursor.value(flag);
+      if (config.tuning_probe_path.empty()) throw UsageError("--tuning-probe: needs a file name");
+    } else if (flag == "--tuning-from") {
+      config.tuning_from_path = cursor.value(flag);
+      if (config.tuning_from_path.empty()) throw UsageError("--tuning-from: needs a file name");
     } else if (flag == "--expect-transport") {
       config.expect_transport = cursor.value(flag);
       if (config.expect_transport.empty()) throw UsageError("--expect-transport: empty spec (e.g. inter=NET/IB+GDRDMA,intra=P2P)");
@@ -289,6 +301,15 @@ std::optional<Config> parse_config(int argc, const char* const argv[]) {
   if (config.backend == BackendKind::mpi && config.gpus_per_process != 1) throw UsageError("-g: the MPI backend uses host memory (accepted: -g 1 with --backend mpi)");
   if (config.backend == BackendKind::mpi && config.graph_launches > 0) throw UsageError("-G: CUDA graphs need --backend nccl");
   if (config.backend == BackendKind::mpi && config.share_gpu) throw UsageError("--share-gpu needs --backend nccl");
+  if (!config.tuning_probe_path.empty() && !config.tuning_from_path.empty()) {
+    throw UsageError("--tuning-probe and --tuning-from are exclusive: probe first, then measure with --tuning-from");
+  }
+  if (!config.tuning_probe_path.empty() && (!config.json_path.empty() || !config.csv_path.empty() || !config.jsonl_path.empty())) {
+    throw UsageError("--tuning-probe writes no performance records (drop -J/--csv/--jsonl; measure with --tuning-from)");
+  }
+  if (!config.tuning_probe_path.empty() && config.backend == BackendKind::mpi) {
+    throw UsageError("--tuning-probe needs --backend nccl (the MPI backend has no NCCL algorithm choice)");
+  }
   if (config.share_gpu && config.gpus_per_process != 1) throw UsageError("--share-gpu: one GPU per rank (accepted: -g 1)");
   return config;
 }

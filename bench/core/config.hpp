@@ -37,9 +37,11 @@ struct Config {
   std::string json_path;          // -J
   std::string csv_path;           // --csv
   std::string jsonl_path;         // --jsonl (appended record by record)
-  std::string log_dir;            // --log-dir: NCCL logs and probe output
+  std::string log_dir;            // --nccl-log-dir (alias --log-dir): NCCL logs; "" = next to -J/--jsonl or a temp dir
   std::string expect_transport;   // --expect-transport SPEC
   std::string sysfs_root = "/sys";// --sysfs-root (rail counters)
+  std::string tuning_probe_path;  // --tuning-probe FILE: untimed probe run, writes algo/proto per case
+  std::string tuning_from_path;   // --tuning-from FILE: attach a probe's algo/proto to each case
   std::string point;              // --point NAME: sweep point label recorded with each case
   std::vector<std::string> argv;  // as given, for the manifest
   bool quiet = false;             // --quiet: no console table

@@ -46,11 +46,21 @@ bool is_symlink(const std::string& path) {
   return ::lstat(path.c_str(), &info) == 0 && S_ISLNK(info.st_mode);
 }
 
+bool exists_not_regular(const std::string& path) {
+  struct stat info {};
+  return ::lstat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode);
+}
+
 }  // namespace
 
 void write_file_atomic(const std::string& path, std::string_view content) {
   if (is_symlink(path)) {
     throw FatalError(ExitCode::runtime_error, "refusing to write '" + path + "': it is a symbolic link");
+  }
+  // rename() would replace a device node or FIFO with a regular file: "-J /dev/null" run as root
+  // must not turn /dev/null into a results file.
+  if (exists_not_regular(path)) {
+    throw FatalError(ExitCode::runtime_error, "refusing to write '" + path + "': it exists and is not a regular file");
   }
   const std::string temporary = path + ".tmp." + std::to_string(::getpid());
   const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
@@ -87,11 +97,16 @@ void append_line_durable(const std::string& path, std::string_view line) {
   std::string record(line);
   record.push_back('\n');
   try {
+    struct stat before {};
+    if (::fstat(fd, &before) != 0) fail("inspect", path);
     // One write() of the whole record: O_APPEND makes it land after every earlier record.
     const ssize_t written = ::write(fd, record.data(), record.size());
-    if (written < 0) fail("append to", path);
-    if (static_cast<std::size_t>(written) != record.size()) {
-      errno = ENOSPC;
+    if (written < 0 || static_cast<std::size_t>(written) != record.size()) {
+      // A full disk (or file size limit) can take part of the record: cut it off again, so that
+      // the file still ends with a whole record and a resumed run never reads a torn line.
+      const int reason = written < 0 ? errno : ENOSPC;
+      if (written > 0 && S_ISREG(before.st_mode)) (void)::ftruncate(fd, before.st_size);
+      errno = reason;
       fail("append a whole record to", path);
     }
     if (::fsync(fd) != 0) fail("flush", path);
@@ -135,6 +150,9 @@ void check_writable_output(const std::string& path, std::string_view what) {
   struct stat info {};
   if (::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) {
     throw UsageError(std::string(what) + ": '" + path + "' is a directory, expected a file path");
+  }
+  if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
+    throw UsageError(std::string(what) + ": '" + path + "' exists and is not a regular file (device, FIFO or socket)");
   }
   const std::string directory = parent_directory(path);
   if (::access(directory.c_str(), W_OK | X_OK) != 0) {

@@ -68,7 +68,11 @@ nlohmann::json case_record(const CaseResult& result, const std::string& point, b
 
 void ConsoleTable::print_header(const CaseResult& first) {
   out_ << "#\n# " << descriptor_of(first.spec.collective).display_name << ", " << first.spec.nranks << " ranks, backend "
-       << first.backend << ", " << first.iterations << " iterations, " << first.warmup << " warm-up\n"
+       << first.backend << ", " << first.iterations << " iterations, " << first.warmup << " warm-up\n";
+  if (first.emulated) {
+    out_ << "# EMULATED: ranks share GPUs (--share-gpu): correctness only; times and bandwidths are not performance figures\n";
+  }
+  out_
        << "# time: mean per-iteration time in us (each iteration: the slowest rank); p50/p99 over iterations\n"
        << "#                                                    out-of-place                                           in-place\n"
        << "#       size         count      type   redop    root      time   algbw   busbw #wrong       p50       p99      time   algbw   busbw #wrong       p50       p99\n"
@@ -84,6 +88,7 @@ void ConsoleTable::print_line(const CaseResult* out_of_place, const CaseResult* 
                 std::string(name_of(any.spec.op)).c_str(), root.c_str());
   out_ << prefix << half(out_of_place) << half(in_place) << "\n";
   for (const CaseResult* result : {out_of_place, in_place}) {
+    if (result && result->emulated) emulated_ = true;
     if (result && result->busbw_gbps) {
       busbw_sum_ += *result->busbw_gbps;
       ++busbw_count_;
@@ -118,12 +123,14 @@ void ConsoleTable::finish() {
   if (pending_) print_line(&*pending_, nullptr);
   pending_.reset();
   if (busbw_count_ > 0) {
-    char line[96];
-    std::snprintf(line, sizeof(line), "# Avg bus bandwidth    : %g\n#\n", busbw_sum_ / busbw_count_);
+    char line[160];
+    std::snprintf(line, sizeof(line), "# Avg bus bandwidth    : %g%s\n#\n", busbw_sum_ / busbw_count_,
+                  emulated_ ? " (emulated: not a performance figure)" : "");
     out_ << line;
   }
   busbw_sum_ = 0;
   busbw_count_ = 0;
+  emulated_ = false;
 }
 
 std::string csv_header() {

@@ -35,6 +35,7 @@ class ConsoleTable {
   std::string current_table_;
   double busbw_sum_ = 0;
   int busbw_count_ = 0;
+  bool emulated_ = false;  // the current table's results came from --share-gpu ranks
 };
 
 std::string csv_header();

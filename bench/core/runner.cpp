@@ -116,6 +116,7 @@ CaseResult Runner::run_case(const CaseSpec& spec) {
   CaseResult result;
   result.spec = spec;
   result.backend = backend_.name();
+  result.emulated = backend_.emulated();
   result.iterations = options_.iterations;
   result.warmup = options_.warmup_iterations;
   result.check_iterations = options_.check_iterations;

@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <thread>
 
@@ -62,8 +64,13 @@ ncclDataType_t nccl_type(DataType dtype) {
     case DataType::float32: return ncclFloat32;
     case DataType::float64: return ncclFloat64;
     case DataType::bfloat16: return ncclBfloat16;
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 24, 0)
     case DataType::fp8_e4m3: return ncclFloat8e4m3;
     case DataType::fp8_e5m2: return ncclFloat8e5m2;
+#else
+    case DataType::fp8_e4m3:
+    case DataType::fp8_e5m2: break;  // refused by unsupported_reason
+#endif
   }
   return ncclFloat32;
 }
@@ -149,13 +156,23 @@ struct LocalGpu {
 
 // Owns the communicators: destroyed normally, or aborted after an error (a destroy could wait
 // for peers that will never come).
+//
+// Thread safety. The main thread makes every NCCL call on these communicators while holding
+// `use_` (see Use). The watchdog thread may call abort_from_any_thread() at any time: it takes
+// `use_` (waiting at most kAbortLockWait for an NCCL call of the main thread to return), marks the
+// communicators aborted and calls ncclCommAbort on each, so no communicator is freed while the main
+// thread is inside NCCL. If the main thread stays inside a blocking NCCL call (a connection waiting
+// for a stalled peer), ncclCommAbort is skipped: the caller's MPI_Abort ends the process, and the
+// main thread never touches the communicators again (Use sees the mark).
 class Communicators {
  public:
+  enum class State { live, aborted_here, aborted_elsewhere };
+
   Communicators() = default;
   Communicators(const Communicators&) = delete;
   Communicators& operator=(const Communicators&) = delete;
   ~Communicators() {
-    if (aborted_.load()) return;
+    if (stopping()) return;
     if (std::uncaught_exceptions() > 0) {
       abort_all();
       return;
@@ -166,17 +183,76 @@ class Communicators {
   }
   std::vector<ncclComm_t>& handles() { return comms_; }
   const std::vector<ncclComm_t>& handles() const { return comms_; }
-  bool aborted() const { return aborted_.load(); }
+  State state() const { return state_.load(); }
+
+  // The main thread's licence to call NCCL: holds the lock, and tells whether the communicators
+  // are still usable.
+  class Use {
+   public:
+    explicit Use(Communicators& owner) : lock_(owner.use_, std::defer_lock) {
+      // Once an abort is requested the main thread stops taking the lock, so the aborting thread
+      // gets it at the next release (std::timed_mutex promises no fairness).
+      if (owner.abort_requested_.load()) return;
+      lock_.lock();
+      live_ = owner.state_.load() == State::live;
+    }
+    bool live() const { return live_; }
+
+   private:
+    std::unique_lock<std::timed_mutex> lock_;
+    bool live_ = false;
+  };
+
+  // True once the communicators are aborted or an abort from another thread is under way: the
+  // main thread makes no further NCCL call.
+  bool stopping() const { return abort_requested_.load() || state_.load() != State::live; }
+
+  // On the thread that makes the NCCL calls, after an error it detected itself.
   void abort_all() noexcept {
-    if (aborted_.exchange(true)) return;
+    State expected = State::live;
+    if (!state_.compare_exchange_strong(expected, State::aborted_here)) return;
     for (ncclComm_t comm : comms_) {
       if (comm != nullptr) ncclCommAbort(comm);
     }
   }
 
+  // From the -T watchdog thread, or from the main thread when it holds no Use. Returns a note
+  // when ncclCommAbort could not run or did not return in time; empty otherwise.
+  std::string abort_from_any_thread() noexcept {
+    abort_requested_.store(true);
+    std::unique_lock<std::timed_mutex> lock(use_, std::defer_lock);
+    const bool locked = lock.try_lock_for(kAbortLockWait);
+    State expected = State::live;
+    if (!state_.compare_exchange_strong(expected, State::aborted_elsewhere)) return {};  // already aborted
+    if (!locked) return "the main thread is blocked inside an NCCL call; ncclCommAbort skipped, MPI_Abort ends the process";
+    // ncclCommAbort normally returns quickly (kernels poll its abort flag); it must not keep the
+    // watchdog from calling MPI_Abort if it does not.
+    try {
+      auto done = std::make_shared<std::atomic<bool>>(false);
+      std::thread([comms = comms_, done] {
+        for (ncclComm_t comm : comms) {
+          if (comm != nullptr) ncclCommAbort(comm);
+        }
+        done->store(true);
+      }).detach();
+      const auto give_up = std::chrono::steady_clock::now() + kAbortReturnWait;
+      while (!done->load() && std::chrono::steady_clock::now() < give_up) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      if (!done->load()) return "ncclCommAbort did not return within 10 s; MPI_Abort ends the process";
+    } catch (const std::exception& error) {
+      return std::string("could not start ncclCommAbort: ") + error.what();
+    }
+    return {};
+  }
+
  private:
+  static constexpr std::chrono::seconds kAbortLockWait{2};
+  static constexpr std::chrono::seconds kAbortReturnWait{10};
   std::vector<ncclComm_t> comms_;
-  std::atomic<bool> aborted_{false};
+  std::timed_mutex use_;
+  std::atomic<State> state_{State::live};
+  std::atomic<bool> abort_requested_{false};
 };
 
 class NcclBackend final : public Backend {
@@ -192,7 +268,7 @@ class NcclBackend final : public Backend {
   TimedIterations run_timed(const CaseSpec& spec, int iterations) override;
   void run_once(const CaseSpec& spec) override;
   std::int64_t count_wrong(const CaseSpec& spec, std::uint32_t rep) override;
-  void abort_communication() noexcept override { comms_.abort_all(); }
+  void abort_communication() noexcept override;
 
   std::vector<LocalGpuBinding> bindings() const {
     std::vector<LocalGpuBinding> out;
@@ -209,6 +285,8 @@ class NcclBackend final : public Backend {
   std::string rank_text() const;
   std::string where(const CaseSpec& spec, const char* phase) const;
   [[noreturn]] void fail(ExitCode code, const std::string& message);
+  // Called when the communicators are no longer usable at the start of an NCCL call.
+  [[noreturn]] void stop_after_abort(const CaseSpec& spec, const char* phase);
   void cuda_or_fail(cudaError_t result, const char* what, const CaseSpec& spec, const char* phase);
   Pointers pointers(const CaseSpec& spec, const LocalGpu& gpu, std::uint64_t shift_bytes) const;
   std::uint64_t rotation_shift(const CaseSpec& spec, int iteration) const;
@@ -216,13 +294,15 @@ class NcclBackend final : public Backend {
   ncclResult_t launch_one(const CaseSpec& spec, std::size_t index, std::uint64_t shift, const char** call);
   void wait_for_completion(const CaseSpec& spec, const char* phase);
   void ensure_events(std::size_t count);
-  void record(std::vector<Event> LocalGpu::*events, std::size_t index, const CaseSpec& spec);
-  double max_elapsed_us(std::size_t index) const;
+  void record(std::vector<Event> LocalGpu::*events, std::size_t index, const CaseSpec& spec, unsigned flags);
+  double max_elapsed_us(std::size_t index, const CaseSpec& spec);
+  TimedIterations run_timed_graph(const CaseSpec& spec, int iterations);
 
   Config config_;
   MpiContext mpi_;
   int nranks_ = 0;
   int min_compute_capability_ = 0;  // 10*major + minor, minimum over every GPU of every rank
+  int nccl_runtime_version_ = 0;    // ncclGetVersion of the loaded library (the same on every rank)
   std::uint64_t wanted_buffer_bytes_ = 0;
   std::uint64_t buffer_bytes_ = 0;  // per send and per receive buffer, the same on every rank
   std::uint64_t min_free_bytes_ = 0;
@@ -344,6 +424,10 @@ NcclBackend::NcclBackend(const Config& config, const MpiContext& mpi) : config_(
   mpi_check(MPI_Allreduce(&min_cc_here, &min_compute_capability_, 1, MPI_INT, MPI_MIN, mpi_.world),
             "MPI_Allreduce(compute capability)", mpi_);
 
+  if (ncclGetVersion(&nccl_runtime_version_) != ncclSuccess) nccl_runtime_version_ = 0;
+  mpi_check(MPI_Allreduce(MPI_IN_PLACE, &nccl_runtime_version_, 1, MPI_INT, MPI_MIN, mpi_.world),
+            "MPI_Allreduce(NCCL version)", mpi_);
+
   // 5. Communicators: one unique id from world rank 0, one ncclCommInitRank per local GPU, all
   // in one group (a single thread drives them).
   UniqueIdMessage unique{};
@@ -395,12 +479,34 @@ NcclBackend::NcclBackend(const Config& config, const MpiContext& mpi) : config_(
   mpi_check(MPI_Allreduce(&free_here, &min_free_bytes_, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, mpi_.world),
             "MPI_Allreduce(free memory)", mpi_);
   buffer_bytes_ = std::min(wanted_buffer_bytes_, fit);
+  if (buffer_bytes_ < wanted_buffer_bytes_ && mpi_.world_rank == 0) {
+    // nccl-tests' behaviour: shrink the buffers to what fits and say so; larger sizes are then
+    // skipped, each with its reason in the results.
+    std::fprintf(stderr,
+                 "cclbench: note: -e %llu B needs 2 x %s of device buffers per rank, but the smallest free device memory "
+                 "per rank after NCCL init is %s (%s kept for NCCL connections): buffers reduced to 2 x %s, larger sizes are "
+                 "skipped\n",
+                 static_cast<unsigned long long>(config_.max_bytes), mib(wanted_buffer_bytes_).c_str(), mib(min_free_bytes_).c_str(),
+                 mib(kNcclReserveBytes).c_str(), mib(buffer_bytes_).c_str());
+  }
+  // Device memory per rank: send + receive buffers of the largest message and a few bytes of
+  // counters, within the 3 x largest message + 64 MiB budget. An allocation failure (another
+  // process took the memory meanwhile) is one clear error on every rank, not a crash.
   const std::size_t allocation = static_cast<std::size_t>(std::max(buffer_bytes_, kBufferAlignment));
-  for (LocalGpu& gpu : gpus_) {
-    const std::string buffer_where = who + ", device " + std::to_string(gpu.device);
-    gpu.send = DeviceBuffer(gpu.device, allocation, buffer_where);
-    gpu.recv = DeviceBuffer(gpu.device, allocation, buffer_where);
-    gpu.scratch = DeviceBuffer(gpu.device, kScratchBytes, buffer_where);
+  try {
+    for (LocalGpu& gpu : gpus_) {
+      const std::string buffer_where = who + ", device " + std::to_string(gpu.device);
+      gpu.send = DeviceBuffer(gpu.device, allocation, buffer_where);
+      gpu.recv = DeviceBuffer(gpu.device, allocation, buffer_where);
+      gpu.scratch = DeviceBuffer(gpu.device, kScratchBytes, buffer_where);
+    }
+  } catch (const FatalError& error) {
+    local_error = AgreedError{ExitCode::runtime_error, std::string("cannot allocate 2 x ") + mib(allocation) +
+                                                           " of device buffers: " + error.what() + "; lower -e"};
+  }
+  if (const auto agreed = agree_on_error(mpi_, local_error)) {
+    comms_.abort_all();  // a peer may already have given up: never wait for it in ncclCommDestroy
+    throw FatalError(agreed->code, agreed->message);
   }
   wrong_host_ = PinnedBuffer(gpus_.size() * sizeof(unsigned long long), who);
   gate_words_ = PinnedBuffer(2 * sizeof(int), who);  // pinned host memory is device-visible under UVA
@@ -423,6 +529,27 @@ void NcclBackend::fail(ExitCode code, const std::string& message) {
   throw FatalError(code, message);
 }
 
+void NcclBackend::stop_after_abort(const CaseSpec& spec, const char* phase) {
+  if (comms_.state() != Communicators::State::aborted_here) {
+    // The -T watchdog aborted the communicators and is calling MPI_Abort: let it end the process,
+    // so the run's status and exit code are the watchdog's, not those of a second error here.
+    std::this_thread::sleep_for(std::chrono::seconds(60));
+    throw FatalError(ExitCode::timeout, "the NCCL communicators were aborted from another thread (-T watchdog) (" +
+                                            where(spec, phase) + ")");
+  }
+  throw FatalError(ExitCode::runtime_error, "the NCCL communicators were aborted after an earlier error (" + where(spec, phase) + ")");
+}
+
+void NcclBackend::abort_communication() noexcept {
+  const std::string note = comms_.abort_from_any_thread();
+  if (!note.empty()) {
+    try {
+      std::fprintf(stderr, "cclbench: note: %s (%s)\n", note.c_str(), rank_text().c_str());
+    } catch (...) {
+    }
+  }
+}
+
 void NcclBackend::cuda_or_fail(cudaError_t result, const char* what, const CaseSpec& spec, const char* phase) {
   if (result != cudaSuccess) fail(ExitCode::runtime_error, std::string(what) + ": " + cudaGetErrorString(result) + " (" + where(spec, phase) + ")");
 }
@@ -431,6 +558,10 @@ std::optional<std::string> NcclBackend::unsupported_reason(const CaseSpec& spec)
   const CollectiveDescriptor& descriptor = descriptor_of(spec.collective);
   if (spec.nranks != nranks_) {
     return "case is for " + std::to_string(spec.nranks) + " ranks, the NCCL communicator has " + std::to_string(nranks_);
+  }
+  if (is_fp8(spec.dtype) && (NCCL_VERSION_CODE < NCCL_VERSION(2, 24, 0) || nccl_runtime_version_ < NCCL_VERSION(2, 24, 0))) {
+    return std::string(name_of(spec.dtype)) + " needs NCCL 2.24 or newer (built with " + std::to_string(NCCL_VERSION_CODE) +
+           ", running " + std::to_string(nccl_runtime_version_) + ")";
   }
   if (is_fp8(spec.dtype) && min_compute_capability_ < 90) {
     return std::string(name_of(spec.dtype)) + " needs compute capability 9.0 or newer on every GPU (lowest here: " +
@@ -442,10 +573,10 @@ std::optional<std::string> NcclBackend::unsupported_reason(const CaseSpec& spec)
   }
   if (spec.in_place && nranks_ > 1 && config_.check_iterations > 0 &&
       (spec.collective == Collective::alltoall || spec.collective == Collective::sendrecv)) {
-    // Grouped ncclSend/ncclRecv on one buffer overwrite blocks that are still being sent: the
-    // result is undefined (nccl-tests runs it but does not check it). Time it with -c 0.
+    // On one buffer, blocks are overwritten while they may still be sent (NCCL promises nothing
+    // in place for ncclAlltoAll or grouped send/recv): nccl-tests runs it but cannot check it.
     return "in-place " + std::string(descriptor.display_name) +
-           " over NCCL send/recv overwrites data it still has to send, so its result cannot be verified; run with -c 0 to time it";
+           " overwrites data it still has to send (NCCL defines no in-place result), so it cannot be verified; run with -c 0 to time it";
   }
   if (spec.counts.size_bytes() > buffer_bytes_) {
     return "needs 2 x " + mib(spec.counts.size_bytes()) + " of device buffers per rank but only 2 x " + mib(buffer_bytes_) +
@@ -535,33 +666,49 @@ ncclResult_t NcclBackend::launch_one(const CaseSpec& spec, std::size_t index, st
 void NcclBackend::launch(const CaseSpec& spec, int iteration) {
   const std::uint64_t shift = rotation_shift(spec, iteration);
   const bool grouped = gpus_.size() > 1;
-  ncclResult_t result = grouped ? ncclGroupStart() : ncclSuccess;
+  ncclResult_t result = ncclSuccess;
   const char* call = "ncclGroupStart";
-  std::size_t failed = 0;
-  for (std::size_t i = 0; i < gpus_.size() && result == ncclSuccess; ++i) {
-    result = launch_one(spec, i, shift, &call);
-    failed = i;
-  }
-  if (grouped) {
-    const ncclResult_t end = ncclGroupEnd();
-    if (result == ncclSuccess && end != ncclSuccess) {
-      result = end;
-      call = "ncclGroupEnd";
+  std::string last_error;
+  {
+    Communicators::Use use(comms_);
+    if (!use.live()) {
+      result = ncclInvalidUsage;
+    } else {
+      if (grouped) result = ncclGroupStart();
+      std::size_t failed = 0;
+      for (std::size_t i = 0; i < gpus_.size() && result == ncclSuccess; ++i) {
+        result = launch_one(spec, i, shift, &call);
+        failed = i;
+      }
+      if (grouped) {
+        const ncclResult_t end = ncclGroupEnd();
+        if (result == ncclSuccess && end != ncclSuccess) {
+          result = end;
+          call = "ncclGroupEnd";
+        }
+      }
+      if (result != ncclSuccess) {
+        const char* last = ncclGetLastError(comms_.handles()[failed]);
+        if (last != nullptr) last_error = last;
+      }
     }
   }
+  if (comms_.stopping()) stop_after_abort(spec, "launch");
   if (result != ncclSuccess) {
-    const char* last = ncclGetLastError(comms_.handles()[failed]);
     fail(ExitCode::runtime_error, std::string(call) + ": " + ncclGetErrorString(result) +
-                                      (last && *last ? std::string(": ") + last : "") + " (" + where(spec, "launch") + ")");
+                                      (last_error.empty() ? "" : ": " + last_error) + " (" + where(spec, "launch") + ")");
   }
 }
 
-// Polls instead of blocking so that an NCCL async error or the -T deadline ends the wait.
+// Polls instead of blocking so that an NCCL async error ends the wait. The -T watchdog of the
+// app ends a hang first (it names the phase and writes the run's status); the backend's own
+// deadline, a little later, is the backstop for callers without a watchdog.
 void NcclBackend::wait_for_completion(const CaseSpec& spec, const char* phase) {
   using Clock = std::chrono::steady_clock;
   const bool has_deadline = config_.timeout_seconds > 0;
+  const double backstop_seconds = config_.timeout_seconds + std::max(2.0, 0.1 * config_.timeout_seconds);
   const Clock::time_point deadline =
-      has_deadline ? Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(config_.timeout_seconds))
+      has_deadline ? Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(backstop_seconds))
                    : Clock::time_point::max();
   std::vector<char> done(gpus_.size(), 0);
   std::size_t remaining = gpus_.size();
@@ -574,14 +721,29 @@ void NcclBackend::wait_for_completion(const CaseSpec& spec, const char* phase) {
         --remaining;
         continue;
       }
+      if (comms_.stopping()) stop_after_abort(spec, phase);
       if (status != cudaErrorNotReady) cuda_or_fail(status, "cudaStreamQuery", spec, phase);
       ncclResult_t async = ncclSuccess;
-      const ncclResult_t query = ncclCommGetAsyncError(comms_.handles()[i], &async);
+      ncclResult_t query = ncclSuccess;
+      std::string last_error;
+      {
+        Communicators::Use use(comms_);
+        if (!use.live()) continue;  // handled by the state check above on the next pass
+        query = ncclCommGetAsyncError(comms_.handles()[i], &async);
+        if (query != ncclSuccess || (async != ncclSuccess && async != ncclInProgress)) {
+          const char* last = ncclGetLastError(comms_.handles()[i]);
+          if (last != nullptr) last_error = last;
+        }
+      }
       if (query != ncclSuccess || (async != ncclSuccess && async != ncclInProgress)) {
         const ncclResult_t error = query != ncclSuccess ? query : async;
-        const char* last = ncclGetLastError(comms_.handles()[i]);
+        if (has_deadline && (error == ncclRemoteError || error == ncclSystemError)) {
+          // Often the echo of a peer whose -T watchdog just aborted its communicator: give that
+          // peer's MPI_Abort (exit 4, naming the case that hung) time to end the job first.
+          std::this_thread::sleep_for(std::chrono::seconds(5));
+        }
         fail(ExitCode::runtime_error, std::string("NCCL asynchronous error: ") + ncclGetErrorString(error) +
-                                          (last && *last ? std::string(": ") + last : "") + " (" + where(spec, phase) + ", GPU " +
+                                          (last_error.empty() ? "" : ": " + last_error) + " (" + where(spec, phase) + ", GPU " +
                                           gpus_[i].binding.pci_bus_id + ")");
       }
     }
@@ -594,6 +756,8 @@ void NcclBackend::wait_for_completion(const CaseSpec& spec, const char* phase) {
     }
     std::this_thread::yield();
   }
+  // The streams may have drained because another thread aborted the communicators.
+  if (comms_.stopping()) stop_after_abort(spec, phase);
 }
 
 void NcclBackend::ensure_events(std::size_t count) {
@@ -605,17 +769,21 @@ void NcclBackend::ensure_events(std::size_t count) {
   }
 }
 
-void NcclBackend::record(std::vector<Event> LocalGpu::*events, std::size_t index, const CaseSpec& spec) {
+void NcclBackend::record(std::vector<Event> LocalGpu::*events, std::size_t index, const CaseSpec& spec, unsigned flags) {
   for (LocalGpu& gpu : gpus_) {
-    cuda_or_fail(cudaEventRecord((gpu.*events)[index].get(), gpu.stream.get()), "cudaEventRecord", spec, "timed iterations");
+    // cudaEventRecordExternal: inside a stream capture, a real event-record node of the graph.
+    const cudaError_t result = flags == 0 ? cudaEventRecord((gpu.*events)[index].get(), gpu.stream.get())
+                                          : cudaEventRecordWithFlags((gpu.*events)[index].get(), gpu.stream.get(), flags);
+    cuda_or_fail(result, "cudaEventRecord", spec, "timed iterations");
   }
 }
 
-double NcclBackend::max_elapsed_us(std::size_t index) const {
+double NcclBackend::max_elapsed_us(std::size_t index, const CaseSpec& spec) {
   double slowest = 0;
   for (const LocalGpu& gpu : gpus_) {
     float ms = 0;
-    cuda_check(cudaEventElapsedTime(&ms, gpu.starts[index].get(), gpu.stops[index].get()), "cudaEventElapsedTime", rank_text());
+    cuda_or_fail(cudaEventElapsedTime(&ms, gpu.starts[index].get(), gpu.stops[index].get()), "cudaEventElapsedTime", spec,
+                 "timed iterations");
     slowest = std::max(slowest, static_cast<double>(ms) * 1000.0);
   }
   return slowest;
@@ -646,76 +814,92 @@ TimedIterations NcclBackend::run_timed(const CaseSpec& spec, int iterations) {
   TimedIterations timed;
   if (iterations <= 0) return timed;
   using Clock = std::chrono::steady_clock;
-  const bool graph_mode = config_.graph_launches > 0;
-  const std::size_t samples = graph_mode ? static_cast<std::size_t>(config_.graph_launches) : static_cast<std::size_t>(iterations);
-  ensure_events(samples);
+  const auto count = static_cast<std::size_t>(iterations);
+  ensure_events(count);
+  if (config_.graph_launches > 0) return run_timed_graph(spec, iterations);
+
   wait_for_completion(spec, "before timed iterations");
+  // Every rank starts together, as nccl-tests does (its timed loop starts after a barrier).
+  mpi_check(MPI_Barrier(mpi_.world), "MPI_Barrier(before timed iterations)", mpi_);
 
-  if (!graph_mode) {
-    // (a) Per-iteration GPU time. Recording two events per iteration costs host time, so in a plain
-    // loop the GPU would idle between a start event and the collective's launch, and that gap would
-    // be timed. Instead every iteration is queued behind a blocker kernel that the host releases
-    // once all are queued: the GPU then runs them back to back and each event pair spans only its
-    // own collective. Not done with -z (each iteration waits for the last), with GPUs shared by
-    // several processes (a spinning blocker would starve the other ranks' kernels), or for more
-    // iterations than the launch queue surely holds (a full queue would block the host behind the
-    // blocker it has not released yet).
-    const bool gated = !config_.blocking && max_sharing_ == 1 && iterations <= kMaxGatedIterations;
-    bool gate_timed_out = false;
-    if (gated) {
-      volatile int* words = static_cast<volatile int*>(gate_words_.get());
-      words[0] = 0;
-      words[1] = 0;
-      GateRelease release(&words[0]);
-      for (const LocalGpu& gpu : gpus_) {
-        cuda_or_fail(cudaSetDevice(gpu.device), "cudaSetDevice", spec, "timed iterations");
-        cuda_or_fail(kernels::launch_blocker(&words[0], const_cast<int*>(&words[1]), kGateTimeoutNs, gpu.stream.get()),
-                     "blocker kernel launch", spec, "timed iterations");
-      }
-      for (int iteration = 0; iteration < iterations; ++iteration) {
-        record(&LocalGpu::starts, static_cast<std::size_t>(iteration), spec);
-        launch(spec, iteration);
-        record(&LocalGpu::stops, static_cast<std::size_t>(iteration), spec);
-      }
-    } else {
-      for (int iteration = 0; iteration < iterations; ++iteration) {
-        record(&LocalGpu::starts, static_cast<std::size_t>(iteration), spec);
-        launch(spec, iteration);
-        record(&LocalGpu::stops, static_cast<std::size_t>(iteration), spec);
-        if (config_.blocking) wait_for_completion(spec, "timed iterations");
-      }
+  // (a) Per-iteration GPU time. Recording two events per iteration costs host time, so in a plain
+  // loop the GPU would idle between a start event and the collective's launch, and that gap would
+  // be timed. Instead every iteration is queued behind a blocker kernel that the host releases
+  // once all are queued: the GPU then runs them back to back and each event pair spans only its
+  // own collective. Not done with -z (each iteration waits for the last), with GPUs shared by
+  // several processes (a spinning blocker would starve the other ranks' kernels), or for more
+  // iterations than the launch queue surely holds (a full queue would block the host behind the
+  // blocker it has not released yet).
+  const bool gated = !config_.blocking && max_sharing_ == 1 && iterations <= kMaxGatedIterations;
+  bool gate_timed_out = false;
+  if (gated) {
+    volatile int* words = static_cast<volatile int*>(gate_words_.get());
+    words[0] = 0;
+    words[1] = 0;
+    GateRelease release(&words[0]);
+    for (const LocalGpu& gpu : gpus_) {
+      cuda_or_fail(cudaSetDevice(gpu.device), "cudaSetDevice", spec, "timed iterations");
+      cuda_or_fail(kernels::launch_blocker(&words[0], const_cast<int*>(&words[1]), kGateTimeoutNs, gpu.stream.get()),
+                   "blocker kernel launch", spec, "timed iterations");
     }
-    wait_for_completion(spec, "timed iterations");
-    if (gated) gate_timed_out = static_cast<volatile int*>(gate_words_.get())[1] != 0;
-    if (gate_timed_out) {
-      fail(ExitCode::runtime_error, "the blocker kernel in front of the timed iterations timed out before the host released it (" +
-                                        where(spec, "timed iterations") + ")");
+    for (std::size_t iteration = 0; iteration < count; ++iteration) {
+      record(&LocalGpu::starts, iteration, spec, 0);
+      launch(spec, static_cast<int>(iteration));
+      record(&LocalGpu::stops, iteration, spec, 0);
     }
-    for (std::size_t i = 0; i < samples; ++i) timed.iteration_us.push_back(max_elapsed_us(i));
-
-    // (b) nccl-tests' batch time: the same iterations again with nothing between them, the host
-    // clock around queueing them all and waiting for the last (nccl-tests' `time` column).
-    const Clock::time_point begin = Clock::now();
-    for (int iteration = 0; iteration < iterations; ++iteration) {
-      launch(spec, iteration);
-      if (config_.blocking) wait_for_completion(spec, "batch iterations");
+  } else {
+    for (std::size_t iteration = 0; iteration < count; ++iteration) {
+      record(&LocalGpu::starts, iteration, spec, 0);
+      launch(spec, static_cast<int>(iteration));
+      record(&LocalGpu::stops, iteration, spec, 0);
+      // -z 1: the host waits for each iteration (outside the event pair).
+      if (config_.blocking) wait_for_completion(spec, "timed iterations");
     }
-    wait_for_completion(spec, "batch iterations");
-    const Clock::time_point end = Clock::now();
-    timed.batch_us = std::chrono::duration<double, std::micro>(end - begin).count() / iterations;
-    return timed;
   }
+  wait_for_completion(spec, "timed iterations");
+  if (gated) gate_timed_out = static_cast<volatile int*>(gate_words_.get())[1] != 0;
+  if (gate_timed_out) {
+    fail(ExitCode::runtime_error, "the blocker kernel in front of the timed iterations timed out before the host released it (" +
+                                      where(spec, "timed iterations") + ")");
+  }
+  for (std::size_t i = 0; i < count; ++i) timed.iteration_us.push_back(max_elapsed_us(i, spec));
 
-  // -G K: the `iterations` launches are captured once into one CUDA graph per GPU, and the graph
-  // is replayed K times. Events can only bracket a whole replay, so each of the K samples is one
-  // replay's event time divided by `iterations` (an average per iteration, not one iteration).
+  // (b) nccl-tests' batch time: the same iterations again with nothing between them, the host
+  // clock around queueing them all and waiting for the last (nccl-tests' `time` column).
+  mpi_check(MPI_Barrier(mpi_.world), "MPI_Barrier(before batch iterations)", mpi_);
+  const Clock::time_point begin = Clock::now();
+  for (std::size_t iteration = 0; iteration < count; ++iteration) {
+    launch(spec, static_cast<int>(iteration));
+    if (config_.blocking) wait_for_completion(spec, "batch iterations");
+  }
+  wait_for_completion(spec, "batch iterations");
+  const Clock::time_point end = Clock::now();
+  timed.batch_us = std::chrono::duration<double, std::micro>(end - begin).count() / iterations;
+  return timed;
+}
+
+// -G K: the `iterations` launches, each between its own pair of event-record nodes, are captured
+// once into one CUDA graph per GPU; the graph is replayed K times back to back. The batch time is
+// nccl-tests' (host clock around the K replays / (K x iterations)); the per-iteration samples are
+// the event pairs of the last replay (each replay re-records them; the earlier replays warm the
+// graph up), so there is still one sample per iteration, each one real graph-launched iteration.
+TimedIterations NcclBackend::run_timed_graph(const CaseSpec& spec, int iterations) {
+  using Clock = std::chrono::steady_clock;
+  TimedIterations timed;
+  const auto count = static_cast<std::size_t>(iterations);
+  const int replays = config_.graph_launches;
+  wait_for_completion(spec, "before graph capture");
   std::vector<Graph> graphs;
   for (const LocalGpu& gpu : gpus_) {
     cuda_or_fail(cudaStreamBeginCapture(gpu.stream.get(), cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture", spec,
                  "graph capture");
   }
   try {
-    for (int iteration = 0; iteration < iterations; ++iteration) launch(spec, iteration);
+    for (std::size_t iteration = 0; iteration < count; ++iteration) {
+      record(&LocalGpu::starts, iteration, spec, cudaEventRecordExternal);
+      launch(spec, static_cast<int>(iteration));
+      record(&LocalGpu::stops, iteration, spec, cudaEventRecordExternal);
+    }
   } catch (...) {
     for (const LocalGpu& gpu : gpus_) {
       cudaGraph_t discarded = nullptr;
@@ -731,19 +915,17 @@ TimedIterations NcclBackend::run_timed(const CaseSpec& spec, int iterations) {
     cuda_or_fail(cudaGraphUpload(graphs.back().exec(), gpu.stream.get()), "cudaGraphUpload", spec, "graph capture");
   }
   wait_for_completion(spec, "graph upload");
+  mpi_check(MPI_Barrier(mpi_.world), "MPI_Barrier(before timed graph replays)", mpi_);
   const Clock::time_point begin = Clock::now();
-  for (std::size_t replay = 0; replay < samples; ++replay) {
-    record(&LocalGpu::starts, replay, spec);
+  for (int replay = 0; replay < replays; ++replay) {
     for (std::size_t i = 0; i < gpus_.size(); ++i) {
       cuda_or_fail(cudaGraphLaunch(graphs[i].exec(), gpus_[i].stream.get()), "cudaGraphLaunch", spec, "timed graph replays");
     }
-    record(&LocalGpu::stops, replay, spec);
-    if (config_.blocking) wait_for_completion(spec, "timed graph replays");
   }
   wait_for_completion(spec, "timed graph replays");
   const Clock::time_point end = Clock::now();
-  timed.batch_us = std::chrono::duration<double, std::micro>(end - begin).count() / (static_cast<double>(samples) * iterations);
-  for (std::size_t replay = 0; replay < samples; ++replay) timed.iteration_us.push_back(max_elapsed_us(replay) / iterations);
+  timed.batch_us = std::chrono::duration<double, std::micro>(end - begin).count() / (static_cast<double>(replays) * iterations);
+  for (std::size_t i = 0; i < count; ++i) timed.iteration_us.push_back(max_elapsed_us(i, spec));
   return timed;
 }
 
@@ -786,7 +968,10 @@ void prepare_nccl_environment(const Config& config, const MpiContext& mpi) {
   if (!config.share_gpu) return;
   const std::string host_id = mpi.hostname + "-cclbench-rank" + std::to_string(mpi.world_rank);
   setenv("NCCL_HOSTID", host_id.c_str(), 1);
-  setenv("NCCL_SOCKET_IFNAME", "lo", 0);  // 0: a user's choice wins
+  // 0: a user's choice wins. NET/Socket on loopback, never an HCA or a net plugin: on a machine
+  // with InfiniBand, NCCL would otherwise pick NET/IB for the emulated "inter-node" links.
+  setenv("NCCL_SOCKET_IFNAME", "lo", 0);
+  setenv("NCCL_NET", "Socket", 0);
 }
 
 std::unique_ptr<Backend> make_nccl_backend(const Config& config, const MpiContext& mpi) {

@@ -7,6 +7,8 @@
 //   several nodes: the same, with the unique id broadcast from world rank 0.
 // --share-gpu runs several ranks on one GPU (correctness only): each rank becomes its own NCCL
 // "host" (NCCL_HOSTID) and ranks connect over NET/Socket on loopback.
+// Thread safety: abort_communication() may be called from the -T watchdog thread while the main
+// thread is inside any other method (see Communicators in the .cpp).
 #include <memory>
 #include <string>
 #include <string_view>
@@ -27,8 +29,8 @@ namespace cclbench {
 // waiting in a collective.
 std::unique_ptr<Backend> make_nccl_backend(const Config& config, const MpiContext& mpi);
 
-// For --share-gpu: sets NCCL_HOSTID=<hostname>-cclbench-rank<world_rank> (overwriting) and
-// NCCL_SOCKET_IFNAME=lo unless the user set it. Must run before the first NCCL call of the
+// For --share-gpu: sets NCCL_HOSTID=<hostname>-cclbench-rank<world_rank> (overwriting), and
+// NCCL_SOCKET_IFNAME=lo and NCCL_NET=Socket unless the user set them. Must run before the first NCCL call of the
 // process (NCCL reads its environment once); make_nccl_backend calls it, call it earlier if
 // anything else (gpu_environment_json's ncclGetVersion is harmless) touches NCCL first.
 void prepare_nccl_environment(const Config& config, const MpiContext& mpi);

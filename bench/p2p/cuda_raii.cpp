@@ -42,8 +42,10 @@ DeviceBuffer::DeviceBuffer(int device, std::size_t bytes) : device_(device), byt
   if (result != cudaSuccess) {
     data_ = nullptr;
     (void)cudaGetLastError();  // an allocation failure is not sticky: keep the context usable
-    throw FatalError(ExitCode::runtime_error, "cannot allocate " + std::to_string(bytes) + " bytes on GPU " +
-                                                  std::to_string(device) + ": " + cudaGetErrorString(result));
+    const std::string message = "cannot allocate " + std::to_string(bytes) + " bytes on GPU " + std::to_string(device) +
+                                ": " + cudaGetErrorString(result);
+    if (result == cudaErrorMemoryAllocation) throw AllocationFailure(message);
+    throw FatalError(ExitCode::runtime_error, message);
   }
 }
 

@@ -7,7 +7,17 @@
 #include <cstdint>
 #include <utility>
 
+#include "bench/core/errors.hpp"
+
 namespace cclbench::p2p {
+
+// Memory of the requested size could not be had (device memory, or pinned host memory). The
+// engine records the measurement as skipped with this message: that size does not fit here, the
+// other sizes and tests still run.
+class AllocationFailure : public FatalError {
+ public:
+  explicit AllocationFailure(const std::string& message) : FatalError(ExitCode::runtime_error, message) {}
+};
 
 // Makes `device` current for the scope and restores the previous device afterwards.
 class DeviceScope {
@@ -52,7 +62,7 @@ class Event {
   cudaEvent_t event_ = nullptr;
 };
 
-// cudaMalloc'ed memory of one GPU. An allocation failure throws FatalError naming the size and GPU.
+// cudaMalloc'ed memory of one GPU. Out of memory throws AllocationFailure naming the size and GPU.
 class DeviceBuffer {
  public:
   DeviceBuffer(int device, std::size_t bytes);

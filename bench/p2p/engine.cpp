@@ -59,7 +59,7 @@ std::vector<PairCapability> query_capability(int device_count) {
         c.native_atomic_supported = value != 0;
       }
       (void)cudaGetLastError();  // an unsupported attribute is recorded as null, not an error
-      c.path_class_reason = "topology library not linked";
+      c.path_class_reason = "path class not looked up yet";
       pairs.push_back(std::move(c));
     }
   }
@@ -106,6 +106,7 @@ struct PerDevice {
   Stream lanes[2];
   Event starts[2];
   Event stops[2];
+  Event joint_stop;  // concurrent copies: recorded once every copy of the sample has finished
   DeviceBuffer counter;
   DeviceBuffer chase_position;
   int fill_blocks;
@@ -116,6 +117,7 @@ struct PerDevice {
         lanes{Stream(d), Stream(d)},
         starts{Event(d), Event(d)},
         stops{Event(d), Event(d)},
+        joint_stop(d),
         counter(d, sizeof(unsigned long long)),
         chase_position(d, sizeof(std::uint64_t)),
         fill_blocks(sm_count * 4),
@@ -268,6 +270,18 @@ struct Engine::State {
     }
   }
 
+  // --inject-corruption: flip one bit in the middle of every destination after the copies and
+  // before verification, as a silent corruption on the path would, so the verifier is exercised.
+  void inject_corruption(const std::vector<Transfer>& transfers) {
+    if (!options.inject_corruption) return;
+    for (const Transfer& t : transfers) {
+      DeviceScope scope(t.verify_gpu);
+      cudaStream_t stream = dev(t.verify_gpu).lanes[0].get();
+      CUDA_CHECK(kernels::launch_flip_bit(const_cast<void*>(t.verify_ptr), t.bytes / 2, stream));
+      CUDA_CHECK(cudaStreamSynchronize(stream));
+    }
+  }
+
   // Fill sources, start every transfer together behind the gate, time each on its own stream
   // (the sample's time is the longest), then verify every destination outside the timed region.
   SampleOutcome run_sample(const std::vector<Transfer>& transfers, int copies_per_sample, Timing timing) {
@@ -293,6 +307,7 @@ struct Engine::State {
         CUDA_CHECK(cudaStreamSynchronize(dev(t.issuer).lanes[t.lane].get()));
       }
       outcome.time_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - begin).count();
+      inject_corruption(transfers);
       for (const Transfer& t : transfers) {
         outcome.wrong_words += count_wrong(t.verify_gpu, t.verify_ptr, t.bytes, t.pattern_owner, seed);
       }
@@ -312,6 +327,20 @@ struct Engine::State {
         for (int c = 0; c < copies_per_sample; ++c) issue(t, stream);
         CUDA_CHECK(cudaEventRecord(pd.stops[t.lane].get(), stream));
       }
+      if (transfers.size() > 1) {
+        // The first transfer's stream waits for every other one to finish and then records the
+        // joint stop, so the sample spans from its start to the end of the last copy (one late
+        // starter cannot make two short intervals look concurrent).
+        const Transfer& first = transfers.front();
+        DeviceScope scope(first.issuer);
+        PerDevice& pd = dev(first.issuer);
+        cudaStream_t stream = pd.lanes[first.lane].get();
+        for (std::size_t i = 1; i < transfers.size(); ++i) {
+          const Transfer& t = transfers[i];
+          CUDA_CHECK(cudaStreamWaitEvent(stream, dev(t.issuer).stops[t.lane].get(), 0));
+        }
+        CUDA_CHECK(cudaEventRecord(pd.joint_stop.get(), stream));
+      }
     }
     for (const Transfer& t : transfers) {
       DeviceScope scope(t.issuer);
@@ -321,7 +350,19 @@ struct Engine::State {
       CUDA_CHECK(cudaEventElapsedTime(&ms, pd.starts[t.lane].get(), pd.stops[t.lane].get()));
       outcome.time_us = std::max(outcome.time_us, static_cast<double>(ms) * 1e3);
     }
+    if (transfers.size() > 1) {
+      // From every start on the first transfer's GPU to the joint stop (events of one GPU only).
+      const int joint_gpu = transfers.front().issuer;
+      DeviceScope scope(joint_gpu);
+      for (const Transfer& t : transfers) {
+        if (t.issuer != joint_gpu) continue;
+        float ms = 0;
+        CUDA_CHECK(cudaEventElapsedTime(&ms, dev(joint_gpu).starts[t.lane].get(), dev(joint_gpu).joint_stop.get()));
+        outcome.time_us = std::max(outcome.time_us, static_cast<double>(ms) * 1e3);
+      }
+    }
     outcome.gate_timed_out = *gate.word(1) != 0;
+    inject_corruption(transfers);
     for (const Transfer& t : transfers) {
       outcome.wrong_words += count_wrong(t.verify_gpu, t.verify_ptr, t.bytes, t.pattern_owner, seed);
     }
@@ -333,7 +374,8 @@ struct Engine::State {
                    std::uint64_t bytes_counted, Timing timing = Timing::gated_events) {
     m.details["copies_per_sample"] = copies_per_sample;
     m.details["timing"] = timing == Timing::gated_events
-                              ? "CUDA events after a host-released start gate; concurrent copies: the longer stream"
+                              ? "CUDA events after a host-released start gate; concurrent copies: from the first "
+                                "stream's start until all copies have finished (and at least the longest stream)"
                               : "host clock around issue + synchronize (driver-staged copies need the host thread)";
     std::uint64_t wrong_total = 0;
     const int total = options.warmup + options.repetitions;
@@ -362,6 +404,8 @@ struct Engine::State {
       if (!(outcome.time_us > 0)) {
         m.status = Status::error;
         m.reason = "event time of a sample is not positive";
+        m.samples.clear();
+        m.sample_time_us.clear();
         return;
       }
       const double per_copy_us = outcome.time_us / copies_per_sample;
@@ -540,7 +584,7 @@ struct Engine::State {
       const auto nodes = topology->numa_nodes();
       if (nodes.size() < 2) {
         m.status = Status::skipped;
-        m.reason = "one NUMA node";
+        m.reason = "one NUMA node on this host: no remote node to bind pinned memory to";
         return;
       }
       node = nodes.front() == *info.numa_node ? nodes[1] : nodes.front();
@@ -595,7 +639,24 @@ std::vector<Measurement> Engine::run(const TestInfo& test) {
   auto attempt = [&](Measurement& m, auto&& body) {
     try {
       body();
-    } catch (const std::exception& e) {  // CUDA errors (FatalError) and host allocation failures
+    } catch (const AllocationFailure& e) {  // this size does not fit here; other sizes/tests still run
+      m.status = Status::skipped;
+      m.reason = std::string("does not fit: ") + e.what();
+      m.samples.clear();
+      m.sample_time_us.clear();
+      m.value.reset();
+      m.time_us.reset();
+      m.bytes_counted_per_copy.reset();
+      (void)cudaGetLastError();
+    } catch (const std::bad_alloc&) {
+      m.status = Status::skipped;
+      m.reason = "does not fit: host memory allocation failed (std::bad_alloc)";
+      m.samples.clear();
+      m.sample_time_us.clear();
+      m.value.reset();
+      m.time_us.reset();
+      m.bytes_counted_per_copy.reset();
+    } catch (const std::exception& e) {  // CUDA errors (FatalError)
       m.status = Status::error;
       m.reason = e.what();
       m.samples.clear();

@@ -2,12 +2,14 @@
 
 #include <hwloc.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 
 #include "bench/core/errors.hpp"
 #include "bench/p2p/cuda_check.hpp"
+#include "bench/p2p/cuda_raii.hpp"
 
 namespace cclbench::p2p {
 namespace {
@@ -71,7 +73,16 @@ std::optional<int> HostTopology::numa_node_of_pci(const std::string& bus_id, std
   if (!pci) {
     const auto all = numa_nodes();
     if (all.size() == 1) return all.front();  // one node: it is local to everything
-    *reason = "PCI device " + bus_id + " not found in the hwloc topology";
+    // hwloc may not see PCI devices (some containers); the kernel's own answer is one file away.
+    char path[96];
+    std::snprintf(path, sizeof path, "/sys/bus/pci/devices/%04x:%02x:%02x.%x/numa_node", domain, bus, device, function);
+    if (std::FILE* file = std::fopen(path, "r")) {
+      int node = -1;
+      const bool read = std::fscanf(file, "%d", &node) == 1;
+      std::fclose(file);
+      if (read && std::find(all.begin(), all.end(), node) != all.end()) return node;
+    }
+    *reason = "PCI device " + bus_id + " not found in the hwloc topology, and " + path + " names no NUMA node of it";
     return std::nullopt;
   }
   hwloc_obj_t ancestor = hwloc_get_non_io_ancestor_obj(topology_, pci);
@@ -106,8 +117,8 @@ PinnedNumaBuffer::PinnedNumaBuffer(const HostTopology& topology, int numa_node, 
     data_ = hwloc_alloc_membind(topology.get(), bytes, node->nodeset, HWLOC_MEMBIND_BIND, HWLOC_MEMBIND_BYNODESET);
   }
   if (!data_) {
-    throw FatalError(ExitCode::runtime_error, "cannot allocate " + std::to_string(bytes) + " bytes of host memory bound to NUMA node " +
-                                                  std::to_string(numa_node) + ": " + std::strerror(errno));
+    throw AllocationFailure("cannot allocate " + std::to_string(bytes) + " bytes of host memory bound to NUMA node " +
+                            std::to_string(numa_node) + ": " + std::strerror(errno));
   }
   // Registration faults every page in under the binding above, then pins it.
   const cudaError_t result = cudaHostRegister(data_, bytes, cudaHostRegisterPortable | cudaHostRegisterMapped);
@@ -115,8 +126,11 @@ PinnedNumaBuffer::PinnedNumaBuffer(const HostTopology& topology, int numa_node, 
     (void)cudaGetLastError();
     hwloc_free(topology.get(), data_, bytes);
     data_ = nullptr;
-    throw FatalError(ExitCode::runtime_error, "cudaHostRegister of " + std::to_string(bytes) + " bytes on NUMA node " +
-                                                  std::to_string(numa_node) + " failed: " + cudaGetErrorString(result));
+    const std::string message = "cudaHostRegister of " + std::to_string(bytes) + " bytes on NUMA node " +
+                                std::to_string(numa_node) + " failed: " + cudaGetErrorString(result);
+    // Pinning more than the locked-memory limit (ulimit -l, container) is a size that does not fit.
+    if (result == cudaErrorMemoryAllocation) throw AllocationFailure(message);
+    throw FatalError(ExitCode::runtime_error, message);
   }
   registered_ = true;
 }

@@ -43,6 +43,8 @@ std::string help_text() {
       "      --latency-copies N   back-to-back copies per CE latency sample (default 100)\n"
       "      --sm-blocks N        blocks of the SM copy kernel (default: SMs x resident blocks)\n"
       "      --blocker-timeout S  seconds the start gate waits for the host (default 10)\n"
+      "      --inject-corruption  flip one bit of every copy's destination before it is verified\n"
+      "                        (proves the verifier: every copy measurement must come out 'failed')\n"
       "  -q, --quiet           no text matrices on stdout\n"
       "  -h, --help            this help\n"
       "Under mpirun only local rank 0 of each host measures (use --out DIR or %h in file names).\n"
@@ -64,6 +66,8 @@ Options parse_options(int argc, const char* const argv[]) {
       options.help = true;
     } else if (flag == "--list") {
       options.list = true;
+    } else if (flag == "--inject-corruption") {
+      options.inject_corruption = true;
     } else if (flag == "-q" || flag == "--quiet") {
       options.quiet = true;
     } else if (flag == "-t" || flag == "--tests") {

@@ -27,6 +27,7 @@ struct Options {
   int latency_copies = 100;                   // --latency-copies per sample
   int sm_blocks = 0;                          // --sm-blocks (0: SMs x resident blocks per SM)
   double blocker_timeout_s = 10;              // --blocker-timeout
+  bool inject_corruption = false;             // --inject-corruption (tests the verifier)
   bool quiet = false;                         // -q: no text matrices on stdout
   bool list = false;                          // --list
   bool help = false;                          // -h/--help

@@ -93,7 +93,7 @@ std::optional<int> device_of(const Measurement& m) {
 std::string bytes_counted_text(BytesCounted counted) {
   switch (counted) {
     case BytesCounted::one_direction: return "bytes counted: one direction";
-    case BytesCounted::both_directions: return "bytes counted: both directions (sum), over the longer of the two";
+    case BytesCounted::both_directions: return "bytes counted: both directions (sum), over the time until both copies finished";
     case BytesCounted::read_plus_write: return "bytes counted: read + write (2 x size)";
     case BytesCounted::not_applicable: return "latency";
   }
@@ -223,7 +223,8 @@ std::string render_capability_text(const Report& report) {
         << (d.numa_node ? std::to_string(*d.numa_node) : "unknown (" + d.numa_node_reason + ")") << '\n';
   }
   if (n < 2) return out.str();
-  out << "cudaDeviceCanAccessPeer (rows = accessing GPU, columns = peer; 1 = yes) / P2P performance rank\n";
+  out << "cudaDeviceCanAccessPeer (rows = accessing GPU, columns = peer; 1 = yes) / P2P performance rank"
+      << " [path class]\n";
   out << pad_right("src\\dst", kRowLabel);
   for (int dst = 0; dst < n; ++dst) out << pad_left(std::to_string(dst), kCell);
   out << '\n';
@@ -234,13 +235,15 @@ std::string render_capability_text(const Report& report) {
       for (const PairCapability& c : report.capability) {
         if (c.src == src && c.dst == dst) {
           text = std::string(c.can_access_peer ? "1" : "0") + "/" +
-                 (c.performance_rank ? std::to_string(*c.performance_rank) : "-");
+                 (c.performance_rank ? std::to_string(*c.performance_rank) : "-") +
+                 (c.path_class ? " " + *c.path_class : std::string());
         }
       }
       out << pad_left(text, kCell);
     }
     out << '\n';
   }
+  if (!report.path_class_source.empty()) out << "path class: " << report.path_class_source << '\n';
   return out.str();
 }
 
@@ -333,6 +336,12 @@ nlohmann::json to_json(const Report& report) {
                           {"path_class_reason", c.path_class ? nlohmann::json(nullptr) : nlohmann::json(c.path_class_reason)}});
   }
   j["capability"] = capability;
+  j["path_class_source"] = report.path_class_source.empty() ? nlohmann::json(nullptr) : nlohmann::json(report.path_class_source);
+  j["binding"] = report.binding ? *report.binding : nlohmann::json(nullptr);
+  j["binding_gpu"] = optional_json(report.binding_gpu);
+  j["binding_reason"] = report.binding ? nlohmann::json(nullptr)
+                                       : nlohmann::json(report.binding_reason.empty() ? std::string("binding record not captured")
+                                                                                      : report.binding_reason);
   nlohmann::json tests = nlohmann::json::array();
   for (TestId id : report.tests) {
     const TestInfo& info = test_info(id);
@@ -365,13 +374,14 @@ std::string csv_field(const std::string& text) {
 
 std::string to_csv(const Report& report) {
   std::ostringstream out;
-  out << "test,src,dst,bytes,median_gbps,min_gbps,max_gbps,cv_pct,status,reason,median_latency_us,min_latency_us,"
-         "max_latency_us\n";
+  out << "test,src,dst,bytes,bytes_counted,host_numa_node,median_gbps,min_gbps,max_gbps,cv_pct,status,reason,"
+         "median_latency_us,min_latency_us,max_latency_us\n";
   for (const Measurement& m : report.results) {
     const TestInfo& info = test_info(m.test);
     const bool ok = m.status == Status::ok && m.value;
     out << info.name << ',' << endpoint_label(m.src) << ',' << endpoint_label(m.dst) << ','
-        << (m.bytes ? std::to_string(*m.bytes) : "") << ',';
+        << (m.bytes ? std::to_string(*m.bytes) : "") << ',' << name_of(info.bytes_counted) << ','
+        << (m.host_numa_node ? std::to_string(*m.host_numa_node) : "") << ',';
     if (ok && info.metric == Metric::bandwidth_gbps) {
       out << fixed(m.value->median, 3) << ',' << fixed(m.value->min, 3) << ',' << fixed(m.value->max, 3) << ',';
     } else {

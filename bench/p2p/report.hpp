@@ -22,8 +22,9 @@ std::string render_capability_text(const Report& report);
 
 nlohmann::json to_json(const Report& report);
 
-// Header: test,src,dst,bytes,median_gbps,min_gbps,max_gbps,cv_pct,status,reason,
-//         median_latency_us,min_latency_us,max_latency_us
+// Header: test,src,dst,bytes,bytes_counted,host_numa_node,median_gbps,min_gbps,max_gbps,cv_pct,
+//         status,reason,median_latency_us,min_latency_us,max_latency_us
+// (bytes_counted: one_direction / both_directions / read_plus_write / not_applicable)
 std::string to_csv(const Report& report);
 
 // "0", "host", "" (no endpoint)

@@ -81,6 +81,12 @@ struct Report {
   std::string numa_reason;       // why numa_node_count is null
   std::vector<DeviceInfo> devices;
   std::vector<PairCapability> capability;
+  std::string path_class_source;  // where capability[].path_class comes from
+  // This process's binding record (topology/binding.hpp), captured against GPU binding_gpu;
+  // nullopt with binding_reason when the topology library could not produce it.
+  std::optional<nlohmann::json> binding;
+  std::optional<int> binding_gpu;
+  std::string binding_reason;
   std::vector<TestId> tests;     // selected, in order
   int repetitions = 0;
   int warmup = 0;

@@ -91,6 +91,39 @@ TEST_F(P2pMatrixGpuTest, HostTestsAreOkOrSkippedWithReason) {
   }
 }
 
+TEST_F(P2pMatrixGpuTest, InjectedCorruptionComesOutFailedNotAsANumber) {
+  const int rc = run("-t device_local_copy_ce,device_local_copy_sm,h2d_ce_local_numa,d2h_ce_local_numa -b 4M -n 2 -w 0 "
+                     "--pair 0,0 --inject-corruption --json " + dir_ + "/c.json --csv " + dir_ + "/c.csv");
+  EXPECT_EQ(rc, 1) << read("stderr.txt");
+  EXPECT_EQ(validate("c.json"), 0);
+  const auto j = nlohmann::json::parse(read("c.json"));
+  int failed = 0;
+  for (const auto& r : j["results"]) {
+    if (r["status"] == "skipped") continue;  // host tests without a known NUMA node
+    EXPECT_EQ(r["status"], "failed") << r.dump();
+    EXPECT_EQ(r["bandwidth_gbps"], nullptr) << r.dump();
+    EXPECT_EQ(r["verification"]["wrong_words"], 1) << r.dump();  // one flipped bit, found after the first sample
+    EXPECT_NE(r["reason"].get<std::string>().find("verification failed"), std::string::npos) << r.dump();
+    ++failed;
+  }
+  EXPECT_GE(failed, 2);
+  EXPECT_NE(read("stdout.txt").find("FAIL"), std::string::npos) << read("stdout.txt");
+}
+
+TEST_F(P2pMatrixGpuTest, SizeThatDoesNotFitIsSkippedAndTheOthersStillCount) {
+  // 1M and 1G fit on any GPU this suite targets; 1T does not.
+  const int rc = run("-t device_local_copy_ce -b 1M -e 1T -f 1024 -n 2 -w 0 --pair 0,0 --json " + dir_ + "/a.json");
+  EXPECT_EQ(rc, 0) << read("stderr.txt");
+  EXPECT_EQ(validate("a.json"), 0);
+  const auto j = nlohmann::json::parse(read("a.json"));
+  ASSERT_EQ(j["results"].size(), 3u);
+  EXPECT_EQ(j["results"][0]["status"], "ok");
+  EXPECT_EQ(j["results"][1]["status"], "ok");
+  EXPECT_EQ(j["results"][2]["status"], "skipped");
+  EXPECT_NE(j["results"][2]["reason"].get<std::string>().find("does not fit: cannot allocate"), std::string::npos)
+      << j["results"][2].dump();
+}
+
 TEST_F(P2pMatrixGpuTest, PairTestsSkipWithOneGpuOrRunWithTwo) {
   const int rc = run("-t d2d_ce_write_uni,d2d_sm_write_bi -b 16M -n 2 -w 1 --json " + dir_ + "/p.json");
   EXPECT_EQ(validate("p.json"), 0);
@@ -104,6 +137,28 @@ TEST_F(P2pMatrixGpuTest, PairTestsSkipWithOneGpuOrRunWithTwo) {
   } else {
     for (const auto& r : j["results"]) EXPECT_NE(r["status"], "failed") << r.dump();
   }
+}
+
+}  // namespace
+
+namespace {
+
+TEST_F(P2pMatrixGpuTest, OneGpuStillMeasuresItsOwnTestsAndExitsZero) {
+  if (device_count_ != 1) GTEST_SKIP() << "checks the one-GPU case; " << device_count_ << " GPUs visible";
+  const int rc = run("-t d2d_ce_write_uni,d2d_ce_latency,device_local_copy_ce -b 16M -n 2 -w 1 --json " + dir_ + "/o.json");
+  EXPECT_EQ(rc, 0) << read("stderr.txt");
+  EXPECT_EQ(validate("o.json"), 0);
+  const auto j = nlohmann::json::parse(read("o.json"));
+  for (const auto& r : j["results"]) {
+    if (r["test"] == "d2d_ce_write_uni") {
+      EXPECT_EQ(r["status"], "skipped");
+      EXPECT_EQ(r["reason"], "needs 2 GPUs (1 visible)");
+    } else {
+      EXPECT_EQ(r["status"], "ok") << r.dump();  // diagonal latency and the local copy run on one GPU
+    }
+  }
+  EXPECT_TRUE(j["binding"].is_object()) << j["binding_reason"];
+  EXPECT_EQ(j["binding_gpu"], 0);
 }
 
 }  // namespace

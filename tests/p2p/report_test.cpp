@@ -9,6 +9,7 @@
 
 #include "bench/core/file_io.hpp"
 #include "bench/p2p/report.hpp"
+#include "topology/binding.hpp"
 
 namespace cclbench::p2p {
 namespace {
@@ -158,6 +159,12 @@ TEST(P2pText, CapabilityMatrix) {
   EXPECT_NE(text.find("0: NVIDIA H200, 00000000:18:00.0, NUMA node 0"), std::string::npos) << text;
   EXPECT_NE(text.find("NUMA node unknown (PCI device not found"), std::string::npos) << text;
   EXPECT_NE(text.find("\n0                -       1/0\n1              0/0         -\n"), std::string::npos) << text;
+  Report known = synthetic_report();
+  known.capability[0].path_class = "PXB";
+  known.path_class_source = "topology library";
+  const std::string with_path = render_capability_text(known);
+  EXPECT_NE(with_path.find("\n0                -   1/0 PXB\n"), std::string::npos) << with_path;
+  EXPECT_NE(with_path.find("path class: topology library\n"), std::string::npos) << with_path;
 }
 
 TEST(P2pJson, NullsCarryReasonsAndOkCarriesStats) {
@@ -220,6 +227,23 @@ TEST_F(P2pSchemaTest, NoDeviceReportValidates) {
   EXPECT_EQ(validate(to_json(r)), 0);
 }
 
+TEST_F(P2pSchemaTest, BindingRecordOfThisProcessIsEmbeddedAndValidates) {
+  Report r = synthetic_report();
+  nlohmann::json j = to_json(r);
+  EXPECT_EQ(j["binding"], nullptr);
+  EXPECT_EQ(j["binding_reason"], "binding record not captured");
+  topology::BindingInput input;
+  input.host = "ci";
+  r.binding = topology::capture_binding_record(input);  // live machine, no GPU: nulls with reasons
+  r.binding_gpu = 0;
+  j = to_json(r);
+  EXPECT_EQ(j["binding"]["host"], "ci");
+  EXPECT_EQ(j["binding_reason"], nullptr);
+  EXPECT_EQ(validate(j), 0);
+  j["binding"].erase("cpu_binding");  // the topology schema's binding_record is enforced
+  EXPECT_NE(validate(j), 0);
+}
+
 TEST_F(P2pSchemaTest, SchemaRejectsZeroForMissingAndOkWithoutNumbers) {
   nlohmann::json j = to_json(synthetic_report());
   j["results"][1]["bandwidth_gbps"] = {{"median", 0}, {"min", 0}, {"max", 0}, {"mean", 0}, {"cv_pct", 0}};
@@ -237,15 +261,16 @@ TEST_F(P2pSchemaTest, SchemaRejectsZeroForMissingAndOkWithoutNumbers) {
 
 TEST(P2pCsv, HeaderRowsAndQuoting) {
   const std::string csv = to_csv(synthetic_report());
-  EXPECT_EQ(csv.rfind("test,src,dst,bytes,median_gbps,min_gbps,max_gbps,cv_pct,status,reason,median_latency_us,"
-                      "min_latency_us,max_latency_us\n", 0), 0u);
-  EXPECT_NE(csv.find("\nd2d_ce_write_uni,0,1,268435456,20.000,10.000,30.000,50.000,ok,,,,\n"), std::string::npos) << csv;
-  EXPECT_NE(csv.find("\nd2d_ce_write_uni,1,0,268435456,,,,,skipped,\"peer access not supported (cudaDeviceCanAccessPeer(1, 0) = 0)\",,,\n"),
+  EXPECT_EQ(csv.rfind("test,src,dst,bytes,bytes_counted,host_numa_node,median_gbps,min_gbps,max_gbps,cv_pct,status,"
+                      "reason,median_latency_us,min_latency_us,max_latency_us\n", 0), 0u);
+  EXPECT_NE(csv.find("\nd2d_ce_write_uni,0,1,268435456,one_direction,,20.000,10.000,30.000,50.000,ok,,,,\n"),
             std::string::npos) << csv;
-  EXPECT_NE(csv.find("\nh2d_ce_local_numa,host,0,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\nd2d_ce_write_uni,1,0,268435456,one_direction,,,,,,skipped,\"peer access not supported (cudaDeviceCanAccessPeer(1, 0) = 0)\",,,\n"),
+            std::string::npos) << csv;
+  EXPECT_NE(csv.find("\nh2d_ce_local_numa,host,0,268435456,one_direction,0,"), std::string::npos) << csv;
   EXPECT_NE(csv.find(",failed,\"verification failed: 17 wrong words after sample 1 of 5, \"\"quoted\"\"\",,,\n"),
             std::string::npos) << csv;
-  EXPECT_NE(csv.find("\nd2d_sm_latency,0,1,268435456,,,,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\nd2d_sm_latency,0,1,268435456,not_applicable,,,,,"), std::string::npos) << csv;
   EXPECT_NE(csv.find(",ok,,0.8000,0.7900,0.8125\n"), std::string::npos) << csv;
   std::size_t lines = 0;
   for (char c : csv) lines += c == '\n';

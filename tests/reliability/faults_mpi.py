@@ -7,6 +7,9 @@
                     timeout message and exit 4 within T + margin; -J says "timeout".
   ranks_sigint/term SIGINT/SIGTERM to every rank: they stop at one case boundary, -J "interrupted",
                     JSONL intact, mpirun exits 130/143.
+  kill_resume       the same inside `scripts/cclbench baseline` (real coll_perf under mpirun): the
+                    point with the killed rank is recorded failed, the run exits non-zero, and
+                    `baseline --resume RUN_ID` re-runs it and completes with every record ok and valid.
   mpirun_sigterm/int the signal goes to mpirun instead: Open MPI 4.1 forwards SIGTERM (for both
                     SIGINT and SIGTERM) to the ranks, which stop cleanly; mpirun itself then exits 1
                     (its own convention), so the test asserts non-zero, not 130/143.
@@ -102,6 +105,75 @@ def kill_rank(args, victim):
     return test
 
 
+def kill_resume(args):
+    work = rc.fresh_dir(os.path.join(args.work_dir, "kill_resume"))
+    results = os.path.join(work, "results")
+    run_dir = os.path.join(results, "KR")
+    cli = [args.python, os.path.join(args.source_dir, "scripts", "cclbench")]
+    common = ["--results", results, "--bin-dir", args.bin_dir]
+    first = cli + ["baseline", "--run-id", "KR", "-b", "8K", "-e", "8M", "-n", "20", "-w", "1", "--timeout", "120",
+                   "--launch-timeout", "400"] + common
+    env = rc.base_env(CCLBENCH_FAKE_GPU_COUNT="0")
+    process = rc.popen(first, env)
+    cases = os.path.join(run_dir, "cases.jsonl")
+    try:
+        rc.wait_for_lines(cases, 2, process, 300)
+        ranks = {}
+        deadline = time.monotonic() + 60
+        while len(ranks) < 2 and time.monotonic() < deadline:
+            ranks = {}
+            for pid in rc.descendants(process.pid):
+                try:
+                    with open(f"/proc/{pid}/comm") as comm:
+                        if comm.read().strip() != "coll_perf":
+                            continue
+                except OSError:
+                    continue
+                rank = rc.rank_of(pid)
+                if rank is not None:
+                    ranks[rank] = pid
+            time.sleep(0.05)
+        rc.check(1 in ranks, f"no coll_perf rank 1 found under the baseline (found {ranks})")
+        os.kill(ranks[1], signal.SIGKILL)
+        killed_at = time.monotonic()
+        gone = rc.wait_gone({r: p for r, p in ranks.items() if r != 1}, EXIT_DEADLINE_S)
+        elapsed = time.monotonic() - killed_at
+        rc.check(not gone, f"ranks {gone} still alive {EXIT_DEADLINE_S} s after rank 1 was killed")
+        out, err = rc.finish(process, 600)
+    finally:
+        rc.kill_group(process)
+    rc.check(process.returncode not in (0, None) and process.returncode > 0,
+             f"baseline exit {process.returncode} after a rank was killed\n{err[-2000:]}")
+    rc.check(not rc.crash_signs(out + err), f"crash signs: {rc.crash_signs(out + err)}")
+    with open(os.path.join(run_dir, "run.log"), errors="replace") as handle:
+        log = handle.read()
+    rc.check(re.search(r"rank 1\b", log), "run.log does not name the killed rank 1")
+    with open(os.path.join(run_dir, "run_manifest.json")) as handle:
+        manifest = json.load(handle)
+    failed = [name for name, point in manifest["points"].items() if point["status"] == "failed"]
+    rc.check(failed, f"no point recorded failed after the kill: {manifest['points']}")
+    before = rc.jsonl_records(cases)
+    resume = cli + ["baseline", "--resume", "KR"] + common
+    process = rc.popen(resume, env)
+    try:
+        out, err = rc.finish(process, 600)
+    finally:
+        rc.kill_group(process)
+    rc.check(process.returncode == 0, f"baseline --resume exit {process.returncode}\n{err[-3000:]}")
+    with open(os.path.join(run_dir, "run_manifest.json")) as handle:
+        manifest = json.load(handle)
+    rc.check(manifest["status"] == "complete", f"manifest status {manifest['status']!r} after --resume")
+    rc.check(all(p["status"] == "complete" for p in manifest["points"].values()), "a point is not complete after --resume")
+    after = rc.jsonl_records(cases)
+    rc.check(after[:len(before)] == before, "--resume rewrote records written before the kill")
+    ok, output = rc.validate(args.source_dir, args.python, "case_record.schema.json", cases)
+    rc.check(ok, f"{cases} does not validate:\n{output}")
+    ok, output = rc.validate(args.source_dir, args.python, "run_manifest.schema.json", os.path.join(run_dir, "run_manifest.json"))
+    rc.check(ok, f"run_manifest.json does not validate:\n{output}")
+    return (f"others gone {elapsed:.1f} s after the kill; failed points {failed}; resume completed "
+            f"({len(before)} records kept, {len(after) - len(before)} added)")
+
+
 def stall(args):
     work = rc.fresh_dir(os.path.join(args.work_dir, "stall"))
     json_path, jsonl_path, _ = outputs(work)
@@ -195,7 +267,8 @@ def signal_mpirun(args, signal_number):
 
 def main():
     args = rc.parse_args(lambda p: p.add_argument("--only", default=None))
-    cases = [("kill_rank2", kill_rank(args, 2)), ("kill_rank0", kill_rank(args, 0)), ("stall", lambda: stall(args)),
+    cases = [("kill_rank2", kill_rank(args, 2)), ("kill_rank0", kill_rank(args, 0)),
+             ("kill_resume", lambda: kill_resume(args)), ("stall", lambda: stall(args)),
              ("ranks_sigint", signal_ranks(args, signal.SIGINT, 130)),
              ("ranks_sigterm", signal_ranks(args, signal.SIGTERM, 143)),
              ("mpirun_sigint", signal_mpirun(args, signal.SIGINT)),

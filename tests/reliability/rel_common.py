@@ -50,7 +50,11 @@ def parse_args(extra=None):
     parser.add_argument("--work-dir", required=True)
     if extra:
         extra(parser)
-    return parser.parse_args()
+    args = parser.parse_args()
+    # The drivers change directory for the tools they run: every path they hand on is absolute.
+    for name in ("source_dir", "bin_dir", "work_dir"):
+        setattr(args, name, os.path.abspath(getattr(args, name)))
+    return args
 
 
 def fresh_dir(path):

@@ -79,7 +79,24 @@ TEST(BindingRecord, RankWithoutGpu) {
   ASSERT_TRUE(record["cpu_binding"].is_string()) << record.dump();
   EXPECT_FALSE(record["cpu_binding"].get<std::string>().empty());
   EXPECT_EQ(binding_warning(record), std::nullopt);
+  EXPECT_TRUE(record.contains("warning") && record["warning"].is_null());
   expect_valid_binding_record(record, "no_gpu");
+}
+
+TEST(BindingRecord, SimpleOverloadTakesNcclIbHcaFromTheEnvironment) {
+  const char* saved = std::getenv("NCCL_IB_HCA");
+  const std::string saved_value = saved ? saved : "";
+  ASSERT_EQ(setenv("NCCL_IB_HCA", "=mlx5_0:1,mlx5_3:1", 1), 0);
+  nlohmann::json record = capture_binding_record(3, 1, "");
+  EXPECT_EQ(record["rank"], 3);
+  EXPECT_EQ(record["local_rank"], 1);
+  EXPECT_EQ(record["nccl_ib_hca"], "=mlx5_0:1,mlx5_3:1");
+  EXPECT_FALSE(record["host"].get<std::string>().empty());
+  expect_valid_binding_record(record, "simple_env");
+  ASSERT_EQ(unsetenv("NCCL_IB_HCA"), 0);
+  record = capture_binding_record(0, 0, "");
+  EXPECT_TRUE(record["nccl_ib_hca"].is_null());
+  if (saved) setenv("NCCL_IB_HCA", saved_value.c_str(), 1);
 }
 
 TEST(BindingRecord, CpuBindingFollowsSchedAffinity) {

@@ -51,6 +51,32 @@ TEST(TopoMatrixText, SpecFilteringAndNoAllowedNic) {
   EXPECT_NE(none.find("  GPU0 (0000:03:00.0): no allowed NIC\n"), std::string::npos);
 }
 
+TEST(TopoMatrixText, PrefixSpecThatAlsoMatchesALongerNameIsPointedOut) {
+  const NodeTopology model = load("pcie_box_2level.xml");
+  const std::vector<std::string> notes = hca_prefix_notes(model, parse_nccl_ib_hca("mlx5_1:1,mlx5_3"));
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes[0], "NCCL_IB_HCA entry 'mlx5_1' is a prefix, as in NCCL: it also matches mlx5_10 (write '=mlx5_1' for that device alone)");
+  EXPECT_EQ(hca_prefix_notes(model, parse_nccl_ib_hca("^mlx5_1"))[0],
+            "NCCL_IB_HCA entry 'mlx5_1' is a prefix, as in NCCL: it also excludes mlx5_10 (write '^=mlx5_1' for that device alone)");
+  EXPECT_TRUE(hca_prefix_notes(model, parse_nccl_ib_hca("=mlx5_1")).empty());
+  EXPECT_TRUE(hca_prefix_notes(model, parse_nccl_ib_hca("mlx5")).empty()) << "a family prefix is meant to match many";
+  EXPECT_TRUE(hca_prefix_notes(model, HcaSpec{}).empty());
+  const std::string text = format_topo_matrix(model, parse_nccl_ib_hca("mlx5_1"));
+  EXPECT_NE(text.find("\n  note: NCCL_IB_HCA entry 'mlx5_1' is a prefix"), std::string::npos) << text;
+  EXPECT_EQ(to_json(model, parse_nccl_ib_hca("mlx5_1"))["nccl_ib_hca_notes"].size(), 1u);
+}
+
+TEST(TopoMatrixText, NicDetailsWithPortsFromSysfs) {
+  MapperOptions options;
+  options.sysfs_root = fixture("sysfs");
+  const NodeTopology model = build_node_topology(HwlocTopology::load_xml_file(fixture("rtxpro_2socket.xml")), options);
+  const std::string text = format_topo_matrix(model, HcaSpec{});
+  EXPECT_NE(text.find("\nNICs:\n\n  NIC0: mlx5_0 (0000:07:00.0, netdev eth0, NUMA 0) port 1 ACTIVE RoCE 400 Gb/sec (4X NDR)\n"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("  NIC1: mlx5_1 ("), std::string::npos);
+  EXPECT_NE(text.find("port 1 DOWN"), std::string::npos);
+}
+
 TEST(TopoMatrixText, GpuLessMachine) {
   const std::string text = format_topo_matrix(load("no_gpu.xml"), HcaSpec{});
   const std::vector<std::string> lines = lines_of(text);

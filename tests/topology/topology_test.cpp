@@ -1,10 +1,13 @@
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "bench/core/errors.hpp"
 #include "bench/core/file_io.hpp"
+#include "topology/nvlink.hpp"
 #include "topology/topology.hpp"
 
 namespace cclbench::topology {
@@ -260,6 +263,8 @@ TEST(TopologyXml, BadInputIsAUsageErrorOnOneLine) {
       {"not_xml", "hello world"},
       {"quoted_truncated", "<topology version=\"2.0\"><object type=\"Machine\" name=\"a>b"},
       {"hwloc_rejects", "<topology version=\"2.0\">\n  <object type=\"Bogus\"/>\n</topology>\n"},
+      {"entities", "<?xml version=\"1.0\"?>\n<!DOCTYPE t [<!ENTITY a \"x\"><!ENTITY b \"&a;&a;&a;\">]>\n"
+                   "<topology version=\"2.0\" x=\"&b;\"></topology>\n"},
   };
   for (const auto& [name, text] : cases) {
     try {
@@ -281,6 +286,19 @@ TEST(TopologyXml, QuotedGreaterThanInAttributesIsNotTheEndOfATag) {
   EXPECT_EQ(model.host, "ci>runner");
 }
 
+TEST(TopologyXml, HugeFileIsRefusedBeforeReading) {
+  const std::string path = std::string(CCLBENCH_BINARY_DIR) + "/tests/topology/huge_sparse.xml";
+  { std::ofstream create(path, std::ios::trunc); }
+  std::filesystem::resize_file(path, (64ull << 20) + 1);  // sparse: no disk used
+  try {
+    HwlocTopology::load_xml_file(path);
+    ADD_FAILURE() << "a 64 MiB + 1 file was accepted";
+  } catch (const UsageError& error) {
+    EXPECT_NE(std::string(error.what()).find("larger than any hwloc XML topology"), std::string::npos) << error.what();
+  }
+  std::filesystem::remove(path);
+}
+
 TEST(TopologyXml, HandleIsMoveOnly) {
   HwlocTopology a = HwlocTopology::load_xml_file(fixture("no_gpu.xml"));
   HwlocTopology b = std::move(a);
@@ -297,6 +315,16 @@ TEST(TopologyLive, ThisMachineLoadsWithPciDevices) {
   EXPECT_FALSE(model.numa_nodes.empty());
   EXPECT_TRUE(model.host.has_value());
   EXPECT_EQ(model.paths.size(), model.gpus.size() + model.nics.size());
+}
+
+TEST(Nvlink, NoBusIdsOrNoNvmlIsUnknownWithAReason) {
+  std::string reason;
+  EXPECT_EQ(query_nvlink_counts({}, reason), std::nullopt);
+  EXPECT_NE(reason.find("NVLink unknown"), std::string::npos);
+  // A bus id no GPU has: NVML (where present) does not know it; without NVML the library is missing.
+  reason.clear();
+  EXPECT_EQ(query_nvlink_counts({"0000:ff:1f.7"}, reason), std::nullopt);
+  EXPECT_NE(reason.find("NVLink unknown"), std::string::npos) << reason;
 }
 
 }  // namespace

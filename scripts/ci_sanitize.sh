@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# CI sanitizers: host code (CUDA off) built with AddressSanitizer + UndefinedBehaviorSanitizer in a
+# separate build folder, then the unit and MPI tests (CTest labels unit|mpi, which include the
+# reliability drivers) run under it. Any sanitizer report fails the run: reports abort the process
+# (-fno-sanitize-recover) and the drivers also look for them in every tool's stderr. Leaks are
+# checked; only Open MPI's and hwloc's own allocations at init/finalize are suppressed
+# (tests/reliability/lsan_openmpi.supp).
+#   CCLBENCH_SANITIZE_BUILD_DIR  build folder                      [<repo>/build-sanitize]
+#   CCLBENCH_SANITIZE_LABELS     CTest label regex                 [unit|mpi]
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build_dir="${CCLBENCH_SANITIZE_BUILD_DIR:-$repo/build-sanitize}"
+labels="${CCLBENCH_SANITIZE_LABELS:-unit|mpi}"
+started=$SECONDS
+
+generator=()
+if command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
+if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
+  cmake -S "$repo" -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCCLBENCH_SANITIZE=address,undefined -DCCLBENCH_ENABLE_CUDA=OFF >/dev/null
+fi
+cmake --build "$build_dir" -j "$(nproc)"
+echo "ci_sanitize: built in $((SECONDS - started)) s" >&2
+
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# detect_leaks stays on; Open MPI's own leaks are suppressed by name, nothing of ours.
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1"
+export LSAN_OPTIONS="suppressions=$repo/tests/reliability/lsan_openmpi.supp:print_suppressions=0"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+cd "$build_dir"
+ctest --output-on-failure --timeout 900 -L "$labels"
+echo "ci_sanitize: done in $((SECONDS - started)) s" >&2

@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""coll_perf on the MPI backend (no GPU): the -J document carries the run manifest (allowlisted
+environment only), every rank's binding record, a null transport section with its reason, and
+per-case rail counters read from a fake two-rail sysfs tree (--sysfs-root) - or null with a reason
+when the tree is missing.
+
+usage: coll_perf_evidence_mpi.py MPIEXEC COLL_PERF SOURCE_DIR WORK_DIR
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+
+def run(mpiexec, coll_perf, work, name, extra, env):
+    out = os.path.join(work, name + ".json")
+    argv = [mpiexec, "--oversubscribe", "--allow-run-as-root", "-np", "2", coll_perf, "--backend", "mpi",
+            "--coll", "all_reduce", "-b", "8K", "-e", "16K", "-f", "2", "-n", "2", "-w", "1", "--quiet",
+            "-J", out] + extra
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+    return proc, out
+
+
+def check(condition, message, proc=None):
+    if not condition:
+        if proc is not None:
+            sys.stderr.write(proc.stdout + proc.stderr)
+        sys.exit("FAIL: " + message)
+
+
+def main():
+    mpiexec, coll_perf, source, work = sys.argv[1:5]
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    sysfs = os.path.join(source, "tests", "data", "evidence", "sysfs", "two_rails_after")
+    env = dict(os.environ)
+    env.update({"CCLBENCH_CANARY_SECRET": "xyz-canary-771", "NCCL_IB_HCA": "=mlx5_0:1,mlx5_3:1",
+                "NCCL_FAKE_TOKEN": "tok-canary-552", "OMPI_ALLOW_RUN_AS_ROOT": "1",
+                "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
+
+    proc, out = run(mpiexec, coll_perf, work, "rails", ["--sysfs-root", sysfs], env)
+    check(proc.returncode == 0, f"coll_perf exited {proc.returncode}", proc)
+    check("transport: not applicable (MPI backend" in proc.stdout, "no transport line on stdout", proc)
+    text = open(out, encoding="utf-8").read()
+    check("xyz-canary-771" not in text and "CCLBENCH_CANARY_SECRET" not in text, "a non-allowlisted variable leaked")
+    check("tok-canary-552" not in text, "a secret-looking NCCL_ variable's value leaked")
+    doc = json.loads(text)
+    manifest = doc["manifest"]
+    check(manifest["environment"].get("NCCL_FAKE_TOKEN") == "<redacted>", "NCCL_FAKE_TOKEN not redacted")
+    check(manifest["environment"].get("NCCL_IB_HCA") == "=mlx5_0:1,mlx5_3:1", "NCCL_IB_HCA missing from the manifest")
+    check(isinstance(manifest["versions"]["mpi"], str) and manifest["versions"]["mpi"], "no MPI library version")
+    check(manifest["versions"]["hwloc_api"], "no hwloc version")
+    check(len(manifest["hostnames"]) >= 1 and manifest["world_size"] == 2, "hostnames/world_size")
+    check(manifest["argv"][-2:] == ["--sysfs-root", sysfs], "argv not recorded")
+    check(doc["transport"] is None and "MPI backend" in doc["transport_reason"], "transport not null with a reason")
+    check(sorted(b["rank"] for b in doc["bindings"]) == [0, 1], "bindings: one record per rank expected")
+    check(all("cpu_binding" in b for b in doc["bindings"]), "binding records lack cpu_binding")
+    check(len(doc["cases"]) == 4, "4 cases expected")
+    for case in doc["cases"]:
+        rails = case["evidence"]["rails"]
+        check("all traffic" in rails["note"], "rails note missing")
+        check(rails["expected_rails"] == ["mlx5_0:1", "mlx5_3:1"], "expected rails from NCCL_IB_HCA")
+        check(len(rails["nodes"]) == len(manifest["hostnames"]), "one rail entry per node expected")
+        node = rails["nodes"][0]
+        ports = {p["rail"]: p for p in node["ib_ports"]}
+        check(set(ports) >= {"mlx5_0:1", "mlx5_3:1"}, f"rails {sorted(ports)}")
+        for rail in ("mlx5_0:1", "mlx5_3:1"):
+            # A static tree: the counters did not move, a real 0 (not missing).
+            check(ports[rail]["xmit_bytes"] == 0 and ports[rail]["rcv_bytes"] == 0, f"{rail} delta not 0")
+        check(node["imbalanced"] is None and "no bytes moved" in node["imbalance_reason"], "imbalance reason")
+        check({n["name"] for n in node["netdevs"]} >= {"eth0", "eth3"}, "netdevs eth0/eth3 expected")
+
+    # Missing sysfs: counters are null with a reason, the run still succeeds.
+    proc, out = run(mpiexec, coll_perf, work, "no_sysfs", ["--sysfs-root", os.path.join(work, "no_such_sysfs")], env)
+    check(proc.returncode == 0, f"coll_perf exited {proc.returncode} without sysfs", proc)
+    doc = json.load(open(out, encoding="utf-8"))
+    node = doc["cases"][0]["evidence"]["rails"]["nodes"][0]
+    check(node["ib_reason"] and node["rails_total_bytes"] is None, "missing sysfs: ib_reason expected")
+    check(node["imbalanced"] is None and node["imbalance_reason"], "missing sysfs: imbalance null with a reason")
+
+    # An expectation with the MPI backend has no evidence: the gate fails (exit 3) after writing.
+    proc, out = run(mpiexec, coll_perf, work, "gate", ["--expect-transport", "inter=NET/Socket"], env)
+    check(proc.returncode == 3, f"expected exit 3 with --expect-transport on MPI, got {proc.returncode}", proc)
+    check("no NCCL evidence" in proc.stderr, "gate message missing", proc)
+    check(json.load(open(out, encoding="utf-8"))["status"] == "complete", "results not written before the gate")
+
+    # A bad spec is a usage error before anything runs.
+    proc, out = run(mpiexec, coll_perf, work, "bad_spec", ["--expect-transport", "inter=RDMA"], env)
+    check(proc.returncode == 2 and "unknown transport 'RDMA'" in proc.stderr, "bad spec not a usage error", proc)
+    print("ok: manifest (allowlist), bindings, transport null, rails, gate without evidence")
+
+
+if __name__ == "__main__":
+    main()

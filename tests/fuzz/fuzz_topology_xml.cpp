@@ -1,0 +1,35 @@
+// libFuzzer target: hwloc XML topology loading (HwlocTopology::load_xml_text), then the mapper and
+// the renderers topo_map runs on it. Accepted outcomes: a model, or a UsageError/FatalError naming
+// the input. A finding is another exception, a sanitizer report or a hang (-timeout).
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <string_view>
+
+#include "bench/core/errors.hpp"
+#include "topology/nccl_hca.hpp"
+#include "topology/topology.hpp"
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  // hwloc's XML backends complain on stderr about malformed files; that is expected here.
+  if (std::freopen("/dev/null", "w", stderr) == nullptr) return 0;
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size > 256 * 1024) return 0;
+  const std::string_view xml(reinterpret_cast<const char*>(data), size);
+  try {
+    const auto topology = cclbench::topology::HwlocTopology::load_xml_text(xml, "fuzz.xml");
+    cclbench::topology::MapperOptions options;  // no sysfs: offline XML, as topo_map --xml
+    const auto model = cclbench::topology::build_node_topology(topology, options);
+    const auto spec = cclbench::topology::parse_nccl_ib_hca("=mlx5_0:1,mlx5_3:1");
+    (void)cclbench::topology::to_json(model, spec).dump();
+    (void)cclbench::topology::format_topo_matrix(model, spec);
+    for (std::size_t gpu = 0; gpu < model.gpus.size(); ++gpu) (void)model.nic_choices(static_cast<int>(gpu), spec);
+  } catch (const cclbench::UsageError&) {
+  } catch (const cclbench::FatalError&) {
+  }
+  return 0;
+}

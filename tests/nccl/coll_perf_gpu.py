@@ -1,0 +1,373 @@
+#!/usr/bin/env python3
+"""coll_perf on GPUs through the whole app (runner, sinks, watchdog), label gpu.
+
+Each check runs real coll_perf processes and asserts what a user sees: exit status, the -J/CSV
+records, the console. Without a GPU every check exits 77 (CTest SKIP_RETURN_CODE) with the reason.
+
+  one_rank      1 rank, every collective x dtype x op, both placements: all ok, 0 wrong; fp8 runs
+                on sm_90+ and is skipped with a reason below it
+  timing_modes  -G 3 (graph replay) and -z 1 (blocking): one sample per iteration, batch time > 0
+  share_gpu4    mpirun -np 4 --share-gpu on ONE GPU: the four collectives 0 wrong, records marked
+                emulated in JSON, CSV and console
+  g_path        one process driving every visible GPU (-g N); -g N+1 is a usage error (exit 2)
+  rank_per_gpu  mpirun -np N, one rank per GPU (needs 2+ GPUs, else skipped)
+  stall         CCLBENCH_TEST_STALL=1:3 -T 10 under mpirun --share-gpu: exit 4, the timeout names
+                case/size/rank/host, every rank gone, the 3 finished cases on disk
+  memory        -e beyond device memory: buffers reduced with a printed note, the too-large size
+                skipped with its reason, the others run
+
+Usage: coll_perf_gpu.py --bin-dir B --mpiexec M --work-dir W --only NAME
+Environment: NCCL_NVLS_ENABLE=0 is set when unset (never NVLink multicast); mpirun runs with
+--oversubscribe and, for root, OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM).
+"""
+
+import argparse
+import csv
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+SKIP = 77
+CRASH = re.compile(r"terminate called|what\(\):|Segmentation fault|core dumped|Traceback \(most recent")
+
+
+class Failure(AssertionError):
+    pass
+
+
+def check(condition, message):
+    if not condition:
+        raise Failure(message)
+
+
+def base_env(**extra):
+    env = dict(os.environ)
+    env.setdefault("NCCL_NVLS_ENABLE", "0")
+    env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+                "OMPI_MCA_mpi_yield_when_idle": "1"})
+    env.update(extra)
+    return env
+
+
+def run(cmd, env, timeout):
+    started = time.monotonic()
+    process = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        out, err = process.communicate()
+        raise Failure(f"timed out after {timeout} s: {' '.join(cmd)}\nstdout:\n{out[-3000:]}\nstderr:\n{err[-3000:]}")
+    return process.returncode, out, err, time.monotonic() - started
+
+
+def mpirun(args, nranks, argv, env):
+    """mpirun on this host; the variables that matter are exported explicitly (when set)."""
+    cmd = [args.mpiexec, "-np", str(nranks), "--oversubscribe", "--allow-run-as-root", "--bind-to", "none"]
+    for name in ("NCCL_NVLS_ENABLE", "CUDA_VISIBLE_DEVICES", "CCLBENCH_TEST_STALL"):
+        if name in env:
+            cmd += ["-x", name]
+    return cmd + argv
+
+
+def coll_perf(args):
+    return os.path.join(args.bin_dir, "coll_perf")
+
+
+def work_dir(args, name):
+    path = os.path.join(args.work_dir, name)
+    os.makedirs(path, exist_ok=True)
+    for entry in os.listdir(path):
+        os.unlink(os.path.join(path, entry))
+    return path
+
+
+def load(json_path, csv_path=None):
+    with open(json_path) as handle:
+        document = json.load(handle)
+    rows = None
+    if csv_path:
+        with open(csv_path, newline="") as handle:
+            rows = list(csv.DictReader(handle))
+        check(len(rows) == len(document["cases"]), f"CSV has {len(rows)} rows, -J {len(document['cases'])} cases")
+    return document, rows
+
+
+def describe(out, err):
+    return f"stdout:\n{out[-3000:]}\nstderr:\n{err[-4000:]}"
+
+
+def assert_all_ok(document, out, err, allowed_skips=()):
+    """Every case ok with 0 wrong, except skips whose reason matches one of allowed_skips."""
+    cases = document["cases"]
+    check(cases, "no cases recorded\n" + describe(out, err))
+    for case in cases:
+        if case["status"] == "skipped":
+            check(any(re.search(pattern, case["reason"] or "") for pattern in allowed_skips),
+                  f"{case['case_id']} skipped: {case['reason']}")
+            continue
+        check(case["status"] == "ok" and case["wrong"] == 0,
+              f"{case['case_id']}: status {case['status']}, wrong {case['wrong']}, reason {case['reason']}")
+        check(len(case["samples_us"]) == case["iterations"], f"{case['case_id']}: {len(case['samples_us'])} samples")
+        check(case["batch_time_us"] is not None and case["batch_time_us"] > 0, f"{case['case_id']}: batch time")
+    check(not CRASH.search(out + err), "crash signs in the output\n" + describe(out, err))
+
+
+def gpu_count(args):
+    """The visible GPU count and compute capability, from a one-case run; None when no GPU."""
+    work = work_dir(args, "probe")
+    json_path = os.path.join(work, "probe.json")
+    code, out, err, _ = run([coll_perf(args), "--backend", "nccl", "--coll", "all_reduce", "-b", "1K", "-e", "1K",
+                             "-n", "1", "-w", "0", "--quiet", "-J", json_path], base_env(), 300)
+    if code == 7 and "no CUDA device" in err:
+        return None, err.strip().splitlines()[-1]
+    check(code == 0, f"probe run failed (exit {code})\n" + describe(out, err))
+    return True, ""
+
+
+def visible_gpus():
+    """How many GPUs CUDA will show (CUDA_VISIBLE_DEVICES honoured), from nvidia-smi."""
+    try:
+        listing = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return 1
+    total = len([line for line in listing.splitlines() if line.startswith("GPU ")])
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return len([item for item in visible.split(",") if item.strip()])
+    return max(total, 1)
+
+
+def first_visible_device():
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible:
+        return visible.split(",")[0].strip()
+    return "0"
+
+
+def one_rank(args):
+    work = work_dir(args, "one_rank")
+    json_path, csv_path = os.path.join(work, "out.json"), os.path.join(work, "out.csv")
+    code, out, err, elapsed = run([coll_perf(args), "--backend", "nccl", "--coll", "all", "-d", "all", "-o", "all",
+                                   "-b", "1K", "-e", "64K", "-f", "8", "-n", "3", "-w", "1", "-c", "1",
+                                   "-J", json_path, "--csv", csv_path], base_env(), 900)
+    check(code == 0, f"exit {code}\n" + describe(out, err))
+    document, _ = load(json_path, csv_path)
+    assert_all_ok(document, out, err, allowed_skips=[r"needs compute capability 9\.0"])
+    cases = document["cases"]
+    fp8_skipped = [c for c in cases if c["dtype"].startswith("f8") and c["status"] == "skipped"]
+    fp8_ran = [c for c in cases if c["dtype"].startswith("f8") and c["status"] == "ok"]
+    check(bool(fp8_skipped) != bool(fp8_ran), "fp8 must either run everywhere (sm_90+) or be skipped everywhere")
+    collectives = {c["collective"] for c in cases if c["status"] == "ok"}
+    check(len(collectives) == 7, f"collectives that ran: {sorted(collectives)}")
+    ops = {c["op"] for c in cases if c["status"] == "ok" and c["collective"] == "all_reduce"}
+    check(ops == {"sum", "prod", "max", "min", "avg"}, f"all_reduce ops that ran: {sorted(ops)}")
+    dtypes = {c["dtype"] for c in cases if c["status"] == "ok"}
+    check(len(dtypes) == (12 if fp8_ran else 10), f"dtypes that ran: {sorted(dtypes)}")
+    check(all(c["emulated"] is False for c in cases), "a one-rank run is not emulated")
+    return (f"{len(cases)} cases in {elapsed:.0f} s, 0 wrong, fp8 {'ran' if fp8_ran else 'skipped (below sm_90)'}")
+
+
+def timing_modes(args):
+    results = []
+    for name, flags in (("graph", ["-G", "3"]), ("blocking", ["-z", "1"]), ("stream", [])):
+        work = work_dir(args, "timing_" + name)
+        json_path = os.path.join(work, "out.json")
+        code, out, err, elapsed = run([coll_perf(args), "--backend", "nccl", "-b", "8K", "-e", "4M", "-f", "8", "-n", "7",
+                                       "-w", "2", "-J", json_path] + flags, base_env(), 600)
+        check(code == 0, f"{name}: exit {code}\n" + describe(out, err))
+        document, _ = load(json_path)
+        assert_all_ok(document, out, err)
+        for case in document["cases"]:
+            check(all(sample > 0 for sample in case["samples_us"]), f"{name} {case['case_id']}: non-positive sample")
+        means = [c["time_us"]["mean"] for c in document["cases"] if c["requested_bytes"] == 4 << 20]
+        results.append(f"{name}: {len(document['cases'])} cases, 4M mean {min(means):.1f} us")
+    return "; ".join(results)
+
+
+def share_gpu4(args):
+    work = work_dir(args, "share_gpu4")
+    json_path, csv_path = os.path.join(work, "out.json"), os.path.join(work, "out.csv")
+    # One GPU for all four ranks, even on a multi-GPU machine.
+    env = base_env(CUDA_VISIBLE_DEVICES=first_visible_device())
+    code, out, err, elapsed = run(mpirun(args, 4, [coll_perf(args), "--share-gpu", "-b", "8K", "-e", "512K", "-f", "8",
+                                                   "-d", "float,int32,bfloat16,f8e4m3", "-o", "all", "-n", "3", "-w", "1",
+                                                   "-T", "120", "-J", json_path, "--csv", csv_path], env), env, 900)
+    check(code == 0, f"exit {code}\n" + describe(out, err))
+    document, rows = load(json_path, csv_path)
+    # In-place alltoall over send/recv cannot be verified (skipped with its reason); fp8 below sm_90.
+    assert_all_ok(document, out, err, allowed_skips=[r"in-place AlltoAll", r"needs compute capability 9\.0"])
+    cases = document["cases"]
+    check(document["manifest"]["emulated"] is True and document["manifest"]["nranks"] == 4, "manifest not emulated/4 ranks")
+    check(all(c["emulated"] is True and c["nranks"] == 4 for c in cases), "a record is not marked emulated")
+    check(all(row["emulated"] == "true" for row in rows), "a CSV row is not marked emulated")
+    check("EMULATED" in out, "the console table does not say EMULATED\n" + describe(out, err))
+    checked = {c["collective"] for c in cases if c["status"] == "ok" and c["wrong"] == 0}
+    check(checked == {"all_reduce", "all_gather", "reduce_scatter", "alltoall"}, f"checked collectives: {sorted(checked)}")
+    wrong = sum(c["wrong"] or 0 for c in cases)
+    return f"{len(cases)} cases on 4 emulated ranks in {elapsed:.0f} s, {wrong} wrong"
+
+
+def g_path(args):
+    gpus = visible_gpus()
+    work = work_dir(args, "g_path")
+    json_path = os.path.join(work, "out.json")
+    code, out, err, _ = run([coll_perf(args), "-g", str(gpus), "-b", "8K", "-e", "8M", "-f", "4", "-n", "5",
+                             "-d", "float,half,int8", "-J", json_path], base_env(), 600)
+    check(code == 0, f"-g {gpus}: exit {code}\n" + describe(out, err))
+    document, _ = load(json_path)
+    assert_all_ok(document, out, err, allowed_skips=[r"in-place AlltoAll"] if gpus > 1 else [])
+    check(document["manifest"]["nranks"] == gpus, f"nranks {document['manifest']['nranks']}, expected {gpus}")
+    code, out, err, _ = run([coll_perf(args), "-g", str(gpus + 1), "-b", "8K", "-e", "8K"], base_env(), 300)
+    check(code == 2, f"-g {gpus + 1}: exit {code}, expected 2\n" + describe(out, err))
+    check("only" in err and "visible" in err and re.search(r"host \S+", err), f"-g {gpus + 1}: unclear message\n{err}")
+    return f"-g {gpus}: {len(document['cases'])} cases ok; -g {gpus + 1}: usage error"
+
+
+def rank_per_gpu(args):
+    gpus = visible_gpus()
+    if gpus < 2:
+        print(f"SKIP: one rank per GPU needs 2 or more visible GPUs (found {gpus})")
+        sys.exit(SKIP)
+    work = work_dir(args, "rank_per_gpu")
+    json_path = os.path.join(work, "out.json")
+    env = base_env()
+    code, out, err, _ = run(mpirun(args, gpus, [coll_perf(args), "-b", "8K", "-e", "8M", "-f", "4", "-n", "5", "-T", "120",
+                                                "-J", json_path], env), env, 600)
+    check(code == 0, f"exit {code}\n" + describe(out, err))
+    document, _ = load(json_path)
+    assert_all_ok(document, out, err, allowed_skips=[r"in-place AlltoAll"])
+    check(document["manifest"]["nranks"] == gpus and document["manifest"]["emulated"] is False, "manifest")
+    # More ranks than GPUs without --share-gpu: a clear usage error naming the sharing.
+    code, out, err, _ = run(mpirun(args, gpus + 1, [coll_perf(args), "-b", "8K", "-e", "8K"], env), env, 300)
+    check(code == 2, f"{gpus + 1} ranks on {gpus} GPUs: exit {code}, expected 2\n" + describe(out, err))
+    check("--share-gpu" in err, f"the usage error does not mention --share-gpu\n{err}")
+    return f"{gpus} ranks: {len(document['cases'])} cases ok; {gpus + 1} ranks refused"
+
+
+def descendants(root_pid, name):
+    """PIDs of processes called `name` below root_pid (from /proc)."""
+    parents = {}
+    names = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        close = stat.rfind(")")
+        names[int(entry)] = stat[stat.find("(") + 1:close]
+        parents[int(entry)] = int(stat[close + 2:].split()[1])
+    found = []
+    for pid in parents:
+        walk = pid
+        while walk in parents and walk not in (0, 1):
+            walk = parents[walk]
+            if walk == root_pid:
+                if names.get(pid) == name:
+                    found.append(pid)
+                break
+    return found
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def stall(args):
+    work = work_dir(args, "stall")
+    json_path, jsonl_path = os.path.join(work, "out.json"), os.path.join(work, "out.jsonl")
+    timeout_s, stall_case, margin_s = 10, 3, 60
+    env = base_env(CUDA_VISIBLE_DEVICES=first_visible_device(), CCLBENCH_TEST_STALL=f"1:{stall_case}")
+    cmd = mpirun(args, 4, [coll_perf(args), "--share-gpu", "-b", "8K", "-e", "1M", "-f", "2", "-n", "5", "-T", str(timeout_s),
+                           "-J", json_path, "--jsonl", jsonl_path], env)
+    process = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    ranks = []
+    started = time.monotonic()
+    try:
+        while time.monotonic() - started < 120 and len(ranks) < 4 and process.poll() is None:
+            ranks = descendants(process.pid, "coll_perf")
+            time.sleep(0.2)
+        out, err = process.communicate(timeout=300)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        out, err = process.communicate()
+        raise Failure("the stalled run did not end within 300 s\n" + describe(out, err))
+    elapsed = time.monotonic() - started
+    check(process.returncode == 4, f"exit {process.returncode}, expected 4 (timeout)\n" + describe(out, err))
+    check(len(ranks) == 4, f"saw {len(ranks)} coll_perf ranks under mpirun")
+    deadline = time.monotonic() + 10
+    while any(alive(pid) for pid in ranks) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    check(not any(alive(pid) for pid in ranks), f"ranks {[p for p in ranks if alive(p)]} alive 10 s after mpirun exited")
+    # The phase may itself contain parentheses ("test stall (CCLBENCH_TEST_STALL)").
+    message = re.search(r"error: timeout: case (\S+) \(size (\d+) B, .*?\) on rank (\d+) \(([^)]+)\) did not finish within "
+                        rf"{timeout_s} s", err)
+    check(message, "no timeout message naming case, size, rank and host\n" + describe(out, err))
+    check(not CRASH.search(out + err), "crash signs\n" + describe(out, err))
+    with open(jsonl_path) as handle:
+        records = [json.loads(line) for line in handle if line.strip()]
+    check(len(records) == stall_case, f"{len(records)} records on disk, expected the {stall_case} finished before the stall")
+    check(all(r["status"] == "ok" and r["wrong"] == 0 for r in records), "a finished record is not ok")
+    with open(json_path) as handle:
+        status = json.load(handle)["status"]
+    # rank 0 writes "timeout" when its own watchdog fires before mpirun ends it for rank 1's.
+    check(status in ("timeout", "running"), f"-J status {status!r}")
+    check(elapsed < 120 + timeout_s + margin_s, f"took {elapsed:.0f} s")
+    return f"exit 4 in {elapsed:.0f} s, message: {message.group(0)[:120]}..., {len(records)} records kept, -J {status}"
+
+
+def memory(args):
+    work = work_dir(args, "memory")
+    json_path = os.path.join(work, "out.json")
+    code, out, err, _ = run([coll_perf(args), "--coll", "all_reduce", "-b", "1G", "-e", "1T", "-f", "1024", "-n", "2",
+                             "-w", "1", "-J", json_path], base_env(), 600)
+    check(code == 0, f"exit {code}\n" + describe(out, err))
+    check("buffers reduced" in err, "no note about reduced buffers\n" + describe(out, err))
+    document, _ = load(json_path)
+    by_size = {c["requested_bytes"]: c for c in document["cases"]}
+    big = by_size[1 << 40]
+    check(big["status"] == "skipped" and "MiB" in (big["reason"] or ""), f"1T case: {big['status']} {big['reason']}")
+    small = by_size[1 << 30]
+    check(small["status"] == "ok" and small["wrong"] == 0, f"1G case: {small['status']} {small['reason']}")
+    return f"1T skipped ({big['reason'][:90]}...), 1G ok"
+
+
+CHECKS = {"one_rank": one_rank, "timing_modes": timing_modes, "share_gpu4": share_gpu4, "g_path": g_path,
+          "rank_per_gpu": rank_per_gpu, "stall": stall, "memory": memory}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bin-dir", required=True)
+    parser.add_argument("--mpiexec", default="mpirun")
+    parser.add_argument("--work-dir", required=True)
+    parser.add_argument("--only", required=True, choices=sorted(CHECKS))
+    args = parser.parse_args()
+    os.makedirs(args.work_dir, exist_ok=True)
+    has_gpu, reason = gpu_count(args)
+    if not has_gpu:
+        print(f"SKIP: no GPU for the NCCL backend: {reason}")
+        return SKIP
+    try:
+        summary = CHECKS[args.only](args)
+    except Failure as failure:
+        print(f"FAIL {args.only}: {failure}")
+        return 1
+    print(f"PASS {args.only}: {summary}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
