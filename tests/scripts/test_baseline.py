@@ -253,7 +253,8 @@ class TwoNodeRuns(BaselineRuns):
             for schema, sub in (("topology.schema.json", "topology"), ("p2p_matrix.schema.json", "p2p")):
                 ok, errors = validate(schema, os.path.join(run, sub, host + ".json"))
                 self.assertTrue(ok, errors)
-        # raw/*.json of the double are not validated here: test_e2e_mpi.py validates the real coll_perf's.
+        ok, errors = validate("coll_perf.schema.json", *sorted(glob.glob(os.path.join(run, "raw", "*.json"))))
+        self.assertTrue(ok, errors)  # the double's -J follows the schema the real one is held to
 
     def test_transport_fallback_fails_the_point(self):
         result = self.baseline("S", *TWO_NODES, "--coll", "all_reduce", "--cross-nic", "0",
