@@ -239,9 +239,14 @@ def find_anomalies(data, cv_gate):
     anomalies = []
     plan_by_name = {launch["name"]: launch for launch in data.plan}
     # Launches that did not complete (including transport gate failures).
+    never_ran = [name for name, state in data.points_state.items() if state.get("status") == "pending"]
+    if never_ran:
+        anomalies.append(("launches never ran", never_ran[0] + (f" and {len(never_ran) - 1} more" if len(never_ran) > 1 else ""),
+                          f"{len(never_ran)} planned launch(es) did not run (the run stopped early; resume it with "
+                          "cclbench baseline --resume RUN_ID)"))
     for name, state in data.points_state.items():
         status = state.get("status")
-        if status != "complete":
+        if status not in ("complete", "pending", "skipped"):
             kind = state.get("kind") or plan_by_name.get(name, {}).get("kind")
             if state.get("exit_code") == 3:
                 anomalies.append(("transport mismatch", name, state.get("reason") or "transport expectation failed"))
@@ -265,6 +270,8 @@ def find_anomalies(data, cv_gate):
                               or expectation.get("message") or "expectation not met"))
     # Missing planned cases.
     for launch in data.coll_launches():
+        if data.points_state.get(launch["name"], {}).get("status") == "pending":
+            continue  # counted under "launches never ran"
         complete, missing, _failed = point_completeness(data.records, launch)
         if missing:
             shown = ", ".join(f"{c} {format_size(s)}" for c, s in missing[:6])

@@ -381,6 +381,7 @@ class Baseline:
                     reason = self.manifest["points"][launch["name"]]["reason"]
                     if launch["kind"] == "sanity":
                         self.finish("failed")
+                        self.write_report()
                         raise CclbenchError(f"sanity pass failed, nothing else was run: {reason} "
                                             f"(see {os.path.join(self.run_dir, 'run.log')})")
                     failures.append(f"{launch['name']}: {reason}")
@@ -406,6 +407,7 @@ class Baseline:
             self.manifest["gates"]["repeat_cv_failures"] = cv_failures
         status = "complete" if not failures and not cv_failures else "failed"
         self.finish(status)
+        self.write_report()
         if failures:
             more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
             raise CclbenchError(f"{len(failures)} launch(es) failed: {failures[0]}{more}; "
@@ -417,6 +419,18 @@ class Baseline:
                                 f"at {worst['cv_pct']:.2f}%")
         print(f"cclbench: run complete: {self.run_dir}", file=sys.stderr)
         return 0
+
+    def write_report(self):
+        """report.md (and plots) at the end of every run that was not interrupted, failed ones included:
+        their anomalies are what the reader needs first. A report problem never hides the run's outcome."""
+        from .report import build_report
+        try:
+            path, anomalies = build_report(self.run_dir, self.inputs["cv_gate_pct"])
+        except CclbenchError as error:
+            print(f"cclbench: report not written: {error} (retry: cclbench report {self.run_dir})", file=sys.stderr)
+            return
+        count = len(anomalies)
+        print(f"cclbench: report: {path} ({count} anomal{'y' if count == 1 else 'ies'})", file=sys.stderr, flush=True)
 
     def finish(self, status):
         self.manifest["status"] = status

@@ -91,6 +91,7 @@ class BadInput(TempDirTest):
         target = os.path.join(self.tmp, "victim")
         with open(target, "w") as handle:
             handle.write("keep me")
+        os.remove(os.path.join(self.results, "S", "report.md"))  # the baseline wrote one
         os.symlink(target, os.path.join(self.results, "S", "report.md"))
         self.assertOneLineError(run_cli(["report", os.path.join(self.results, "S")]), 1, "symbolic link")
         with open(target) as handle:

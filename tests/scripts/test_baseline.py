@@ -23,6 +23,8 @@ def case_schema():
 
 
 class BaselineRuns(TempDirTest):
+    """Helpers only (no tests here): LocalRuns and TwoNodeRuns are separate CTest tests."""
+
     def baseline(self, run_id, *extra, env=None):
         return run_cli(["baseline"] + SMALL + self.fake_args(run_id) + list(extra), env=env)
 
@@ -40,12 +42,16 @@ class BaselineRuns(TempDirTest):
             return [line.split(" ", 1)[1] for line in lines if line.startswith("tuning-probe ")]
         return [line for line in lines if not line.startswith("tuning-probe ")]
 
+
+class LocalRuns(BaselineRuns):
+    """One machine, no hosts: the MPI-backend plan."""
+
     def test_local_run_directory_and_report(self):
         result = self.baseline("L", env={"NCCL_DEBUG": "WARN", "NCCL_API_KEY": "hunter2", "HOME_SECRET": "x"})
         self.assertEqual(result.returncode, 0, result.stderr)
         run = os.path.join(self.results, "L")
         for name in ("run_manifest.json", "cases.jsonl", "summary.csv", "run.log", "sanity.jsonl",
-                     "topology", "nccl/local.mpi4", "raw/local.mpi4.json"):
+                     "topology", "raw/local.mpi4.json", "report.md"):
             self.assertTrue(os.path.exists(os.path.join(run, name)), name)
         self.assertIn("[3/3] local.mpi4: complete", result.stderr, "one progress line per launch")
         manifest = self.manifest("L")
@@ -74,6 +80,8 @@ class BaselineRuns(TempDirTest):
         for stat in (os.stat(os.path.join(run, name)) for name in ("run_manifest.json", "summary.csv")):
             self.assertEqual(stat.st_mode & 0o777, 0o644)
 
+        self.assertIn(f"cclbench: report: {os.path.join(run, 'report.md')} (0 anomalies)", result.stderr,
+                      "baseline writes the report itself")
         report = run_cli(["report", run])
         self.assertEqual(report.returncode, 0, report.stderr)
         text = read_text(os.path.join(run, "report.md"))
@@ -97,108 +105,16 @@ class BaselineRuns(TempDirTest):
         self.assertNotIn("](plots/", text)
         self.assertIn("| 8K |", text, "tables render without matplotlib")
 
-    def test_two_node_run_with_fake_launcher(self):
-        log = os.path.join(self.tmp, "mpirun.log")
-        result = self.baseline("T", *TWO_NODES, env={"FAKE_MPIRUN_LOG": log})
-        self.assertEqual(result.returncode, 0, result.stderr)
-        manifest = self.manifest("T")
-        self.assertEqual(manifest["mode"], "multi_node")
-        self.assertEqual(len(manifest["plan"]), 16 + 11, "16 launches and one TUNING probe per point")
-        self.assertTrue(all(state["status"] == "complete" for state in manifest["points"].values()))
-        self.assertEqual(len(self.invocations(log)), 16 + 11)
-        run = os.path.join(self.results, "T")
-        self.assertEqual(sorted(os.listdir(os.path.join(run, "topology"))), ["127.0.0.1.json", "localhost.json"])
-        self.assertEqual(sorted(os.listdir(os.path.join(run, "p2p"))), ["127.0.0.1.json", "localhost.json"])
-        points = {r["point"] for r in read_jsonl(os.path.join(run, "cases.jsonl"))}
-        self.assertEqual(len(points), 2 + 9)
-        self.assertEqual(run_cli(["report", run], env={"CCLBENCH_NO_MATPLOTLIB": "1"}).returncode, 0)
-        text = read_text(os.path.join(run, "report.md"))
-        self.assertIn("inter.cross2.rail-mlx5_3", text)
-        self.assertIn("NCCL_IB_HCA==mlx5_0:1,mlx5_3:1", text)
-        self.assertIn("**d2d_ce_write_uni** (GB/s, 256M)", text, "P2P matrices are reported")
-        self.assertIn("| 0 | X | 52.00 | 38.00 | 38.00 |", text, "from the real p2p_matrix layout, src row -> dst column")
-        self.assertIn("| mlx5_3 | eth3 |", text, "the GPU-NIC-NUMA table")
-        self.assertIn("mlx5_0:1/eth0 PIX", text, "nearest NIC per GPU")
-        self.assertIn("| GPU0 | X | PIX |", text, "path classes")
-        self.assertIn("NET/IB/GDRDMA x32", text, "transport evidence per point")
-        self.assertIn("IB/mlx5_0 x16, IB/mlx5_3 x16", text, "NET devices used")
-        self.assertIn("| inter=NET/IB | pass | NET/IB/GDRDMA x32 | P2P/CUMEM x64 |", text)
-        self.assertIn("## NCCL algorithm / protocol per size", text)
-        self.assertIn("| 8K | TREE/LL | TREE/LL | - | TREE/LL |", text, "alltoall: NCCL logs no choice")
-        self.assertEqual(sorted(os.listdir(os.path.join(run, "tuning"))), sorted(
-            f"{launch['base_point']}.json" for launch in manifest["plan"] if launch["kind"] in ("intra", "inter")))
-        self.assertIn("| inter.cross0.rails-both and 8 more | 15 |", text, "rank bindings, grouped over points")
-        self.assertIn("not available: the case records carry no rail counters", text)
-        for launch in manifest["plan"]:
-            if launch["kind"] == "inter":
-                argv = launch["argv"]
-                self.assertEqual(argv[argv.index("--expect-transport") + 1], "inter=NET/IB")
-                self.assertTrue(os.path.isdir(os.path.join(run, "nccl", launch["name"])), "NCCL logs per point")
-        for host in ("localhost", "127.0.0.1"):
-            for schema, sub in (("topology.schema.json", "topology"), ("p2p_matrix.schema.json", "p2p")):
-                ok, errors = validate(schema, os.path.join(run, sub, host + ".json"))
-                self.assertTrue(ok, errors)
-        ok, errors = validate("coll_perf.schema.json", *sorted(glob.glob(os.path.join(run, "raw", "*.json"))))
-        self.assertTrue(ok, errors)
-
-    def test_transport_fallback_fails_the_point(self):
-        result = self.baseline("S", *TWO_NODES, "--coll", "all_reduce", "--cross-nic", "0",
-                               env={"FAKE_COLL_TRANSPORT": "socket"})
-        self.assertRunError(result, 1)
-        self.assertIn("exit 3 (transport expectation failed)", result.stderr.splitlines()[-1])
-        run = os.path.join(self.results, "S")
-        self.assertEqual(run_cli(["report", run], env={"CCLBENCH_NO_MATPLOTLIB": "1"}).returncode, 0)
-        text = read_text(os.path.join(run, "report.md"))
-        anomalies = text[text.index("## Anomalies"):text.index("## Environment")]
-        self.assertIn("| transport mismatch | sanity |", anomalies)
-        self.assertIn("NET/Socket x32", text)
-
-    def test_failed_probe_does_not_stop_the_measurement(self):
-        point = "inter.cross0.rails-both"
-        result = self.baseline("TP", *TWO_NODES, "--coll", "all_reduce", "--cross-nic", "0",
-                               env={"FAKE_COLL_PROBE_FAIL": point})
-        self.assertRunError(result, 1, f"tuning.{point}: exit 5")
-        manifest = self.manifest("TP")
-        self.assertEqual(manifest["points"][point]["status"], "complete", "measured without --tuning-from")
-        log = read_text(os.path.join(self.results, "TP", "run.log"))
-        self.assertIn("(its probe failed): measuring without --tuning-from", log)
-        self.assertEqual(run_cli(["report", os.path.join(self.results, "TP")],
-                                 env={"CCLBENCH_NO_MATPLOTLIB": "1"}).returncode, 0)
-        text = read_text(os.path.join(self.results, "TP", "report.md"))
-        self.assertIn(f"| launch not complete | tuning.{point} |", text)
-
-    def test_gpus_per_node_mismatch(self):
-        result = self.baseline("G", *TWO_NODES, env={"FAKE_GPUS": "4"})
-        self.assertRunError(result, 2, "has 4 GPU(s) but --gpus-per-node is 8")
-
     def test_sanity_failure_stops_the_run(self):
         log = os.path.join(self.tmp, "coll.log")
         result = self.baseline("S", env={"FAKE_COLL_WRONG": "1", "FAKE_COLL_LOG": log})
         self.assertRunError(result, 1, "sanity pass failed")
         self.assertEqual(self.invocations(log), ["sanity"])
+        text = read_text(os.path.join(self.results, "S", "report.md"))
+        self.assertIn("| launch not complete | sanity |", text, "a failed run still gets its report, anomalies first")
+        self.assertIn("| launches never ran | local.mpi4 | 1 planned launch(es) did not run", text)
+        self.assertNotIn("| missing cases |", text, "never-run points are not listed case by case")
         self.assertEqual(self.manifest("S")["status"], "failed")
-
-    def test_resume_after_failure_skips_finished_points(self):
-        log = os.path.join(self.tmp, "coll.log")
-        failing = "inter.cross1.rail-mlx5_0"
-        first = self.baseline("R", *TWO_NODES, env={"FAKE_COLL_FAIL_POINT": failing, "FAKE_COLL_LOG": log})
-        self.assertRunError(first, 1, failing)
-        self.assertEqual(self.manifest("R")["points"][failing]["status"], "failed")
-        self.assertEqual(self.manifest("R")["points"][failing]["exit_code"], 5)
-        before = self.invocations(log)
-        self.assertEqual(len(before), 1 + 2 + 9, "the failure does not stop the other points")
-        os.remove(log)
-        second = run_cli(["baseline", "--resume", "R", "--results", self.results], env={"FAKE_COLL_LOG": log})
-        self.assertEqual(second.returncode, 0, second.stderr)
-        self.assertEqual(self.invocations(log), ["sanity", failing], "only the failed point runs again")
-        self.assertEqual(self.invocations(log, probes=True), [], "its probe had completed: not run again")
-        self.assertIn("skipped (already complete)", second.stderr)
-        manifest = self.manifest("R")
-        self.assertEqual(manifest["status"], "complete")
-        self.assertEqual(manifest["points"][failing]["attempts"], 2)
-        self.assertEqual(len(manifest["invocations"]), 2)
-        ok, errors = validate("run_manifest.schema.json", os.path.join(self.results, "R", "run_manifest.json"))
-        self.assertTrue(ok, errors)
 
     def test_resume_reruns_a_point_whose_records_do_not_parse(self):
         log = os.path.join(self.tmp, "coll.log")
@@ -280,18 +196,6 @@ class BaselineRuns(TempDirTest):
         resumed = run_cli(["baseline", "--resume", "I", "--results", self.results])
         self.assertEqual(resumed.returncode, 0, resumed.stderr)
 
-    def test_rails_in_report(self):
-        result = self.baseline("RL", *TWO_NODES, env={"FAKE_COLL_RAILS": "mlx5_0:1=100,mlx5_3:1=10"})
-        self.assertEqual(result.returncode, 0, result.stderr)
-        run = os.path.join(self.results, "RL")
-        self.assertEqual(run_cli(["report", run], env={"CCLBENCH_NO_MATPLOTLIB": "1"}).returncode, 0)
-        text = read_text(os.path.join(run, "report.md"))
-        anomalies = text[text.index("## Anomalies"):text.index("## Environment")]
-        self.assertIn("| rail imbalance | inter.cross0.rails-both | rail shares mlx5_0:1 91%, mlx5_3:1 9%", anomalies)
-        self.assertIn("| rail imbalance | inter.cross2.rail-mlx5_0 | traffic on mlx5_3:1, which NCCL_IB_HCA did not bind",
-                      anomalies)
-        self.assertNotIn("| rail imbalance | intra.", anomalies, "rails matter for inter-node points only")
-
     def test_repeat_cv_gate(self):
         result = self.baseline("C", "--repeat", "2", env={"FAKE_COLL_JITTER": "1"})
         self.assertRunError(result, 1, "CV gate of 3.0%")
@@ -304,9 +208,121 @@ class BaselineRuns(TempDirTest):
         text = read_text(os.path.join(self.results, "C", "report.md"))
         self.assertIn("| CV above gate | local.mpi4 |", text)
 
+
+class TwoNodeRuns(BaselineRuns):
+    """Two hosts through the fake launcher: the sweep, probes, gates, rails, resume."""
+
+    def test_two_node_run_with_fake_launcher(self):
+        log = os.path.join(self.tmp, "mpirun.log")
+        result = self.baseline("T", *TWO_NODES, env={"FAKE_MPIRUN_LOG": log})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        manifest = self.manifest("T")
+        self.assertEqual(manifest["mode"], "multi_node")
+        self.assertEqual(len(manifest["plan"]), 16 + 11, "16 launches and one TUNING probe per point")
+        self.assertTrue(all(state["status"] == "complete" for state in manifest["points"].values()))
+        self.assertEqual(len(self.invocations(log)), 16 + 11)
+        run = os.path.join(self.results, "T")
+        self.assertEqual(sorted(os.listdir(os.path.join(run, "topology"))), ["127.0.0.1.json", "localhost.json"])
+        self.assertEqual(sorted(os.listdir(os.path.join(run, "p2p"))), ["127.0.0.1.json", "localhost.json"])
+        points = {r["point"] for r in read_jsonl(os.path.join(run, "cases.jsonl"))}
+        self.assertEqual(len(points), 2 + 9)
+        self.assertEqual(run_cli(["report", run], env={"CCLBENCH_NO_MATPLOTLIB": "1"}).returncode, 0)
+        text = read_text(os.path.join(run, "report.md"))
+        self.assertIn("inter.cross2.rail-mlx5_3", text)
+        self.assertIn("NCCL_IB_HCA==mlx5_0:1,mlx5_3:1", text)
+        self.assertIn("**d2d_ce_write_uni** (GB/s, 256M)", text, "P2P matrices are reported")
+        self.assertIn("| 0 | X | 52.00 | 38.00 | 38.00 |", text, "from the real p2p_matrix layout, src row -> dst column")
+        self.assertIn("| mlx5_3 | eth3 |", text, "the GPU-NIC-NUMA table")
+        self.assertIn("mlx5_0:1/eth0 PIX", text, "nearest NIC per GPU")
+        self.assertIn("| GPU0 | X | PIX |", text, "path classes")
+        self.assertIn("NET/IB/GDRDMA x32", text, "transport evidence per point")
+        self.assertIn("IB/mlx5_0 x16, IB/mlx5_3 x16", text, "NET devices used")
+        self.assertIn("| inter=NET/IB | pass | NET/IB/GDRDMA x32 | P2P/CUMEM x64 |", text)
+        self.assertIn("## NCCL algorithm / protocol per size", text)
+        self.assertIn("| 8K | TREE/LL | TREE/LL | - | TREE/LL |", text, "alltoall: NCCL logs no choice")
+        self.assertEqual(sorted(os.listdir(os.path.join(run, "tuning"))), sorted(
+            f"{launch['base_point']}.json" for launch in manifest["plan"] if launch["kind"] in ("intra", "inter")))
+        self.assertIn("| inter.cross0.rails-both and 8 more | 15 |", text, "rank bindings, grouped over points")
+        self.assertIn("not available: the case records carry no rail counters", text)
+        for launch in manifest["plan"]:
+            if launch["kind"] == "inter":
+                argv = launch["argv"]
+                self.assertEqual(argv[argv.index("--expect-transport") + 1], "inter=NET/IB")
+                self.assertTrue(os.path.isdir(os.path.join(run, "nccl", launch["name"])), "NCCL logs per point")
+        for host in ("localhost", "127.0.0.1"):
+            for schema, sub in (("topology.schema.json", "topology"), ("p2p_matrix.schema.json", "p2p")):
+                ok, errors = validate(schema, os.path.join(run, sub, host + ".json"))
+                self.assertTrue(ok, errors)
+        ok, errors = validate("coll_perf.schema.json", *sorted(glob.glob(os.path.join(run, "raw", "*.json"))))
+        self.assertTrue(ok, errors)  # the double's -J follows the schema the real one is held to
+
+    def test_transport_fallback_fails_the_point(self):
+        result = self.baseline("S", *TWO_NODES, "--coll", "all_reduce", "--cross-nic", "0",
+                               env={"FAKE_COLL_TRANSPORT": "socket"})
+        self.assertRunError(result, 1)
+        self.assertIn("exit 3 (transport expectation failed)", result.stderr.splitlines()[-1])
+        run = os.path.join(self.results, "S")
+        self.assertEqual(run_cli(["report", run], env={"CCLBENCH_NO_MATPLOTLIB": "1"}).returncode, 0)
+        text = read_text(os.path.join(run, "report.md"))
+        anomalies = text[text.index("## Anomalies"):text.index("## Environment")]
+        self.assertIn("| transport mismatch | sanity |", anomalies)
+        self.assertIn("NET/Socket x32", text)
+
+    def test_failed_probe_does_not_stop_the_measurement(self):
+        point = "inter.cross0.rails-both"
+        result = self.baseline("TP", *TWO_NODES, "--coll", "all_reduce", "--cross-nic", "0",
+                               env={"FAKE_COLL_PROBE_FAIL": point})
+        self.assertRunError(result, 1, f"tuning.{point}: exit 5")
+        manifest = self.manifest("TP")
+        self.assertEqual(manifest["points"][point]["status"], "complete", "measured without --tuning-from")
+        log = read_text(os.path.join(self.results, "TP", "run.log"))
+        self.assertIn("(its probe failed): measuring without --tuning-from", log)
+        self.assertEqual(run_cli(["report", os.path.join(self.results, "TP")],
+                                 env={"CCLBENCH_NO_MATPLOTLIB": "1"}).returncode, 0)
+        text = read_text(os.path.join(self.results, "TP", "report.md"))
+        self.assertIn(f"| launch not complete | tuning.{point} |", text)
+
+    def test_gpus_per_node_mismatch(self):
+        result = self.baseline("G", *TWO_NODES, env={"FAKE_GPUS": "4"})
+        self.assertRunError(result, 2, "has 4 GPU(s) but --gpus-per-node is 8")
+
+    def test_resume_after_failure_skips_finished_points(self):
+        log = os.path.join(self.tmp, "coll.log")
+        failing = "inter.cross1.rail-mlx5_0"
+        first = self.baseline("R", *TWO_NODES, env={"FAKE_COLL_FAIL_POINT": failing, "FAKE_COLL_LOG": log})
+        self.assertRunError(first, 1, failing)
+        self.assertEqual(self.manifest("R")["points"][failing]["status"], "failed")
+        self.assertEqual(self.manifest("R")["points"][failing]["exit_code"], 5)
+        before = self.invocations(log)
+        self.assertEqual(len(before), 1 + 2 + 9, "the failure does not stop the other points")
+        os.remove(log)
+        second = run_cli(["baseline", "--resume", "R", "--results", self.results], env={"FAKE_COLL_LOG": log})
+        self.assertEqual(second.returncode, 0, second.stderr)
+        self.assertEqual(self.invocations(log), ["sanity", failing], "only the failed point runs again")
+        self.assertEqual(self.invocations(log, probes=True), [], "its probe had completed: not run again")
+        self.assertIn("skipped (already complete)", second.stderr)
+        manifest = self.manifest("R")
+        self.assertEqual(manifest["status"], "complete")
+        self.assertEqual(manifest["points"][failing]["attempts"], 2)
+        self.assertEqual(len(manifest["invocations"]), 2)
+        ok, errors = validate("run_manifest.schema.json", os.path.join(self.results, "R", "run_manifest.json"))
+        self.assertTrue(ok, errors)
+
+    def test_rails_in_report(self):
+        result = self.baseline("RL", *TWO_NODES, "--no-tuning-probe", env={"FAKE_COLL_RAILS": "mlx5_0:1=100,mlx5_3:1=10"})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        run = os.path.join(self.results, "RL")
+        self.assertEqual(run_cli(["report", run], env={"CCLBENCH_NO_MATPLOTLIB": "1"}).returncode, 0)
+        text = read_text(os.path.join(run, "report.md"))
+        anomalies = text[text.index("## Anomalies"):text.index("## Environment")]
+        self.assertIn("| rail imbalance | inter.cross0.rails-both | rail shares mlx5_0:1 91%, mlx5_3:1 9%", anomalies)
+        self.assertIn("| rail imbalance | inter.cross2.rail-mlx5_0 | traffic on mlx5_3:1, which NCCL_IB_HCA did not bind",
+                      anomalies)
+        self.assertNotIn("| rail imbalance | intra.", anomalies, "rails matter for inter-node points only")
+
     def test_report_anomalies(self):
         # A transport gate failure at one inter-node point, and impossible bandwidth everywhere.
-        result = self.baseline("A", *TWO_NODES, env={"FAKE_COLL_EXIT": "3", "FAKE_COLL_EXIT_POINT": "inter.cross0.rail-mlx5_3",
+        result = self.baseline("A", *TWO_NODES, "--no-tuning-probe", env={"FAKE_COLL_EXIT": "3", "FAKE_COLL_EXIT_POINT": "inter.cross0.rail-mlx5_3",
                                                      "FAKE_COLL_TIME_SCALE": "0.00001"})
         self.assertRunError(result, 1, "transport expectation failed")
         run = os.path.join(self.results, "A")
