@@ -78,7 +78,7 @@ RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 def validate_run_id(run_id):
     if not isinstance(run_id, str) or not RUN_ID_RE.match(run_id) or ".." in run_id:
-        raise UsageError(f"run id '{run_id}' is not allowed: use 1-128 characters [A-Za-z0-9._-], "
+        raise UsageError(f"run id {run_id!r} is not allowed: use 1-128 characters [A-Za-z0-9._-], "
                          "starting with a letter or digit, without '..' or '/'")
     return run_id
 

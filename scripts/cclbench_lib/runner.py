@@ -13,7 +13,7 @@ import threading
 import time
 
 from . import SCHEMA_VERSION, TOOL_VERSION
-from .common import (CclbenchError, UsageError, allowlisted_env, format_size, open_append, read_json,
+from .common import (CclbenchError, UsageError, allowlisted_env, format_size, make_dirs, open_append, read_json,
                      terminate_last_line, utc_now, write_atomic, write_json_atomic)
 from .plan import Planner, format_launch, plan_mode
 from .records import describe_problem, group_repeats, latest_by_case, load_cases, point_completeness, repeat_cv
@@ -198,7 +198,7 @@ class Baseline:
         for name in ("cases.jsonl", "sanity.jsonl"):
             terminate_last_line(os.path.join(self.run_dir, name))
         for sub in ("topology", "p2p", "nccl", "raw", "tuning"):
-            os.makedirs(os.path.join(self.run_dir, sub), exist_ok=True)
+            make_dirs(os.path.join(self.run_dir, sub))  # 0755 and no symlinks, whatever the umask
         self.save_manifest()
         self.log = open_append(os.path.join(self.run_dir, "run.log"))
         self.log_line(f"# {utc_now()} cclbench {'resume' if self.resume else 'baseline'}: {shlex.join(self.argv)}")

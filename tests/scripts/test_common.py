@@ -73,5 +73,25 @@ class Common(TempDirTest):
             read_jsonl(path, "case records")
 
 
+class PointCompleteness(unittest.TestCase):
+    @staticmethod
+    def record(collective, size, placement, status="ok", wrong=0):
+        return {"point": "p", "case_id": f"{collective}.float.none.{placement}.{size}", "collective": collective,
+                "requested_bytes": size, "status": status, "wrong": wrong,
+                "time_us": {"mean": 5.0, "p50": 5.0} if status == "ok" else None,
+                "reason": None if status == "ok" else "why"}
+
+    def test_a_skip_with_its_reason_is_an_answer_but_wrong_data_and_errors_fail(self):
+        from cclbench_lib.records import point_completeness
+        launch = {"name": "p", "collectives": ["alltoall"], "sizes": [8192]}
+        skipped_in_place = [self.record("alltoall", 8192, "out"), self.record("alltoall", 8192, "in", status="skipped")]
+        self.assertEqual(point_completeness(skipped_in_place, launch), (True, [], []))
+        for bad in (self.record("alltoall", 8192, "in", wrong=3), self.record("alltoall", 8192, "in", status="error")):
+            complete, missing, failed = point_completeness([self.record("alltoall", 8192, "out"), bad], launch)
+            self.assertFalse(complete)
+            self.assertEqual(failed, [bad])
+        self.assertEqual(point_completeness([], launch), (False, [("alltoall", 8192)], []))
+
+
 if __name__ == "__main__":
     unittest.main()
