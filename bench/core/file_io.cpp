@@ -105,7 +105,10 @@ void append_line_durable(const std::string& path, std::string_view line) {
       // A full disk (or file size limit) can take part of the record: cut it off again, so that
       // the file still ends with a whole record and a resumed run never reads a torn line.
       const int reason = written < 0 ? errno : ENOSPC;
-      if (written > 0 && S_ISREG(before.st_mode)) (void)::ftruncate(fd, before.st_size);
+      if (written > 0 && S_ISREG(before.st_mode)) {
+        // Best effort: when even the cut fails, the error below still reports the failed append.
+        [[maybe_unused]] const int cut = ::ftruncate(fd, before.st_size);
+      }
       errno = reason;
       fail("append a whole record to", path);
     }

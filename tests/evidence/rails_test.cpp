@@ -64,11 +64,11 @@ TEST(Rails, DeltasAreBytesWithSharesAndNoImbalanceForEvenRails) {
   RailOptions options;
   options.expected_rails = rails_from_nccl_ib_hca("=mlx5_0:1,mlx5_3:1");
   const nlohmann::json delta = rail_delta_json(before, after, options);
-  const auto& rail0 = port(delta, "mlx5_0:1");
+  const nlohmann::json rail0 = port(delta, "mlx5_0:1");
   EXPECT_EQ(rail0["xmit_bytes"], 10000000u);  // 2.5M words x 4
   EXPECT_EQ(rail0["rcv_bytes"], 10000000u);
   EXPECT_DOUBLE_EQ(rail0["share"].get<double>(), 0.5);
-  const auto& rail3 = port(delta, "mlx5_3:1");
+  const nlohmann::json rail3 = port(delta, "mlx5_3:1");
   EXPECT_EQ(rail3["xmit_bytes"], 9600000u);
   EXPECT_EQ(rail3["rcv_bytes"], 10400000u);
   EXPECT_EQ(rail3["error_increments"]["out_of_sequence"], 2u);
@@ -110,7 +110,7 @@ TEST_F(FakeSysfs, CounterThatDecreasedIsNullWithReason) {
   const auto before = read_rail_counters(tree("before", {{"mlx5_0", "5000", "10"}, {"mlx5_3", "10", "10"}}));
   const auto after = read_rail_counters(tree("after", {{"mlx5_0", "20", "20"}, {"mlx5_3", "30", "30"}}));
   const nlohmann::json delta = rail_delta_json(before, after, RailOptions{});
-  const auto& rail = port(delta, "mlx5_0:1");
+  const nlohmann::json rail = port(delta, "mlx5_0:1");
   EXPECT_TRUE(rail["xmit_bytes"].is_null());
   EXPECT_TRUE(rail["total_bytes"].is_null());
   EXPECT_NE(rail["reason"].get<std::string>().find("decreased"), std::string::npos);
