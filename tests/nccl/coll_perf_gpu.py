@@ -103,6 +103,10 @@ def describe(out, err):
     return f"stdout:\n{out[-3000:]}\nstderr:\n{err[-4000:]}"
 
 
+# NCCL 2.28 returns ncclInvalidArgument for ncclAvg on fp8: coll_perf skips those with this reason.
+FP8_AVG = r"NCCL rejects ncclAvg on fp8"
+
+
 def assert_all_ok(document, out, err, allowed_skips=()):
     """Every case ok with 0 wrong, except skips whose reason matches one of allowed_skips."""
     cases = document["cases"]
@@ -159,9 +163,10 @@ def one_rank(args):
                                    "-J", json_path, "--quiet"], base_env(), 900)
     check(code == 0, f"exit {code}\n" + describe(out, err))
     document, _ = load(json_path)
-    assert_all_ok(document, out, err, allowed_skips=[r"needs compute capability 9\.0"])
+    assert_all_ok(document, out, err, allowed_skips=[r"needs compute capability 9\.0", FP8_AVG])
     cases = document["cases"]
-    fp8_skipped = [c for c in cases if c["dtype"].startswith("f8") and c["status"] == "skipped"]
+    fp8_skipped = [c for c in cases if c["dtype"].startswith("f8") and c["status"] == "skipped"
+                   and not re.search(FP8_AVG, c["reason"] or "")]
     fp8_ran = [c for c in cases if c["dtype"].startswith("f8") and c["status"] == "ok"]
     check(bool(fp8_skipped) != bool(fp8_ran), "fp8 must either run everywhere (sm_90+) or be skipped everywhere")
     collectives = {c["collective"] for c in cases if c["status"] == "ok"}
@@ -202,7 +207,7 @@ def share_gpu4(args):
     check(code == 0, f"exit {code}\n" + describe(out, err))
     document, rows = load(json_path, csv_path)
     # In-place alltoall over send/recv cannot be verified (skipped with its reason); fp8 below sm_90.
-    assert_all_ok(document, out, err, allowed_skips=[r"in-place AlltoAll", r"needs compute capability 9\.0"])
+    assert_all_ok(document, out, err, allowed_skips=[r"in-place AlltoAll", r"needs compute capability 9\.0", FP8_AVG])
     cases = document["cases"]
     check(document["manifest"]["emulated"] is True and document["manifest"]["nranks"] == 4, "manifest not emulated/4 ranks")
     check(all(c["emulated"] is True and c["nranks"] == 4 for c in cases), "a record is not marked emulated")
