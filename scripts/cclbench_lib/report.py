@@ -252,14 +252,20 @@ def find_anomalies(data, cv_gate):
                 anomalies.append(("transport mismatch", name, state.get("reason") or "transport expectation failed"))
             else:
                 anomalies.append(("launch not complete", name, f"{kind}: {status}" + (f": {state['reason']}" if state.get("reason") else "")))
-    # Wrong data and failed cases.
+    # Wrong data and failed cases. Cases the tool skipped with its reason are not anomalies; they
+    # are summed up in one row per point and reason, so a real failure is not buried under them.
+    skipped = {}
     for (point, case_id), record in sorted(data.latest.items()):
         wrong = record.get("wrong")
         if isinstance(wrong, (int, float)) and wrong:
             anomalies.append(("wrong data", point, f"{case_id}: {int(wrong)} wrong element(s)"))
+        elif record.get("status") == "skipped":
+            skipped.setdefault((point, record.get("reason") or "no reason given"), []).append(case_id)
         elif record.get("status") != "ok":
             anomalies.append(("case not ok", point, f"{case_id}: {record.get('status')}" +
                               (f" ({record.get('reason')})" if record.get("reason") else "")))
+    for (point, reason), case_ids in sorted(skipped.items()):
+        anomalies.append(("cases skipped (not measured)", point, f"{len(case_ids)} case(s), e.g. {case_ids[0]}: {reason}"))
     # Transport verdicts recorded by coll_perf itself.
     for name, document in data.raw.items():
         transport = document.get("transport") if isinstance(document, dict) else None
