@@ -694,7 +694,7 @@ int run(int argc, char** argv) {
   try {
     session = std::make_unique<MpiSession>(&argc, &argv);
   } catch (const FatalError& error) {
-    std::cerr << program << ": error: " << error.what() << "\n";
+    std::cerr << (std::string(program) + ": error: " + error.what() + "\n");  // one write: ranks share stderr
     return to_int(error.code());
   }
   const MpiContext& context = session->context();
@@ -765,7 +765,7 @@ int run(int argc, char** argv) {
 
     Backend* backend_for_abort = backend.get();
     Watchdog watchdog(context, config.timeout_seconds, [&](const std::string& message) {
-      std::cerr << program << ": error: " << message << std::endl;
+      std::cerr << (std::string(program) + ": error: " + message + "\n") << std::flush;  // one write: ranks share stderr
       // The main thread is blocked inside a watched phase, never inside a write: safe to flush.
       try {
         sink->finish("timeout");
@@ -811,7 +811,7 @@ int run(int argc, char** argv) {
                     << "' failed: no NCCL evidence (the MPI backend ran; no evidence is a failure)\n";
           gate_failed = 1;
         } else if (verdict->gate_failed) {
-          std::cerr << program << ": error: " << verdict->gate_message << "\n";
+          std::cerr << (std::string(program) + ": error: " + verdict->gate_message + "\n");
           gate_failed = 1;
         }
       }
@@ -822,10 +822,10 @@ int run(int argc, char** argv) {
     mpi_check(MPI_Bcast(&any_failed, 1, MPI_INT, 0, context.world), "MPI_Bcast(status)", context);
     return any_failed ? to_int(ExitCode::cases_failed) : to_int(ExitCode::ok);
   } catch (const UsageError& error) {
-    if (writer) std::cerr << program << ": error: " << error.what() << "\n";
+    if (writer) std::cerr << (std::string(program) + ": error: " + error.what() + "\n");  // one write: ranks share stderr
     return to_int(ExitCode::usage);
   } catch (const FatalError& error) {
-    std::cerr << program << ": error: rank " << context.world_rank << " (" << context.hostname << "): " << error.what() << std::endl;
+    std::cerr << (std::string(program) + ": error: rank " + std::to_string(context.world_rank) + " (" + context.hostname + "): " + error.what() + "\n") << std::flush;
     if (sink) {
       try {
         sink->finish("failed");
@@ -836,7 +836,7 @@ int run(int argc, char** argv) {
     if (context.world_size > 1) abort_all_ranks(context, to_int(error.code()));
     return to_int(error.code());
   } catch (const std::exception& error) {
-    std::cerr << program << ": error: rank " << context.world_rank << " (" << context.hostname << "): " << error.what() << std::endl;
+    std::cerr << (std::string(program) + ": error: rank " + std::to_string(context.world_rank) + " (" + context.hostname + "): " + error.what() + "\n") << std::flush;
     if (backend) backend->abort_communication();
     if (context.world_size > 1) abort_all_ranks(context, to_int(ExitCode::runtime_error));
     return to_int(ExitCode::runtime_error);
