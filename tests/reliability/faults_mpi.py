@@ -29,7 +29,10 @@ import rel_common as rc  # noqa: E402
 NRANKS = 4
 # A sweep long enough that a signal always lands mid-sweep on a fast machine, short enough that a
 # slow one finishes the prefix quickly: 8K..64M x2, 4 collectives, both placements = 112 cases.
-SWEEP = ["--backend", "mpi", "-b", "8K", "-e", "64M", "-f", "2", "-n", "20", "-w", "1", "--quiet"]
+# CCLBENCH_FAULTS_BACKEND_ARGS="--backend nccl --share-gpu" runs the same faults on one GPU with
+# emulated ranks (the H200 run); CI has no GPU and uses the MPI backend.
+BACKEND = os.environ.get("CCLBENCH_FAULTS_BACKEND_ARGS", "--backend mpi").split()
+SWEEP = BACKEND + ["-b", "8K", "-e", "64M", "-f", "2", "-n", "20", "-w", "1", "--quiet"]
 EXIT_DEADLINE_S = 30      # the bound for "every other rank exits"
 START_DEADLINE_S = 90     # first records on a loaded 2-core machine
 WATCHDOG_T = 3
