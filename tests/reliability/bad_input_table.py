@@ -154,6 +154,7 @@ def rows(args, files, out):
         # fuzz findings: hwloc 2.9 crashed (SIGSEGV) / allocated 512 MiB on these one-byte corruptions
         ("topo_map", topo + ["--xml", os.path.join(regressions, "topology_xml_hwloc_segv.xml"), "--json", j], {}),
         ("topo_map", topo + ["--xml", os.path.join(regressions, "topology_xml_pu_without_os_index.xml"), "--json", j], {}),
+        ("topo_map", topo + ["--xml", os.path.join(regressions, "topology_xml_hwloc_abort.xml"), "--json", j], {}),
         ("topo_map", topo + ["--hca", "^", "--json", j] + (["--xml", xml] if xml else []), {}),
         ("topo_map", topo + ["--hca", "mlx5_0:one", "--json", j] + (["--xml", xml] if xml else []), {}),
         ("topo_map", topo + ["--hca", "mlx5_0:0", "--json", j] + (["--xml", xml] if xml else []), {}),
