@@ -320,8 +320,13 @@ std::vector<std::uint64_t> sweep_sizes(const Config& config) {
   constexpr std::size_t kMaxSteps = 4096;
   while (size <= config.max_bytes && sizes.size() < kMaxSteps) {
     sizes.push_back(size);
-    std::uint64_t next = config.step_factor > 1 ? static_cast<std::uint64_t>(static_cast<double>(size) * config.step_factor)
-                                                : size + config.step_bytes;
+    std::uint64_t next = size + config.step_bytes;
+    if (config.step_factor > 1) {
+      // Converting a double >= 2^64 to uint64 is undefined (found by fuzz_parse_config with -e 16E).
+      const double scaled = static_cast<double>(size) * config.step_factor;
+      if (scaled >= 18446744073709551616.0) break;
+      next = static_cast<std::uint64_t>(scaled);
+    }
     if (next <= size) break;  // only with -b 0 and -f, rejected above; guards against overflow
     size = next;
   }

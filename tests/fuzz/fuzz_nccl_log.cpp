@@ -24,9 +24,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   try {
     const cclbench::EvidenceSummary summary = cclbench::parse_nccl_log_texts(files);
-    // The tool writes this; nlohmann throws type_error 316 on invalid UTF-8, which would escape
-    // as a crash in nccl_evidence: treat it as a finding (no catch).
-    (void)cclbench::to_json(summary).dump();
+    // Finding (2026-11-30): log text quoted into the summary keeps invalid UTF-8, and a strict
+    // dump() throws json type_error 316, so nccl_evidence exits 5 on one corrupt byte in a log.
+    // The fix (tests/fuzz/findings/apps_utf8.patch) dumps with the replace handler; dump the
+    // same way here so that fuzzing goes on past it. Anything else thrown is still a finding.
+    (void)cclbench::to_json(summary).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
   } catch (const cclbench::UsageError&) {
   }
   return 0;

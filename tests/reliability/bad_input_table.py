@@ -106,6 +106,7 @@ def rows(args, files, out):
             break
     j = os.path.join(out, "r.json")
     bad_logs = os.path.join(args.source_dir, "tests", "data", "evidence", "bad")
+    regressions = os.path.join(args.source_dir, "tests", "fuzz", "regressions")
     table = [
         # coll_perf: flags, sizes, numbers, env, output paths (singleton MPI, no mpirun needed)
         ("coll_perf", coll + ["-b", "lots", "-J", j], {}),
@@ -150,6 +151,10 @@ def rows(args, files, out):
         ("topo_map", topo + ["--xml", files["future_hwloc"], "--json", j], {}),
         ("topo_map", topo + ["--xml", files["billion_laughs"], "--json", j], {}),
         ("topo_map", topo + ["--xml", files["dir"], "--json", j], {}),
+        # fuzz findings: hwloc 2.9 crashed (SIGSEGV) / allocated 512 MiB on these one-byte corruptions
+        ("topo_map", topo + ["--xml", os.path.join(regressions, "topology_xml_hwloc_segv.xml"), "--json", j], {}),
+        ("topo_map", topo + ["--xml", os.path.join(regressions, "topology_xml_pu_without_os_index.xml"), "--json", j], {}),
+        ("topo_map", topo + ["--xml", os.path.join(regressions, "topology_xml_hwloc_abort.xml"), "--json", j], {}),
         ("topo_map", topo + ["--hca", "^", "--json", j] + (["--xml", xml] if xml else []), {}),
         ("topo_map", topo + ["--hca", "mlx5_0:one", "--json", j] + (["--xml", xml] if xml else []), {}),
         ("topo_map", topo + ["--hca", "mlx5_0:0", "--json", j] + (["--xml", xml] if xml else []), {}),
