@@ -32,5 +32,8 @@ export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:fast_unwind_on_malloc=0:str
 export LSAN_OPTIONS="suppressions=$repo/tests/reliability/lsan_openmpi.supp:print_suppressions=0:fast_unwind_on_malloc=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 cd "$build_dir"
-ctest --output-on-failure --timeout 900 -L "$labels"
+# Left out under the sanitizers: topo_map_xml_is_offline runs topo_map under strace (LeakSanitizer
+# refuses to run under ptrace), and the reliability drivers SIGKILL ranks on purpose (a killed
+# rank's temporary file is expected there; they run in the main suite).
+ctest --output-on-failure --timeout 900 -L "$labels" -E "^reliability_|topo_map_xml_is_offline"
 echo "ci_sanitize: done in $((SECONDS - started)) s" >&2

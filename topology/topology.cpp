@@ -1,5 +1,6 @@
 #include "topology/topology.hpp"
 
+#include <cstring>
 #include <hwloc.h>
 #include <unistd.h>
 
@@ -64,12 +65,22 @@ const char* info_value(hwloc_obj_t obj, const char* name) {
   return obj == nullptr ? nullptr : hwloc_obj_get_info_by_name(obj, name);
 }
 
+// hwloc's XML import stores whatever number a file gives into its enum fields; loading an
+// enumerator outside the enum's range is undefined behaviour, so read them as plain integers.
+template <typename Enum>
+int enum_bits(const Enum& field) {
+  static_assert(sizeof(Enum) == sizeof(int));
+  int value = 0;
+  std::memcpy(&value, &field, sizeof value);
+  return value;
+}
+
 bool is_host_bridge(hwloc_obj_t obj) {
-  return obj->type == HWLOC_OBJ_BRIDGE && obj->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_HOST;
+  return obj->type == HWLOC_OBJ_BRIDGE && enum_bits(obj->attr->bridge.upstream_type) == HWLOC_OBJ_BRIDGE_HOST;
 }
 
 bool is_pci_bridge(hwloc_obj_t obj) {
-  return obj->type == HWLOC_OBJ_BRIDGE && obj->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_PCI;
+  return obj->type == HWLOC_OBJ_BRIDGE && enum_bits(obj->attr->bridge.upstream_type) == HWLOC_OBJ_BRIDGE_PCI;
 }
 
 // Depth of a PCI-PCI bridge below its host bridge: a root port is 1, a switch's upstream port 2,
@@ -133,6 +144,50 @@ Path pci_path(hwloc_topology_t topology, hwloc_obj_t a, hwloc_obj_t b) {
   const bool same_single_node = na != nullptr && nb != nullptr && hwloc_bitmap_isequal(na, nb) &&
                                 hwloc_bitmap_weight(na) == 1;
   return Path{same_single_node ? PathClass::node : PathClass::sys, 0};
+}
+
+// hwloc 2.9 uses the bitmaps of CPU-side objects without checking that the file gave them (a
+// NUMANode without complete_nodeset crashes hwloc_topology_load with SIGSEGV), and gives a PU or
+// NUMANode without os_index the index 0xFFFFFFFF (a 512 MiB bitmap): refuse such objects first.
+// Found by tests/fuzz/fuzz_topology_xml (regression inputs in tests/fuzz/regressions/).
+void screen_object(std::string_view tag, const std::string& what) {
+  const auto has_attribute = [&](std::string_view key) {
+    for (std::size_t at = tag.find(key); at != std::string_view::npos; at = tag.find(key, at + 1)) {
+      if (at > 0 && std::isspace(static_cast<unsigned char>(tag[at - 1]))) return true;
+    }
+    return false;
+  };
+  const std::size_t type_at = tag.find(" type=\"");
+  if (type_at == std::string_view::npos) throw UsageError(what + ": malformed hwloc XML (<object> without a type)");
+  const std::string_view type = tag.substr(type_at + 7, tag.find('"', type_at + 7) - (type_at + 7));
+  if (type == "Bridge" || type == "PCIDev" || type == "OSDev" || type == "Misc") return;  // I/O objects: no sets
+  for (const std::string_view key : {"cpuset=\"", "complete_cpuset=\"", "nodeset=\"", "complete_nodeset=\""}) {
+    if (!has_attribute(key)) {
+      throw UsageError(what + ": malformed hwloc XML (object " + std::string(type.substr(0, 32)) + " has no " +
+                       std::string(key.substr(0, key.size() - 2)) + ")");
+    }
+  }
+  // Every bitmap attribute ("cpuset", "allowed_nodeset", ...) must be hwloc's own format,
+  // "0x1234abcd[,0x...]" or "0xf...f[,0x...]": hwloc_bitmap_sscanf asserts (abort) on ",0x1".
+  for (std::size_t at = tag.find("set=\""); at != std::string_view::npos; at = tag.find("set=\"", at + 1)) {
+    const std::size_t begin = at + 5;
+    const std::size_t end = tag.find('"', begin);
+    const std::string_view value = tag.substr(begin, end == std::string_view::npos ? 0 : end - begin);
+    std::size_t word_start = 0;
+    bool ok = !value.empty();
+    while (ok && word_start <= value.size()) {
+      const std::size_t comma = value.find(',', word_start);
+      const std::string_view word = value.substr(word_start, comma == std::string_view::npos ? std::string_view::npos : comma - word_start);
+      ok = word.size() > 2 && word.substr(0, 2) == "0x" &&
+           (word == "0xf...f" || word.find_first_not_of("0123456789abcdefABCDEF", 2) == std::string_view::npos);
+      if (comma == std::string_view::npos) break;
+      word_start = comma + 1;
+    }
+    if (!ok) throw UsageError(what + ": malformed hwloc XML (bad bitmap '" + std::string(value.substr(0, 40)) + "')");
+  }
+  if ((type == "PU" || type == "NUMANode") && !has_attribute("os_index=\"")) {
+    throw UsageError(what + ": malformed hwloc XML (object " + std::string(type) + " has no os_index)");
+  }
 }
 
 // ---- XML screening: hwloc's parsers print to stderr and accept some garbage, so refuse obvious
@@ -208,6 +263,7 @@ void screen_xml(std::string_view xml, const std::string& what) {
         }
       }
     }
+    if (name == "object") screen_object(tag, what);
     if (!self_closing) open.push_back(name);
   }
   if (!saw_topology) throw UsageError(what + ": not an hwloc XML topology (no <topology> element)");
@@ -514,7 +570,7 @@ NodeTopology build_node_topology(const HwlocTopology& handle, const MapperOption
   };
   std::vector<NicObj> nic_objs;
   for (hwloc_obj_t os = nullptr; (os = hwloc_get_next_osdev(topology, os)) != nullptr;) {
-    if (os->attr->osdev.type != HWLOC_OBJ_OSDEV_OPENFABRICS || os->name == nullptr) continue;
+    if (enum_bits(os->attr->osdev.type) != HWLOC_OBJ_OSDEV_OPENFABRICS || os->name == nullptr) continue;
     hwloc_obj_t pci = os->parent;
     while (pci != nullptr && pci->type != HWLOC_OBJ_PCI_DEVICE && hwloc_obj_type_is_io(pci->type)) pci = pci->parent;
     if (pci == nullptr || pci->type != HWLOC_OBJ_PCI_DEVICE) continue;
@@ -530,7 +586,7 @@ NodeTopology build_node_topology(const HwlocTopology& handle, const MapperOption
     nic.name = obj.osdev->name;
     nic.pci_bus_id = bus_id_of(obj.pci);
     for (hwloc_obj_t child = obj.pci->io_first_child; child != nullptr; child = child->next_sibling) {
-      if (child->type == HWLOC_OBJ_OS_DEVICE && child->attr->osdev.type == HWLOC_OBJ_OSDEV_NETWORK && child->name) {
+      if (child->type == HWLOC_OBJ_OS_DEVICE && enum_bits(child->attr->osdev.type) == HWLOC_OBJ_OSDEV_NETWORK && child->name) {
         nic.netdev = child->name;
         break;
       }
@@ -548,7 +604,7 @@ NodeTopology build_node_topology(const HwlocTopology& handle, const MapperOption
 
   // Network interfaces without RDMA (candidates for NCCL_SOCKET_IFNAME, management ports).
   for (hwloc_obj_t os = nullptr; (os = hwloc_get_next_osdev(topology, os)) != nullptr;) {
-    if (os->attr->osdev.type != HWLOC_OBJ_OSDEV_NETWORK || os->name == nullptr) continue;
+    if (enum_bits(os->attr->osdev.type) != HWLOC_OBJ_OSDEV_NETWORK || os->name == nullptr) continue;
     hwloc_obj_t pci = os->parent;
     if (pci == nullptr || pci->type != HWLOC_OBJ_PCI_DEVICE) continue;
     const bool rdma = std::any_of(nic_objs.begin(), nic_objs.end(), [&](const NicObj& nic) { return nic.pci == pci; });

@@ -188,7 +188,7 @@ int run(int argc, char** argv) {
     document["expectation"] = gate ? to_json(*gate, *spec) : nlohmann::json(nullptr);
     const nlohmann::json evidence = to_json(summary);
     for (const auto& [key, value] : evidence.items()) document[key] = value;
-    write_file_atomic(options.json_path, document.dump(2) + "\n");
+    write_file_atomic(options.json_path, document.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   }
 
   if (!gate) return 0;

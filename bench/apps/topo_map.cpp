@@ -182,7 +182,7 @@ int run(int argc, char** argv) {
   doc["tool"] = {{"name", kProgram}, {"version", cclbench::kToolVersion}, {"git_commit", cclbench::kGitCommit}};
   doc["gpu_discovery_note"] = note;
   doc["nvlink_note"] = nvlink_note;
-  if (options.json) cclbench::write_file_atomic(*options.json, doc.dump(2) + "\n");
+  if (options.json) cclbench::write_file_atomic(*options.json, doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   std::cout << format_topo_matrix(model, spec) << "\nSource: " << model.source << " (hwloc " << model.hwloc_version
             << "); " << note << "; " << nvlink_note << "\n";
   return 0;

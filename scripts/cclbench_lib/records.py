@@ -15,12 +15,54 @@ def base_point_of(point):
     return match.group(1) if match else (point or "")
 
 
+def _finite_number(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:  # JSON integers have no size limit
+        return False
+
+
+def record_problem(record):
+    """Why a parsed JSON object cannot be a case record for the readers here (types only; the
+    schema says the rest), or None. Keeps hostile or corrupted files from crashing compare/report."""
+    for key in ("point", "case_id", "status", "collective", "reason"):
+        if record.get(key) is not None and not isinstance(record.get(key), str):
+            return f"{key} is not a string"
+    for key in ("requested_bytes", "iterations", "wrong"):
+        value = record.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2 ** 63):
+            return f"{key} is not a count"
+    time_us = record.get("time_us")
+    if time_us is not None:
+        if not isinstance(time_us, dict):
+            return "time_us is not an object"
+        if any(value is not None and not _finite_number(value) for value in time_us.values()):
+            return "time_us holds a value that is not a finite number"
+    samples = record.get("samples_us")
+    if samples is not None and (not isinstance(samples, list) or not all(_finite_number(v) for v in samples)):
+        return "samples_us is not a list of finite numbers"
+    return None
+
+
 def load_cases(run_dir_or_file, what="case records", strict=False):
-    """Records from RUN_DIR/cases.jsonl (or a .jsonl file). Returns (records, bad_line_numbers)."""
+    """Records from RUN_DIR/cases.jsonl (or a .jsonl file). Returns (records, bad_line_numbers);
+    objects that cannot be case records count as bad lines (an error when strict)."""
     path = run_dir_or_file
     if os.path.isdir(path):
         path = os.path.join(path, "cases.jsonl")
-    return read_jsonl(path, what, strict=strict)
+    records, bad = read_jsonl(path, what, strict=strict)
+    kept = []
+    for number, record in enumerate(records, 1):
+        problem = record_problem(record)
+        if problem is None:
+            kept.append(record)
+        elif strict:
+            raise CclbenchError(f"{what} {path}: record {number} is not a case record ({problem})")
+        else:
+            bad.append(f"record {number}")
+    return kept, bad
 
 
 def latest_by_case(records):
