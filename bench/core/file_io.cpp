@@ -1,10 +1,13 @@
 #include "bench/core/file_io.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -51,6 +54,75 @@ bool exists_not_regular(const std::string& path) {
   return ::lstat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode);
 }
 
+// Temporary files are named "<name>.tmp.<host>.<pid>" beside the target, so that a writer can tell
+// its own host's leftovers of dead processes (a rank killed between creating and renaming one)
+// from the files of live writers, including writers on other hosts of a shared filesystem.
+std::string host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "host";
+  // The name becomes part of a file name: keep it to characters that are safe there.
+  std::string safe(name);
+  for (char& c : safe) {
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
+    if (!plain) c = '_';
+  }
+  return safe;
+}
+
+std::string base_name(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// Removes "<name>.tmp.<this host>.<pid>" files of processes that no longer exist on this host.
+// Best effort: a leftover that cannot be removed is harmless (readers never open temporaries).
+void remove_dead_writers_temporaries(const std::string& path, const std::string& prefix) {
+  DIR* directory = ::opendir(parent_directory(path).c_str());
+  if (directory == nullptr) return;
+  const int directory_fd = ::dirfd(directory);
+  while (const dirent* entry = ::readdir(directory)) {
+    const std::string name = entry->d_name;
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string digits = name.substr(prefix.size());
+    if (digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(digits));
+    if (pid <= 0 || pid == ::getpid()) continue;
+    if (::kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to judge (EPERM)
+    ::unlinkat(directory_fd, name.c_str(), 0);
+  }
+  ::closedir(directory);
+}
+
+// A file with no name yet (O_TMPFILE) in the directory of `path`, or -1 where the filesystem or
+// kernel has no O_TMPFILE (the caller then uses a named temporary).
+int open_unnamed(const std::string& path) {
+#ifdef O_TMPFILE
+  const int fd = ::open(parent_directory(path).c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+  if (fd >= 0) return fd;
+  if (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL) return -1;
+  fail("create a temporary file for", path);
+#else
+  (void)path;
+  return -1;
+#endif
+}
+
+// Gives the unnamed file `fd` the name `temporary` (through /proc/self/fd, which needs no
+// privilege, unlike AT_EMPTY_PATH). False where /proc is not mounted.
+bool name_unnamed(int fd, const std::string& temporary) {
+  char proc_path[64];
+  std::snprintf(proc_path, sizeof proc_path, "/proc/self/fd/%d", fd);
+  if (::linkat(AT_FDCWD, proc_path, AT_FDCWD, temporary.c_str(), AT_SYMLINK_FOLLOW) == 0) return true;
+  if (errno == ENOENT && ::access("/proc/self/fd", F_OK) != 0) return false;
+  fail("name the temporary file", temporary);
+}
+
+void write_and_flush(int fd, std::string_view content, const std::string& name) {
+  write_all(fd, content, name);
+  if (::fchmod(fd, 0644) != 0) fail("set the mode of", name);
+  if (::fsync(fd) != 0) fail("flush", name);
+}
+
 }  // namespace
 
 void write_file_atomic(const std::string& path, std::string_view content) {
@@ -62,17 +134,41 @@ void write_file_atomic(const std::string& path, std::string_view content) {
   if (exists_not_regular(path)) {
     throw FatalError(ExitCode::runtime_error, "refusing to write '" + path + "': it exists and is not a regular file");
   }
-  const std::string temporary = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) fail("create", temporary);
-  try {
-    write_all(fd, content, temporary);
-    if (::fchmod(fd, 0644) != 0) fail("set the mode of", temporary);
-    if (::fsync(fd) != 0) fail("flush", temporary);
-  } catch (...) {
-    ::close(fd);
-    ::unlink(temporary.c_str());
-    throw;
+  const std::string prefix = base_name(path) + ".tmp." + host_name() + ".";
+  remove_dead_writers_temporaries(path, prefix);
+  const std::string temporary = path.substr(0, path.size() - base_name(path).size()) + prefix + std::to_string(::getpid());
+  // A name of this process is never in use by a live writer: it is a leftover of a dead process
+  // whose pid was reused, or of an earlier failed write here.
+  ::unlink(temporary.c_str());
+
+  // The content is written and flushed while the file has no name (O_TMPFILE): a process killed
+  // meanwhile leaves nothing behind. It gets the temporary name only for the instant before the
+  // rename. Without O_TMPFILE, the named temporary is written directly.
+  bool named = false;
+  int fd = open_unnamed(path);
+  if (fd >= 0) {
+    try {
+      write_and_flush(fd, content, temporary);
+      named = name_unnamed(fd, temporary);
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+    if (!named) {
+      ::close(fd);
+      fd = -1;
+    }
+  }
+  if (!named) {
+    fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) fail("create", temporary);
+    try {
+      write_and_flush(fd, content, temporary);
+    } catch (...) {
+      ::close(fd);
+      ::unlink(temporary.c_str());
+      throw;
+    }
   }
   if (::close(fd) != 0) {
     const std::string reason = system_reason();

@@ -1,6 +1,7 @@
 #include "bench/core/file_io.hpp"
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -48,6 +49,30 @@ TEST_F(FileIoTest, AtomicWriteRefusesSymlink) {
   ASSERT_EQ(::symlink(target.c_str(), link.c_str()), 0);
   EXPECT_THROW(write_file_atomic(link, "overwrite"), FatalError);
   EXPECT_EQ(read_text_file(target), "keep");
+}
+
+// A rank killed between creating and renaming its temporary leaves "<name>.tmp.<host>.<pid>": the
+// next write of that file removes it when the pid is dead on this host, and only then.
+TEST_F(FileIoTest, AtomicWriteRemovesTemporariesOfDeadWritersOnThisHostOnly) {
+  char host[256] = {};
+  ASSERT_EQ(::gethostname(host, sizeof host - 1), 0);
+  const std::string prefix = dir_ + "/result.json.tmp." + host + ".";
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) ::_exit(0);
+  ASSERT_EQ(::waitpid(child, nullptr, 0), child);  // reaped: the pid is dead now
+  const std::string dead = prefix + std::to_string(child);
+  const std::string alive = prefix + std::to_string(::getppid());
+  const std::string other_host = dir_ + "/result.json.tmp.otherhost." + std::to_string(child);
+  const std::string other_file = dir_ + "/other.json.tmp." + host + "." + std::to_string(child);
+  for (const std::string& leftover : {dead, alive, other_host, other_file}) std::ofstream(leftover) << "partial";
+
+  write_file_atomic(dir_ + "/result.json", "whole");
+  EXPECT_EQ(read_text_file(dir_ + "/result.json"), "whole");
+  EXPECT_FALSE(std::filesystem::exists(dead));
+  EXPECT_TRUE(std::filesystem::exists(alive));       // a live writer's file is never touched
+  EXPECT_TRUE(std::filesystem::exists(other_host));  // nor another host's (shared filesystems)
+  EXPECT_TRUE(std::filesystem::exists(other_file));  // nor another file's
 }
 
 TEST_F(FileIoTest, AtomicWriteIntoMissingDirectoryFailsCleanly) {
