@@ -8,7 +8,7 @@ import statistics
 
 from .common import CclbenchError, format_size, make_dirs, read_json, write_atomic
 from .records import (base_point_of, group_repeats, latest_by_case, load_cases, point_completeness,
-                      record_is_sound, repeat_cv)
+                      record_is_sound, repeat_cv, was_skipped)
 
 COLL_KINDS = ("intra", "inter", "local")
 
@@ -259,7 +259,7 @@ def find_anomalies(data, cv_gate):
         wrong = record.get("wrong")
         if isinstance(wrong, (int, float)) and wrong:
             anomalies.append(("wrong data", point, f"{case_id}: {int(wrong)} wrong element(s)"))
-        elif record.get("status") == "skipped":
+        elif was_skipped(record):
             skipped.setdefault((point, record.get("reason") or "no reason given"), []).append(case_id)
         elif record.get("status") != "ok":
             anomalies.append(("case not ok", point, f"{case_id}: {record.get('status')}" +

@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ElementTree
 
 from .common import CclbenchError, write_atomic
 from .plan import Planner
-from .records import latest_by_case, load_cases
+from .records import latest_by_case, load_cases, was_skipped
 from .runner import Baseline, Progress
 
 SMOKE_SIZES = (8 << 10, 1 << 20, 8)  # 8K, 64K, 512K
@@ -61,9 +61,9 @@ def strict_problems(run_dir, launch):
     if not os.path.exists(path):
         return "no case records"
     records = [r for (point, _), r in latest_by_case(load_cases(path, "case records")[0]).items() if point == launch["name"]]
-    # Cases the tool skipped with its reason (in-place AlltoAll cannot be verified) carry no data;
-    # every case that ran must have been checked, and something must have run.
-    ran = [r for r in records if r.get("status") != "skipped"]
+    # Skipped cases carry no data; every case that ran must have been checked, and something must
+    # have run.
+    ran = [r for r in records if not was_skipped(r)]
     if not ran:
         return "every case was skipped"
     unchecked = [r.get("case_id") for r in ran if r.get("wrong") is None]
