@@ -36,6 +36,19 @@ cudaError_t sm_copy_blocks_per_sm(int* blocks_per_sm);
 // never released the flag cannot hang the run, and the sample is known to be invalid.
 cudaError_t launch_blocker(const volatile int* flag, int* timed_out, std::uint64_t timeout_ns, cudaStream_t stream);
 
+// Opens the blocker's flag when it goes out of scope, also when queueing work behind the blocker
+// threw halfway, so no blocker spins until its timeout in front of a stream about to be abandoned.
+class BlockerRelease {
+ public:
+  explicit BlockerRelease(volatile int* flag) : flag_(flag) {}
+  ~BlockerRelease() { *flag_ = 1; }
+  BlockerRelease(const BlockerRelease&) = delete;
+  BlockerRelease& operator=(const BlockerRelease&) = delete;
+
+ private:
+  volatile int* flag_;
+};
+
 // Flips the lowest bit of the byte at data + offset (one thread): a deliberate corruption, used by
 // p2p_matrix --inject-corruption to prove that verification catches a wrong copy.
 cudaError_t launch_flip_bit(void* data, std::uint64_t offset, cudaStream_t stream);

@@ -39,19 +39,6 @@ constexpr int kBusIdChars = 32;
 constexpr int kMaxGatedIterations = 200;
 constexpr std::uint64_t kGateTimeoutNs = 30ull * 1000 * 1000 * 1000;
 
-// Opens the blocker kernel's flag when it goes out of scope, also when queueing threw halfway, so
-// no blocker spins until its timeout in front of a stream that is about to be aborted.
-class GateRelease {
- public:
-  explicit GateRelease(volatile int* flag) : flag_(flag) {}
-  ~GateRelease() { *flag_ = 1; }
-  GateRelease(const GateRelease&) = delete;
-  GateRelease& operator=(const GateRelease&) = delete;
-
- private:
-  volatile int* flag_;
-};
-
 ncclDataType_t nccl_type(DataType dtype) {
   switch (dtype) {
     case DataType::int8: return ncclInt8;
@@ -840,7 +827,7 @@ TimedIterations NcclBackend::run_timed(const CaseSpec& spec, int iterations) {
     volatile int* words = static_cast<volatile int*>(gate_words_.get());
     words[0] = 0;
     words[1] = 0;
-    GateRelease release(&words[0]);
+    kernels::BlockerRelease release(&words[0]);
     for (const LocalGpu& gpu : gpus_) {
       cuda_or_fail(cudaSetDevice(gpu.device), "cudaSetDevice", spec, "timed iterations");
       cuda_or_fail(kernels::launch_blocker(&words[0], const_cast<int*>(&words[1]), kGateTimeoutNs, gpu.stream.get()),

@@ -131,19 +131,6 @@ struct PerDevice {
   }
 };
 
-// Releases the start gate when it goes out of scope, also when enqueueing threw halfway, so no
-// blocker kernel spins until its timeout.
-class GateRelease {
- public:
-  explicit GateRelease(volatile int* flag) : flag_(flag) {}
-  ~GateRelease() { *flag_ = 1; }
-  GateRelease(const GateRelease&) = delete;
-  GateRelease& operator=(const GateRelease&) = delete;
-
- private:
-  volatile int* flag_;
-};
-
 void* mapped_pointer(int device, void* host) {
   DeviceScope scope(device);
   void* device_pointer = nullptr;
@@ -317,7 +304,7 @@ struct Engine::State {
     *gate.word(1) = 0;
     const auto timeout_ns = static_cast<std::uint64_t>(options.blocker_timeout_s * 1e9);
     {
-      GateRelease release(gate.word(0));
+      kernels::BlockerRelease release(gate.word(0));
       for (const Transfer& t : transfers) {
         DeviceScope scope(t.issuer);
         PerDevice& pd = dev(t.issuer);
