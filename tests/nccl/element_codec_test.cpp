@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "bench/core/pattern.hpp"
 
@@ -28,6 +29,23 @@ TEST(ElementCodec, KnownBitPatterns) {
   EXPECT_EQ(encode_small_integer_bits(DataType::int8, 3), 0x03u);
   EXPECT_EQ(encode_small_integer_bits(DataType::int64, 1000), 1000u);
   for (DataType dtype : all_data_types()) EXPECT_EQ(encode_small_integer_bits(dtype, 0), 0u) << name_of(dtype);
+}
+
+// The layout table against what the language knows (float, double) and against each type's size:
+// a wrong row would shift every decoded value of that type.
+TEST(ElementCodec, FloatLayoutsMatchTheHostTypesAndTheElementSizes) {
+  FloatFormat format{};
+  ASSERT_TRUE(float_format_of(DataType::float32, &format));
+  EXPECT_EQ(format.mantissa_bits, std::numeric_limits<float>::digits - 1);
+  EXPECT_EQ(format.bias, std::numeric_limits<float>::max_exponent - 1);
+  ASSERT_TRUE(float_format_of(DataType::float64, &format));
+  EXPECT_EQ(format.mantissa_bits, std::numeric_limits<double>::digits - 1);
+  EXPECT_EQ(format.bias, std::numeric_limits<double>::max_exponent - 1);
+  for (DataType dtype : all_data_types()) {
+    if (!float_format_of(dtype, &format)) continue;
+    EXPECT_EQ(1 + format.exponent_bits + format.mantissa_bits, static_cast<int>(8 * size_of(dtype))) << name_of(dtype);
+    EXPECT_EQ(format.bias, (1 << (format.exponent_bits - 1)) - 1) << name_of(dtype);  // IEEE-style bias
+  }
 }
 
 TEST(ElementCodec, FloatAndDoubleMatchTheHostConversionOverTheExactRange) {
