@@ -702,10 +702,12 @@ int run(int argc, char** argv) {
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
 
+  // Declared before what refers to it: the sink keeps a reference to the Config and is still used
+  // by the error handlers below, after the try block's own locals are gone.
+  std::optional<Config> parsed;
   std::unique_ptr<Backend> backend;
   std::unique_ptr<ResultSink> sink;
   try {
-    std::optional<Config> parsed;
     std::string usage_error;
     nlohmann::json tuning_document;
     try {
