@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CI fuzzing: builds the libFuzzer targets with clang (ASan+UBSan, host code only) into a separate
 # build folder and runs each one for a bounded time on a scratch copy of its committed seed corpus
-# (tests/fuzz/corpus/<target>); then the Python mutation fuzzer of compare's results reader.
+# (tests/fuzz/corpus/<target>), after replaying tests/fuzz/regressions/<target>_* once each; then
+# the Python mutation fuzzer of compare's results reader.
 # Any crash, sanitizer report, leak, timeout or out-of-memory is a failure; the reproducer is kept
 # under <build>/fuzz-artifacts/.
 #   CCLBENCH_FUZZ_BUILD_DIR  build folder                       [<repo>/build-fuzz]
@@ -59,6 +60,18 @@ for target in "${targets[@]}"; do
     # leak checking is off for this target only; crashes and memory errors still fail it.
     topology_xml) extra=(-dict="$repo/tests/fuzz/topology_xml.dict" -max_len=32768 -detect_leaks=0); leaks=0 ;;
   esac
+  # The inputs that once crashed this target run first, once each (libFuzzer runs file arguments).
+  regressions=("$repo/tests/fuzz/regressions/${target}_"*)
+  if [[ -e ${regressions[0]} ]]; then
+    if ! ASAN_OPTIONS="detect_leaks=$leaks" "$binary" -timeout=60 -rss_limit_mb=2048 "${extra[@]}" "${regressions[@]}" \
+         >"$build_dir/fuzz-$target-regressions.log" 2>&1; then
+      echo "ci_fuzz: $target: a regression input fails again; last lines:" >&2
+      tail -n 40 "$build_dir/fuzz-$target-regressions.log" >&2
+      failures=$((failures + 1))
+      continue
+    fi
+    echo "ci_fuzz: $target: ${#regressions[@]} regression input(s) pass" >&2
+  fi
   log="$build_dir/fuzz-$target.log"
   # New inputs go to the scratch corpus only; the committed seeds are read, never written. A fixed
   # seed makes CI explore the same inputs as the run recorded in tests/fuzz/findings, in order.
