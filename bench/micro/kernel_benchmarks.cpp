@@ -12,7 +12,7 @@
 
 #include "bench/core/pattern.hpp"
 #include "bench/core/types.hpp"
-#include "bench/nccl/cuda_handles.hpp"
+#include "bench/cuda/cuda_handles.hpp"
 #include "bench/nccl/nccl_backend.hpp"
 #include "kernels/pattern_kernels.hpp"
 

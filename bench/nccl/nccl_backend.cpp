@@ -20,7 +20,7 @@
 #include "bench/core/element_codec.hpp"
 #include "bench/core/errors.hpp"
 #include "bench/core/pattern.hpp"
-#include "bench/nccl/cuda_handles.hpp"
+#include "bench/cuda/cuda_handles.hpp"
 #include "kernels/p2p_kernels.hpp"
 #include "kernels/pattern_kernels.hpp"
 

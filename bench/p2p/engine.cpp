@@ -9,7 +9,7 @@
 #include "bench/core/errors.hpp"
 #include "bench/core/units.hpp"
 #include "bench/p2p/cuda_check.hpp"
-#include "bench/p2p/cuda_raii.hpp"
+#include "bench/cuda/cuda_handles.hpp"
 #include "bench/p2p/numa.hpp"
 #include "kernels/p2p_kernels.hpp"
 

@@ -9,7 +9,7 @@
 
 #include "bench/core/errors.hpp"
 #include "bench/p2p/cuda_check.hpp"
-#include "bench/p2p/cuda_raii.hpp"
+#include "bench/cuda/cuda_handles.hpp"
 
 namespace cclbench::p2p {
 namespace {

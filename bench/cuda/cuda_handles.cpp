@@ -1,12 +1,15 @@
-#include "bench/nccl/cuda_handles.hpp"
-
-#include "bench/core/errors.hpp"
+#include "bench/cuda/cuda_handles.hpp"
 
 namespace cclbench {
+namespace {
+
+std::string context_of(const std::string& where) { return where.empty() ? "" : " (" + where + ")"; }
+
+}  // namespace
 
 void cuda_check(cudaError_t result, const char* what, const std::string& where) {
   if (result == cudaSuccess) return;
-  throw FatalError(ExitCode::runtime_error, std::string(what) + ": " + cudaGetErrorString(result) + " (" + where + ")");
+  throw FatalError(ExitCode::runtime_error, std::string(what) + ": " + cudaGetErrorString(result) + context_of(where));
 }
 
 DeviceScope::DeviceScope(int device) {
@@ -20,7 +23,14 @@ DeviceScope::~DeviceScope() {
 
 DeviceBuffer::DeviceBuffer(int device, std::size_t bytes, const std::string& where) : device_(device), bytes_(bytes) {
   DeviceScope scope(device);
-  cuda_check(cudaMalloc(&data_, bytes), "cudaMalloc", std::to_string(bytes) + " B, " + where);
+  const cudaError_t result = cudaMalloc(&data_, bytes);
+  if (result == cudaSuccess) return;
+  data_ = nullptr;
+  (void)cudaGetLastError();  // an allocation failure is not sticky: keep the context usable
+  const std::string message = "cannot allocate " + std::to_string(bytes) + " bytes on GPU " + std::to_string(device) + ": " +
+                              cudaGetErrorString(result) + context_of(where);
+  if (result == cudaErrorMemoryAllocation) throw AllocationFailure(message);
+  throw FatalError(ExitCode::runtime_error, message);
 }
 
 DeviceBuffer::~DeviceBuffer() { release(); }
@@ -63,6 +73,17 @@ PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& other) noexcept {
 void PinnedBuffer::release() noexcept {
   if (data_ != nullptr) cudaFreeHost(data_);
   data_ = nullptr;
+}
+
+MappedHostWords::MappedHostWords(std::size_t count, const std::string& where) {
+  void* memory = nullptr;
+  cuda_check(cudaHostAlloc(&memory, count * sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable), "cudaHostAlloc", where);
+  words_ = static_cast<volatile int*>(memory);
+  for (std::size_t i = 0; i < count; ++i) words_[i] = 0;
+}
+
+MappedHostWords::~MappedHostWords() {
+  if (words_ != nullptr) cudaFreeHost(const_cast<int*>(words_));
 }
 
 Stream::Stream(int device, const std::string& where) : device_(device) {
