@@ -17,6 +17,10 @@ struct TimedIterations {
   std::vector<double> iteration_us;
   // nccl-tests' method: host clock around the whole loop (launches + completion) / iterations.
   double batch_us = 0;
+  // Where the backend can run the iterations back to back on the GPU (the NCCL backend's gated
+  // loop): one event pair around all of them / iterations. No launch gaps and nothing recorded
+  // between iterations, so this is the uninstrumented GPU time. Absent otherwise.
+  std::optional<double> gated_us;
 };
 
 class Backend {

@@ -56,6 +56,8 @@ nlohmann::json to_json(const CaseResult& result) {
     record["time_us"] = nullptr;
   }
   record["batch_time_us"] = optional_json(result.batch_time_us);
+  record["gated_time_us"] = optional_json(result.gated_time_us);
+  record["bandwidth_from"] = result.bandwidth_from.empty() ? nlohmann::json(nullptr) : nlohmann::json(result.bandwidth_from);
   record["algbw_gbps"] = optional_json(result.algbw_gbps);
   record["busbw_gbps"] = optional_json(result.busbw_gbps);
   record["wrong"] = optional_json(result.wrong);

@@ -46,7 +46,11 @@ struct CaseResult {
   int check_iterations = 0;
   std::optional<TimeStats> time_us;
   std::optional<double> batch_time_us;  // nccl-tests method: host clock around the loop / iterations
-  std::optional<double> algbw_gbps;     // from time_us.mean
+  std::optional<double> gated_time_us;  // back to back behind the blocker, one event pair around all / iterations
+  // The time algbw/busbw come from: "gated_time_us" where there is one (no launch gaps, no
+  // per-iteration events), else "time_us.mean"; empty when there is no bandwidth.
+  std::string bandwidth_from;
+  std::optional<double> algbw_gbps;
   std::optional<double> busbw_gbps;
   std::optional<std::int64_t> wrong;    // null when not checked
   CaseStatus status = CaseStatus::error;

@@ -283,6 +283,7 @@ class NcclBackend final : public Backend {
   void ensure_events(std::size_t count);
   void record(std::vector<Event> LocalGpu::*events, std::size_t index, const CaseSpec& spec, unsigned flags);
   double max_elapsed_us(std::size_t index, const CaseSpec& spec);
+  void run_gated(const CaseSpec& spec, std::size_t count, bool per_iteration_events);
   TimedIterations run_timed_graph(const CaseSpec& spec, int iterations);
 
   Config config_;
@@ -801,6 +802,40 @@ void NcclBackend::warm_up(const CaseSpec& spec, int iterations) {
   wait_for_completion(spec, "warm-up");
 }
 
+// Queues `count` iterations behind a blocker kernel on every local GPU and releases it once every
+// rank has queued, so each GPU runs them back to back; waits for them. With per_iteration_events
+// each iteration lies between its own event pair (starts[i], stops[i]); without, one pair
+// (starts[0], stops[0]) spans them all.
+void NcclBackend::run_gated(const CaseSpec& spec, std::size_t count, bool per_iteration_events) {
+  volatile int* words = static_cast<volatile int*>(gate_words_.get());
+  words[0] = 0;
+  words[1] = 0;
+  {
+    kernels::BlockerRelease release(&words[0]);
+    for (const LocalGpu& gpu : gpus_) {
+      cuda_or_fail(cudaSetDevice(gpu.device), "cudaSetDevice", spec, "timed iterations");
+      cuda_or_fail(kernels::launch_blocker(&words[0], const_cast<int*>(&words[1]), kGateTimeoutNs, gpu.stream.get()),
+                   "blocker kernel launch", spec, "timed iterations");
+    }
+    if (!per_iteration_events) record(&LocalGpu::starts, 0, spec, 0);
+    for (std::size_t iteration = 0; iteration < count; ++iteration) {
+      if (per_iteration_events) record(&LocalGpu::starts, iteration, spec, 0);
+      launch(spec, static_cast<int>(iteration));
+      if (per_iteration_events) record(&LocalGpu::stops, iteration, spec, 0);
+    }
+    if (!per_iteration_events) record(&LocalGpu::stops, 0, spec, 0);
+    // Release only once every rank has queued: otherwise an early rank's first collective waits
+    // for a peer that is still queueing, and that wait is timed as its first iteration (seen on
+    // two H200 ranks: 128 us against 9 us for the rest).
+    mpi_check(MPI_Barrier(mpi_.world), "MPI_Barrier(before releasing the blocker)", mpi_);
+  }
+  wait_for_completion(spec, "timed iterations");
+  if (words[1] != 0) {
+    fail(ExitCode::runtime_error, "the blocker kernel in front of the timed iterations timed out before the host released it (" +
+                                      where(spec, "timed iterations") + ")");
+  }
+}
+
 TimedIterations NcclBackend::run_timed(const CaseSpec& spec, int iterations) {
   TimedIterations timed;
   if (iterations <= 0) return timed;
@@ -822,26 +857,8 @@ TimedIterations NcclBackend::run_timed(const CaseSpec& spec, int iterations) {
   // iterations than the launch queue surely holds (a full queue would block the host behind the
   // blocker it has not released yet).
   const bool gated = !config_.blocking && max_sharing_ == 1 && iterations <= kMaxGatedIterations;
-  bool gate_timed_out = false;
   if (gated) {
-    volatile int* words = static_cast<volatile int*>(gate_words_.get());
-    words[0] = 0;
-    words[1] = 0;
-    kernels::BlockerRelease release(&words[0]);
-    for (const LocalGpu& gpu : gpus_) {
-      cuda_or_fail(cudaSetDevice(gpu.device), "cudaSetDevice", spec, "timed iterations");
-      cuda_or_fail(kernels::launch_blocker(&words[0], const_cast<int*>(&words[1]), kGateTimeoutNs, gpu.stream.get()),
-                   "blocker kernel launch", spec, "timed iterations");
-    }
-    for (std::size_t iteration = 0; iteration < count; ++iteration) {
-      record(&LocalGpu::starts, iteration, spec, 0);
-      launch(spec, static_cast<int>(iteration));
-      record(&LocalGpu::stops, iteration, spec, 0);
-    }
-    // Release only once every rank has queued: otherwise an early rank's first collective waits
-    // for a peer that is still queueing, and that wait is timed as its first iteration (seen on
-    // two H200 ranks: 128 us against 9 us for the rest).
-    mpi_check(MPI_Barrier(mpi_.world), "MPI_Barrier(before releasing the blocker)", mpi_);
+    run_gated(spec, count, true);
   } else {
     for (std::size_t iteration = 0; iteration < count; ++iteration) {
       record(&LocalGpu::starts, iteration, spec, 0);
@@ -850,16 +867,21 @@ TimedIterations NcclBackend::run_timed(const CaseSpec& spec, int iterations) {
       // -z 1: the host waits for each iteration (outside the event pair).
       if (config_.blocking) wait_for_completion(spec, "timed iterations");
     }
-  }
-  wait_for_completion(spec, "timed iterations");
-  if (gated) gate_timed_out = static_cast<volatile int*>(gate_words_.get())[1] != 0;
-  if (gate_timed_out) {
-    fail(ExitCode::runtime_error, "the blocker kernel in front of the timed iterations timed out before the host released it (" +
-                                      where(spec, "timed iterations") + ")");
+    wait_for_completion(spec, "timed iterations");
   }
   for (std::size_t i = 0; i < count; ++i) timed.iteration_us.push_back(max_elapsed_us(i, spec));
 
-  // (b) nccl-tests' batch time: the same iterations again with nothing between them, the host
+  // (b) The gated time: the same iterations back to back behind the blocker again, with one event
+  // pair around all of them and nothing between them. The per-iteration events of (a) cost GPU
+  // time and keep consecutive collectives from overlapping their launch (2-6 us per iteration on
+  // H200s, measured); this pass is uninstrumented, and algbw/busbw come from it.
+  if (gated) {
+    mpi_check(MPI_Barrier(mpi_.world), "MPI_Barrier(before gated iterations)", mpi_);
+    run_gated(spec, count, false);
+    timed.gated_us = max_elapsed_us(0, spec) / static_cast<double>(count);
+  }
+
+  // (c) nccl-tests' batch time: the same iterations again with nothing between them, the host
   // clock around queueing them all and waiting for the last (nccl-tests' `time` column).
   mpi_check(MPI_Barrier(mpi_.world), "MPI_Barrier(before batch iterations)", mpi_);
   const Clock::time_point begin = Clock::now();

@@ -713,7 +713,8 @@ def collective_sections(data, plot_links):
             collectives.append(collective)
     lines = ["## Results per collective", "",
              "Out-of-place records (in-place where only those exist); the median over repeats. "
-             "busbw in GB/s (1e9 B/s), nccl-tests formulas; latency in microseconds (max over ranks per iteration).", ""]
+             "busbw in GB/s (1e9 B/s), nccl-tests formulas, from each record's `bandwidth_from` time (the gated GPU "
+             "time where coll_perf has one); latency in microseconds (per-iteration times, max over ranks per iteration).", ""]
     for collective in collectives:
         sizes = sorted({size for (c, _b, size) in cells if c == collective and isinstance(size, int)} |
                        {size for l in data.coll_launches() if collective in (l.get("collectives") or []) for size in l.get("sizes") or []})

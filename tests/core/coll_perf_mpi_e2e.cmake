@@ -20,6 +20,9 @@ for placement in (False, True):
     assert len(subset) == 56, (placement, len(subset))
 assert all(c['status'] == 'ok' and c['wrong'] == 0 and c['nranks'] == 4 for c in cases), [c for c in cases if c['status'] != 'ok'][:1]
 assert all(c['busbw_gbps'] > 0 and c['time_us']['p99'] >= c['time_us']['p50'] for c in cases)
+# The MPI backend has no gated loop: bandwidth comes from the per-iteration mean, and says so.
+assert all(c['gated_time_us'] is None and c['bandwidth_from'] == 'time_us.mean' for c in cases)
+assert all(abs(c['algbw_gbps'] * c['time_us']['mean'] * 1e3 - c['bytes']) <= 1e-6 * c['bytes'] for c in cases if c['collective'] == 'all_reduce')
 lines = [json.loads(l) for l in open(sys.argv[2])]
 assert [l['case_id'] for l in lines] == [c['case_id'] for c in cases]
 rows = list(csv.DictReader(open(sys.argv[3])))

@@ -191,6 +191,14 @@ def timing_modes(args):
         assert_all_ok(document, out, err)
         for case in document["cases"]:
             check(all(sample > 0 for sample in case["samples_us"]), f"{name} {case['case_id']}: non-positive sample")
+            # Bandwidth comes from the gated, uninstrumented time only where the loop is gated.
+            gated = name == "stream"
+            check((case["gated_time_us"] is not None) == gated and
+                  case["bandwidth_from"] == ("gated_time_us" if gated else "time_us.mean"),
+                  f"{name} {case['case_id']}: gated_time_us {case['gated_time_us']}, bandwidth_from {case['bandwidth_from']}")
+            source = case["gated_time_us"] if gated else case["time_us"]["mean"]
+            check(abs(case["algbw_gbps"] - case["bytes"] / source / 1e3) <= 1e-6 * case["algbw_gbps"] + 1e-9,
+                  f"{name} {case['case_id']}: algbw {case['algbw_gbps']} is not bytes / {case['bandwidth_from']}")
         means = [c["time_us"]["mean"] for c in document["cases"] if c["requested_bytes"] == 4 << 20]
         results.append(f"{name}: {len(document['cases'])} cases, 4M mean {min(means):.1f} us")
     return "; ".join(results)

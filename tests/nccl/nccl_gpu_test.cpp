@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -251,6 +252,15 @@ TEST(NcclBackend, TimingModesGiveOnePositiveSamplePerIteration) {
     ASSERT_EQ(timed.iteration_us.size(), 7u) << "mode " << mode;
     for (double us : timed.iteration_us) EXPECT_GT(us, 0.0) << "mode " << mode;
     EXPECT_GT(timed.batch_us, 0.0) << "mode " << mode;
+    // Only the plain loop is gated: -z waits on the host per iteration, -G replays a graph.
+    ASSERT_EQ(timed.gated_us.has_value(), mode == 0) << "mode " << mode;
+    if (mode == 0) {
+      // Back to back without events between iterations: positive, and not above the slowest
+      // instrumented iteration (each of those carries an event pair's GPU time).
+      const double slowest = *std::max_element(timed.iteration_us.begin(), timed.iteration_us.end());
+      EXPECT_GT(*timed.gated_us, 0.0);
+      EXPECT_LE(*timed.gated_us, slowest * 1.05);
+    }
     // Rotation moved the data around: a checked run on fresh data is still exact.
     backend->fill(spec, 3);
     backend->run_once(spec);
