@@ -21,7 +21,7 @@
 
 namespace cclbench {
 
-// size_of() lives in types.cpp (host only); kernels need the same table on the device.
+// Bytes per element; the one table behind size_of() (types.hpp) on the host, usable on the device.
 CCLBENCH_HOST_DEVICE inline unsigned element_bytes(DataType dtype) {
   switch (dtype) {
     case DataType::int8:

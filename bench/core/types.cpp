@@ -5,6 +5,8 @@
 #include <cctype>
 #include <utility>
 
+#include "bench/core/element_codec.hpp"
+
 namespace cclbench {
 namespace {
 
@@ -126,23 +128,8 @@ std::optional<ReduceOp> parse_reduce_op(std::string_view text) {
   return lookup(text, table);
 }
 
-std::size_t size_of(DataType dtype) {
-  switch (dtype) {
-    case DataType::int8:
-    case DataType::uint8:
-    case DataType::fp8_e4m3:
-    case DataType::fp8_e5m2: return 1;
-    case DataType::float16:
-    case DataType::bfloat16: return 2;
-    case DataType::int32:
-    case DataType::uint32:
-    case DataType::float32: return 4;
-    case DataType::int64:
-    case DataType::uint64:
-    case DataType::float64: return 8;
-  }
-  return 0;
-}
+// One table for host and device: element_codec.hpp's element_bytes() (kernels need it too).
+std::size_t size_of(DataType dtype) { return element_bytes(dtype); }
 
 bool is_floating(DataType dtype) {
   switch (dtype) {
