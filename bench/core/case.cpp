@@ -12,6 +12,14 @@ nlohmann::json optional_json(const std::optional<T>& value) {
 
 }  // namespace
 
+std::optional<double> bandwidth_time_us(const CaseResult& result) {
+  if (result.gated_time_us) return result.gated_time_us;
+  if (result.time_us) return result.time_us->mean;
+  return std::nullopt;
+}
+
+const char* bandwidth_source(const CaseResult& result) { return result.gated_time_us ? "gated_time_us" : "time_us.mean"; }
+
 std::string CaseSpec::case_id() const {
   std::string id = std::string(name_of(collective)) + "." + std::string(name_of(dtype)) + "." + std::string(name_of(op)) +
                    (in_place ? ".in." : ".out.") + format_size(requested_bytes);
@@ -57,7 +65,7 @@ nlohmann::json to_json(const CaseResult& result) {
   }
   record["batch_time_us"] = optional_json(result.batch_time_us);
   record["gated_time_us"] = optional_json(result.gated_time_us);
-  record["bandwidth_from"] = result.bandwidth_from.empty() ? nlohmann::json(nullptr) : nlohmann::json(result.bandwidth_from);
+  record["bandwidth_from"] = result.algbw_gbps ? nlohmann::json(bandwidth_source(result)) : nlohmann::json(nullptr);
   record["algbw_gbps"] = optional_json(result.algbw_gbps);
   record["busbw_gbps"] = optional_json(result.busbw_gbps);
   record["wrong"] = optional_json(result.wrong);

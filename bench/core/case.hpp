@@ -47,10 +47,7 @@ struct CaseResult {
   std::optional<TimeStats> time_us;
   std::optional<double> batch_time_us;  // nccl-tests method: host clock around the loop / iterations
   std::optional<double> gated_time_us;  // back to back behind the blocker, one event pair around all / iterations
-  // The time algbw/busbw come from: "gated_time_us" where there is one (no launch gaps, no
-  // per-iteration events), else "time_us.mean"; empty when there is no bandwidth.
-  std::string bandwidth_from;
-  std::optional<double> algbw_gbps;
+  std::optional<double> algbw_gbps;     // from bandwidth_time_us()
   std::optional<double> busbw_gbps;
   std::optional<std::int64_t> wrong;    // null when not checked
   CaseStatus status = CaseStatus::error;
@@ -58,6 +55,12 @@ struct CaseResult {
   std::vector<double> samples_us;       // per-iteration max-over-ranks times, for compare's noise model
   nlohmann::json evidence = nlohmann::json::object();  // algo/proto, rail deltas... attached by apps
 };
+
+// The time algbw/busbw come from: gated_time_us where there is one (no launch gaps, no
+// per-iteration events), else time_us.mean; nullopt without timing.
+std::optional<double> bandwidth_time_us(const CaseResult& result);
+// Its name in records ("gated_time_us" or "time_us.mean").
+const char* bandwidth_source(const CaseResult& result);
 
 // nccl-tests' record layout, plus our percentiles. Missing values are null.
 nlohmann::json to_json(const CaseResult& result);

@@ -21,12 +21,6 @@ std::optional<double> time_field(const CaseResult& result, double TimeStats::*fi
   return (*result.time_us).*field;
 }
 
-// The time algbw/busbw were computed from (see CaseResult::bandwidth_from).
-std::optional<double> bandwidth_time(const CaseResult& result) {
-  if (result.gated_time_us) return result.gated_time_us;
-  return time_field(result, &TimeStats::mean);
-}
-
 std::string half(const CaseResult* result) {
   if (result == nullptr) return std::string(6 * 9 + 7, ' ');
   std::string wrong = "-";
@@ -36,7 +30,7 @@ std::string half(const CaseResult* result) {
   char buffer[160];
   const double time_precision = 2;
   std::snprintf(buffer, sizeof(buffer), " %s %s %s %6s %s %s",
-                fixed(bandwidth_time(*result), time_precision, 9).c_str(),
+                fixed(bandwidth_time_us(*result), time_precision, 9).c_str(),
                 fixed(result->algbw_gbps, 2, 7).c_str(), fixed(result->busbw_gbps, 2, 7).c_str(), wrong.c_str(),
                 fixed(time_field(*result, &TimeStats::p50), time_precision, 9).c_str(),
                 fixed(time_field(*result, &TimeStats::p99), time_precision, 9).c_str());

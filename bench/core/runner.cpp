@@ -184,13 +184,11 @@ CaseResult Runner::run_case(const CaseSpec& spec) {
   result.time_us = summarize(slowest);
   result.batch_time_us = batch;
   if (all_gated) result.gated_time_us = gated;
-  // Bandwidth from the uninstrumented gated time where there is one, else from the per-iteration mean.
-  const double bandwidth_time = result.gated_time_us ? *result.gated_time_us : result.time_us->mean;
+  const double bandwidth_time = *bandwidth_time_us(result);
   if (bandwidth_time > 0) {
     const Bandwidth bandwidth = bandwidth_of(spec, bandwidth_time);
     result.algbw_gbps = bandwidth.algbw_gbps;
     result.busbw_gbps = bandwidth.busbw_gbps;
-    result.bandwidth_from = result.gated_time_us ? "gated_time_us" : "time_us.mean";
   }
 
   // Phase 2: checked runs, each on fresh data, never timed.

@@ -5,6 +5,17 @@ namespace {
 
 std::string context_of(const std::string& where) { return where.empty() ? "" : " (" + where + ")"; }
 
+// Runs `destroy` with `device` current and makes the previous device current again. For the
+// release paths of destructors: ignores every error and never throws.
+template <typename Destroy>
+void on_device(int device, Destroy destroy) noexcept {
+  int previous = -1;
+  cudaGetDevice(&previous);
+  cudaSetDevice(device);
+  destroy();
+  if (previous >= 0) cudaSetDevice(previous);
+}
+
 }  // namespace
 
 void cuda_check(cudaError_t result, const char* what, const std::string& where) {
@@ -47,11 +58,7 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
 
 void DeviceBuffer::release() noexcept {
   if (data_ == nullptr) return;
-  int previous = -1;
-  cudaGetDevice(&previous);
-  cudaSetDevice(device_);
-  cudaFree(data_);
-  if (previous >= 0) cudaSetDevice(previous);
+  on_device(device_, [this] { cudaFree(data_); });
   data_ = nullptr;
   bytes_ = 0;
 }
@@ -105,11 +112,7 @@ Stream& Stream::operator=(Stream&& other) noexcept {
 
 void Stream::release() noexcept {
   if (stream_ == nullptr) return;
-  int previous = -1;
-  cudaGetDevice(&previous);
-  cudaSetDevice(device_);
-  cudaStreamDestroy(stream_);
-  if (previous >= 0) cudaSetDevice(previous);
+  on_device(device_, [this] { cudaStreamDestroy(stream_); });
   stream_ = nullptr;
 }
 
@@ -131,11 +134,7 @@ Event& Event::operator=(Event&& other) noexcept {
 
 void Event::release() noexcept {
   if (event_ == nullptr) return;
-  int previous = -1;
-  cudaGetDevice(&previous);
-  cudaSetDevice(device_);
-  cudaEventDestroy(event_);
-  if (previous >= 0) cudaSetDevice(previous);
+  on_device(device_, [this] { cudaEventDestroy(event_); });
   event_ = nullptr;
 }
 
@@ -164,12 +163,10 @@ Graph& Graph::operator=(Graph&& other) noexcept {
 
 void Graph::release() noexcept {
   if (graph_ == nullptr && exec_ == nullptr) return;
-  int previous = -1;
-  cudaGetDevice(&previous);
-  cudaSetDevice(device_);
-  if (exec_ != nullptr) cudaGraphExecDestroy(exec_);
-  if (graph_ != nullptr) cudaGraphDestroy(graph_);
-  if (previous >= 0) cudaSetDevice(previous);
+  on_device(device_, [this] {
+    if (exec_ != nullptr) cudaGraphExecDestroy(exec_);
+    if (graph_ != nullptr) cudaGraphDestroy(graph_);
+  });
   exec_ = nullptr;
   graph_ = nullptr;
 }

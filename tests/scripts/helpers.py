@@ -47,6 +47,14 @@ def read_jsonl(path):
         return [json.loads(line) for line in handle if line.strip()]
 
 
+def main_for_ctest():
+    """Runs the module's tests; exits 77 (CTest's skip code) when every test skipped, else 0/1."""
+    outcome = unittest.main(exit=False, verbosity=2).result
+    if outcome.testsRun and len(outcome.skipped) == outcome.testsRun:
+        sys.exit(77)
+    sys.exit(0 if outcome.wasSuccessful() else 1)
+
+
 class TempDirTest(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="cclbench-test-")

@@ -4,10 +4,9 @@ results_schema/. Skips (exit 77 for CTest) when coll_perf or topo_map is not bui
 import glob
 import os
 import shutil
-import sys
 import unittest
 
-from helpers import BINARY_DIR, SCHEMA_DIR, TempDirTest, read_jsonl, read_text, run_cli, validate
+from helpers import BINARY_DIR, SCHEMA_DIR, TempDirTest, main_for_ctest, read_jsonl, read_text, run_cli, validate
 
 APPS = os.path.join(BINARY_DIR, "bench", "apps")
 MISSING = [tool for tool in ("coll_perf", "topo_map") if not os.access(os.path.join(APPS, tool), os.X_OK)]
@@ -80,8 +79,4 @@ class RealTools(TempDirTest):
 
 
 if __name__ == "__main__":
-    program = unittest.main(exit=False, verbosity=2)
-    outcome = program.result
-    if outcome.testsRun and len(outcome.skipped) == outcome.testsRun:
-        sys.exit(77)
-    sys.exit(0 if outcome.wasSuccessful() else 1)
+    main_for_ctest()

@@ -3,30 +3,19 @@ emulated ranks sharing GPU 0), under 60 s, every part passed, JUnit XML written.
 when no GPU is visible or the tools are not built."""
 import os
 import shutil
-import subprocess
 import sys
 import time
 import unittest
 import xml.etree.ElementTree as ElementTree
 
-from helpers import BINARY_DIR, TempDirTest, read_text, run_cli
+from helpers import BINARY_DIR, TempDirTest, main_for_ctest, read_text, run_cli
+from cclbench_lib.hosts import local_gpu_count  # noqa: E402 (helpers puts scripts/ on the path)
 
 APPS = os.path.join(BINARY_DIR, "bench", "apps")
 
 
-def gpu_count():
-    tool = shutil.which("nvidia-smi")
-    if not tool:
-        return 0
-    try:
-        result = subprocess.run([tool, "-L"], capture_output=True, text=True, timeout=30, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return 0
-    return sum(1 for line in result.stdout.splitlines() if line.startswith("GPU ")) if result.returncode == 0 else 0
-
-
 MISSING = [tool for tool in ("coll_perf", "topo_map", "p2p_matrix") if not os.access(os.path.join(APPS, tool), os.X_OK)]
-SKIP_REASON = ("no GPU visible (nvidia-smi -L)" if gpu_count() == 0 else
+SKIP_REASON = ("no GPU visible (nvidia-smi -L)" if local_gpu_count() == 0 else
                f"not built: {', '.join(MISSING)} in {APPS}" if MISSING else
                "mpirun is not on PATH" if not shutil.which("mpirun") else None)
 
@@ -52,8 +41,4 @@ class GpuSmoke(TempDirTest):
 
 
 if __name__ == "__main__":
-    program = unittest.main(exit=False, verbosity=2)
-    outcome = program.result
-    if outcome.testsRun and len(outcome.skipped) == outcome.testsRun:
-        sys.exit(77)
-    sys.exit(0 if outcome.wasSuccessful() else 1)
+    main_for_ctest()
