@@ -1,5 +1,6 @@
 #include "bench/core/watchdog.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 #include "bench/core/errors.hpp"
@@ -44,6 +45,11 @@ void Watchdog::leave() {
   changed_.notify_all();
 }
 
+double abort_delay_seconds(int world_rank, int world_size, double timeout_seconds) {
+  if (world_rank == 0 || world_size < 2) return 0.0;
+  return std::min(timeout_seconds, kWriterGraceSeconds);
+}
+
 void Watchdog::watch() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stopping_) {
@@ -58,6 +64,11 @@ void Watchdog::watch() {
       const std::string text = message.str();
       lock.unlock();
       on_timeout_(text);
+      // Rank 0 writes -J. A stall anywhere holds rank 0 in the same collective, so its own watchdog
+      // fires within about this window and records status "timeout" before it aborts every rank;
+      // the other ranks wait that long before aborting, so their abort cannot cut the write short.
+      const double delay = abort_delay_seconds(context_.world_rank, context_.world_size, timeout_.count());
+      if (delay > 0) std::this_thread::sleep_for(std::chrono::duration<double>(delay));
       abort_all_ranks(context_, to_int(ExitCode::timeout));
     }
   }

@@ -14,6 +14,12 @@
 
 namespace cclbench {
 
+// After its message, a rank other than 0 waits this long (at most -T) before MPI_Abort, so rank 0,
+// the writer, has time to time out too and write -J with status "timeout" (a stalled rank holds
+// rank 0 in the same collective). 0 for rank 0 and for a single rank.
+inline constexpr double kWriterGraceSeconds = 10.0;
+double abort_delay_seconds(int world_rank, int world_size, double timeout_seconds);
+
 class Watchdog final : public PhaseMonitor {
  public:
   // `on_timeout(message)` runs on the watchdog thread before MPI_Abort (print, abort comms).

@@ -331,11 +331,8 @@ NcclBackend::NcclBackend(const Config& config, const MpiContext& mpi) : config_(
     // (Slurm, CUDA_VISIBLE_DEVICES per rank): the bus-id check below tells the two apart.
     for (int i = 0; i < per_process; ++i) devices.push_back(i);
   } else if ((mpi_.local_rank + 1) * per_process > visible) {
-    local_error = AgreedError{
-        ExitCode::usage, who + " needs GPUs " + std::to_string(mpi_.local_rank * per_process) + ".." +
-                             std::to_string((mpi_.local_rank + 1) * per_process - 1) + " but only " + visible_text +
-                             ": start at most " + std::to_string(visible / per_process) + " ranks per node with -g " +
-                             std::to_string(per_process) + ", or pass --share-gpu for a correctness-only run"};
+    local_error = AgreedError{ExitCode::usage, who + " " + too_few_gpus_message(visible_text, visible, per_process,
+                                                                              mpi_.local_rank, mpi_.local_size)};
   } else {
     for (int i = 0; i < per_process; ++i) devices.push_back(mpi_.local_rank * per_process + i);
   }
@@ -975,6 +972,20 @@ std::int64_t NcclBackend::count_wrong(const CaseSpec& spec, std::uint32_t rep) {
 }
 
 }  // namespace
+
+std::string too_few_gpus_message(const std::string& visible_text, int visible, int per_process, int local_rank,
+                                 int local_size) {
+  const std::string needs = "needs GPUs " + std::to_string(local_rank * per_process) + ".." +
+                            std::to_string((local_rank + 1) * per_process - 1) + " but only " + visible_text;
+  const std::string share = "or pass --share-gpu for a correctness-only run";
+  // Not even one process fits its -g: the fix is a smaller -g, not fewer ranks ("at most 0 ranks").
+  if (per_process > visible) {
+    return needs + ": -g " + std::to_string(per_process) + " asks for more GPUs than this node has; use -g " +
+           std::to_string(visible) + " or fewer" + (local_size > 1 ? " with one rank per node" : "") + ", " + share;
+  }
+  return needs + ": start at most " + std::to_string(visible / per_process) + " rank(s) per node with -g " +
+         std::to_string(per_process) + " (this node started " + std::to_string(local_size) + "), " + share;
+}
 
 std::string_view verification_mode(const CaseSpec& spec) {
   const bool reduces = descriptor_of(spec.collective).reduces;

@@ -55,6 +55,12 @@ std::vector<LocalGpuBinding> local_gpu_bindings(const Backend& backend);
 std::vector<std::string> local_gpu_bus_ids(const Backend& backend);
 nlohmann::json to_json(const LocalGpuBinding& binding);
 
+// The usage error when a rank needs more GPUs than its node shows (`visible_text` names the count
+// and CUDA_VISIBLE_DEVICES): what to start instead - fewer ranks per node, or a smaller -g when
+// one process alone asks for more GPUs than there are.
+std::string too_few_gpus_message(const std::string& visible_text, int visible, int per_process, int local_rank,
+                                 int local_size);
+
 // Visible CUDA devices; 0 on any CUDA error (no driver, no device), with the CUDA error string in
 // *error when given (empty when the count is valid).
 int visible_gpu_count(std::string* error = nullptr);

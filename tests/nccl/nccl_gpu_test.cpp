@@ -22,15 +22,17 @@
 #include "bench/core/pattern.hpp"
 #include "bench/nccl/nccl_backend.hpp"
 #include "kernels/pattern_kernels.hpp"
+#include "tests/tools/gpu_presence.hpp"
 
 namespace cclbench {
 namespace {
 
+// Skips without a GPU; fails when /dev/nvidia<N> or nvidia-smi shows one the product cannot see.
 #define SKIP_WITHOUT_GPU()                                                     \
   do {                                                                         \
     std::string gpu_error;                                                     \
     if (visible_gpu_count(&gpu_error) == 0) {                                  \
-      GTEST_SKIP() << "no CUDA device: " << gpu_error;                         \
+      SKIP_OR_FAIL_WITHOUT_GPU(gpu_error);                                     \
     }                                                                          \
   } while (0)
 
