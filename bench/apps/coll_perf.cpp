@@ -97,6 +97,17 @@ class ResultSink {
     return false;
   }
   std::size_t count() const { return records_.size(); }
+  // Every case skipped (none ok, none failed): the reason of the first, for the exit-7 message; empty
+  // when something was measured.
+  std::string nothing_measured_reason() const {
+    if (records_.empty()) return "";
+    for (const auto& record : records_) {
+      if (record.at("status") != "skipped") return "";
+    }
+    const auto& reason = records_.front().at("reason");
+    return "every case was skipped (" + std::to_string(records_.size()) + " case(s); first: " +
+           (reason.is_string() ? reason.get<std::string>() : std::string("no reason recorded")) + ")";
+  }
 
  private:
   void flush(const std::string& status) {
@@ -820,9 +831,19 @@ int run(int argc, char** argv) {
       mpi_check(MPI_Bcast(&gate_failed, 1, MPI_INT, 0, context.world), "MPI_Bcast(gate)", context);
     }
     if (gate_failed) return to_int(ExitCode::transport_mismatch);
-    int any_failed = writer && sink->any_failed() ? 1 : 0;
-    mpi_check(MPI_Bcast(&any_failed, 1, MPI_INT, 0, context.world), "MPI_Bcast(status)", context);
-    return any_failed ? to_int(ExitCode::cases_failed) : to_int(ExitCode::ok);
+    // README: 1 when a case failed; 7 when nothing was measured (every case skipped); else 0.
+    int exit_code = to_int(ExitCode::ok);
+    if (writer) {
+      const std::string nothing = sink->nothing_measured_reason();
+      if (sink->any_failed()) {
+        exit_code = to_int(ExitCode::cases_failed);
+      } else if (!nothing.empty()) {
+        exit_code = to_int(ExitCode::nothing_measured);
+        std::cerr << (std::string(program) + ": error: nothing measured: " + nothing + "\n");
+      }
+    }
+    mpi_check(MPI_Bcast(&exit_code, 1, MPI_INT, 0, context.world), "MPI_Bcast(status)", context);
+    return exit_code;
   } catch (const UsageError& error) {
     if (writer) std::cerr << (std::string(program) + ": error: " + error.what() + "\n");  // one write: ranks share stderr
     return to_int(ExitCode::usage);

@@ -444,10 +444,11 @@ class Baseline:
             self.log = None
 
 
+# Time columns are named as in coll_perf's --csv (time_us_<stat>), so one name means one thing in both files.
 SUMMARY_COLUMNS = ["point", "case_id", "collective", "backend", "nranks", "dtype", "op", "in_place", "bytes",
-                   "requested_bytes", "count", "iterations", "time_mean_us", "time_p50_us", "time_p95_us",
-                   "time_p99_us", "time_cv_pct", "batch_time_us", "algbw_gbps", "busbw_gbps", "wrong", "status",
-                   "reason", "emulated"]
+                   "requested_bytes", "count", "iterations", "time_us_mean", "time_us_p50", "time_us_p95",
+                   "time_us_p99", "time_us_cv_pct", "batch_time_us", "gated_time_us", "bandwidth_from", "algbw_gbps",
+                   "busbw_gbps", "wrong", "status", "reason", "emulated"]
 
 
 def write_summary_csv(path, records):
@@ -458,8 +459,7 @@ def write_summary_csv(path, records):
     for (_point, _case), record in sorted(latest_by_case(records).items()):
         time_us = record.get("time_us") if isinstance(record.get("time_us"), dict) else {}
         row = {key: record.get(key) for key in SUMMARY_COLUMNS}
-        row.update(time_mean_us=time_us.get("mean"), time_p50_us=time_us.get("p50"), time_p95_us=time_us.get("p95"),
-                   time_p99_us=time_us.get("p99"), time_cv_pct=time_us.get("cv_pct"))
+        row.update({f"time_us_{stat}": time_us.get(stat) for stat in ("mean", "p50", "p95", "p99", "cv_pct")})
         writer.writerow(["" if row[key] is None else (str(row[key]).lower() if isinstance(row[key], bool) else row[key])
                          for key in SUMMARY_COLUMNS])
     write_atomic(path, buffer.getvalue())

@@ -32,6 +32,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools"))
+from gpu_presence import skip_or_fail_reason  # noqa: E402
+
 SKIP = 77
 CRASH = re.compile(r"terminate called|what\(\):|Segmentation fault|core dumped|Traceback \(most recent")
 
@@ -131,6 +134,7 @@ def gpu_count(args):
                              "-n", "1", "-w", "0", "--quiet", "-J", json_path], base_env(), 300)
     if code == 7 and "no CUDA device" in err:
         return None, err.strip().splitlines()[-1]
+    # (a GPU that nvidia-smi or /dev/nvidia<N> shows but coll_perf does not is a failure: see main())
     check(code == 0, f"probe run failed (exit {code})\n" + describe(out, err))
     return True, ""
 
@@ -240,6 +244,8 @@ def g_path(args):
     code, out, err, _ = run([coll_perf(args), "-g", str(gpus + 1), "-b", "8K", "-e", "8K"], base_env(), 300)
     check(code == 2, f"-g {gpus + 1}: exit {code}, expected 2\n" + describe(out, err))
     check("only" in err and "visible" in err and re.search(r"host \S+", err), f"-g {gpus + 1}: unclear message\n{err}")
+    # Issue 15: it said "start at most 0 ranks per node"; it must say what to run instead.
+    check(f"use -g {gpus} or fewer" in err and "at most 0" not in err, f"-g {gpus + 1}: no remedy in\n{err}")
     return f"-g {gpus}: {len(document['cases'])} cases ok; -g {gpus + 1}: usage error"
 
 
@@ -261,6 +267,7 @@ def rank_per_gpu(args):
     code, out, err, _ = run(mpirun(args, gpus + 1, [coll_perf(args), "-b", "8K", "-e", "8K"], env), env, 300)
     check(code == 2, f"{gpus + 1} ranks on {gpus} GPUs: exit {code}, expected 2\n" + describe(out, err))
     check("--share-gpu" in err, f"the usage error does not mention --share-gpu\n{err}")
+    check(f"start at most {gpus} rank(s) per node" in err, f"{gpus + 1} ranks: the message does not say how many fit\n{err}")
     return f"{gpus} ranks: {len(document['cases'])} cases ok; {gpus + 1} ranks refused"
 
 
@@ -336,8 +343,9 @@ def stall(args):
     check(all(r["status"] == "ok" and r["wrong"] == 0 for r in records), "a finished record is not ok")
     with open(json_path) as handle:
         status = json.load(handle)["status"]
-    # rank 0 writes "timeout" when its own watchdog fires before mpirun ends it for rank 1's.
-    check(status in ("timeout", "running"), f"-J status {status!r}")
+    # The stalled rank 1 waits min(T, 10 s) before MPI_Abort (bench/core/watchdog.hpp), so rank 0's own
+    # watchdog fires and writes the final status: "running" would mean a stall left no verdict on disk.
+    check(status == "timeout", f"-J status {status!r}, expected 'timeout'")
     check(elapsed < 120 + timeout_s + margin_s, f"took {elapsed:.0f} s")
     return f"exit 4 in {elapsed:.0f} s, message: {message.group(0)[:120]}..., {len(records)} records kept, -J {status}"
 
@@ -372,7 +380,11 @@ def main():
     os.makedirs(args.work_dir, exist_ok=True)
     has_gpu, reason = gpu_count(args)
     if not has_gpu:
-        print(f"SKIP: no GPU for the NCCL backend: {reason}")
+        verdict, why = skip_or_fail_reason(reason)  # decided independently of coll_perf's own detection
+        if verdict == "fail":
+            print(f"FAIL {args.only}: {why}")
+            return 1
+        print(f"SKIP: no GPU for the NCCL backend: {why}")
         return SKIP
     try:
         summary = CHECKS[args.only](args)

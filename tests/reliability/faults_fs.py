@@ -5,7 +5,8 @@
                     user when the test runs as root, because root ignores modes): every tool refuses
                     before measuring, exit 2, one plain line, nothing created.
   readonly_mount    the same on a real read-only bind mount (EROFS), where a private mount
-                    namespace is available (unshare -m); reported as not run otherwise.
+                    namespace is available (unshare -m); SKIP with the reason otherwise (its
+                    own CTest test, reliability_faults_fs_readonly_mount, exit 77).
   full_midrun       the filesystem fills while coll_perf runs under mpirun (RLIMIT_FSIZE with
                     SIGXFSZ ignored: writes past the limit fail with EFBIG exactly like ENOSPC, and
                     the limit works for root and in containers): every rank exits non-zero within
@@ -132,7 +133,7 @@ os.execv(sys.argv[2], sys.argv[2:])
 def readonly_mount(args):
     if os.geteuid() != 0 or not shutil.which("unshare") or \
             subprocess.run(["unshare", "-m", "true"], stderr=subprocess.DEVNULL).returncode != 0:
-        return "not run: no private mount namespace here (needs root and unshare -m)"
+        raise rc.Skipped("no private mount namespace here (needs root and unshare -m)")
     work = rc.fresh_dir(os.path.join(args.work_dir, "readonly_mount"))
     folder = os.path.join(work, "ro")
     os.makedirs(folder)

@@ -17,12 +17,12 @@ EXTRA_MPIRUN = os.environ.get("CCLBENCH_TEST_MPIRUN_ARGS", "")
 
 
 def schema_for(*stems):
-    """The first existing results_schema/<stem>.schema.json, or None (schemas of other areas)."""
+    """The first existing results_schema/<stem>.schema.json; a missing schema fails the test, never skips it."""
     for stem in stems:
         path = os.path.join(SCHEMA_DIR, f"{stem}.schema.json")
         if os.path.exists(path):
             return os.path.basename(path)
-    return None
+    raise AssertionError(f"no schema in {SCHEMA_DIR} for {', '.join(stems)}")
 
 
 @unittest.skipIf(SKIP_REASON, SKIP_REASON)
@@ -34,8 +34,8 @@ class RealTools(TempDirTest):
         return args
 
     def assertValid(self, schema, *paths):
-        if schema is None:
-            return
+        self.assertTrue(schema, "no schema to validate against")
+        self.assertTrue(paths, f"no file to validate against {schema}")
         ok, errors = validate(schema, *paths)
         self.assertTrue(ok, f"{schema}: {errors}")
 

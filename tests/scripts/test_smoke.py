@@ -8,7 +8,9 @@ from helpers import TempDirTest, run_cli, validate
 
 class Smoke(TempDirTest):
     def smoke(self, run_id, *extra, env=None):
-        return run_cli(["smoke"] + self.fake_args(run_id) + list(extra), env=env)
+        # A generous budget (the default is 60 s): on a loaded shared CI machine the doubles alone can take
+        # longer, and only test_time_limit is about the budget (its own --time-limit comes later and wins).
+        return run_cli(["smoke", "--time-limit", "600"] + self.fake_args(run_id) + list(extra), env=env, timeout=900)
 
     def junit(self, path):
         suite = ElementTree.parse(path).getroot().find("testsuite")

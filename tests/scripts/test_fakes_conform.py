@@ -1,0 +1,167 @@
+"""The test doubles in fake_bin/ against the real tools: every output of each fake validates against
+the current schema, and has the keys (and, for CSV, the header) of the real tool's output for the same
+command. The real coll_perf --backend mpi runs under the real mpirun; the real topo_map reads the XML
+fixture the fake's model was captured from; the real nccl_evidence parses a committed NCCL log. The
+fake p2p_matrix has no real counterpart here (it needs GPUs): it is held to the schema's required keys.
+Skips (exit 77) when the real tools are not built."""
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import unittest
+
+from helpers import BINARY_DIR, FAKE_BIN, SCHEMA_DIR, SOURCE_DIR, TempDirTest, main_for_ctest, read_jsonl, validate
+
+APPS = os.path.join(BINARY_DIR, "bench", "apps")
+MISSING = [tool for tool in ("coll_perf", "topo_map", "nccl_evidence") if not os.access(os.path.join(APPS, tool), os.X_OK)]
+MPIRUN = shutil.which("mpirun")
+if not MPIRUN:
+    MISSING.append("mpirun")
+SKIP_REASON = f"not built or not installed: {', '.join(MISSING)} (looked in {APPS})" if MISSING else None
+TOPOLOGY_XML = os.path.join(SOURCE_DIR, "tests", "data", "topology", "rtxpro_2socket.xml")
+SYSFS = os.path.join(SOURCE_DIR, "tests", "data", "topology", "sysfs")
+EVIDENCE_LOGS = os.path.join(SOURCE_DIR, "tests", "data", "evidence", "logs", "ib_gdr_two_rails")
+COLL_ARGS = ["--backend", "mpi", "-b", "8K", "-e", "16K", "-n", "3", "-w", "1", "--coll", "all_reduce,alltoall",
+             "--quiet"]
+
+
+def reasonless(keys):
+    """Keys without the *_reason/*_note companions: which of value-or-reason a document carries is data."""
+    return {key for key in keys if not key.endswith(("_reason", "_note"))}
+
+
+def mpirun_env():
+    return dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                OMPI_MCA_mpi_yield_when_idle="1")
+
+
+@unittest.skipIf(SKIP_REASON, SKIP_REASON)
+class FakesMatchTheRealTools(TempDirTest):
+    @classmethod
+    def setUpClass(cls):
+        """One real coll_perf run (2 ranks, MPI backend) shared by the coll_perf checks."""
+        import tempfile
+        cls.real_dir = tempfile.mkdtemp(prefix="cclbench-real-")
+        outputs = cls.outputs(cls.real_dir)
+        result = subprocess.run([MPIRUN, "-np", "2", "--oversubscribe", "--bind-to", "none",
+                                 os.path.join(APPS, "coll_perf")] + COLL_ARGS + outputs,
+                                capture_output=True, text=True, env=mpirun_env(), timeout=600)
+        if result.returncode != 0:
+            raise AssertionError(f"real coll_perf exit {result.returncode}: {result.stderr[-3000:]}")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.real_dir, ignore_errors=True)
+
+    @staticmethod
+    def outputs(folder):
+        return ["-J", os.path.join(folder, "r.json"), "--jsonl", os.path.join(folder, "r.jsonl"),
+                "--csv", os.path.join(folder, "r.csv")]
+
+    def run_fake(self, name, args, env=None):
+        full_env = dict(os.environ, OMPI_COMM_WORLD_SIZE="2")
+        full_env.update(env or {})
+        result = subprocess.run([sys.executable, os.path.join(FAKE_BIN, name)] + args, capture_output=True, text=True,
+                                env=full_env, timeout=120)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return result
+
+    def load(self, folder):
+        with open(os.path.join(folder, "r.json")) as handle:
+            document = json.load(handle)
+        with open(os.path.join(folder, "r.csv"), newline="") as handle:
+            rows = list(csv.reader(handle))
+        return document, read_jsonl(os.path.join(folder, "r.jsonl")), rows
+
+    def test_fake_coll_perf_mpi_backend_has_the_real_keys_and_validates(self):
+        self.run_fake("coll_perf", COLL_ARGS + self.outputs(self.tmp))
+        real, real_lines, real_csv = self.load(self.real_dir)
+        fake, fake_lines, fake_csv = self.load(self.tmp)
+        for folder in (self.real_dir, self.tmp):
+            for schema, name in (("coll_perf.schema.json", "r.json"), ("case_record.schema.json", "r.jsonl")):
+                ok, errors = validate(schema, os.path.join(folder, name))
+                self.assertTrue(ok, f"{folder}/{name}: {errors}")
+        self.assertEqual(set(fake), set(real), "-J top-level keys")
+        self.assertEqual(fake["schema_version"], real["schema_version"])
+        self.assertEqual(reasonless(fake["manifest"]), reasonless(real["manifest"]), "manifest keys")
+        self.assertEqual(reasonless(fake["manifest"]["versions"]), reasonless(real["manifest"]["versions"]))
+        self.assertEqual(reasonless(fake["bindings"][0]), reasonless(real["bindings"][0]), "binding record keys")
+        self.assertEqual(len(fake["cases"]), len(real["cases"]))
+        for fake_case, real_case in zip(fake["cases"], real["cases"]):
+            self.assertEqual(set(fake_case), set(real_case), real_case["case_id"])
+            self.assertEqual(set(fake_case["time_us"]), set(real_case["time_us"]))
+            for key in ("case_id", "schema_version", "point", "bytes", "count", "send_bytes", "recv_bytes",
+                        "requested_bytes", "gated_time_us", "bandwidth_from", "nranks", "backend"):
+                self.assertEqual(fake_case[key], real_case[key], f"{real_case['case_id']}: {key}")
+        self.assertEqual([set(line) for line in fake_lines], [set(line) for line in real_lines], "JSONL keys")
+        self.assertEqual(fake_csv[0], real_csv[0], "CSV header")
+        self.assertEqual([row[1] for row in fake_csv[1:]], [row[1] for row in real_csv[1:]], "CSV case ids")
+
+    def test_fake_coll_perf_nccl_backend_validates(self):
+        """No NCCL run here: the NCCL-only sections are held to the schema (and the transport evidence to
+        the real nccl_evidence's keys in the next test)."""
+        self.run_fake("coll_perf", ["--backend", "nccl", "-b", "8K", "-e", "8K", "--expect-transport", "intra=P2P",
+                                    "--nccl-log-dir", os.path.join(self.tmp, "nccl")] + self.outputs(self.tmp),
+                      env={"OMPI_COMM_WORLD_SIZE": "16"})
+        for schema, name in (("coll_perf.schema.json", "r.json"), ("case_record.schema.json", "r.jsonl")):
+            ok, errors = validate(schema, os.path.join(self.tmp, name))
+            self.assertTrue(ok, f"{name}: {errors}")
+        document, lines, rows = self.load(self.tmp)
+        self.assertTrue(all(case["bandwidth_from"] == "gated_time_us" and case["gated_time_us"] > 0
+                            for case in document["cases"]))
+        self.assertEqual(rows[0][-2:], ["gated_time_us", "bandwidth_from"])
+
+    def test_fake_transport_evidence_has_the_real_nccl_evidence_keys(self):
+        out = os.path.join(self.tmp, "evidence.json")
+        real = subprocess.run([os.path.join(APPS, "nccl_evidence"), "--json", out, EVIDENCE_LOGS],
+                              capture_output=True, text=True, timeout=120)
+        self.assertEqual(real.returncode, 0, real.stderr)
+        ok, errors = validate("nccl_evidence.schema.json", out)
+        self.assertTrue(ok, errors)
+        with open(out) as handle:
+            evidence = json.load(handle)
+        self.run_fake("coll_perf", ["--backend", "nccl", "-b", "8K", "-e", "8K", "-J", os.path.join(self.tmp, "f.json")],
+                      env={"OMPI_COMM_WORLD_SIZE": "16"})
+        with open(os.path.join(self.tmp, "f.json")) as handle:
+            fake = json.load(handle)["transport"]["evidence"]
+        self.assertLessEqual(set(fake), set(evidence), "the fake's evidence keys exist in the real output")
+        real_comm = evidence["communicators"][0]
+        for communicator in fake["communicators"]:
+            self.assertLessEqual(set(communicator), set(real_comm))
+            for device in communicator["net_devices_used"]:
+                self.assertLessEqual(set(device), set(real_comm["net_devices_used"][0]))
+
+    def test_fake_topo_map_matches_the_real_topo_map_on_the_same_xml(self):
+        real_out, fake_out = os.path.join(self.tmp, "real.json"), os.path.join(self.tmp, "fake.json")
+        real = subprocess.run([os.path.join(APPS, "topo_map"), "--xml", TOPOLOGY_XML, "--sysfs-root", SYSFS,
+                               "--json", real_out], capture_output=True, text=True, timeout=120)
+        self.assertEqual(real.returncode, 0, real.stderr)
+        self.run_fake("topo_map", ["--json", fake_out])
+        for path in (real_out, fake_out):
+            ok, errors = validate("topology.schema.json", path)
+            self.assertTrue(ok, f"{path}: {errors}")
+        with open(real_out) as handle:
+            real_model = json.load(handle)
+        with open(fake_out) as handle:
+            fake_model = json.load(handle)
+        self.assertEqual(set(fake_model), set(real_model), "top-level keys")
+        for key in sorted(set(real_model) - {"host", "source", "tool"}):  # host: the fake uses this one's name
+            self.assertEqual(fake_model[key], real_model[key], f"{key}: the fake's model drifted from topo_map --xml")
+
+    def test_fake_p2p_matrix_validates_and_carries_every_required_key(self):
+        out = os.path.join(self.tmp, "p2p.json")
+        self.run_fake("p2p_matrix", ["--json", out])
+        ok, errors = validate("p2p_matrix.schema.json", out)
+        self.assertTrue(ok, errors)
+        with open(os.path.join(SCHEMA_DIR, "p2p_matrix.schema.json")) as handle:
+            schema = json.load(handle)
+        with open(out) as handle:
+            document = json.load(handle)
+        self.assertLessEqual(set(schema.get("required", [])), set(document))
+        self.assertEqual(set(schema["properties"]), set(document), "every documented top-level key, no other")
+
+
+if __name__ == "__main__":
+    main_for_ctest()
