@@ -212,6 +212,16 @@ class P2pSchemaTest : public ::testing::Test {
 
 TEST_F(P2pSchemaTest, SyntheticReportValidates) { EXPECT_EQ(validate(to_json(synthetic_report())), 0); }
 
+// The JSON this writer produces, through `cclbench report`'s P2P section: src row -> dst column.
+TEST_F(P2pSchemaTest, WrittenJsonThroughTheCclbenchReportKeepsSrcRowsAndDstColumns) {
+  const std::string path = dir_ + "/p2p.json";
+  write_file_atomic(path, to_json(synthetic_report()).dump(2));
+  const std::string command = std::string("/usr/bin/python3 ") + CCLBENCH_SOURCE_DIR + "/tests/p2p/p2p_report_orientation.py " +
+                              CCLBENCH_SOURCE_DIR + " " + path;
+  const int status = std::system(command.c_str());
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << command;
+}
+
 TEST_F(P2pSchemaTest, NoDeviceReportValidates) {
   Report r;
   r.host = "ci";

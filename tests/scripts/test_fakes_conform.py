@@ -99,6 +99,25 @@ class FakesMatchTheRealTools(TempDirTest):
         self.assertEqual(fake_csv[0], real_csv[0], "CSV header")
         self.assertEqual([row[1] for row in fake_csv[1:]], [row[1] for row in real_csv[1:]], "CSV case ids")
 
+    def test_real_coll_perf_csv_equals_its_json_cell_by_cell(self):
+        """coll_perf --csv against -J, every cell: same rows, same order, numbers equal after parsing, empty cell
+        for null (never 0), true/false for booleans."""
+        real, _lines, rows = self.load(self.real_dir)
+        header, body = rows[0], rows[1:]
+        self.assertEqual(len(body), len(real["cases"]))
+        for row, case in zip(body, real["cases"]):
+            for column, cell in zip(header, row):
+                value = case["time_us"][column[len("time_us_"):]] if column.startswith("time_us_") else case[column]
+                where = f"{case['case_id']} {column}"
+                if value is None:
+                    self.assertEqual(cell, "", where)
+                elif isinstance(value, bool):
+                    self.assertEqual(cell, "true" if value else "false", where)
+                elif isinstance(value, (int, float)):
+                    self.assertAlmostEqual(float(cell), float(value), delta=abs(value) * 1e-12, msg=where)
+                else:
+                    self.assertEqual(cell, str(value), where)
+
     def test_fake_coll_perf_nccl_backend_validates(self):
         """No NCCL run here: the NCCL-only sections are held to the schema (and the transport evidence to
         the real nccl_evidence's keys in the next test)."""
