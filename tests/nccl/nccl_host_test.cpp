@@ -52,7 +52,9 @@ TEST(GpuEnvironmentHost, CountAndReportAgreeAndExplainMissingGpus) {
   EXPECT_GE(count, 0);
   // Decided independently (/dev/nvidia<N>, nvidia-smi -L): a GPU here must be seen by the product.
   const std::string evidence = cclbench_test::independent_gpu_evidence();
-  if (!evidence.empty()) EXPECT_GT(count, 0) << "a GPU is present (" << evidence << ") but visible_gpu_count says 0: " << error;
+  if (!evidence.empty()) {
+    EXPECT_GT(count, 0) << "a GPU is present (" << evidence << ") but visible_gpu_count says 0: " << error;
+  }
   if (count == 0) {
     EXPECT_FALSE(error.empty()) << "zero GPUs must come with the CUDA error";
   }

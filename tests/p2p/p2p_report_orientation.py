@@ -30,6 +30,14 @@ def main(argv):
     with tempfile.TemporaryDirectory() as plots:
         lines = report.p2p_section(types.SimpleNamespace(p2p={"node1": document}), None, plots)
     text = "\n".join(lines)
+    try:
+        return check(text.splitlines(), text)
+    except (KeyError, IndexError, StopIteration, ValueError) as error:
+        print(f"FAIL: the P2P section does not have the expected shape ({error!r}):\n{text}", file=sys.stderr)
+        return 1
+
+
+def check(lines, text):
     header, rows = table_after(lines, "**d2d_ce_write_uni**")
     failures = []
     if header != ["src \\ dst", "0", "1"]:
