@@ -1,0 +1,103 @@
+// case_record() and the console table as units: the record's fields and nulls-with-meaning, and the
+// nccl-tests two-half table with "-" for missing values. Expected values are written out by hand.
+#include "bench/core/reporters.hpp"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+
+#include "bench/collectives/collective.hpp"
+#include "bench/core/case.hpp"
+
+namespace cclbench {
+namespace {
+
+CaseResult all_reduce_8k(bool in_place, std::optional<double> gated) {
+  CaseResult result;
+  result.spec.collective = Collective::all_reduce;
+  result.spec.dtype = DataType::float32;
+  result.spec.op = ReduceOp::sum;
+  result.spec.in_place = in_place;
+  result.spec.requested_bytes = 8192;
+  result.spec.nranks = 4;
+  result.spec.counts = descriptor_of(Collective::all_reduce).byte_counts(8192, 4, 4);
+  result.backend = "nccl";
+  result.iterations = 3;
+  result.warmup = 1;
+  result.check_iterations = 1;
+  result.time_us = TimeStats{20.0, 18.0, 19.0, 25.0, 26.0, 26.0, 5.0};
+  result.batch_time_us = 21.0;
+  result.gated_time_us = gated;
+  // 8192 B / 16.384 us = 0.5 GB/s; all_reduce busbw x 2(n-1)/n = 1.5 for n = 4.
+  result.algbw_gbps = 0.5;
+  result.busbw_gbps = 0.75;
+  result.wrong = 0;
+  result.status = CaseStatus::ok;
+  result.samples_us = {18.0, 19.0, 23.0};
+  return result;
+}
+
+TEST(CaseRecord, CarriesPointEmulatedSchemaAndBandwidthSource) {
+  const nlohmann::json record = case_record(all_reduce_8k(false, 16.384), "intra.node1", false);
+  EXPECT_EQ(record.at("schema_version"), "1.1.0");
+  EXPECT_EQ(record.at("case_id"), "all_reduce.float.sum.out.8K");
+  EXPECT_EQ(record.at("point"), "intra.node1");
+  EXPECT_EQ(record.at("emulated"), false);
+  EXPECT_EQ(record.at("bytes"), 8192);
+  EXPECT_EQ(record.at("count"), 2048);
+  EXPECT_EQ(record.at("gated_time_us"), 16.384);
+  EXPECT_EQ(record.at("bandwidth_from"), "gated_time_us");
+  EXPECT_EQ(record.at("time_us").at("p50"), 19.0);
+  EXPECT_EQ(record.at("wrong"), 0);
+  EXPECT_EQ(record.at("status"), "ok");
+  EXPECT_TRUE(record.at("reason").is_null());
+  EXPECT_EQ(record.at("samples_us").size(), 3u);
+}
+
+TEST(CaseRecord, MissingValuesAreNullNeverZero) {
+  CaseResult skipped = all_reduce_8k(true, std::nullopt);
+  skipped.time_us.reset();
+  skipped.batch_time_us.reset();
+  skipped.algbw_gbps.reset();
+  skipped.busbw_gbps.reset();
+  skipped.wrong.reset();
+  skipped.samples_us.clear();
+  skipped.status = CaseStatus::skipped;
+  skipped.reason = "MPI has no bfloat16 type";
+  const nlohmann::json record = case_record(skipped, "", true);
+  for (const char* key : {"time_us", "batch_time_us", "gated_time_us", "algbw_gbps", "busbw_gbps", "wrong"}) {
+    EXPECT_TRUE(record.at(key).is_null()) << key << ": " << record.at(key);
+  }
+  EXPECT_EQ(record.at("status"), "skipped");
+  EXPECT_EQ(record.at("reason"), "MPI has no bfloat16 type");
+  EXPECT_EQ(record.at("emulated"), true);
+  EXPECT_EQ(record.at("case_id"), "all_reduce.float.sum.in.8K");
+}
+
+TEST(ConsoleTable, OutOfPlaceAndInPlaceShareALineAndMissingPrintsDash) {
+  std::ostringstream out;
+  {
+    ConsoleTable table(out);
+    table.add(all_reduce_8k(false, std::nullopt));
+    CaseResult in_place = all_reduce_8k(true, std::nullopt);
+    in_place.wrong.reset();  // not checked
+    table.add(in_place);
+    table.finish();
+  }
+  const std::string text = out.str();
+  // One data line for 8192 B holding both halves: out-of-place wrong 0, in-place wrong "-".
+  std::istringstream lines(text);
+  std::string line;
+  int data_lines = 0;
+  while (std::getline(lines, line)) {
+    if (line.find("8192") == std::string::npos || line.rfind("#", 0) == 0) continue;
+    ++data_lines;
+    EXPECT_NE(line.find("0.75"), std::string::npos) << line;
+    EXPECT_NE(line.find(" - "), std::string::npos) << "an unchecked in-place half prints '-': " << line;
+  }
+  EXPECT_EQ(data_lines, 1) << text;
+}
+
+}  // namespace
+}  // namespace cclbench
