@@ -75,7 +75,9 @@ def add_plan_options(parser):
     what.add_argument("--coll", default=",".join(DEFAULT_COLLECTIVES), help="collectives (default: the four)")
     what.add_argument("-n", "--iters", type=positive_int("-n", 1, 1 << 24), default=20, help="timed iterations (default 20)")
     what.add_argument("-w", "--warmup_iters", type=positive_int("-w", 0, 1 << 20), default=5, help="warmup iterations (default 5)")
-    what.add_argument("--repeat", type=positive_int("--repeat", 1, 100), default=1, help="repeat every point N times (default 1)")
+    what.add_argument("--repeat", type=positive_int("--repeat", 1, 100), default=3,
+                      help="run every timed point N times, each a separate launch, interleaved across points; the "
+                           "headline is the median (default 3)")
     what.add_argument("--cross-nic", default=",".join(str(v) for v in DEFAULT_CROSS_NIC),
                       help="NCCL_CROSS_NIC values for the multi-node sweep (default 0,1,2)")
     what.add_argument("--expect-transport", default=DEFAULT_EXPECT,
@@ -83,7 +85,8 @@ def add_plan_options(parser):
     what.add_argument("--no-tuning-probe", dest="tuning_probe", action="store_false",
                       help="do not ask coll_perf for its untimed TUNING probe (algorithm/protocol per size)")
     what.add_argument("--sysfs-root", help="coll_perf --sysfs-root for rail counters (default: coll_perf's, /sys)")
-    what.add_argument("--cv-gate", default="3%", help="fail when a case's CV across repeats exceeds this (default 3%%)")
+    what.add_argument("--cv-gate", default="3%", help="fail when a case's CV across repeats exceeds this and its "
+                      "median is not stable either (the repeat rule in the README; default 3%%)")
     what.add_argument("--timeout", type=positive_int("--timeout", 1, 1 << 24), help="coll_perf -T per case, seconds")
     what.add_argument("--launch-timeout", type=seconds("--launch-timeout"), help="kill a launch after this many seconds")
     add_launcher_options(parser)

@@ -16,7 +16,7 @@ from . import SCHEMA_VERSION, TOOL_VERSION
 from .common import (CclbenchError, UsageError, allowlisted_env, format_size, make_dirs, open_append, read_json,
                      terminate_last_line, utc_now, write_atomic, write_json_atomic)
 from .plan import Planner, format_launch, plan_mode
-from .records import describe_problem, group_repeats, latest_by_case, load_cases, point_completeness, repeat_cv
+from .records import describe_problem, group_repeats, latest_by_case, load_cases, point_completeness, repeat_verdict
 
 COLL_KINDS = ("intra", "inter", "local")
 EXIT_MEANINGS = {0: "ok", 1: "some case failed or data was wrong", 2: "bad usage", 3: "transport expectation failed",
@@ -401,9 +401,10 @@ class Baseline:
         if self.inputs["repeat"] > 1:
             gate = self.inputs["cv_gate_pct"]
             for (base, case_id), group in sorted(group_repeats(records).items()):
-                value = repeat_cv(group)
-                if value is not None and value > gate:
-                    cv_failures.append({"point": base, "case_id": case_id, "cv_pct": round(value, 3)})
+                verdict = repeat_verdict(group, gate)  # None for emulated and MPI-backend records
+                if verdict is not None and not verdict["passed"]:
+                    cv_failures.append({"point": base, "case_id": case_id, "cv_pct": round(verdict["cv_pct"], 3),
+                                        "robust_pct": round(verdict["robust_pct"], 3)})
             self.manifest["gates"]["repeat_cv_failures"] = cv_failures
         status = "complete" if not failures and not cv_failures else "failed"
         self.finish(status)
@@ -415,8 +416,9 @@ class Baseline:
         if cv_failures:
             worst = max(cv_failures, key=lambda item: item["cv_pct"])
             raise CclbenchError(f"{len(cv_failures)} case(s) vary across repeats above the CV gate of "
-                                f"{self.inputs['cv_gate_pct']}%, worst {worst['point']} {worst['case_id']} "
-                                f"at {worst['cv_pct']:.2f}%")
+                                f"{self.inputs['cv_gate_pct']}% with no stable median (robust dispersion above the "
+                                f"gate too), worst {worst['point']} {worst['case_id']} at CV {worst['cv_pct']:.2f}%, "
+                                f"robust {worst['robust_pct']:.2f}%")
         print(f"cclbench: run complete: {self.run_dir}", file=sys.stderr)
         return 0
 
