@@ -115,6 +115,8 @@ def build_parser():
     compare.add_argument("--out", help="write the markdown here instead of stdout")
     compare.add_argument("--threshold", default="2%", help="smallest difference ever called a change (default 2%%)")
     compare.add_argument("--fail-above", default="5%", help="a slowdown above this is a regression (default 5%%)")
+    compare.add_argument("--host-times", action="store_true",
+                         help="also give MPI-backend (host memory) cases time verdicts (default: correctness only)")
     smoke = sub.add_parser("smoke", help="single-GPU CI smoke test (< 60 s), JUnit XML out")
     add_launcher_options(smoke)
     smoke.add_argument("--junit", help="JUnit XML path (default RUN_DIR/smoke.junit.xml)")
@@ -298,7 +300,7 @@ def cmd_compare(args):
     from .compare import run_compare
     threshold = parse_percent(args.threshold, "--threshold")
     fail_above = parse_percent(args.fail_above, "--fail-above")
-    regressions = run_compare(args.run_a, args.run_b, threshold, fail_above, args.out, sys.stdout)
+    regressions = run_compare(args.run_a, args.run_b, threshold, fail_above, args.out, sys.stdout, args.host_times)
     if regressions:
         print(f"cclbench: error: {len(regressions)} regression(s), first: {regressions[0]}", file=sys.stderr)
         return 1
