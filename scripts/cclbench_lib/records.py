@@ -128,14 +128,6 @@ def point_completeness(records, launch):
     return (not missing and not failed), missing, failed
 
 
-def median_time_us(record):
-    time_us = record.get("time_us")
-    if isinstance(time_us, dict):
-        for key in ("p50", "mean"):
-            value = time_us.get(key)
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
-                return float(value)
-    return None
 
 
 def cv_pct(values):
@@ -148,18 +140,6 @@ def cv_pct(values):
     return statistics.stdev(values) / mean * 100.0
 
 
-def sample_noise_pct(record):
-    """Relative standard error of the median from per-iteration samples (1.2533 sigma / sqrt(n)),
-    falling back to the record's cv_pct with its iteration count; None when nothing is known."""
-    samples = [s for s in (record.get("samples_us") or []) if isinstance(s, (int, float)) and s > 0]
-    if len(samples) >= 2:
-        return 1.2533 * cv_pct(samples) / math.sqrt(len(samples))
-    time_us = record.get("time_us") or {}
-    cv = time_us.get("cv_pct") if isinstance(time_us, dict) else None
-    iterations = record.get("iterations") or 0
-    if isinstance(cv, (int, float)) and iterations and iterations > 1:
-        return 1.2533 * cv / math.sqrt(iterations)
-    return None
 
 
 def group_repeats(records):
@@ -266,9 +246,6 @@ def repeat_verdict(records_of_case, gate_pct):
             "host_bound": host_bound, "limit_pct": limit, "verdict": verdict, "passed": verdict != "FAIL"}
 
 
-def repeat_cv(records_of_case):
-    """CV (%) of the bandwidth time across sound repeats of one case; None with fewer than 2."""
-    return cv_pct([bandwidth_time_us(r) for r in records_of_case if record_is_sound(r)])
 
 
 def require_run_dir(path):
