@@ -781,25 +781,31 @@ def repeats_section(data, cv_gate):
 
 
 def correctness_only_section(data):
-    """Emulated and MPI-backend points: what they prove (correctness), with their wrong counts."""
+    """Emulated and MPI-backend points: what they prove (correctness), with their wrong counts. A case
+    counts as ok when every repeat of it is, as failed when any repeat failed or computed wrong data."""
     per_point = {}
-    for (point, _case), record in sorted(data.latest.items()):
+    for (point, case_id), record in sorted(data.latest.items()):
         if is_correctness_only(record):
-            per_point.setdefault((base_point_of(point), measurement_class(record)), []).append(record)
+            cases = per_point.setdefault((base_point_of(point), measurement_class(record)), {"points": set(), "cases": {}})
+            cases["points"].add(point)
+            cases["cases"].setdefault(case_id, []).append(record)
     if not per_point:
         return []
     rows = []
-    for (base, cls), records in per_point.items():
-        wrong = sum(int(r["wrong"]) for r in records if isinstance(r.get("wrong"), int) and not isinstance(r["wrong"], bool))
-        checked = sum(1 for r in records if isinstance(r.get("wrong"), int) and not isinstance(r["wrong"], bool))
-        rows.append((base, CLASS_LABELS[cls], len(records), sum(1 for r in records if record_is_sound(r)),
-                     sum(1 for r in records if was_skipped(r)),
-                     sum(1 for r in records if not record_is_sound(r) and not was_skipped(r)), checked, wrong))
+    for (base, cls), found in per_point.items():
+        groups = list(found["cases"].values())
+        skipped = [g for g in groups if all(was_skipped(r) for r in g)]
+        failed = [g for g in groups if g not in skipped and any(not record_is_sound(r) and not was_skipped(r) for r in g)]
+        wrong = sum(int(r["wrong"]) for g in groups for r in g
+                    if isinstance(r.get("wrong"), int) and not isinstance(r["wrong"], bool))
+        rows.append((base, CLASS_LABELS[cls], len(found["points"]), len(groups), len(groups) - len(skipped) - len(failed),
+                     len(skipped), len(failed), wrong))
     return ["## Correctness-only points", "",
             "Emulated ranks (several ranks time-slicing one GPU over sockets) and the MPI backend (host memory) "
             "prove the code paths and the data; their times are not GPU figures, so they feed no anomaly but wrong "
-            "data and failures, no gate, headline table, plot or compare time verdict.", "",
-            md_table(["point", "what", "cases", "ok", "skipped", "failed or wrong", "checked", "wrong elements"], rows), ""]
+            "data and failures, no gate, headline table, plot or compare time verdict. A case is ok when every "
+            "repeat of it is.", "",
+            md_table(["point", "what", "repeats", "cases", "ok", "skipped", "failed or wrong", "wrong elements"], rows), ""]
 
 
 def p2p_matrices(document):

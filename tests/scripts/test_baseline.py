@@ -90,7 +90,7 @@ class LocalRuns(BaselineRuns):
         self.assertLess(text.index("## Anomalies"), text.index("## Environment"), "anomalies come first")
         self.assertIn("None found", text)
         # The MPI backend on a GPU-less machine measures host memory: correctness only, no headline.
-        self.assertIn("| local.mpi4 | MPI backend on host memory: correctness only | 24 | 24 | 0 | 0 | 24 | 0 |", text)
+        self.assertIn("| local.mpi4 | MPI backend on host memory: correctness only | 1 | 24 | 24 | 0 | 0 | 0 |", text)
         self.assertNotIn("### all_reduce", text)
         self.assertIn("No GPU-timed point in this run", text)
         self.assertNotIn("](plots/", text, "no plot of host-memory times")
@@ -202,7 +202,7 @@ class LocalRuns(BaselineRuns):
         self.assertIn("| size | local.gpu1 |", text)
         self.assertNotIn("| size | local.gpu1 | local.share-gpu4 |", text, "the emulated point feeds no table")
         # 7 collectives x 3 sizes x 2 placements; coll_perf's double writes every one.
-        self.assertIn("| local.share-gpu4 | emulated: correctness only | 42 | 42 | 0 | 0 | 42 | 0 |", text)
+        self.assertIn("| local.share-gpu4 | emulated: correctness only | 1 | 42 | 42 | 0 | 0 | 0 |", text)
         self.assertIn("24 ok.", text, "24 cases of the one-rank point pass the repeat gate")
 
     def test_repeat_cv_gate(self):

@@ -58,7 +58,7 @@ class RealTools(TempDirTest):
         self.assertEqual(report.returncode, 0, report.stderr)
         text = read_text(os.path.join(run, "report.md"))
         # Three repeats by default; host-memory times are correctness only: no headline table, no gate.
-        self.assertIn("| local.mpi4 | MPI backend on host memory: correctness only | 24 | 24 | 0 | 0 | 24 | 0 |", text)
+        self.assertIn("| local.mpi4 | MPI backend on host memory: correctness only | 3 | 24 | 24 | 0 | 0 | 0 |", text)
         self.assertNotIn("### alltoall", text)
         self.assertIn("not available: MPI backend", text)  # coll_perf's transport_reason, or ours
         self.assertIn("_not available: MPI backend (no NCCL)_", text)

@@ -112,8 +112,8 @@ class ReportRules(TempDirTest):
         self.assertEqual(table.count("\n| "), 2, "header and the wrong-data row only:\n" + table)
         self.assertNotIn("CV", anomalies)
         self.assertNotIn("above physical limit", anomalies)
-        self.assertIn("| local.share-gpu4 | emulated: correctness only | 6 | 6 | 0 | 0 | 6 | 0 |", text)
-        self.assertIn("| local.mpi4 | MPI backend on host memory: correctness only | 6 | 5 | 0 | 1 | 6 | 6 |", text)
+        self.assertIn("| local.share-gpu4 | emulated: correctness only | 3 | 2 | 2 | 0 | 0 | 0 |", text)
+        self.assertIn("| local.mpi4 | MPI backend on host memory: correctness only | 3 | 2 | 1 | 0 | 1 | 6 |", text)
         # Headline tables: the GPU point only; its median bandwidth time over repeats (10.02 us).
         results = text.split("## Results per collective")[1].split("## Repeatability")[0]
         self.assertIn("| size | local.gpu1 |\n|---|---|\n| 8K | 10.02 |", results.split("time (us)")[1])
