@@ -7,6 +7,7 @@ import unittest
 from helpers import TempDirTest, read_text, run_cli
 
 from cclbench_lib.records import bandwidth_time_us, repeat_verdict
+from cclbench_lib.report import RunData, table_cells
 
 
 def record(point, case_id, gated, batch=None, mean=None, backend="nccl", emulated=False, wrong=0, cv=1.0,
@@ -88,6 +89,7 @@ class ReportRules(TempDirTest):
         result = run_cli(["report", run], env={"CCLBENCH_NO_MATPLOTLIB": "1"})
         self.assertEqual(result.returncode, 0, result.stderr)
         text = read_text(os.path.join(run, "report.md"))
+        self.run_dir = run
         return text, text[text.index("## Anomalies"):text.index("## Environment")]
 
     def test_emulated_and_mpi_points_are_correctness_only(self):
@@ -119,6 +121,8 @@ class ReportRules(TempDirTest):
         self.assertIn("| size | local.gpu1 |\n|---|---|\n| 8K | 10.02 |", results.split("time (us)")[1])
         self.assertNotIn("share-gpu", results)
         self.assertNotIn("mpi4", results)
+        # The cells behind every headline table and plot hold the GPU point only.
+        self.assertEqual({base for (_coll, base, _size) in table_cells(RunData(self.run_dir))}, {"local.gpu1"})
         repeat_table = text.split("## Repeatability")[1].split("##")[0]
         self.assertIn("| local.gpu1 | all_reduce.float.sum.out.8K | 3 | 10.02 |", repeat_table)
         self.assertIn("| 20.00 | ok |", repeat_table, "per-iteration CV stays a column")
