@@ -16,8 +16,10 @@ from .launcher import LAUNCHER_CHOICES, choose_launcher
 from .plan import (DEFAULT_COLLECTIVES, DEFAULT_CROSS_NIC, DEFAULT_EXPECT, Planner, format_launch, parse_collectives,
                    parse_cross_nic, parse_hcas, plan_mode)
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-DEFAULT_BIN_DIR = os.path.join(REPO_ROOT, "build", "bench", "apps")
+from . import locations
+
+# The build tree's programs in a checkout, PREFIX/bin when installed (locations.py).
+DEFAULT_BIN_DIR = locations.bin_dir()
 
 
 class Parser(argparse.ArgumentParser):
@@ -25,6 +27,14 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message):
         raise UsageError(message)
+
+
+class VersionAction(argparse.Action):
+    """--version, unwrapped (argparse's version action re-flows long paths across lines)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"cclbench {TOOL_VERSION} (programs: {DEFAULT_BIN_DIR}; schemas: {locations.schema_dir()})")
+        parser.exit()
 
 
 def positive_int(what, low=1, high=1 << 30):
@@ -98,7 +108,8 @@ def add_plan_options(parser):
 def build_parser():
     parser = Parser(prog="cclbench", description="cclbench orchestration: one-command communication baseline, "
                     "report, compare and CI smoke test.")
-    parser.add_argument("--version", action="version", version=f"cclbench {TOOL_VERSION}")
+    parser.add_argument("--version", action=VersionAction, nargs=0, help="show the version and where the programs "
+                        "and schemas are, then exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     sub.required = True
     plan = sub.add_parser("plan", help="print every launch of a baseline, one command line each, without running")
