@@ -62,6 +62,13 @@ def run(argv, env=None, preexec=None, timeout=120, cwd=None):
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout, cwd=cwd)
 
 
+def run_quietly(argv, preexec):
+    try:
+        return run(argv, preexec=preexec, cwd="/").returncode == 0
+    except OSError:
+        return False
+
+
 def refusal_rows(args, folder):
     """(name, argv) of every tool asked to write into `folder`."""
     out = lambda name: os.path.join(folder, name)  # noqa: E731
@@ -143,10 +150,15 @@ def nobody_stage(args):
                     os.chmod(path, 0o755 if os.access(path, os.X_OK) else 0o644)
             os.chmod(stage, 0o755)
             probe = run([os.path.join(stage, "bin", "topo_map"), "--help"], preexec=as_nobody, cwd="/")
-            if probe.returncode == 0:
+            # cclbench runs under an interpreter that user can reach too (not one under /root).
+            python = next((candidate for candidate in (args.python, "/usr/bin/python3")
+                           if os.path.exists(candidate) and run_quietly([candidate, "-c", "pass"], as_nobody)), None)
+            if probe.returncode == 0 and python:
                 staged = argparse.Namespace(**vars(args))
-                staged.source_dir, staged.bin_dir = stage, os.path.join(stage, "bin")
+                staged.source_dir, staged.bin_dir, staged.python = stage, os.path.join(stage, "bin"), python
                 return staged, stage
+            if not python:
+                reasons.append(f"no python3 that uid {NOBODY} can run ({args.python}, /usr/bin/python3)")
             reasons.append(f"{base}: topo_map --help as uid {NOBODY} exited {probe.returncode}: "
                            f"{probe.stderr.decode(errors='replace').strip()[-200:]!r}")
         except OSError as error:
