@@ -242,6 +242,7 @@ def merge(host_documents, planned_hosts=None):
             checks.append(dict(result("host_report", "fail", host, "host",
                                       f"no doctor result from {host}: see run.log; is scripts/cclbench at the same "
                                       "path there?"), host=host))
+            versions[host] = None
             continue
         roots = roots or document.get("roots")
         for check in document["checks"]:
@@ -249,7 +250,7 @@ def merge(host_documents, planned_hosts=None):
                 checks.append(dict(check, host=host))
         found = document.get("versions") or {}
         versions[host] = next(iter(found.values()), None) if found else None
-    reported = {host: value for host, value in versions.items() if value is not None}
+    reported = {host: value for host, value in versions.items() if isinstance(value, dict)}
     for item in compare_versions(reported):
         checks.append(dict(item, host="*"))
     counts, overall = summarize(checks)

@@ -135,6 +135,7 @@ class PciDevice:
         self.link_raw = {}     # ... -> raw text, or None when absent
         self.iommu_group = None
         self.problems = []     # unreadable attributes, with reasons
+        self.link_problems = []  # link attributes present but unreadable
         self.path = None
 
     @property
@@ -238,7 +239,7 @@ class Node:
                 if text is None:
                     device.link[attr] = None
                     if not why.endswith("does not exist"):
-                        device.problems.append(why)
+                        device.link_problems.append(why)
                 else:
                     device.link[attr] = parse_speed(text) if attr.endswith("speed") else parse_int(text)
             group = os.path.join(path, "iommu_group")
@@ -365,16 +366,17 @@ def check_pcie_link(node):
         missing = [attr for attr, value in link.items() if value is None]
         if missing:
             raw = device.link_raw
-            if all(raw[attr] is None for attr in missing):
+            if device.link_problems:
+                results.append(result("pcie_link", "warn", label, kind,
+                                      f"cannot read the link: {'; '.join(device.link_problems)}; check it with lspci -vv"))
+            elif all(raw[attr] is None for attr in missing):
                 results.append(result("pcie_link", "skip", label, kind,
                                       f"no {', '.join(missing)} in {device.path} (a virtual function or a "
                                       "hypervisor without PCIe link registers)"))
             else:
                 bad = ", ".join(f"{attr}='{(raw[attr] or '')[:32]}'" for attr in missing if raw[attr] is not None)
-                extra = "; ".join(device.problems)
                 results.append(result("pcie_link", "warn", label, kind,
-                                      f"cannot parse {bad} in {device.path}" + (f" ({extra})" if extra else "")
-                                      + ": check the link with lspci -vv"))
+                                      f"cannot parse {bad} in {device.path}: check the link with lspci -vv"))
             continue
         cur_s, cur_w = link["current_link_speed"], link["current_link_width"]
         max_s, max_w = link["max_link_speed"], link["max_link_width"]

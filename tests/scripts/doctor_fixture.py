@@ -144,8 +144,10 @@ def build(root, *, gpu_width=None, upstream_port_speed=None, nic_speed=None, pee
                 write_hca(sys_root, end_path, hca, netdev, octet, port_state, port_rate, gids, mtu, fw)
             else:
                 width = (gpu_width or {}).get(endpoint)
+                # a link trains at the lower of both ends' maximum speed
+                speed = GEN4 if width or max_speed == GEN4 else GEN5
                 pci_function(end_path, endpoint, GPU_VENDOR, GPU_DEVICE, GPU_CLASS,
-                             (gpu_numa or {}).get(endpoint, numa), GEN4 if width else GEN5, width or "16")
+                             (gpu_numa or {}).get(endpoint, numa), speed, width or "16")
     # IOMMU groups: kernel/iommu_groups/<n>/devices/<bdf> and <device>/iommu_group, both relative links.
     for bdf, group in group_of.items():
         device_path = os.path.realpath(os.path.join(sys_root, "bus", "pci", "devices", bdf))

@@ -53,7 +53,7 @@ class LocalRuns(BaselineRuns):
         for name in ("run_manifest.json", "cases.jsonl", "summary.csv", "run.log", "sanity.jsonl",
                      "topology", "raw/local.mpi4.json", "report.md"):
             self.assertTrue(os.path.exists(os.path.join(run, name)), name)
-        self.assertIn("[3/3] local.mpi4: complete", result.stderr, "one progress line per launch")
+        self.assertIn("[4/4] local.mpi4: complete", result.stderr, "one progress line per launch")
         manifest = self.manifest("L")
         self.assertEqual(manifest["status"], "complete")
         self.assertEqual(manifest["mode"], "local_mpi")
