@@ -375,8 +375,10 @@ def check_pcie_link(node):
                                       "hypervisor without PCIe link registers)"))
             else:
                 bad = ", ".join(f"{attr}='{(raw[attr] or '')[:32]}'" for attr in missing if raw[attr] is not None)
+                absent = ", ".join(attr for attr in missing if raw[attr] is None)
                 results.append(result("pcie_link", "warn", label, kind,
-                                      f"cannot parse {bad} in {device.path}: check the link with lspci -vv"))
+                                      (f"cannot parse {bad}" if bad else f"{absent} missing") + f" in {device.path}: "
+                                      "check the link with lspci -vv"))
             continue
         cur_s, cur_w = link["current_link_speed"], link["current_link_width"]
         max_s, max_w = link["max_link_speed"], link["max_link_width"]
