@@ -288,6 +288,15 @@ def host_name(explicit=None):
     return explicit or local_hostname()
 
 
+def cclbench_script():
+    """This cclbench's entry point, for launching it on other hosts: bin/cclbench of an installation,
+    scripts/cclbench in a checkout."""
+    from . import locations
+    if locations.installed():
+        return os.path.join(locations.bin_dir(), "cclbench")
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "cclbench")
+
+
 def doctor_argv(script, sysfs_root, procfs_root, host, json_path=None, emit_line=False):
     argv = [script, "doctor", "--host-only", "--as-host", host]
     if sysfs_root:
@@ -331,7 +340,7 @@ def gather_hosts(args, hosts):
     extra = split_mpirun_args(args.mpirun_args)
     if os.geteuid() == 0 and "--allow-run-as-root" not in extra:
         extra = ["--allow-run-as-root"] + extra
-    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "cclbench")
+    script = cclbench_script()
     documents = {}
     for host in hosts:
         argv = [mpirun] + extra + ["-np", "1", "--host", host] + doctor_argv(
