@@ -1,4 +1,4 @@
-"""Command line: plan, baseline, report, compare, smoke. Every failure is one stderr line."""
+"""Command line: plan, baseline, report, compare, smoke, doctor. Every failure is one stderr line."""
 import argparse
 import json
 import os
@@ -139,6 +139,8 @@ def build_parser():
     smoke.add_argument("--junit", help="JUnit XML path (default RUN_DIR/smoke.junit.xml)")
     smoke.add_argument("--time-limit", type=seconds("--time-limit"), default=60.0, help="whole-test budget (default 60 s)")
     smoke.add_argument("--verbose", action="store_true")
+    from .doctor import add_doctor_parser
+    add_doctor_parser(sub)
     return parser
 
 
@@ -370,6 +372,9 @@ def main(argv=None):
             return cmd_compare(args)
         if args.command == "smoke":
             return cmd_smoke(args, ["cclbench"] + argv)
+        if args.command == "doctor":
+            from .doctor import run_doctor_command
+            return run_doctor_command(args)
         raise UsageError(f"unknown command {args.command}")
     except CclbenchError as error:
         print(f"cclbench: error: {error}", file=sys.stderr)
