@@ -220,7 +220,7 @@ def mpi_filters(args):
     inject = f"count=2,rank=3,case={target}"
     env = environment(inject)
     code, out, err = run(mpirun(args, 4, env) + [coll_perf(args), "--backend", "mpi", "--coll", "all_gather,alltoall",
-                                                 "-d", "int32", "-b", "8K", "-e", "16K", "-n", "2", "-w", "1", "-c", "2"]
+                                                 "-d", "int32", "-b", "8K", "-e", "16K", "-f", "2", "-n", "2", "-w", "1", "-c", "2"]
                          + output_flags(paths), env)
     check(code == 1, f"exit {code}, expected 1\n" + describe(out, err))
     document = assert_layers_agree(paths, out)

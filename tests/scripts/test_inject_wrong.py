@@ -57,7 +57,7 @@ class InjectedWrong(TempDirTest):
         self.assertEqual(point["exit_code"], 1, point)
         self.assertIn(target, point["reason"])
         self.assertEqual(manifest["points"]["sanity"]["status"], "complete")  # all_reduce only: untouched
-        self.assertEqual(manifest["environment"].get(VARIABLE), injection)
+        self.assertEqual(manifest["env"].get(VARIABLE), injection)
 
         records = {r["case_id"]: r for r in read_jsonl(os.path.join(run, "cases.jsonl"))}
         self.assertEqual(records[target]["wrong"], 5)
@@ -79,22 +79,27 @@ class InjectedWrong(TempDirTest):
         self.assertIn("REGRESSION: failed in B", rows[0])
 
     def test_smoke_fails_and_the_junit_names_the_case(self):
-        target = "all_gather.float.none.in.64K"
+        # Every AllGather case fails (3 sizes x 2 placements); the JUnit failure of each MPI part
+        # names all six, its message the first.
         result = run_cli(["smoke", "--time-limit", "300"] + self.common("SM"),
-                         env={VARIABLE: f"count=2,rank=0,case={target}"}, timeout=600)
+                         env={VARIABLE: "count=2,rank=0,collective=all_gather"}, timeout=600)
         run = os.path.join(self.results, "SM")
         self.assertNotEqual(result.returncode, 0, result.stderr)
-        suite = ElementTree.parse(os.path.join(run, "smoke.junit.xml")).getroot().find("testsuite")
+        self.assertIn("all_gather.float.none.out.8K", result.stderr)
+        junit = read_text(os.path.join(run, "smoke.junit.xml"))
+        suite = ElementTree.fromstring(junit).find("testsuite")
         failed = {case.get("name"): case.find("failure") for case in suite.iter("testcase")
                   if case.find("failure") is not None}
-        # Both MPI parts run the case (1 and 4 ranks; rank 0 exists in both).
-        self.assertEqual(set(failed), {"collectives_1rank_mpi", "collectives_4rank_mpi"}, read_text(
-            os.path.join(run, "smoke.junit.xml")))
-        for name, failure in failed.items():
-            self.assertIn(target, failure.get("message"), name)
-            self.assertIn(f"{target}: failed (2 wrong elements over 1 checked runs)", failure.text, name)
+        # Both MPI parts run the cases (1 and 4 ranks; rank 0 exists in both).
+        self.assertEqual(set(failed), {"collectives_1rank_mpi", "collectives_4rank_mpi"}, junit)
         self.assertEqual(suite.get("failures"), "2")
-
+        targets = [f"all_gather.float.none.{placement}.{size}" for size in ("8K", "64K", "512K")
+                   for placement in ("out", "in")]
+        for name, failure in failed.items():
+            self.assertIn(targets[0], failure.get("message"), name)
+            for target in targets:
+                self.assertIn(f"{target}: failed (2 wrong elements over 1 checked runs)", failure.text, name)
+            self.assertNotIn("all_reduce.", failure.text, name)  # only the cases that failed
 
 if __name__ == "__main__":
     main_for_ctest()
