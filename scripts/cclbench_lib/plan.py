@@ -8,6 +8,7 @@ import os
 import re
 import shlex
 
+from . import launcher
 from .common import UsageError, format_size, sweep_sizes
 
 DEFAULT_COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "alltoall"]
@@ -99,19 +100,8 @@ class Planner:
         return os.path.join(self.inputs["bin_dir"], name)
 
     def mpirun(self, nranks, host_spec=None, env=None, oversubscribe=False):
-        argv = [self.inputs["mpirun"]]
-        extra = list(self.inputs.get("mpirun_args") or [])
-        if self.inputs.get("as_root") and "--allow-run-as-root" not in extra:
-            argv.append("--allow-run-as-root")
-        if oversubscribe and "--oversubscribe" not in extra:
-            argv.append("--oversubscribe")
-        argv += extra
-        argv += ["-np", str(nranks)]
-        if host_spec:
-            argv += ["--host", host_spec]
-        for name, value in (env or {}).items():
-            argv += ["-x", f"{name}={value}"]
-        return argv
+        """The launcher's argv prefix (mpirun, or srun in a Slurm allocation: launcher.py)."""
+        return launcher.command(self.inputs, nranks, host_spec, env, oversubscribe)
 
     def has_flag(self, flag):
         flags = self.inputs.get("coll_perf_flags")
@@ -192,10 +182,19 @@ class Planner:
         octaves = max(0, (max_b // min_b).bit_length() - 1)
         return (min_b, max_b, 1 << max(1, octaves // 2))
 
+    def doctor_launch(self, host, via_mpirun):
+        """The preflight first, one process per host (cclbench doctor): its table opens the report."""
+        from .doctor import cclbench_script, doctor_argv
+        out = self.path("doctor", f"{host}.json")
+        env = {"NCCL_IB_HCA": "=" + ",".join(self.inputs["hcas"])} if self.inputs.get("hcas") else {}
+        argv = doctor_argv(cclbench_script(), self.inputs.get("sysfs_root"), None, host, out)
+        return self.launch(f"doctor.{host}", "doctor", (self.mpirun(1, host, env) if via_mpirun else []) + argv,
+                           hosts=[host], env=env, outputs=[out])
+
     def _cluster_plan(self, hosts):
         inputs = self.inputs
         gpn = inputs["gpus_per_node"]
-        launches = []
+        launches = [self.doctor_launch(host, True) for host in hosts]
         for host in hosts:
             out = self.path("topology", f"{host}.json")
             launches.append(self.launch(f"topology.{host}", "topology",
@@ -256,7 +255,7 @@ class Planner:
         host = inputs["local_host"]
         ngpus = inputs["gpus_per_node"]
         cpus = inputs.get("cpu_count") or 1
-        launches = []
+        launches = [self.doctor_launch(host, False)]
         out = self.path("topology", f"{host}.json")
         launches.append(self.launch(f"topology.{host}", "topology", [self.tool("topo_map"), "--json", out],
                                     hosts=[host], outputs=[out]))

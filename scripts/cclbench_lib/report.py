@@ -861,7 +861,8 @@ def build_report(run_dir, cv_gate=None):
     plot_links = {}
     if pyplot is not None:
         plot_links = make_plots(data, pyplot, plots_dir)
-    anomalies = find_anomalies(data, cv_gate)
+    from .doctor import doctor_anomalies, doctor_section
+    anomalies = doctor_anomalies(data.run_dir) + find_anomalies(data, cv_gate)
     lines = [f"# cclbench report: {data.manifest.get('run_id')}", ""]
     lines += ["## Anomalies", ""]
     if anomalies:
@@ -871,6 +872,7 @@ def build_report(run_dir, cv_gate=None):
                      "its physical ceiling, no missing case, CV within the gate.")
     lines += ["", "Physical ceilings for busbw (per direction; a value above its ceiling is a measurement, unit or "
               "byte-count error):", "", md_table(["path", "ceiling (GB/s)", "derivation", "applies to"], LIMIT_ROWS), ""]
+    lines += doctor_section(data.run_dir)
     if pyplot is None:
         lines += [f"> Plots skipped: {why_not}. Tables below are complete.", ""]
     lines += environment_section(data) + [""]

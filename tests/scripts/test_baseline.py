@@ -53,7 +53,7 @@ class LocalRuns(BaselineRuns):
         for name in ("run_manifest.json", "cases.jsonl", "summary.csv", "run.log", "sanity.jsonl",
                      "topology", "raw/local.mpi4.json", "report.md"):
             self.assertTrue(os.path.exists(os.path.join(run, name)), name)
-        self.assertIn("[3/3] local.mpi4: complete", result.stderr, "one progress line per launch")
+        self.assertIn("[4/4] local.mpi4: complete", result.stderr, "one progress line per launch")
         manifest = self.manifest("L")
         self.assertEqual(manifest["status"], "complete")
         self.assertEqual(manifest["mode"], "local_mpi")
@@ -218,9 +218,9 @@ class TwoNodeRuns(BaselineRuns):
         self.assertEqual(result.returncode, 0, result.stderr)
         manifest = self.manifest("T")
         self.assertEqual(manifest["mode"], "multi_node")
-        self.assertEqual(len(manifest["plan"]), 16 + 11, "16 launches and one TUNING probe per point")
+        self.assertEqual(len(manifest["plan"]), 2 + 16 + 11, "the doctor per host, 16 launches, one TUNING probe per point")
         self.assertTrue(all(state["status"] == "complete" for state in manifest["points"].values()))
-        self.assertEqual(len(self.invocations(log)), 16 + 11)
+        self.assertEqual(len(self.invocations(log)), 2 + 16 + 11, "every launch goes through mpirun, the doctor too")
         run = os.path.join(self.results, "T")
         self.assertEqual(sorted(os.listdir(os.path.join(run, "topology"))), ["127.0.0.1.json", "localhost.json"])
         self.assertEqual(sorted(os.listdir(os.path.join(run, "p2p"))), ["127.0.0.1.json", "localhost.json"])

@@ -38,6 +38,10 @@ class TwoNodePlan(TempDirTest):
             return [w for i, w in enumerate(argv) if w != "--tuning-from" and (i == 0 or argv[i - 1] != "--tuning-from")]
         self.assertEqual(self.plan("--no-tuning-probe"), [without_tuning_from(argv) for argv in every if argv not in probes])
         launches = [argv for argv in every if argv not in probes]
+        doctors = [argv for argv in launches if "doctor" in argv]
+        self.assertEqual(launches[:2], doctors, "the doctor runs first, one process per host")
+        self.assertEqual([argv[argv.index("--host") + 1] for argv in doctors], ["node5", "node7"])
+        launches = launches[2:]
         self.assertEqual(len(launches), 2 + 1 + 2 + 2 + 9)
         programs = [os.path.basename(next(w for w in argv if w.startswith("/opt/cclbench/bin/"))) for argv in launches]
         self.assertEqual(programs.count("topo_map"), 2)
@@ -103,7 +107,7 @@ class TwoNodePlan(TempDirTest):
         with open(path) as handle:
             document = json.load(handle)
         self.assertEqual(document["mode"], "multi_node")
-        self.assertEqual(len(document["launches"]), 16 + 11)
+        self.assertEqual(len(document["launches"]), 2 + 16 + 11)
         self.assertFalse(os.path.exists(os.path.join(self.results, "R1")), "plan never creates the run directory")
 
     def test_slurm_allocation(self):
