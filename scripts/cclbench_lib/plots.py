@@ -102,7 +102,7 @@ def lines_figure(pyplot, title, ylabel, series, logy=False, ceilings=()):
     else:
         axis.set_ylim(bottom=0)
         axis.yaxis.set_major_formatter(plain_formatter())
-    axis.set_xlabel("size (bytes per rank, nccl-tests size column)")
+    axis.set_xlabel("size (bytes, nccl-tests size column: requested -b..-e)")
     axis.set_ylabel(ylabel)
     axis.set_title(title)
     axis.grid(True, which="major", alpha=0.3)
