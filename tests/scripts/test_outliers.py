@@ -258,6 +258,16 @@ class Straggler(unittest.TestCase):
     def test_always_slowest_by_a_hair_is_a_tie_break_not_a_straggler(self):
         self.assertIsNone(outliers.straggler(per_rank_records(straggler=0, share=1.0, excess=0.005)))
 
+    def test_slowest_often_but_less_than_half_way_from_chance_to_always_is_not_named(self):
+        # 8 ranks: chance 12.5%, half-way 56%; this rank is the slowest in about 39% (significant, but shared).
+        self.assertIsNone(outliers.straggler(per_rank_records(straggler=4, share=0.3, cases=50)))
+        found = outliers.straggler(per_rank_records(straggler=4, share=0.6, cases=50))
+        self.assertEqual(found[0], 4)
+
+    def test_two_ranks(self):
+        self.assertEqual(outliers.straggler(per_rank_records(nranks=2, straggler=1, share=0.8))[0], 1)
+        self.assertIsNone(outliers.straggler(per_rank_records(nranks=2, straggler=1, share=0.3)))
+
     def test_materially_slower_but_not_more_often_than_chance_is_not_named(self):
         self.assertIsNone(outliers.straggler(per_rank_records(straggler=2, share=0.0, excess=0.10)))
 

@@ -133,6 +133,10 @@ class ReportPlots(unittest.TestCase):
         _figure, _axis, image = self.heatmap("d2d_ce_latency")
         self.assertEqual(image.get_clim(), (0.0, 3.4))  # latency (us) has its own scale
 
+    def test_small_values_are_written_plainly(self):
+        _figure, axis, _image = self.heatmap("d2d_ce_latency")  # the double: 2.1 us inside a half, 3.4 across
+        self.assertEqual({t.get_text() for t in axis.texts}, {"2.10", "3.40", "n/a"})
+
     def test_colour_bar_has_no_offset_or_scientific_notation(self):
         figure, _axis, image = self.heatmap("d2d_ce_write_uni")
         formatter = image.colorbar.formatter
