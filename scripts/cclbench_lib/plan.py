@@ -8,6 +8,7 @@ import os
 import re
 import shlex
 
+from . import launcher
 from .common import UsageError, format_size, sweep_sizes
 
 DEFAULT_COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "alltoall"]
@@ -99,19 +100,8 @@ class Planner:
         return os.path.join(self.inputs["bin_dir"], name)
 
     def mpirun(self, nranks, host_spec=None, env=None, oversubscribe=False):
-        argv = [self.inputs["mpirun"]]
-        extra = list(self.inputs.get("mpirun_args") or [])
-        if self.inputs.get("as_root") and "--allow-run-as-root" not in extra:
-            argv.append("--allow-run-as-root")
-        if oversubscribe and "--oversubscribe" not in extra:
-            argv.append("--oversubscribe")
-        argv += extra
-        argv += ["-np", str(nranks)]
-        if host_spec:
-            argv += ["--host", host_spec]
-        for name, value in (env or {}).items():
-            argv += ["-x", f"{name}={value}"]
-        return argv
+        """The launcher's argv prefix (mpirun, or srun in a Slurm allocation: launcher.py)."""
+        return launcher.command(self.inputs, nranks, host_spec, env, oversubscribe)
 
     def has_flag(self, flag):
         flags = self.inputs.get("coll_perf_flags")

@@ -31,6 +31,9 @@ class Interrupted(Exception):
 
 
 def tool_commit():
+    from . import locations
+    if locations.installed():  # never the commit of whatever repository an installation sits in
+        return locations.installed_commit()
     here = os.path.dirname(os.path.abspath(__file__))
     try:
         result = subprocess.run(["git", "-C", here, "rev-parse", "HEAD"], capture_output=True, text=True,
