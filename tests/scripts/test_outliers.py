@@ -200,6 +200,11 @@ class DocumentRule(unittest.TestCase):
                                  "GPU 1 -> GPU 2 (PIX): 26.0 GB/s = 50% of the PIX median 52.0 GB/s in d2d_ce_write_uni (256M)")])
         self.assertEqual(outliers.host_outliers(healthy), [])
 
+    def test_anomaly_rows_name_the_host(self):
+        run = FakeRun([], p2p={"node1": p2p_document(target_matrix(slow={(1, 2): 0.6}))})
+        rows = outliers.anomaly_rows(run)
+        self.assertEqual([(kind, where) for kind, where, _d in rows], [("P2P link below class median", "node1")])
+
     def test_no_device_result_has_no_outliers(self):
         self.assertEqual(outliers.host_outliers({"no_device_reason": "no GPU", "results": []}), [])
 

@@ -96,6 +96,9 @@ class ReportPlots(unittest.TestCase):
                                                 "p2p_node1_d2d_ce_latency.png", "p2p_node1_d2d_ce_read_uni.png",
                                                 "p2p_node1_d2d_ce_write_uni.png"])
         self.assertIn("![node1 d2d_ce_write_uni](plots/p2p_node1_d2d_ce_write_uni.png)", self.report_text)
+        # The outlier hook of the P2P section: the double is healthy apart from the skipped pair.
+        self.assertIn("No P2P or host<->device outlier: every pair within 85% of its path-class median "
+                      "(classes compared: PIX, SYS).", self.report_text)
 
     def test_heatmap_ticks_are_the_integer_gpu_indices(self):
         _figure, axis, _image = self.heatmap("d2d_ce_write_uni")
