@@ -1,4 +1,4 @@
-"""Command line: plan, baseline, report, compare, smoke. Every failure is one stderr line."""
+"""Command line: plan, baseline, report, compare, smoke, doctor. Every failure is one stderr line."""
 import argparse
 import json
 import os
@@ -91,7 +91,9 @@ def add_plan_options(parser):
     what.add_argument("--coll", default=",".join(DEFAULT_COLLECTIVES), help="collectives (default: the four)")
     what.add_argument("-n", "--iters", type=positive_int("-n", 1, 1 << 24), default=20, help="timed iterations (default 20)")
     what.add_argument("-w", "--warmup_iters", type=positive_int("-w", 0, 1 << 20), default=5, help="warmup iterations (default 5)")
-    what.add_argument("--repeat", type=positive_int("--repeat", 1, 100), default=1, help="repeat every point N times (default 1)")
+    what.add_argument("--repeat", type=positive_int("--repeat", 1, 100), default=3,
+                      help="run every timed point N times, each a separate launch, interleaved across points; the "
+                           "headline is the median (default 3)")
     what.add_argument("--cross-nic", default=",".join(str(v) for v in DEFAULT_CROSS_NIC),
                       help="NCCL_CROSS_NIC values for the multi-node sweep (default 0,1,2)")
     what.add_argument("--expect-transport", default=DEFAULT_EXPECT,
@@ -99,7 +101,8 @@ def add_plan_options(parser):
     what.add_argument("--no-tuning-probe", dest="tuning_probe", action="store_false",
                       help="do not ask coll_perf for its untimed TUNING probe (algorithm/protocol per size)")
     what.add_argument("--sysfs-root", help="coll_perf --sysfs-root for rail counters (default: coll_perf's, /sys)")
-    what.add_argument("--cv-gate", default="3%", help="fail when a case's CV across repeats exceeds this (default 3%%)")
+    what.add_argument("--cv-gate", default="3%", help="fail when a case's CV across repeats exceeds this and its "
+                      "median is not stable either (the repeat rule in the README; default 3%%)")
     what.add_argument("--timeout", type=positive_int("--timeout", 1, 1 << 24), help="coll_perf -T per case, seconds")
     what.add_argument("--launch-timeout", type=seconds("--launch-timeout"), help="kill a launch after this many seconds")
     add_launcher_options(parser)
@@ -129,11 +132,15 @@ def build_parser():
     compare.add_argument("--out", help="write the markdown here instead of stdout")
     compare.add_argument("--threshold", default="2%", help="smallest difference ever called a change (default 2%%)")
     compare.add_argument("--fail-above", default="5%", help="a slowdown above this is a regression (default 5%%)")
+    compare.add_argument("--host-times", action="store_true",
+                         help="also give MPI-backend (host memory) cases time verdicts (default: correctness only)")
     smoke = sub.add_parser("smoke", help="single-GPU CI smoke test (< 60 s), JUnit XML out")
     add_launcher_options(smoke)
     smoke.add_argument("--junit", help="JUnit XML path (default RUN_DIR/smoke.junit.xml)")
     smoke.add_argument("--time-limit", type=seconds("--time-limit"), default=60.0, help="whole-test budget (default 60 s)")
     smoke.add_argument("--verbose", action="store_true")
+    from .doctor import add_doctor_parser
+    add_doctor_parser(sub)
     return parser
 
 
@@ -323,7 +330,7 @@ def cmd_compare(args):
     from .compare import run_compare
     threshold = parse_percent(args.threshold, "--threshold")
     fail_above = parse_percent(args.fail_above, "--fail-above")
-    regressions = run_compare(args.run_a, args.run_b, threshold, fail_above, args.out, sys.stdout)
+    regressions = run_compare(args.run_a, args.run_b, threshold, fail_above, args.out, sys.stdout, args.host_times)
     if regressions:
         print(f"cclbench: error: {len(regressions)} regression(s), first: {regressions[0]}", file=sys.stderr)
         return 1
@@ -365,6 +372,9 @@ def main(argv=None):
             return cmd_compare(args)
         if args.command == "smoke":
             return cmd_smoke(args, ["cclbench"] + argv)
+        if args.command == "doctor":
+            from .doctor import run_doctor_command
+            return run_doctor_command(args)
         raise UsageError(f"unknown command {args.command}")
     except CclbenchError as error:
         print(f"cclbench: error: {error}", file=sys.stderr)

@@ -22,7 +22,7 @@ import math
 import statistics
 
 from .common import format_size
-from .records import base_point_of
+from .records import base_point_of, is_correctness_only
 
 LOW_RATIO = 0.85
 MIN_GROUP = 3
@@ -199,11 +199,12 @@ def p2p_section_lines(document, topology=None):
 
 def straggler(records):
     """(rank, slowest iterations, iterations, chance share, median excess, cases) for a group of records
-    of one sweep point, or None. Records without per_rank, not ok, or emulated are left out."""
+    of one sweep point, or None. Records without per_rank, not ok, or correctness-only (emulated ranks,
+    MPI backend on host memory: their times are not performance figures) are left out."""
     counts, excess, total, cases, nranks = None, None, 0, 0, None
     for record in records:
         share = record.get("per_rank")
-        if record.get("status") != "ok" or record.get("emulated") or not isinstance(share, dict):
+        if record.get("status") != "ok" or is_correctness_only(record) or not isinstance(share, dict):
             continue
         means, slowest = share.get("mean_us"), share.get("slowest_iterations")
         iterations = record.get("iterations")

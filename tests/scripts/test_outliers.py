@@ -224,7 +224,7 @@ def per_rank_records(nranks=8, cases=20, iterations=20, seed=0, straggler=None, 
         means = [100.0 * (1 + rng.uniform(-0.02, 0.02)) for _ in range(nranks)]
         if straggler is not None:
             means[straggler] *= 1 + excess
-        records.append({"point": "intra", "case_id": f"all_reduce.float.sum.out.{8 << case}K", "status": "ok",
+        records.append({"point": "intra", "case_id": f"all_reduce.float.sum.out.{8 << case}K", "status": "ok", "backend": "nccl",
                         "emulated": False, "iterations": iterations,
                         "per_rank": {"mean_us": means, "slowest_iterations": counts}})
     return records
@@ -280,6 +280,7 @@ class Straggler(unittest.TestCase):
         records = per_rank_records(straggler=3)
         self.assertIsNone(outliers.straggler([dict(r, per_rank=None) for r in records]))
         self.assertIsNone(outliers.straggler([dict(r, emulated=True) for r in records]))
+        self.assertIsNone(outliers.straggler([dict(r, backend="mpi") for r in records]))
         self.assertIsNone(outliers.straggler([dict(r, per_rank={"mean_us": "x", "slowest_iterations": [1]}) for r in records]))
         self.assertEqual(outliers.straggler_rows(FakeRun([])), [])
 

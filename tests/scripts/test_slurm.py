@@ -224,7 +224,7 @@ class RealSlurm(unittest.TestCase):
     def test_baseline_inside_an_allocation_uses_srun(self):
         self.need_coll_perf()
         result = self.in_allocation(cclbench_cmd("baseline", "--results", self.results, "--run-id", "S", "-b", "8K",
-                                                 "-e", "16K", "-n", "2", "-w", "1", "--coll", "all_reduce"))
+                                                 "-e", "16K", "-n", "2", "-w", "1", "--coll", "all_reduce", "--repeat", "1"))
         self.assertEqual(result.returncode, 0, result.stderr[-3000:])
         manifest = self.manifest("S")
         self.assertEqual(manifest["status"], "complete")
