@@ -72,6 +72,11 @@ nlohmann::json to_json(const CaseResult& result) {
   record["status"] = name_of(result.status);
   record["reason"] = result.reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(result.reason);
   record["samples_us"] = result.samples_us;
+  if (result.rank_mean_us.empty()) {
+    record["per_rank"] = nullptr;
+  } else {
+    record["per_rank"] = {{"mean_us", result.rank_mean_us}, {"slowest_iterations", result.rank_slowest_iterations}};
+  }
   record["evidence"] = result.evidence;
   return record;
 }

@@ -53,6 +53,10 @@ struct CaseResult {
   CaseStatus status = CaseStatus::error;
   std::string reason;                   // empty when ok
   std::vector<double> samples_us;       // per-iteration max-over-ranks times, for compare's noise model
+  // Per world rank (MPI process; with -g N it covers its N GPUs): mean time per iteration and how
+  // many iterations it was the slowest (rank_share in stats.hpp). Empty without timing.
+  std::vector<double> rank_mean_us;
+  std::vector<int> rank_slowest_iterations;
   nlohmann::json evidence = nlohmann::json::object();  // algo/proto, rail deltas... attached by apps
 };
 

@@ -12,7 +12,7 @@
 
 namespace cclbench {
 
-inline constexpr const char* kResultsSchemaVersion = "1.1.0";  // 1.1: gated_time_us, bandwidth_from
+inline constexpr const char* kResultsSchemaVersion = "1.2.0";  // 1.1: gated_time_us, bandwidth_from; 1.2: per_rank
 
 // One record as written to JSONL and to the "cases" array: to_json() plus schema_version, point
 // and emulated.

@@ -181,6 +181,16 @@ CaseResult Runner::run_case(const CaseSpec& spec) {
   double gated = 0;
   mpi_check(MPI_Allreduce(&local_gated, &gated, 1, MPI_DOUBLE, MPI_MAX, context_.world), "MPI_Allreduce(gated time)", context_);
   result.samples_us = slowest;
+  // Each rank's share, gathered on every rank (two numbers per rank), for the straggler check.
+  const RankShare own = rank_share(timed.iteration_us, slowest);
+  const double local_share[2] = {own.mean_us, static_cast<double>(own.slowest_iterations)};
+  std::vector<double> shares(2 * static_cast<std::size_t>(context_.world_size));
+  mpi_check(MPI_Allgather(local_share, 2, MPI_DOUBLE, shares.data(), 2, MPI_DOUBLE, context_.world),
+            "MPI_Allgather(rank shares)", context_);
+  for (int rank = 0; rank < context_.world_size; ++rank) {
+    result.rank_mean_us.push_back(shares[2 * rank]);
+    result.rank_slowest_iterations.push_back(static_cast<int>(shares[2 * rank + 1]));
+  }
   result.time_us = summarize(slowest);
   result.batch_time_us = batch;
   if (all_gated) result.gated_time_us = gated;

@@ -34,6 +34,15 @@ TimeStats summarize(std::vector<double> samples) {
   return stats;
 }
 
+RankShare rank_share(const std::vector<double>& own, const std::vector<double>& slowest) {
+  if (own.empty() || own.size() != slowest.size()) throw std::invalid_argument("rank share needs one time per iteration");
+  RankShare share;
+  share.mean_us = std::accumulate(own.begin(), own.end(), 0.0) / static_cast<double>(own.size());
+  // slowest[i] is the MPI_MAX of the ranks' own[i]: the max is one of the inputs, bit for bit.
+  for (std::size_t i = 0; i < own.size(); ++i) share.slowest_iterations += own[i] == slowest[i] ? 1 : 0;
+  return share;
+}
+
 Bandwidth bandwidth_of(const CaseSpec& spec, double time_us) {
   const CollectiveDescriptor& descriptor = descriptor_of(spec.collective);
   const double seconds = time_us * 1e-6;

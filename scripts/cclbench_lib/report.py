@@ -1,11 +1,11 @@
 """`report RUN_DIR`: report.md with anomalies first, then environment, topology, transport
 evidence, tables and plots. Missing numbers render as '-'."""
 import glob
-import io
 import math
 import os
 import statistics
 
+from . import outliers, plots
 from .common import CclbenchError, format_size, make_dirs, read_json, write_atomic
 from .records import (CLASS_LABELS, HOST_BOUND_GATE_FACTOR, HOST_BOUND_RATIO, bandwidth_time_us, base_point_of,
                       group_repeats, is_correctness_only, latest_by_case, load_cases, measurement_class,
@@ -342,6 +342,7 @@ def find_anomalies(data, cv_gate):
             if low <= 0 or high / low > RAIL_IMBALANCE_RATIO:
                 share = ", ".join(f"{rail} {value / max(sum(used.values()), 1) * 100:.0f}%" for rail, value in sorted(used.items()))
                 anomalies.append(("rail imbalance", point, f"rail shares {share} (limit {RAIL_IMBALANCE_RATIO:g}x)"))
+    anomalies += outliers.anomaly_rows(data)  # P2P pairs/GPUs, host<->device, straggler rank
     for problem in data.problems:
         anomalies.append(("unreadable result", "-", problem))
     return anomalies
@@ -360,47 +361,6 @@ def load_pyplot():
     except Exception as error:  # any import-time failure only costs the plots
         return None, f"matplotlib unavailable ({type(error).__name__}: {error})"
     return pyplot, None
-
-
-def _save(pyplot, figure, path):
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
-    pyplot.close(figure)
-    write_atomic(path, buffer.getvalue())
-
-
-def plot_lines(pyplot, path, title, ylabel, series, logy=False):
-    figure, axis = pyplot.subplots(figsize=(8, 4.5))
-    for label, points in series:
-        points = [(x, y) for x, y in points if y is not None]
-        if points:
-            axis.plot([x for x, _ in points], [y for _, y in points], marker="o", markersize=3, label=label)
-    axis.set_xscale("log", base=2)
-    if logy:
-        axis.set_yscale("log")
-    axis.set_xlabel("size (bytes, nccl-tests size column: requested -b..-e)")
-    axis.set_ylabel(ylabel)
-    axis.set_title(title)
-    axis.grid(True, which="both", alpha=0.3)
-    if series:
-        axis.legend(fontsize=7)
-    _save(pyplot, figure, path)
-
-
-def plot_heatmap(pyplot, path, title, matrix, unit):
-    figure, axis = pyplot.subplots(figsize=(5.5, 4.5))
-    values = [[(math.nan if v is None else v) for v in row] for row in matrix]
-    image = axis.imshow(values, cmap="viridis")
-    figure.colorbar(image, ax=axis, label=unit)
-    axis.set_xlabel("destination GPU")
-    axis.set_ylabel("source GPU")
-    axis.set_title(title)
-    size = len(values)
-    if size <= 16:
-        for i, row in enumerate(values):
-            for j, value in enumerate(row):
-                axis.text(j, i, "-" if value != value else f"{value:.0f}", ha="center", va="center", fontsize=6, color="w")
-    _save(pyplot, figure, path)
 
 
 # --- the report -----------------------------------------------------------------------------------
@@ -857,16 +817,23 @@ def p2p_section(data, pyplot, plots_dir):
         matrices = p2p_matrices(document)
         if not matrices and not document.get("no_device_reason"):
             lines += ["_no GPU pair measured (one GPU, or every pair skipped)_", ""]
+        # One colour scale, from 0, for all the tests of one unit on this host.
+        scale = {}
+        for _name, unit, _description, _size, matrix in matrices:
+            scale[unit] = max([scale.get(unit) or 0] + [v for row in matrix for v in row if v is not None])
         for name, unit, description, size, matrix in matrices:
             lines += [f"**{name}** ({unit}{', ' + format_size(size) if size else ''})" +
                       (f": {description}" if description else ""), ""]
             if pyplot is not None:
                 safe = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in f"p2p_{host}_{name}")
-                plot_heatmap(pyplot, os.path.join(plots_dir, safe + ".png"), f"{host}: {name}", matrix, unit)
+                plots.plot_heatmap(pyplot, os.path.join(plots_dir, safe + ".png"), f"{host}: {name}" +
+                                   (f" ({format_size(size)})" if size else ""), matrix, unit,
+                                   vmax=scale.get(unit) or None, higher_is_better=unit == "GB/s")
                 lines += [f"![{host} {name}](plots/{safe}.png)", ""]
             header = ["src \\ dst"] + [str(j) for j in range(len(matrix))]
             rows = [[str(i)] + ["X" if i == j else fmt_number(v) for j, v in enumerate(row)] for i, row in enumerate(matrix)]
             lines += [md_table(header, rows), ""]
+        lines += outliers.p2p_section_lines(document, data.topology.get(host))
         others = {}
         for result in document.get("results") or []:
             if isinstance(result, dict) and not (isinstance(result.get("src"), int) and isinstance(result.get("dst"), int)):
@@ -889,15 +856,20 @@ def make_plots(data, pyplot, plots_dir):
     for collective in sorted({c for (c, _b, _s) in cells if c}):
         for metric, ylabel, getter, logy in (("busbw", "busbw (GB/s)", busbw_of, False),
                                              ("latency", "p50 latency (us)", time_of("p50"), True)):
-            series = []
+            series, ceilings = [], {}
             for base in bases:
                 sizes = sorted(s for (c, b, s) in cells if c == collective and b == base and isinstance(s, int))
                 if sizes:
                     series.append((base, [(s, median_of(cells[(collective, base, s)], getter)) for s in sizes]))
+                    if metric == "busbw":
+                        ceiling, why = ceiling_for(data, point_binding(data, base), cells[(collective, base, sizes[0])][0])
+                        if ceiling is not None:
+                            ceilings.setdefault(ceiling, []).append(why)
             if not series:
                 continue
             name = f"{collective}_{metric}.png"
-            plot_lines(pyplot, os.path.join(plots_dir, name), f"{collective}: {ylabel} vs size", ylabel, series, logy)
+            plots.plot_lines(pyplot, os.path.join(plots_dir, name), f"{collective}: {ylabel} vs size", ylabel, series, logy,
+                             [(f"ceiling {value:g} GB/s ({why[0]})", value) for value, why in sorted(ceilings.items())])
             links.setdefault(collective, []).append(f"![{collective} {metric}](plots/{name})")
     return links
 

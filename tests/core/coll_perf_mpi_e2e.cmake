@@ -23,6 +23,12 @@ assert all(c['busbw_gbps'] > 0 and c['time_us']['p99'] >= c['time_us']['p50'] fo
 # The MPI backend has no gated loop: bandwidth comes from the per-iteration mean, and says so.
 assert all(c['gated_time_us'] is None and c['bandwidth_from'] == 'time_us.mean' for c in cases)
 assert all(abs(c['algbw_gbps'] * c['time_us']['mean'] * 1e3 - c['bytes']) <= 1e-6 * c['bytes'] for c in cases if c['collective'] == 'all_reduce')
+# per_rank: one entry per world rank; in every iteration some rank holds the max (ties may add more).
+for c in cases:
+    share = c['per_rank']
+    assert len(share['mean_us']) == 4 and len(share['slowest_iterations']) == 4, share
+    assert c['iterations'] <= sum(share['slowest_iterations']) <= 4 * c['iterations'], share
+    assert max(share['mean_us']) <= c['time_us']['mean'] * (1 + 1e-9) and min(share['mean_us']) > 0, (share, c['time_us'])
 lines = [json.loads(l) for l in open(sys.argv[2])]
 assert [l['case_id'] for l in lines] == [c['case_id'] for c in cases]
 rows = list(csv.DictReader(open(sys.argv[3])))

@@ -37,6 +37,16 @@ TEST(Summarize, MeanMinMaxAndSampleCv) {
   EXPECT_DOUBLE_EQ(summarize({3}).cv_pct, 0);
 }
 
+TEST(RankShare, MeanAndIterationsWhereThisRankWasTheMax) {
+  // Ranks' times per iteration: this rank {5, 9, 7, 7}; the max over ranks {6, 9, 8, 7}.
+  const RankShare share = rank_share({5, 9, 7, 7}, {6, 9, 8, 7});
+  EXPECT_DOUBLE_EQ(share.mean_us, 7);
+  EXPECT_EQ(share.slowest_iterations, 2);  // iterations 1 and 3 (3 is a tie: counted)
+  EXPECT_EQ(rank_share({4}, {4}).slowest_iterations, 1);
+  EXPECT_THROW(rank_share({}, {}), std::invalid_argument);
+  EXPECT_THROW(rank_share({1, 2}, {2}), std::invalid_argument);
+}
+
 // A latency-like set of 100 samples, values chosen so p50, p95, p99 and max all differ, with the
 // expected statistics worked out by hand (nearest rank: the ceil(p/100 x 100)-th smallest).
 //   90 x 10, 5 x 20 (ranks 91-95), 3 x 50 (96-98), 1 x 80 (99th), 1 x 200 (100th)
