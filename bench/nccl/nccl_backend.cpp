@@ -779,7 +779,8 @@ std::optional<std::string> NcclBackend::unsupported_reason(const CaseSpec& spec)
       std::optional<std::string> reason;
       auto& self = const_cast<NcclBackend&>(*this);  // the cache is mutable; the call needs a live communicator
       Communicators::Use use(self.comms_);
-      if (use.live() && !gpus_.empty()) {
+      if (!use.live() || gpus_.empty()) return std::nullopt;  // aborted: the launch reports it, nothing cached
+      {
         DeviceScope scope(gpus_.front().device);
         const PremulSumOp probe(spec.dtype, gpus_.front().rank, self.comms_.handles().front());
         if (probe.result() != ncclSuccess) {
