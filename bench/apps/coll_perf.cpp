@@ -79,7 +79,13 @@ class ResultSink {
     if (!config_.quiet) table_.add(result);
     if (!config_.jsonl_path.empty()) append_line_durable(config_.jsonl_path, record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     records_.push_back(std::move(record));
-    flush("running");
+    // -N: -J and --csv are rewritten once per cycle (JSONL still gets every record as it comes),
+    // so a long soak does not rewrite a growing file after every case.
+    if (config_.run_cycles == 1) flush("running");
+  }
+
+  void end_cycle() {
+    if (writer_ && config_.run_cycles != 1) flush("running");
   }
 
   void set_section(const std::string& key, nlohmann::json value) { sections_[key] = std::move(value); }
@@ -745,6 +751,9 @@ int run(int argc, char** argv) {
     std::vector<CaseSpec> cases = make_cases(config, context.world_size * config.gpus_per_process);
     std::string note;
     const BackendKind kind = resolve_backend(config, note);
+    if (kind == BackendKind::mpi) {
+      if (const auto refusal = mpi_backend_refusal(config)) throw UsageError(*refusal + " (" + (note.empty() ? "--backend mpi" : note) + ")");
+    }
     if (!config.tuning_probe_path.empty() && kind != BackendKind::nccl) {
       throw UsageError("--tuning-probe needs the NCCL backend (" + (note.empty() ? std::string("--backend mpi") : note) + ")");
     }
@@ -793,13 +802,15 @@ int run(int argc, char** argv) {
       }
       backend_for_abort->abort_communication();
     });
-    RunnerOptions options{config.iterations, config.warmup_iterations, config.check_iterations, config.batch_average};
+    RunnerOptions options{config.iterations, config.warmup_iterations, config.check_iterations, config.batch_average,
+                          config.run_cycles};
     Runner runner(*backend, context, options, watchdog, g_stop_signal);
     const bool emulated = backend->emulated();
     TestStallHook stall_hook(context, watchdog);
     RailCounterObserver rails(config, context);
     ObserverList observers({&stall_hook, &rails, &tuning});
-    const RunOutcome outcome = runner.run(cases, &observers, [&](const CaseResult& result) { sink->add(result, emulated); });
+    const RunOutcome outcome = runner.run(
+        cases, &observers, [&](const CaseResult& result) { sink->add(result, emulated); }, [&](int) { sink->end_cycle(); });
 
     // Transport evidence: NCCL connects lazily, so the connection lines exist only now, after the
     // cases' warm-ups. Every rank reads its own log; rank 0 parses them all.

@@ -21,10 +21,18 @@ struct TimedIterations {
   // loop): one event pair around all of them / iterations. No launch gaps and nothing recorded
   // between iterations, so this is the uninstrumented GPU time. Absent otherwise.
   std::optional<double> gated_us;
+  // Where iteration_us came from: "per_iteration_events" (an event pair around each iteration),
+  // "instrumented_graph_replay" (-G: a separate graph with event-record nodes around each
+  // iteration, replayed once; the batch and gated times come from a graph without them) or
+  // "host_clock" (MPI_Wtime around each call).
+  std::string samples_from;
 };
 
 class Backend {
  public:
+  // How a case is measured beyond its spec (-G, -m, -R, -u, -x); the MPI backend has only defaults.
+  virtual MeasurementMode measurement_mode() const { return {}; }
+
   virtual ~Backend() = default;
   Backend() = default;
   Backend(const Backend&) = delete;

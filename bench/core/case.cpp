@@ -12,13 +12,23 @@ nlohmann::json optional_json(const std::optional<T>& value) {
 
 }  // namespace
 
+// Graph mode without a gated time (e.g. --share-gpu): the per-iteration samples come from the
+// instrumented replay, whose event nodes cost GPU time, so the graph's own batch time is used.
+bool graph_batch_time(const CaseResult& result) {
+  return !result.gated_time_us && result.mode.graph_launches > 0 && result.batch_time_us.has_value();
+}
+
 std::optional<double> bandwidth_time_us(const CaseResult& result) {
   if (result.gated_time_us) return result.gated_time_us;
+  if (graph_batch_time(result)) return result.batch_time_us;
   if (result.time_us) return result.time_us->mean;
   return std::nullopt;
 }
 
-const char* bandwidth_source(const CaseResult& result) { return result.gated_time_us ? "gated_time_us" : "time_us.mean"; }
+const char* bandwidth_source(const CaseResult& result) {
+  if (result.gated_time_us) return "gated_time_us";
+  return graph_batch_time(result) ? "batch_time_us" : "time_us.mean";
+}
 
 std::string CaseSpec::case_id() const {
   std::string id = std::string(name_of(collective)) + "." + std::string(name_of(dtype)) + "." + std::string(name_of(op)) +
@@ -77,6 +87,13 @@ nlohmann::json to_json(const CaseResult& result) {
   } else {
     record["per_rank"] = {{"mean_us", result.rank_mean_us}, {"slowest_iterations", result.rank_slowest_iterations}};
   }
+  record["samples_from"] = result.samples_from.empty() ? nlohmann::json(nullptr) : nlohmann::json(result.samples_from);
+  record["graph_launches"] = result.mode.graph_launches;
+  record["ops_per_launch"] = result.mode.ops_per_launch;
+  record["registration"] = result.mode.registration;
+  record["unalign_elements"] = result.mode.unalign_elements;
+  record["cta_policy"] = optional_json(result.mode.cta_policy);
+  record["cycle"] = result.cycle;
   record["evidence"] = result.evidence;
   return record;
 }

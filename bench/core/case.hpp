@@ -28,6 +28,16 @@ struct CaseSpec {
   std::string case_id() const;
 };
 
+// The launch settings that change what a case measures, recorded with every case so that records
+// measured differently are never compared as if they were alike.
+struct MeasurementMode {
+  int graph_launches = 0;              // -G: 0 = eager launches
+  int ops_per_launch = 1;              // -m: collectives aggregated per ncclGroup
+  std::string registration = "none";   // -R: none, local, symmetric
+  int unalign_elements = 0;            // -u
+  std::optional<int> cta_policy;       // -x: null = not set (NCCL's default)
+};
+
 enum class CaseStatus { ok, failed, skipped, error };
 std::string_view name_of(CaseStatus status);
 
@@ -57,6 +67,9 @@ struct CaseResult {
   // many iterations it was the slowest (rank_share in stats.hpp). Empty without timing.
   std::vector<double> rank_mean_us;
   std::vector<int> rank_slowest_iterations;
+  std::string samples_from;             // TimedIterations::samples_from; empty when not timed
+  MeasurementMode mode;
+  int cycle = 0;                        // -N: which sweep (0-based)
   nlohmann::json evidence = nlohmann::json::object();  // algo/proto, rail deltas... attached by apps
 };
 

@@ -13,29 +13,54 @@
 namespace cclbench {
 namespace {
 
-// nccl-tests flags we deliberately do not implement: rejected by name, never ignored.
-struct UnsupportedFlag {
-  const char* short_name;
-  const char* long_name;
-  const char* why;
+// Every flag of nccl-tests 2.19 (src/common.cu's getopt table) and what coll_perf does with it.
+// Refused flags are rejected by name with the reason, never ignored; accepted no-ops take
+// nccl-tests' value (0/1) and change nothing, for the reason given.
+const std::vector<NcclTestsFlag> kNcclTestsFlags = {
+    {"-t", "--nthreads", FlagHandling::refused, "one thread per process; use -g N or one MPI rank per GPU"},
+    {"-g", "--ngpus", FlagHandling::implemented, ""},
+    {"-b", "--minbytes", FlagHandling::implemented, ""},
+    {"-e", "--maxbytes", FlagHandling::implemented, ""},
+    {"-i", "--stepbytes", FlagHandling::implemented, ""},
+    {"-f", "--stepfactor", FlagHandling::implemented, ""},
+    {"-n", "--iters", FlagHandling::implemented, ""},
+    {"-m", "--agg_iters", FlagHandling::implemented, ""},
+    {"-w", "--warmup_iters", FlagHandling::implemented, ""},
+    {"-N", "--run_cycles", FlagHandling::implemented, ""},
+    {"-p", "--parallel_init", FlagHandling::refused, "communicators are always initialised in one group"},
+    {"-c", "--check", FlagHandling::implemented, ""},
+    {"-o", "--op", FlagHandling::implemented, ""},
+    {"-d", "--datatype", FlagHandling::implemented, ""},
+    {"-r", "--root", FlagHandling::implemented, ""},
+    {"-z", "--blocking", FlagHandling::implemented, ""},
+    {"-y", "--stream_null", FlagHandling::refused, "the default stream is never used"},
+    {"-T", "--timeout", FlagHandling::implemented, ""},
+    {"-G", "--cudagraph", FlagHandling::implemented, ""},
+    {"-C", "--report_cputime", FlagHandling::accepted_no_op,
+     "the host-clock batch time (launches + completion) is always recorded as batch_time_us; the launch-only CPU time is not reported"},
+    {"-S", "--report_timestamps", FlagHandling::accepted_no_op,
+     "the run manifest carries the start time and JSONL records are appended as each case completes"},
+    {"-J", "--output_file", FlagHandling::implemented, ""},
+    {"-a", "--average", FlagHandling::implemented, ""},
+    {"-R", "--local_register", FlagHandling::implemented, ""},
+    {"-x", "--cta_policy", FlagHandling::implemented, ""},
+    {"-D", "--device_implementation", FlagHandling::refused, "NCCL device-API kernels are not measured by cclbench"},
+    {"-V", "--device_cta_count", FlagHandling::refused, "only meaningful with -D, which is not supported"},
+    {"-M", "--memory", FlagHandling::accepted_no_op,
+     "device buffers are sized once (2 x the largest message) and a shrink to fit is reported at start"},
+    {"-u", "--unalign", FlagHandling::implemented, ""},
+    {"-I", "--per_iter_timing", FlagHandling::accepted_no_op,
+     "per-iteration times are always measured (time_us percentiles, samples_us)"},
+    {"-K", "--per_iter_skip", FlagHandling::refused, "warm-up (-w) is separate from timed iterations"},
+    {"-h", "--help", FlagHandling::implemented, ""},
 };
-constexpr UnsupportedFlag kUnsupported[] = {
-    {"-t", "--nthreads", "one thread per process; use -g N or one MPI rank per GPU"},
-    {"-m", "--agg_iters", "aggregated iterations would hide per-iteration times"},
-    {"-N", "--run_cycles", "repeat runs with scripts/cclbench baseline --repeat"},
-    {"-p", "--parallel_init", "communicators are always initialised in one group"},
-    {"-y", "--stream_null", "the default stream is never used"},
-    {"-C", "--report_cputime", "the batch (host clock) time is always reported in its own column"},
-    {"-S", "--report_timestamps", "records carry the manifest's timestamp"},
-    {"-R", "--local_register", "buffer registration is not supported yet"},
-    {"-x", "--cta_policy", "not supported yet"},
-    {"-D", "--device_implementation", "not supported yet"},
-    {"-V", "--device_cta_count", "not supported yet"},
-    {"-M", "--memory", "memory use is printed at start"},
-    {"-u", "--unalign", "not supported yet"},
-    {"-I", "--per_iter_timing", "per-iteration timing is always on"},
-    {"-K", "--per_iter_skip", "warm-up (-w) is separate from timed iterations"},
-};
+
+const NcclTestsFlag* find_nccl_tests_flag(const std::string& flag) {
+  for (const NcclTestsFlag& entry : kNcclTestsFlags) {
+    if (flag == entry.short_name || flag == entry.long_name) return &entry;
+  }
+  return nullptr;
+}
 
 template <typename T, typename Parse>
 std::vector<T> parse_list(const std::string& text, const char* flag, Parse parse, const std::vector<T>& all_values,
@@ -132,17 +157,35 @@ std::string help_text(const std::string& program_name) {
       << "  -n, --iters N             timed iterations per case                         [20]\n"
       << "  -w, --warmup_iters N      untimed warm-up iterations per case               [1]\n"
       << "  -c, --check N             checked runs per case (0 = no checking)           [1]\n"
-      << "  -o, --op OP[,OP]          sum, prod, max, min, avg, all                     [sum]\n"
+      << "  -o, --op OP[,OP]          sum, prod, max, min, avg, mulsum, all             [sum]\n"
+      << "                            (mulsum: ncclRedOpCreatePreMulSum, rank r's scalar 1 + r%2)\n"
       << "  -d, --datatype T[,T]      int8 uint8 int32 uint32 int64 uint64 half float double\n"
       << "                            bfloat16 f8e4m3 f8e5m2, all                       [float]\n"
       << "  -r, --root R              root rank of broadcast and reduce                 [0]\n"
       << "  -g, --ngpus N             GPUs driven by each process (NCCL backend)        [1]\n"
       << "  -a, --average 0|1|2|3     batch time across ranks: rank0, mean, min, max    [1]\n"
       << "  -T, --timeout SECONDS     watchdog: abort every rank when a case hangs      [off]\n"
-      << "  -G, --cudagraph K         capture the iterations in a CUDA graph, replay K times\n"
+      << "  -G, --cudagraph K         capture the -n iterations (collectives only) in a CUDA graph,\n"
+      << "                            replay it K times: time = host clock / (K x n x m)\n"
+      << "  -m, --agg_iters M         collectives per iteration, in one ncclGroup; times / M  [1]\n"
+      << "  -N, --run_cycles N        run the whole sweep N times (0 = until SIGINT/SIGTERM) [1]\n"
+      << "  -R, --local_register 0|1|2  1: ncclCommRegister the buffers; 2: ncclMemAlloc +\n"
+      << "                            ncclCommWindowRegister (symmetric, NCCL >= 2.27)    [0]\n"
+      << "  -u, --unalign N           buffers start N elements past their alignment      [0]\n"
+      << "  -x, --cta_policy 0|1|2    ncclConfig_t.CTAPolicy: default, efficiency, zero (2: NCCL\n"
+      << "                            >= 2.28)                                  [not set]\n"
       << "  -z, --blocking 0|1        1: wait for each iteration before the next        [0]\n"
       << "  -J, --output_file FILE    JSON results (manifest, bindings, evidence, cases)\n"
       << "\n"
+      << "nccl-tests flags accepted with no effect (value 0|1):\n";
+  for (const NcclTestsFlag& flag : kNcclTestsFlags) {
+    if (flag.handling == FlagHandling::accepted_no_op) out << "  " << flag.short_name << ", " << flag.long_name << ": " << flag.note << "\n";
+  }
+  out << "nccl-tests flags refused (exit 2):\n";
+  for (const NcclTestsFlag& flag : kNcclTestsFlags) {
+    if (flag.handling == FlagHandling::refused) out << "  " << flag.short_name << ", " << flag.long_name << ": " << flag.note << "\n";
+  }
+  out << "\n"
       << "cclbench flags:\n"
       << "  --backend nccl|mpi        nccl when a GPU is visible                       [auto]\n"
       << "  --coll C[,C]              all_reduce all_gather reduce_scatter alltoall\n"
@@ -227,6 +270,24 @@ std::optional<Config> parse_config(int argc, const char* const argv[]) {
       config.graph_launches = static_cast<int>(parse_integer(cursor.value(flag), flag, 0, 100000));
     } else if (flag == "-z" || flag == "--blocking") {
       config.blocking = static_cast<int>(parse_integer(cursor.value(flag), flag, 0, 1));
+    } else if (flag == "-m" || flag == "--agg_iters") {
+      config.ops_per_launch = static_cast<int>(parse_integer(cursor.value(flag), flag, 1, 1024));
+    } else if (flag == "-N" || flag == "--run_cycles") {
+      config.run_cycles = static_cast<int>(parse_integer(cursor.value(flag), flag, 0, 1000000));
+    } else if (flag == "-R" || flag == "--local_register") {
+      config.registration = static_cast<Registration>(parse_integer(cursor.value(flag), flag, 0, 2));
+    } else if (flag == "-u" || flag == "--unalign") {
+      config.unalign_elements = static_cast<int>(parse_integer(cursor.value(flag), flag, 0, 4096));
+    } else if (flag == "-x" || flag == "--cta_policy") {
+      config.cta_policy = static_cast<int>(parse_integer(cursor.value(flag), flag, 0, 2));
+    } else if (flag == "-I" || flag == "--per_iter_timing") {
+      config.per_iter_timing = static_cast<int>(parse_integer(cursor.value(flag), flag, 0, 1));
+    } else if (flag == "-C" || flag == "--report_cputime") {
+      config.report_cputime = static_cast<int>(parse_integer(cursor.value(flag), flag, 0, 1));
+    } else if (flag == "-S" || flag == "--report_timestamps") {
+      config.report_timestamps = static_cast<int>(parse_integer(cursor.value(flag), flag, 0, 1));
+    } else if (flag == "-M" || flag == "--memory") {
+      config.memory_report = static_cast<int>(parse_integer(cursor.value(flag), flag, 0, 1));
     } else if (flag == "-J" || flag == "--output_file") {
       config.json_path = cursor.value(flag);
     } else if (flag == "--backend") {
@@ -274,10 +335,8 @@ std::optional<Config> parse_config(int argc, const char* const argv[]) {
     } else if (flag == "--quiet") {
       config.quiet = true;
     } else {
-      for (const auto& unsupported : kUnsupported) {
-        if (flag == unsupported.short_name || flag == unsupported.long_name) {
-          throw UsageError(flag + ": nccl-tests flag not supported by cclbench (" + unsupported.why + ")");
-        }
+      if (const NcclTestsFlag* known = find_nccl_tests_flag(flag); known && known->handling == FlagHandling::refused) {
+        throw UsageError(flag + ": nccl-tests flag not supported by cclbench (" + known->note + ")");
       }
       throw UsageError("unknown flag '" + flag + "' (see --help)");
     }
@@ -300,7 +359,9 @@ std::optional<Config> parse_config(int argc, const char* const argv[]) {
   if (config.ops.empty()) config.ops = {ReduceOp::sum};
   if (config.graph_launches > 0 && config.blocking) throw UsageError("-G and -z 1 are exclusive");
   if (config.backend == BackendKind::mpi && config.gpus_per_process != 1) throw UsageError("-g: the MPI backend uses host memory (accepted: -g 1 with --backend mpi)");
-  if (config.backend == BackendKind::mpi && config.graph_launches > 0) throw UsageError("-G: CUDA graphs need --backend nccl");
+  if (config.backend == BackendKind::mpi) {
+    if (const auto refusal = mpi_backend_refusal(config)) throw UsageError(*refusal + " (--backend mpi)");
+  }
   if (config.backend == BackendKind::mpi && config.share_gpu) throw UsageError("--share-gpu needs --backend nccl");
   if (!config.tuning_probe_path.empty() && !config.tuning_from_path.empty()) {
     throw UsageError("--tuning-probe and --tuning-from are exclusive: probe first, then measure with --tuning-from");
@@ -313,6 +374,26 @@ std::optional<Config> parse_config(int argc, const char* const argv[]) {
   }
   if (config.share_gpu && config.gpus_per_process != 1) throw UsageError("--share-gpu: one GPU per rank (accepted: -g 1)");
   return config;
+}
+
+std::string_view name_of(Registration registration) {
+  switch (registration) {
+    case Registration::none: return "none";
+    case Registration::local: return "local";
+    case Registration::symmetric: return "symmetric";
+  }
+  return "none";
+}
+
+const std::vector<NcclTestsFlag>& nccl_tests_flags() { return kNcclTestsFlags; }
+
+std::optional<std::string> mpi_backend_refusal(const Config& config) {
+  if (config.graph_launches > 0) return "-G: CUDA graphs need the NCCL backend";
+  if (config.registration != Registration::none) return "-R: buffer registration is an NCCL feature; the MPI backend uses host memory";
+  if (config.cta_policy >= 0) return "-x: the CTA policy is an NCCL communicator setting";
+  if (config.ops_per_launch > 1) return "-m: MPI has no aggregated launch (ncclGroupStart/End)";
+  if (config.unalign_elements > 0) return "-u: misaligned buffers are implemented for the NCCL backend only";
+  return std::nullopt;
 }
 
 std::vector<std::uint64_t> sweep_sizes(const Config& config) {

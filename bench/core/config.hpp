@@ -12,6 +12,10 @@ namespace cclbench {
 enum class BackendKind { automatic, nccl, mpi };
 enum class Placement { both, out_of_place, in_place };
 enum class BatchAverage { rank0 = 0, mean = 1, min = 2, max = 3 };  // nccl-tests -a
+// nccl-tests -R: 0 none, 1 ncclCommRegister of the buffers, 2 ncclMemAlloc + ncclCommWindowRegister
+// (NCCL_WIN_COLL_SYMMETRIC).
+enum class Registration { none = 0, local = 1, symmetric = 2 };
+std::string_view name_of(Registration registration);  // "none", "local", "symmetric"
 
 struct Config {
   // Sweep (-b -e -f -i). step_factor > 1 means multiply, else add step_bytes.
@@ -33,6 +37,17 @@ struct Config {
   double timeout_seconds = 0;     // -T (0 = no watchdog)
   int graph_launches = 0;         // -G
   int blocking = 0;               // -z (0: stream-ordered; 1: wait for each iteration on the host)
+  int ops_per_launch = 1;         // -m: collectives aggregated in one ncclGroup per iteration
+  int run_cycles = 1;             // -N: sweeps of every case (0 = until SIGINT/SIGTERM)
+  Registration registration = Registration::none;  // -R
+  int unalign_elements = 0;       // -u: send/receive buffers start this many elements past alignment
+  int cta_policy = -1;            // -x: ncclConfig_t.CTAPolicy (-1 = not set, NCCL's default)
+  // Accepted nccl-tests flags that change nothing here (see kAcceptedNoOp in config.cpp); kept so
+  // the manifest's argv and --help tell what was asked.
+  int per_iter_timing = 0;        // -I
+  int report_cputime = 0;         // -C
+  int report_timestamps = 0;      // -S
+  int memory_report = 0;          // -M
   bool share_gpu = false;         // --share-gpu: emulated ranks on one GPU (correctness only)
   std::string json_path;          // -J
   std::string csv_path;           // --csv
@@ -53,6 +68,19 @@ std::optional<Collective> collective_of_program(const std::string& program_name)
 // Parses argv. Throws UsageError (exit 2) with one line naming the flag and what is accepted.
 // Returns nullopt when --help was given (help already printed to stdout).
 std::optional<Config> parse_config(int argc, const char* const argv[]);
+
+// Why the MPI backend cannot run `config` (a flag that only means something to NCCL), or nullopt.
+std::optional<std::string> mpi_backend_refusal(const Config& config);
+
+// What coll_perf does with each nccl-tests 2.19 flag, for --help and the flag table test.
+enum class FlagHandling { implemented, accepted_no_op, refused };
+struct NcclTestsFlag {
+  const char* short_name;  // "-b"
+  const char* long_name;   // "--minbytes"
+  FlagHandling handling;
+  const char* note;        // for no-ops and refusals: why (empty for implemented flags)
+};
+const std::vector<NcclTestsFlag>& nccl_tests_flags();
 
 // The help text (also the source of the README's usage section).
 std::string help_text(const std::string& program_name);

@@ -10,6 +10,8 @@
 //           verification tolerance in the backend)
 //   prod    values 1 or 2, with exactly min(n, T) ranks contributing 2 per element
 //   max/min values 0..M
+//   mulsum  per-rank values 0..A with A * sum of the ranks' scalars < max exact integer; rank r
+//           contributes premul_scalar(r) * value (nccl-tests' scalar: 1 on even ranks, 2 on odd)
 //   none    (data movement) values 0..M, distinct streams per rank
 #include <cstdint>
 
@@ -36,6 +38,10 @@ struct PatternParams {
 // Fills the ranges for a dtype/op/rank count. Host-only (uses the type tables).
 PatternParams make_pattern(DataType dtype, ReduceOp op, int nranks, std::uint32_t rep);
 
+// The PreMulSum scalar of `rank`, nccl-tests' ncclVerifiablePremulScalar: 1 on even ranks, 2 on odd
+// ones. Small integers, so the premultiplied values stay exact in every data type.
+CCLBENCH_HOST_DEVICE inline std::uint32_t premul_scalar(int rank) { return rank % 2 == 0 ? 1u : 2u; }
+
 CCLBENCH_HOST_DEVICE inline std::uint32_t pattern_mix(std::uint64_t index, std::uint32_t rank, std::uint32_t rep) {
   std::uint32_t x = static_cast<std::uint32_t>(index) * 0x9E3779B1u ^ static_cast<std::uint32_t>(index >> 32) * 0x7FEB352Du;
   x += rank * 0x85EBCA77u + rep * 0xC2B2AE3Du + 0x165667B1u;
@@ -52,6 +58,7 @@ CCLBENCH_HOST_DEVICE inline std::uint32_t pattern_value(const PatternParams& p, 
   const auto r = static_cast<std::uint32_t>(rank);
   switch (p.op) {
     case ReduceOp::sum:
+    case ReduceOp::mulsum:
       if (p.sum_range == 0) {  // fewer exact integers than ranks: a fixed subset of ranks contributes 1
         return ((index + r + p.rep) % static_cast<std::uint64_t>(p.nranks)) < p.max_value ? 1u : 0u;
       }
@@ -68,11 +75,12 @@ CCLBENCH_HOST_DEVICE inline std::uint32_t pattern_value(const PatternParams& p, 
 
 // The reduction over all ranks of pattern_value at `index` (exact integer arithmetic).
 CCLBENCH_HOST_DEVICE inline std::uint64_t pattern_reduced(const PatternParams& p, std::uint64_t index) {
-  std::uint64_t acc = pattern_value(p, 0, index);
+  std::uint64_t acc = pattern_value(p, 0, index) * (p.op == ReduceOp::mulsum ? premul_scalar(0) : 1u);
   for (int rank = 1; rank < p.nranks; ++rank) {
     const std::uint64_t v = pattern_value(p, rank, index);
     switch (p.op) {
       case ReduceOp::sum: acc += v; break;
+      case ReduceOp::mulsum: acc += premul_scalar(rank) * v; break;
       case ReduceOp::prod: acc *= v; break;
       case ReduceOp::max: acc = v > acc ? v : acc; break;
       case ReduceOp::min: acc = v < acc ? v : acc; break;

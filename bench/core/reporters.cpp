@@ -71,6 +71,10 @@ nlohmann::json case_record(const CaseResult& result, const std::string& point, b
 void ConsoleTable::print_header(const CaseResult& first) {
   out_ << "#\n# " << descriptor_of(first.spec.collective).display_name << ", " << first.spec.nranks << " ranks, backend "
        << first.backend << ", " << first.iterations << " iterations, " << first.warmup << " warm-up\n";
+  if (first.mode.graph_launches > 0) {
+    out_ << "# CUDA graph: the -n iterations captured once (collectives only), replayed " << first.mode.graph_launches
+         << " times; p50/p99 from a separate replay with event nodes around each iteration\n";
+  }
   if (first.emulated) {
     out_ << "# EMULATED: ranks share GPUs (--share-gpu): correctness only; times and bandwidths are not performance figures\n";
   }
@@ -140,7 +144,8 @@ void ConsoleTable::finish() {
 std::string csv_header() {
   return "point,case_id,collective,backend,nranks,dtype,op,root,in_place,bytes,count,requested_bytes,iterations,warmup,"
          "time_us_mean,time_us_min,time_us_p50,time_us_p95,time_us_p99,time_us_max,time_us_cv_pct,batch_time_us,"
-         "algbw_gbps,busbw_gbps,wrong,status,reason,emulated,gated_time_us,bandwidth_from";
+         "algbw_gbps,busbw_gbps,wrong,status,reason,emulated,gated_time_us,bandwidth_from,samples_from,graph_launches,"
+         "ops_per_launch,registration,unalign_elements,cta_policy,cycle";
 }
 
 std::string csv_row(const nlohmann::json& record) {
@@ -158,7 +163,10 @@ std::string csv_row(const nlohmann::json& record) {
                                    record.at("batch_time_us"), record.at("algbw_gbps"), record.at("busbw_gbps"),
                                    record.at("wrong"),        record.at("status"),    record.at("reason"),
                                    record.at("emulated"),     record.value("gated_time_us", null_json),
-                                   record.value("bandwidth_from", null_json)};
+                                   record.value("bandwidth_from", null_json), record.value("samples_from", null_json),
+                                   record.value("graph_launches", null_json), record.value("ops_per_launch", null_json),
+                                   record.value("registration", null_json),  record.value("unalign_elements", null_json),
+                                   record.value("cta_policy", null_json),    record.value("cycle", null_json)};
   bool first = true;
   for (const auto& field : fields) {
     if (!first) row << ',';

@@ -12,7 +12,9 @@
 
 namespace cclbench {
 
-inline constexpr const char* kResultsSchemaVersion = "1.2.0";  // 1.1: gated_time_us, bandwidth_from; 1.2: per_rank
+// 1.1: gated_time_us, bandwidth_from. 1.2: per_rank, samples_from, graph_launches, ops_per_launch,
+// registration, unalign_elements, cta_policy, cycle; op mulsum; bandwidth_from batch_time_us.
+inline constexpr const char* kResultsSchemaVersion = "1.2.0";
 
 // One record as written to JSONL and to the "cases" array: to_json() plus schema_version, point
 // and emulated.

@@ -97,17 +97,24 @@ Runner::Runner(Backend& backend, const MpiContext& context, RunnerOptions option
     : backend_(backend), context_(context), options_(options), monitor_(monitor), stop_signal_(stop_signal) {}
 
 RunOutcome Runner::run(const std::vector<CaseSpec>& cases, CaseObserver* observer,
-                       const std::function<void(const CaseResult&)>& on_result) {
-  for (const CaseSpec& spec : cases) {
-    // Every rank stops at the same case boundary, so nobody waits in a collective alone.
-    int local_stop = stop_signal_.load() != 0 ? 1 : 0;
-    int any_stop = 0;
-    mpi_check(MPI_Allreduce(&local_stop, &any_stop, 1, MPI_INT, MPI_MAX, context_.world), "MPI_Allreduce(stop)", context_);
-    if (any_stop) return RunOutcome::interrupted;
-    if (observer) observer->before_case(spec);
-    CaseResult result = run_case(spec);
-    if (observer) observer->after_case(result);
-    on_result(result);
+                       const std::function<void(const CaseResult&)>& on_result,
+                       const std::function<void(int cycle)>& on_cycle_end) {
+  for (int cycle = 0; options_.cycles == 0 || cycle < options_.cycles; ++cycle) {
+    for (const CaseSpec& spec : cases) {
+      // Every rank stops at the same case boundary, so nobody waits in a collective alone.
+      int local_stop = stop_signal_.load() != 0 ? 1 : 0;
+      int any_stop = 0;
+      mpi_check(MPI_Allreduce(&local_stop, &any_stop, 1, MPI_INT, MPI_MAX, context_.world), "MPI_Allreduce(stop)", context_);
+      if (any_stop) return RunOutcome::interrupted;
+      if (observer) observer->before_case(spec);
+      CaseResult result = run_case(spec);
+      result.cycle = cycle;
+      if (observer) observer->after_case(result);
+      on_result(result);
+    }
+    if (on_cycle_end) on_cycle_end(cycle);
+    // -N 0 with an empty case list would spin without ever checking the stop signal.
+    if (cases.empty()) break;
   }
   return RunOutcome::complete;
 }
@@ -120,6 +127,7 @@ CaseResult Runner::run_case(const CaseSpec& spec) {
   result.iterations = options_.iterations;
   result.warmup = options_.warmup_iterations;
   result.check_iterations = options_.check_iterations;
+  result.mode = backend_.measurement_mode();
 
   if (const auto reason = backend_.unsupported_reason(spec)) {
     result.status = CaseStatus::skipped;
@@ -191,6 +199,7 @@ CaseResult Runner::run_case(const CaseSpec& spec) {
     result.rank_mean_us.push_back(shares[2 * rank]);
     result.rank_slowest_iterations.push_back(static_cast<int>(shares[2 * rank + 1]));
   }
+  result.samples_from = timed.samples_from;
   result.time_us = summarize(slowest);
   result.batch_time_us = batch;
   if (all_gated) result.gated_time_us = gated;

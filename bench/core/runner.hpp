@@ -45,6 +45,7 @@ struct RunnerOptions {
   int warmup_iterations = 1;
   int check_iterations = 1;
   BatchAverage batch_average = BatchAverage::mean;
+  int cycles = 1;  // -N: sweeps over the case list; 0 = until the stop signal
 };
 
 enum class RunOutcome { complete, interrupted };
@@ -54,10 +55,13 @@ class Runner {
   Runner(Backend& backend, const MpiContext& context, RunnerOptions options, PhaseMonitor& monitor,
          const std::atomic<int>& stop_signal);
 
-  // Runs every case, handing each finished result to `on_result` (on every rank; rank 0 writes).
-  // Stops between cases, on every rank together, once `stop_signal` is non-zero on any rank.
+  // Runs every case, options.cycles times (each result says its cycle), handing each finished
+  // result to `on_result` (on every rank; rank 0 writes) and calling `on_cycle_end` after each
+  // complete cycle. Stops between cases, on every rank together, once `stop_signal` is non-zero on
+  // any rank.
   RunOutcome run(const std::vector<CaseSpec>& cases, CaseObserver* observer,
-                 const std::function<void(const CaseResult&)>& on_result);
+                 const std::function<void(const CaseResult&)>& on_result,
+                 const std::function<void(int cycle)>& on_cycle_end = {});
 
   CaseResult run_case(const CaseSpec& spec);
 

@@ -45,7 +45,8 @@ const std::vector<DataType>& all_data_types() {
 }
 
 const std::vector<ReduceOp>& all_reduce_ops() {
-  static const std::vector<ReduceOp> values = {ReduceOp::sum, ReduceOp::prod, ReduceOp::max, ReduceOp::min, ReduceOp::avg};
+  static const std::vector<ReduceOp> values = {ReduceOp::sum, ReduceOp::prod, ReduceOp::max, ReduceOp::min, ReduceOp::avg,
+                                               ReduceOp::mulsum};
   return values;
 }
 
@@ -87,6 +88,7 @@ std::string_view name_of(ReduceOp op) {
     case ReduceOp::max: return "max";
     case ReduceOp::min: return "min";
     case ReduceOp::avg: return "avg";
+    case ReduceOp::mulsum: return "mulsum";
     case ReduceOp::none: return "none";
   }
   return "unknown";
@@ -122,8 +124,9 @@ std::optional<DataType> parse_data_type(std::string_view text) {
 }
 
 std::optional<ReduceOp> parse_reduce_op(std::string_view text) {
-  static const std::array<std::pair<const char*, ReduceOp>, 5> table = {{
+  static const std::array<std::pair<const char*, ReduceOp>, 7> table = {{
       {"sum", ReduceOp::sum}, {"prod", ReduceOp::prod}, {"max", ReduceOp::max}, {"min", ReduceOp::min}, {"avg", ReduceOp::avg},
+      {"mulsum", ReduceOp::mulsum}, {"premulsum", ReduceOp::mulsum},
   }};
   return lookup(text, table);
 }

@@ -1,6 +1,6 @@
 #pragma once
 // The vocabulary of a benchmark case: collective, data type, reduction op. Names follow nccl-tests
-// (dtype "float", "half", "bfloat16"...; ops "sum", "prod", "max", "min", "avg") so users' flags and
+// (dtype "float", "half", "bfloat16"...; ops "sum", "prod", "max", "min", "avg", "mulsum") so users' flags and
 // column values carry over unchanged.
 #include <cstddef>
 #include <cstdint>
@@ -13,7 +13,9 @@ namespace cclbench {
 
 enum class Collective { all_reduce, all_gather, reduce_scatter, alltoall, broadcast, reduce, sendrecv };
 enum class DataType { int8, uint8, int32, uint32, int64, uint64, float16, float32, float64, bfloat16, fp8_e4m3, fp8_e5m2 };
-enum class ReduceOp { sum, prod, max, min, avg, none };
+// mulsum: nccl-tests' PreMulSum (ncclRedOpCreatePreMulSum): each rank multiplies its input by its
+// own scalar, premul_scalar(rank), then the products are summed.
+enum class ReduceOp { sum, prod, max, min, avg, mulsum, none };
 
 // Every value, in a fixed order (used for "all" and for help text).
 const std::vector<Collective>& all_collectives();

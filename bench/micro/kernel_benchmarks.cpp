@@ -1,5 +1,7 @@
-// Throughput of the verification kernels against the device's own copy bandwidth, and the cost
-// of the per-iteration CUDA event pair the NCCL backend puts around each timed iteration.
+// Throughput of the verification kernels against the device's own copy bandwidth, the cost of the
+// per-iteration CUDA event pair the NCCL backend puts around each timed iteration, and the
+// per-iteration cost of CUDA graph replay (-G): bare, with event-record nodes around each
+// iteration, and a one-rank NCCL AllReduce through the backend's own -G path.
 //
 // Kernel benchmarks use manual time from CUDA events (the device time, not the host's), reported
 // as bytes_per_second plus a GB/s counter (1e9 bytes). A copy of N bytes moves 2N bytes (read +
@@ -8,8 +10,12 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
+#include "bench/core/config.hpp"
+#include "bench/core/mpi_context.hpp"
 #include "bench/core/pattern.hpp"
 #include "bench/core/types.hpp"
 #include "bench/cuda/cuda_handles.hpp"
@@ -143,6 +149,99 @@ void BM_EmptyKernel(benchmark::State& state) {
   if (with_events) state.counters["event_us"] = benchmark::Counter(event_seconds * 1e6 / static_cast<double>(state.iterations()));
 }
 
+// Per-iteration GPU time of a replayed graph of 20 empty kernels, without (0) and with (1) an
+// event-record node pair around each kernel: the difference is what -G used to add to every
+// iteration before the timed graph held nothing but the collectives. Manual time = one event pair
+// around 10 replays / (10 x 20); the counter iteration_us is the same figure.
+void BM_GraphReplayEmptyKernels(benchmark::State& state) {
+  constexpr int kIterations = 20;
+  constexpr int kReplays = 10;
+  const bool instrumented = state.range(0) != 0;
+  state.SetLabel(instrumented ? "event nodes around each kernel" : "kernels only");
+  GpuFixture gpu(256);
+  if (!gpu.usable(state)) return;
+  std::vector<Event> nodes;
+  for (int i = 0; instrumented && i < 2 * kIterations; ++i) nodes.emplace_back(0, "micro");
+  Graph graph;
+  {
+    if (cudaStreamBeginCapture(gpu.stream.get(), cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+      return state.SkipWithError("cudaStreamBeginCapture failed");
+    }
+    bool ok = true;
+    for (int i = 0; i < kIterations && ok; ++i) {
+      if (instrumented) ok = cudaEventRecordWithFlags(nodes[2 * i].get(), gpu.stream.get(), cudaEventRecordExternal) == cudaSuccess;
+      ok = ok && launch_empty_kernel(gpu.stream.get()) == cudaSuccess;
+      if (instrumented && ok) ok = cudaEventRecordWithFlags(nodes[2 * i + 1].get(), gpu.stream.get(), cudaEventRecordExternal) == cudaSuccess;
+    }
+    cudaGraph_t captured = nullptr;
+    if (cudaStreamEndCapture(gpu.stream.get(), &captured) != cudaSuccess || !ok) return state.SkipWithError("graph capture failed");
+    try {
+      graph = Graph(captured, 0, "micro");
+    } catch (const std::exception& error) {
+      return state.SkipWithError(error.what());
+    }
+    if (cudaGraphUpload(graph.exec(), gpu.stream.get()) != cudaSuccess) return state.SkipWithError("cudaGraphUpload failed");
+  }
+  double total = 0;
+  for (auto _ : state) {
+    const double seconds = gpu.time([&] {
+      cudaError_t result = cudaSuccess;
+      for (int replay = 0; replay < kReplays && result == cudaSuccess; ++replay) result = cudaGraphLaunch(graph.exec(), gpu.stream.get());
+      return result;
+    });
+    if (seconds < 0) return state.SkipWithError("graph replay failed");
+    const double per_iteration = seconds / (kReplays * kIterations);
+    total += per_iteration;
+    state.SetIterationTime(per_iteration);
+  }
+  state.counters["iteration_us"] = benchmark::Counter(total * 1e6 / static_cast<double>(state.iterations()));
+}
+
+// The backend's -G path on one rank: AllReduce float sum of range(0) bytes, -n 20 -G 10. Reports
+// the per-collective batch time (host clock around the replays, nccl-tests' method), the gated
+// time (one event pair around the replays) and the instrumented replay's mean, in us; the
+// benchmark's own time is the batch time. MPI is initialised once, on the first use.
+void BM_NcclGraphAllReduce(benchmark::State& state) {
+  std::string error;
+  if (visible_gpu_count(&error) == 0) return state.SkipWithError(("no CUDA device: " + error).c_str());
+  static const std::unique_ptr<MpiSession> session = std::make_unique<MpiSession>(nullptr, nullptr);
+  if (session->context().world_size != 1) return state.SkipWithError("one process only (no mpirun)");
+  const auto bytes = static_cast<std::uint64_t>(state.range(0));
+  Config config;
+  config.min_bytes = config.max_bytes = bytes;
+  config.graph_launches = 10;
+  config.timeout_seconds = 60;
+  std::unique_ptr<Backend> backend;
+  try {
+    backend = make_nccl_backend(config, session->context());
+  } catch (const std::exception& failure) {
+    return state.SkipWithError(failure.what());
+  }
+  CaseSpec spec;
+  spec.collective = Collective::all_reduce;
+  spec.dtype = DataType::float32;
+  spec.op = ReduceOp::sum;
+  spec.requested_bytes = bytes;
+  spec.nranks = 1;
+  spec.counts = descriptor_of(spec.collective).byte_counts(bytes, size_of(spec.dtype), 1);
+  backend->fill(spec, 0);
+  backend->warm_up(spec, 5);
+  double batch = 0, gated = 0, instrumented = 0;
+  for (auto _ : state) {
+    const TimedIterations timed = backend->run_timed(spec, 20);
+    double mean = 0;
+    for (double us : timed.iteration_us) mean += us / static_cast<double>(timed.iteration_us.size());
+    batch += timed.batch_us;
+    gated += timed.gated_us.value_or(0.0);
+    instrumented += mean;
+    state.SetIterationTime(timed.batch_us * 1e-6);
+  }
+  const auto n = static_cast<double>(state.iterations());
+  state.counters["batch_us"] = benchmark::Counter(batch / n);
+  state.counters["gated_us"] = benchmark::Counter(gated / n);
+  state.counters["instrumented_us"] = benchmark::Counter(instrumented / n);
+}
+
 void sizes_and_dtypes(benchmark::internal::Benchmark* bench) {
   for (std::int64_t bytes : {1ll << 20, 64ll << 20, 256ll << 20}) {
     for (std::int64_t dtype = 0; dtype < static_cast<std::int64_t>(all_data_types().size()); ++dtype) bench->Args({bytes, dtype});
@@ -153,6 +252,8 @@ BENCHMARK(BM_DeviceCopy)->Arg(1 << 20)->Arg(64 << 20)->Arg(256 << 20)->UseManual
 BENCHMARK(BM_PatternFill)->Apply(sizes_and_dtypes)->UseManualTime();
 BENCHMARK(BM_PatternVerify)->Apply(sizes_and_dtypes)->UseManualTime();
 BENCHMARK(BM_EmptyKernel)->Arg(0)->Arg(1)->UseRealTime();
+BENCHMARK(BM_GraphReplayEmptyKernels)->Arg(0)->Arg(1)->UseManualTime();
+BENCHMARK(BM_NcclGraphAllReduce)->Arg(8 << 10)->Arg(512 << 10)->Arg(8 << 20)->UseManualTime()->Iterations(20);
 
 }  // namespace
 }  // namespace cclbench

@@ -156,10 +156,13 @@ def _positive(value):
 
 def bandwidth_time_us(record):
     """The time a record's busbw comes from, the headline the report plots and compare judges:
-    gated_time_us (GPU time, no launch gaps) where coll_perf has one, else time_us.mean."""
+    gated_time_us (GPU time, no launch gaps) where coll_perf has one, else batch_time_us where the record
+    says so (a -G run without a gated time: its per-iteration samples carry event nodes), else time_us.mean."""
     gated = _positive(record.get("gated_time_us"))
     if gated is not None:
         return gated
+    if record.get("bandwidth_from") == "batch_time_us":
+        return _positive(record.get("batch_time_us"))
     time_us = record.get("time_us")
     return _positive(time_us.get("mean")) if isinstance(time_us, dict) else None
 

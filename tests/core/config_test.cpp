@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <string>
 #include <vector>
 
@@ -79,13 +81,156 @@ TEST(Config, BadInputNamesTheFlagAndWhatIsAccepted) {
   EXPECT_NE(usage_error({"--coll", "allreduce2"}).find("--coll"), std::string::npos);
   EXPECT_NE(usage_error({"--backend", "gloo"}).find("nccl, mpi"), std::string::npos);
   EXPECT_NE(usage_error({"-t", "2"}).find("not supported"), std::string::npos);
-  EXPECT_NE(usage_error({"-m", "2"}).find("-m"), std::string::npos);
+  EXPECT_NE(usage_error({"-m", "0"}).find("-m"), std::string::npos);
+  EXPECT_NE(usage_error({"-R", "3"}).find("-R"), std::string::npos);
+  EXPECT_NE(usage_error({"-x", "3"}).find("-x"), std::string::npos);
+  EXPECT_NE(usage_error({"-I", "2"}).find("-I"), std::string::npos);
+  EXPECT_NE(usage_error({"-N", "-1"}).find("-N"), std::string::npos);
   EXPECT_NE(usage_error({"--frobnicate"}).find("unknown flag"), std::string::npos);
   EXPECT_NE(usage_error({"-b"}).find("missing value"), std::string::npos);
   EXPECT_NE(usage_error({"-d", "float,"}).find("empty"), std::string::npos);
   EXPECT_NE(usage_error({"--point", "a/b"}).find("--point"), std::string::npos);
   EXPECT_NE(usage_error({"--backend", "mpi", "-g", "2"}).find("-g"), std::string::npos);
   EXPECT_NE(usage_error({"-b", "0", "-f", "2"}).find("-b 0"), std::string::npos);
+}
+
+// Every flag of nccl-tests 2.19.6 (src/common.cu: getopt string
+// "t:g:b:e:i:f:n:m:w:N:p:I:K:c:o:d:r:z:y:T:hG:C:a:R:x:D:V:J:S:M:u:" and its longopts table), written
+// out here by hand, and what coll_perf does with each. A flag added to or dropped from coll_perf's
+// table, or handled differently, fails this test.
+enum class Expect { implemented, no_op, refused };
+struct FlagCase {
+  const char* short_name;
+  const char* long_name;
+  Expect expect;
+  std::vector<std::string> example;  // a valid use (value included) for implemented/no-op flags
+};
+const std::vector<FlagCase>& nccl_tests_219_flags() {
+  static const std::vector<FlagCase> flags = {
+      {"-t", "--nthreads", Expect::refused, {"2"}},
+      {"-g", "--ngpus", Expect::implemented, {"2"}},
+      {"-b", "--minbytes", Expect::implemented, {"8K"}},
+      {"-e", "--maxbytes", Expect::implemented, {"64M"}},
+      {"-i", "--stepbytes", Expect::implemented, {"1M"}},
+      {"-f", "--stepfactor", Expect::implemented, {"2"}},
+      {"-n", "--iters", Expect::implemented, {"5"}},
+      {"-m", "--agg_iters", Expect::implemented, {"4"}},
+      {"-w", "--warmup_iters", Expect::implemented, {"3"}},
+      {"-N", "--run_cycles", Expect::implemented, {"0"}},
+      {"-p", "--parallel_init", Expect::refused, {"1"}},
+      {"-c", "--check", Expect::implemented, {"0"}},
+      {"-o", "--op", Expect::implemented, {"mulsum"}},
+      {"-d", "--datatype", Expect::implemented, {"bfloat16"}},
+      {"-r", "--root", Expect::implemented, {"1"}},
+      {"-z", "--blocking", Expect::implemented, {"1"}},
+      {"-y", "--stream_null", Expect::refused, {"1"}},
+      {"-T", "--timeout", Expect::implemented, {"30"}},
+      {"-G", "--cudagraph", Expect::implemented, {"10"}},
+      {"-C", "--report_cputime", Expect::no_op, {"1"}},
+      {"-S", "--report_timestamps", Expect::no_op, {"1"}},
+      {"-J", "--output_file", Expect::implemented, {"out.json"}},
+      {"-a", "--average", Expect::implemented, {"2"}},
+      {"-R", "--local_register", Expect::implemented, {"2"}},
+      {"-x", "--cta_policy", Expect::implemented, {"1"}},
+      {"-D", "--device_implementation", Expect::refused, {"1"}},
+      {"-V", "--device_cta_count", Expect::refused, {"16"}},
+      {"-M", "--memory", Expect::no_op, {"1"}},
+      {"-u", "--unalign", Expect::implemented, {"3"}},
+      {"-I", "--per_iter_timing", Expect::no_op, {"1"}},
+      {"-K", "--per_iter_skip", Expect::refused, {"2"}},
+      {"-h", "--help", Expect::implemented, {}},
+  };
+  return flags;
+}
+
+TEST(NcclTestsFlags, TheTableListsEveryNcclTests219FlagWithItsHandling) {
+  const auto& table = nccl_tests_flags();
+  ASSERT_EQ(table.size(), nccl_tests_219_flags().size());
+  for (const FlagCase& expected : nccl_tests_219_flags()) {
+    const auto found = std::find_if(table.begin(), table.end(), [&](const NcclTestsFlag& flag) {
+      return std::string(flag.short_name) == expected.short_name;
+    });
+    ASSERT_NE(found, table.end()) << expected.short_name << " missing from coll_perf's table";
+    EXPECT_EQ(std::string(found->long_name), expected.long_name);
+    const FlagHandling handling = expected.expect == Expect::implemented ? FlagHandling::implemented
+                                  : expected.expect == Expect::no_op     ? FlagHandling::accepted_no_op
+                                                                         : FlagHandling::refused;
+    EXPECT_EQ(found->handling, handling) << expected.short_name;
+    // No-ops and refusals say why (in --help and in the refusal).
+    if (handling != FlagHandling::implemented) {
+      EXPECT_GT(std::string(found->note).size(), 10u) << expected.short_name;
+    }
+  }
+}
+
+TEST(NcclTestsFlags, EachFlagIsParsedAcceptedOrRefusedAsTheTableSays) {
+  const Config defaults = *parse({});
+  for (const FlagCase& flag : nccl_tests_219_flags()) {
+    if (std::string(flag.short_name) == "-h") continue;  // prints help: HelpReturnsNothing
+    for (const char* name : {flag.short_name, flag.long_name}) {
+      std::vector<std::string> args = {name};
+      args.insert(args.end(), flag.example.begin(), flag.example.end());
+      if (std::string(flag.short_name) == "-i") args.insert(args.begin(), {"-b", "1M", "-e", "4M"});
+      if (flag.expect == Expect::refused) {
+        const std::string error = usage_error(args);
+        EXPECT_NE(error.find("not supported by cclbench ("), std::string::npos) << name << ": '" << error << "'";
+        EXPECT_NE(error.find(name), std::string::npos) << error;
+        continue;
+      }
+      std::optional<Config> config;
+      ASSERT_NO_THROW(config = parse(args)) << name << " " << usage_error(args);
+      ASSERT_TRUE(config.has_value()) << name;
+      if (flag.expect == Expect::no_op) {
+        // Nothing that shapes the measurement changes.
+        EXPECT_EQ(make_cases(*config, 4).size(), make_cases(defaults, 4).size()) << name;
+        EXPECT_EQ(config->iterations, defaults.iterations) << name;
+        EXPECT_EQ(config->graph_launches, defaults.graph_launches) << name;
+        EXPECT_EQ(config->ops_per_launch, defaults.ops_per_launch) << name;
+        EXPECT_EQ(config->blocking, defaults.blocking) << name;
+      }
+    }
+  }
+}
+
+TEST(NcclTestsFlags, NewlyImplementedFlagsSetTheirFields) {
+  const Config config = *parse({"-m", "4", "-N", "0", "-R", "2", "-u", "3", "-x", "2", "-G", "10", "-o", "all"});
+  EXPECT_EQ(config.ops_per_launch, 4);
+  EXPECT_EQ(config.run_cycles, 0);
+  EXPECT_EQ(config.registration, Registration::symmetric);
+  EXPECT_EQ(config.unalign_elements, 3);
+  EXPECT_EQ(config.cta_policy, 2);
+  EXPECT_EQ(config.graph_launches, 10);
+  // -o all includes nccl-tests' mulsum.
+  EXPECT_EQ(config.ops, (std::vector<ReduceOp>{ReduceOp::sum, ReduceOp::prod, ReduceOp::max, ReduceOp::min, ReduceOp::avg,
+                                               ReduceOp::mulsum}));
+  EXPECT_EQ(parse({"-o", "mulsum"})->ops, std::vector<ReduceOp>{ReduceOp::mulsum});
+  EXPECT_EQ(parse({})->cta_policy, -1);  // not set: NCCL's default, recorded as null
+  EXPECT_EQ(name_of(Registration::local), "local");
+}
+
+TEST(NcclTestsFlags, MpiBackendRefusesNcclOnlyFlagsWithTheReason) {
+  for (const auto& [flag, value] : std::vector<std::pair<std::string, std::string>>{
+           {"-G", "2"}, {"-R", "1"}, {"-R", "2"}, {"-x", "0"}, {"-m", "2"}, {"-u", "1"}}) {
+    const std::string error = usage_error({"--backend", "mpi", flag, value});
+    EXPECT_EQ(error.rfind(flag + ":", 0), 0u) << error;
+    EXPECT_NE(error.find("(--backend mpi)"), std::string::npos) << error;
+    // The same refusal is what coll_perf applies when automatic selection falls back to MPI.
+    EXPECT_TRUE(mpi_backend_refusal(*parse({flag, value})).has_value()) << flag;
+  }
+  // -N, -o mulsum and the no-ops are fine on MPI (mulsum is then skipped per case, with a reason).
+  EXPECT_EQ(usage_error({"--backend", "mpi", "-N", "2", "-o", "mulsum", "-I", "1", "-C", "1", "-S", "1", "-M", "1"}), "");
+  EXPECT_FALSE(mpi_backend_refusal(*parse({"-N", "3"})).has_value());
+}
+
+TEST(NcclTestsFlags, HelpListsTheNoOpsAndRefusalsWithTheirReasons) {
+  const std::string help = help_text("coll_perf");
+  for (const NcclTestsFlag& flag : nccl_tests_flags()) {
+    EXPECT_NE(help.find(flag.short_name + std::string(", ") + flag.long_name), std::string::npos) << flag.short_name;
+    if (flag.handling != FlagHandling::implemented) {
+      EXPECT_NE(help.find(flag.note), std::string::npos) << flag.short_name;
+    }
+  }
+  EXPECT_NE(help.find("mulsum"), std::string::npos);
 }
 
 TEST(Cases, NcclTestsOrderAndOpNoneForDataMovement) {

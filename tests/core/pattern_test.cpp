@@ -56,6 +56,27 @@ TEST(Pattern, SumMatchesExplicitLoopAndAvgIsTheCommonValue) {
   }
 }
 
+// nccl-tests' PreMulSum scalar (verifiable.h, ncclVerifiablePremulScalar): 1 on even ranks, 2 on
+// odd ranks. The reduced value is the scalar-weighted sum, written out here independently.
+TEST(Pattern, MulsumIsTheSumOfEachRanksValueTimesItsScalar) {
+  for (DataType dtype : {DataType::float32, DataType::int8, DataType::fp8_e4m3, DataType::bfloat16}) {
+    for (int nranks : {1, 2, 3, 4, 7, 16, 64}) {
+      const PatternParams p = make_pattern(dtype, ReduceOp::mulsum, nranks, 2);
+      int nonzero = 0;
+      for (std::uint64_t index = 0; index < 200; ++index) {
+        std::uint64_t expected = 0;
+        for (int rank = 0; rank < nranks; ++rank) expected += (rank % 2 == 1 ? 2u : 1u) * pattern_value(p, rank, index);
+        ASSERT_EQ(pattern_reduced(p, index), expected) << name_of(dtype) << " n=" << nranks;
+        ASSERT_LT(expected, max_exact_integer(dtype)) << name_of(dtype) << " n=" << nranks;
+        nonzero += pattern_value(p, nranks - 1, index) != 0;
+      }
+      EXPECT_GT(nonzero, 0) << name_of(dtype) << " n=" << nranks << ": the last rank never contributes";
+    }
+  }
+  EXPECT_EQ(premul_scalar(0), 1u);
+  EXPECT_EQ(premul_scalar(5), 2u);
+}
+
 TEST(Pattern, SourcesFollowEachCollectivesLayout) {
   Source source{};
   // all_gather: block s of the output comes from rank s.

@@ -6,7 +6,11 @@ records, the console. Without a GPU every check exits 77 (CTest SKIP_RETURN_CODE
 
   one_rank      1 rank, every collective x dtype x op, both placements: all ok, 0 wrong; fp8 runs
                 on sm_90+ and is skipped with a reason below it
-  timing_modes  -G 3 (graph replay) and -z 1 (blocking): one sample per iteration, batch time > 0
+  timing_modes  -G 3 (graph replay) and -z 1 (blocking): one sample per iteration, batch time > 0;
+                -G: gated time from the collectives-only graph, samples from the instrumented replay
+  nccl_flags    -G 2 -m 2 -R 1 -u 3 -x 1 -N 2 -o mulsum,sum on 1 rank, and -G 2 -R 1 -o mulsum on 4
+                emulated ranks: 0 wrong, every record says graph_launches/ops_per_launch/registration/
+                unalign_elements/cta_policy/cycle; -R 2 either runs or every case is skipped with NCCL's reason
   share_gpu4    mpirun -np 4 --share-gpu on ONE GPU: the four collectives 0 wrong, records marked
                 emulated in JSON, CSV and console
   g_path        one process driving every visible GPU (-g N); -g N+1 is a usage error (exit 2)
@@ -176,7 +180,7 @@ def one_rank(args):
     collectives = {c["collective"] for c in cases if c["status"] == "ok"}
     check(len(collectives) == 7, f"collectives that ran: {sorted(collectives)}")
     ops = {c["op"] for c in cases if c["status"] == "ok" and c["collective"] == "all_reduce"}
-    check(ops == {"sum", "prod", "max", "min", "avg"}, f"all_reduce ops that ran: {sorted(ops)}")
+    check(ops == {"sum", "prod", "max", "min", "avg", "mulsum"}, f"all_reduce ops that ran: {sorted(ops)}")
     dtypes = {c["dtype"] for c in cases if c["status"] == "ok"}
     check(len(dtypes) == (12 if fp8_ran else 10), f"dtypes that ran: {sorted(dtypes)}")
     check(all(c["emulated"] is False for c in cases), "a one-rank run is not emulated")
@@ -195,11 +199,15 @@ def timing_modes(args):
         assert_all_ok(document, out, err)
         for case in document["cases"]:
             check(all(sample > 0 for sample in case["samples_us"]), f"{name} {case['case_id']}: non-positive sample")
-            # Bandwidth comes from the gated, uninstrumented time only where the loop is gated.
-            gated = name == "stream"
+            # Bandwidth comes from the gated, uninstrumented time where there is one: the eager loop
+            # behind the blocker, or the K replays of the collectives-only graph.
+            gated = name in ("stream", "graph")
             check((case["gated_time_us"] is not None) == gated and
                   case["bandwidth_from"] == ("gated_time_us" if gated else "time_us.mean"),
                   f"{name} {case['case_id']}: gated_time_us {case['gated_time_us']}, bandwidth_from {case['bandwidth_from']}")
+            check(case["graph_launches"] == (3 if name == "graph" else 0), f"{name} {case['case_id']}: graph_launches")
+            check(case["samples_from"] == ("instrumented_graph_replay" if name == "graph" else "per_iteration_events"),
+                  f"{name} {case['case_id']}: samples_from {case['samples_from']}")
             source = case["gated_time_us"] if gated else case["time_us"]["mean"]
             check(abs(case["algbw_gbps"] - case["bytes"] / source / 1e3) <= 1e-6 * case["algbw_gbps"] + 1e-9,
                   f"{name} {case['case_id']}: algbw {case['algbw_gbps']} is not bytes / {case['bandwidth_from']}")
@@ -366,7 +374,57 @@ def memory(args):
     return f"1T skipped ({big['reason'][:90]}...), 1G ok"
 
 
-CHECKS = {"one_rank": one_rank, "timing_modes": timing_modes, "share_gpu4": share_gpu4, "g_path": g_path,
+def nccl_flags(args):
+    results = []
+    work = work_dir(args, "nccl_flags")
+    json_path, csv_path = os.path.join(work, "one.json"), os.path.join(work, "one.csv")
+    code, out, err, _ = run([coll_perf(args), "--backend", "nccl", "--coll", "all_reduce,reduce_scatter,all_gather",
+                             "-o", "mulsum,sum", "-d", "float,int32,bfloat16", "-b", "8K", "-e", "1M", "-f", "16",
+                             "-n", "5", "-w", "2", "-G", "2", "-m", "2", "-R", "1", "-u", "3", "-x", "1", "-N", "2",
+                             "-I", "1", "-C", "0", "-S", "1", "-M", "1", "-J", json_path, "--csv", csv_path, "--quiet"],
+                            base_env(), 600)
+    check(code == 0, f"1 rank: exit {code}\n" + describe(out, err))
+    document, rows = load(json_path, csv_path)
+    assert_all_ok(document, out, err)
+    cases = document["cases"]
+    for case in cases:
+        check((case["graph_launches"], case["ops_per_launch"], case["registration"], case["unalign_elements"],
+               case["cta_policy"]) == (2, 2, "local", 3, 1), f"{case['case_id']}: measurement fields {case}")
+        check(case["samples_from"] == "instrumented_graph_replay", f"{case['case_id']}: samples_from")
+    check(sorted({c["cycle"] for c in cases}) == [0, 1], "two cycles (-N 2)")
+    check(len(cases) == 2 * len({(c["case_id"]) for c in cases}), "every case once per cycle")
+    check(all(row["graph_launches"] == "2" and row["registration"] == "local" for row in rows), "CSV measurement columns")
+    check({c["op"] for c in cases if c["collective"] == "all_reduce"} == {"mulsum", "sum"}, "ops")
+    results.append(f"1 rank: {len(cases)} records ok")
+
+    # Symmetric registration: runs where NCCL can, else every case skipped with NCCL's reason.
+    json_path = os.path.join(work, "symmetric.json")
+    code, out, err, _ = run([coll_perf(args), "--backend", "nccl", "--coll", "all_reduce", "-o", "sum,mulsum",
+                             "-b", "8K", "-e", "1M", "-f", "16", "-n", "5", "-R", "2", "-G", "2",
+                             "-J", json_path, "--quiet"], base_env(), 600)
+    check(code == 0, f"-R 2: exit {code}\n" + describe(out, err))
+    document, _ = load(json_path)
+    assert_all_ok(document, out, err, allowed_skips=[r"-R 2 \(symmetric registration\) refused by NCCL"])
+    check(all(c["registration"] == "symmetric" for c in document["cases"]), "-R 2 records say symmetric")
+    skipped = sum(c["status"] == "skipped" for c in document["cases"])
+    results.append(f"-R 2: {len(document['cases']) - skipped} ok, {skipped} skipped")
+
+    # Four emulated ranks on one GPU: PreMulSum scalars differ between ranks (1, 2, 1, 2).
+    json_path = os.path.join(work, "emulated.json")
+    env = base_env(CUDA_VISIBLE_DEVICES=first_visible_device())
+    code, out, err, _ = run(mpirun(args, 4, [coll_perf(args), "--share-gpu", "--coll", "all_reduce,reduce_scatter,reduce",
+                                             "-o", "mulsum", "-d", "all", "-b", "8K", "-e", "256K", "-f", "32", "-n", "3",
+                                             "-G", "2", "-R", "1", "-T", "120", "-J", json_path, "--quiet"], env), env, 900)
+    check(code == 0, f"4 emulated ranks: exit {code}\n" + describe(out, err))
+    document, _ = load(json_path)
+    assert_all_ok(document, out, err, allowed_skips=[r"needs compute capability 9\.0", r"mulsum on f8"])
+    ran = [c for c in document["cases"] if c["status"] == "ok"]
+    check(len(ran) >= 3 * 10 * 2 * 2, f"only {len(ran)} mulsum cases ran on 4 emulated ranks")
+    results.append(f"4 emulated ranks: {len(ran)} mulsum cases, 0 wrong")
+    return "; ".join(results)
+
+
+CHECKS = {"nccl_flags": nccl_flags, "one_rank": one_rank, "timing_modes": timing_modes, "share_gpu4": share_gpu4, "g_path": g_path,
           "rank_per_gpu": rank_per_gpu, "stall": stall, "memory": memory}
 
 

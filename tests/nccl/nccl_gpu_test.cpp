@@ -56,7 +56,9 @@ std::vector<unsigned char> copy_back(const void* device, std::size_t bytes) {
   return host;
 }
 
-std::vector<ReduceOp> pattern_ops() { return {ReduceOp::none, ReduceOp::sum, ReduceOp::prod, ReduceOp::max, ReduceOp::min, ReduceOp::avg}; }
+std::vector<ReduceOp> pattern_ops() {
+  return {ReduceOp::none, ReduceOp::sum, ReduceOp::prod, ReduceOp::max, ReduceOp::min, ReduceOp::avg, ReduceOp::mulsum};
+}
 
 TEST(PatternKernels, DeviceFillMatchesHostReferenceBitForBit) {
   SKIP_WITHOUT_GPU();
@@ -241,32 +243,65 @@ TEST(NcclBackend, AllVisibleGpusInOneProcess) {
 TEST(NcclBackend, TimingModesGiveOnePositiveSamplePerIteration) {
   SKIP_WITHOUT_GPU();
   if (mpi().world_size > 1) GTEST_SKIP() << "single-process test (world size " << mpi().world_size << ")";
-  for (int mode = 0; mode < 3; ++mode) {
+  struct Mode {
+    const char* name;
+    int blocking, graph_launches, ops_per_launch;
+    Registration registration;
+    int unalign_elements, cta_policy;
+  };
+  const Mode modes[] = {
+      {"stream", 0, 0, 1, Registration::none, 0, -1},     {"-z 1", 1, 0, 1, Registration::none, 0, -1},
+      {"-G 3", 0, 3, 1, Registration::none, 0, -1},       {"-m 3", 0, 0, 3, Registration::none, 0, -1},
+      {"-G 2 -m 2", 0, 2, 2, Registration::none, 0, -1},  {"-R 1", 0, 0, 1, Registration::local, 0, -1},
+      {"-R 1 -G 2", 0, 2, 1, Registration::local, 0, -1}, {"-R 2", 0, 0, 1, Registration::symmetric, 0, -1},
+      {"-u 3", 0, 0, 1, Registration::none, 3, -1},       {"-x 1", 0, 0, 1, Registration::none, 0, 1},
+  };
+  for (const Mode& mode : modes) {
     Config config = small_config(1);
-    config.blocking = mode == 1;
-    config.graph_launches = mode == 2 ? 3 : 0;
+    config.blocking = mode.blocking;
+    config.graph_launches = mode.graph_launches;
+    config.ops_per_launch = mode.ops_per_launch;
+    config.registration = mode.registration;
+    config.unalign_elements = mode.unalign_elements;
+    config.cta_policy = mode.cta_policy;
     auto backend = make_nccl_backend(config, mpi());
-    const CaseSpec spec = make_spec(Collective::all_reduce, DataType::float32, ReduceOp::sum, 256 << 10, false, 1);
-    backend->fill(spec, 0);
-    backend->warm_up(spec, 2);
-    const TimedIterations timed = backend->run_timed(spec, 7);
-    // -G 3: three replays of a 7-iteration graph, the samples from the last replay's event nodes.
-    ASSERT_EQ(timed.iteration_us.size(), 7u) << "mode " << mode;
-    for (double us : timed.iteration_us) EXPECT_GT(us, 0.0) << "mode " << mode;
-    EXPECT_GT(timed.batch_us, 0.0) << "mode " << mode;
-    // Only the plain loop is gated: -z waits on the host per iteration, -G replays a graph.
-    ASSERT_EQ(timed.gated_us.has_value(), mode == 0) << "mode " << mode;
-    if (mode == 0) {
-      // Back to back without events between iterations: positive, and not above the slowest
-      // instrumented iteration (each of those carries an event pair's GPU time).
-      const double slowest = *std::max_element(timed.iteration_us.begin(), timed.iteration_us.end());
-      EXPECT_GT(*timed.gated_us, 0.0);
-      EXPECT_LE(*timed.gated_us, slowest * 1.05);
+    const MeasurementMode recorded = backend->measurement_mode();
+    EXPECT_EQ(recorded.graph_launches, mode.graph_launches) << mode.name;
+    EXPECT_EQ(recorded.ops_per_launch, mode.ops_per_launch) << mode.name;
+    EXPECT_EQ(recorded.registration, name_of(mode.registration)) << mode.name;
+    EXPECT_EQ(recorded.unalign_elements, mode.unalign_elements) << mode.name;
+    EXPECT_EQ(recorded.cta_policy.value_or(-1), mode.cta_policy) << mode.name;
+    for (ReduceOp op : {ReduceOp::sum, ReduceOp::mulsum}) {
+      const CaseSpec spec = make_spec(Collective::all_reduce, DataType::float32, op, 256 << 10, false, 1);
+      if (const auto reason = backend->unsupported_reason(spec)) {
+        // Only symmetric registration may be refused by NCCL/the hardware, with NCCL's reason.
+        EXPECT_EQ(mode.registration, Registration::symmetric) << mode.name << ": " << *reason;
+        EXPECT_NE(reason->find("refused by NCCL"), std::string::npos) << *reason;
+        continue;
+      }
+      backend->fill(spec, 0);
+      backend->warm_up(spec, 2);
+      const TimedIterations timed = backend->run_timed(spec, 7);
+      ASSERT_EQ(timed.iteration_us.size(), 7u) << mode.name;
+      for (double us : timed.iteration_us) EXPECT_GT(us, 0.0) << mode.name;
+      EXPECT_GT(timed.batch_us, 0.0) << mode.name;
+      EXPECT_EQ(timed.samples_from, mode.graph_launches > 0 ? "instrumented_graph_replay" : "per_iteration_events") << mode.name;
+      // Gated: the eager loop behind the blocker (not with -z 1), and every graph run (one event
+      // pair around the K replays of the collectives-only graph).
+      ASSERT_EQ(timed.gated_us.has_value(), mode.blocking == 0) << mode.name;
+      if (timed.gated_us) {
+        // Nothing recorded between collectives: positive, and not above the slowest instrumented
+        // iteration (each of those carries an event pair's GPU time).
+        const double slowest = *std::max_element(timed.iteration_us.begin(), timed.iteration_us.end());
+        EXPECT_GT(*timed.gated_us, 0.0) << mode.name;
+        EXPECT_LE(*timed.gated_us, slowest * 1.05) << mode.name;
+      }
+      // Rotation (and -m's extra slots) moved the data around: a checked run on fresh data is exact.
+      backend->fill(spec, 3);
+      EXPECT_GT(backend->count_wrong(spec, 3), 0) << mode.name << ": poison not detected";
+      backend->run_once(spec);
+      EXPECT_EQ(backend->count_wrong(spec, 3), 0) << mode.name << " " << name_of(op);
     }
-    // Rotation moved the data around: a checked run on fresh data is still exact.
-    backend->fill(spec, 3);
-    backend->run_once(spec);
-    EXPECT_EQ(backend->count_wrong(spec, 3), 0) << "mode " << mode;
   }
 }
 
@@ -311,6 +346,14 @@ TEST(NcclBackend, SharedGpuRanksUnderMpirun) {
   EXPECT_EQ(backend->nranks(), mpi().world_size);
   EXPECT_GT(check_all_cases(*backend, {DataType::float32, DataType::int32, DataType::bfloat16, DataType::fp8_e4m3}, 8 << 10),
             40);
+  backend.reset();
+  // The checked run from a captured graph (-G) on registered buffers (-R 1), misaligned (-u 1):
+  // mulsum's per-rank scalars (1, 2, 1, 2...) must show in every reduced element.
+  config.graph_launches = 2;
+  config.registration = Registration::local;
+  config.unalign_elements = 1;
+  auto graph_backend = make_nccl_backend(config, mpi());
+  EXPECT_GT(check_all_cases(*graph_backend, {DataType::float32, DataType::int8}, 8 << 10), 20);
 }
 
 TEST(NcclBackend, MoreGpusPerProcessThanVisibleIsAUsageError) {

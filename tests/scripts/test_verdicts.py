@@ -30,6 +30,9 @@ class RepeatRule(unittest.TestCase):
     def test_bandwidth_time_is_gated_else_mean(self):
         self.assertEqual(bandwidth_time_us(record("p", "c", 10.0, mean=13.0)), 10.0)
         self.assertEqual(bandwidth_time_us(record("p", "c", None, mean=13.0)), 13.0)
+        # A -G record without a gated time (schema 1.2): coll_perf took bandwidth from the batch time.
+        graph = dict(record("p", "c", None, batch=4.0, mean=13.0), graph_launches=10, bandwidth_from="batch_time_us")
+        self.assertEqual(bandwidth_time_us(graph), 4.0)
 
     def test_quiet_repeats_pass(self):
         verdict = repeat_verdict(case([100.0, 101.0, 99.0]), 3.0)

@@ -1,0 +1,57 @@
+# -N 2 on the MPI backend (2 ranks): every case recorded once per cycle with its cycle number, the
+# JSON/CSV/JSONL agree and validate (schema 1.2); mulsum is skipped per case with MPI's reason; the
+# NCCL-only flags (-G, -R, -x, -m, -u) are refused with exit 2 and the reason.
+file(REMOVE_RECURSE ${WORK_DIR})
+file(MAKE_DIRECTORY ${WORK_DIR})
+execute_process(
+  COMMAND ${MPIEXEC} --oversubscribe --allow-run-as-root -np 2 ${COLL_PERF} --backend mpi --coll all_reduce,all_gather
+          -o sum,mulsum -b 8K -e 16K -f 2 -n 3 -w 1 -N 2 -I 1 -C 1 -S 1 -M 1
+          -J ${WORK_DIR}/out.json --jsonl ${WORK_DIR}/out.jsonl --csv ${WORK_DIR}/out.csv --quiet
+  RESULT_VARIABLE status OUTPUT_VARIABLE output ERROR_VARIABLE errors)
+if(NOT status EQUAL 0)
+  message(FATAL_ERROR "coll_perf exited ${status}\n${output}\n${errors}")
+endif()
+execute_process(
+  COMMAND ${PYTHON} -c "
+import csv, json, sys
+doc = json.load(open(sys.argv[1]))
+cases = doc['cases']
+assert doc['status'] == 'complete', doc['status']
+# all_reduce: 2 ops x 2 sizes x 2 placements, all_gather: 2 x 2; twice.
+assert len(cases) == 2 * (8 + 4), len(cases)
+assert [c['cycle'] for c in cases] == [0] * 12 + [1] * 12, [c['cycle'] for c in cases]
+assert [c['case_id'] for c in cases[:12]] == [c['case_id'] for c in cases[12:]]
+for c in cases:
+    assert (c['graph_launches'], c['ops_per_launch'], c['registration'], c['unalign_elements'], c['cta_policy']) == (0, 1, 'none', 0, None), c
+    if c['op'] == 'mulsum':
+        assert c['status'] == 'skipped' and c['reason'] == 'MPI has no mulsum reduction' and c['samples_from'] is None, c
+    else:
+        assert c['status'] == 'ok' and c['wrong'] == 0 and c['samples_from'] == 'host_clock', c
+lines = [json.loads(l) for l in open(sys.argv[2])]
+assert [(l['case_id'], l['cycle']) for l in lines] == [(c['case_id'], c['cycle']) for c in cases]
+rows = list(csv.DictReader(open(sys.argv[3])))
+assert [(r['case_id'], r['cycle']) for r in rows] == [(c['case_id'], str(c['cycle'])) for c in cases]
+print('ok: 24 records over 2 cycles')
+" ${WORK_DIR}/out.json ${WORK_DIR}/out.jsonl ${WORK_DIR}/out.csv
+  RESULT_VARIABLE check_status)
+if(NOT check_status EQUAL 0)
+  message(FATAL_ERROR "record checks failed")
+endif()
+foreach(pair "coll_perf.schema.json;out.json" "case_record.schema.json;out.jsonl")
+  list(GET pair 0 schema)
+  list(GET pair 1 file)
+  execute_process(COMMAND ${PYTHON} ${SOURCE_DIR}/tests/tools/validate_json.py ${SOURCE_DIR}/results_schema/${schema} ${WORK_DIR}/${file}
+                  RESULT_VARIABLE schema_status)
+  if(NOT schema_status EQUAL 0)
+    message(FATAL_ERROR "${file} does not validate against ${schema}")
+  endif()
+endforeach()
+foreach(flag "-G;2" "-R;1" "-x;0" "-m;2" "-u;1")
+  execute_process(
+    COMMAND ${MPIEXEC} --oversubscribe --allow-run-as-root -np 2 ${COLL_PERF} --backend mpi -b 8K -e 8K ${flag}
+    RESULT_VARIABLE status OUTPUT_VARIABLE output ERROR_VARIABLE errors)
+  list(GET flag 0 name)
+  if(NOT status EQUAL 2 OR NOT errors MATCHES "error: ${name}: .*\\(--backend mpi\\)")
+    message(FATAL_ERROR "--backend mpi ${flag}: exit ${status} (expected 2 with the reason)\n${errors}")
+  endif()
+endforeach()
