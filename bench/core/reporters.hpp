@@ -12,7 +12,9 @@
 
 namespace cclbench {
 
-inline constexpr const char* kResultsSchemaVersion = "1.1.0";  // 1.1: gated_time_us, bandwidth_from
+// 1.1: gated_time_us, bandwidth_from. 1.2: lean records - samples_us moved to a --samples side file
+// (samples_file), rails notes once per document (notes), zero-delta netdevs counted, not listed.
+inline constexpr const char* kResultsSchemaVersion = "1.2.0";
 
 // One record as written to JSONL and to the "cases" array: to_json() plus schema_version, point
 // and emulated.
