@@ -27,6 +27,7 @@
 
 #include "bench/core/config.hpp"
 #include "bench/core/errors.hpp"
+#include "bench/core/fault_injection.hpp"
 #include "bench/core/file_io.hpp"
 #include "bench/core/mpi_context.hpp"
 #include "bench/core/reporters.hpp"
@@ -246,14 +247,14 @@ BackendKind resolve_backend(const Config& config, std::string& note) {
 }
 
 std::unique_ptr<Backend> make_backend(BackendKind kind, const Config& config, const MpiContext& context,
-                                      const std::vector<CaseSpec>& cases) {
+                                      const std::vector<CaseSpec>& cases, const std::optional<FaultInjection>& injection) {
 #if defined(CCLBENCH_WITH_NCCL)
-  if (kind == BackendKind::nccl) return make_nccl_backend(config, context);
+  if (kind == BackendKind::nccl) return make_nccl_backend(config, context, injection);
 #else
   (void)config;
   (void)kind;
 #endif
-  return make_mpi_backend(context, cases);
+  return make_mpi_backend(context, cases, injection);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -801,7 +802,13 @@ int run(int argc, char** argv) {
       capture = setup_log_capture(config, context,
                                   config.tuning_probe_path.empty() ? NcclLogPurpose::timed : NcclLogPurpose::probe, program);
     }
-    backend = make_backend(kind, config, context, cases);
+    // Test hook: read once, checked against this launch, announced in one line.
+    const std::optional<FaultInjection> injection = fault_injection_from_environment();
+    if (injection) {
+      check_fault_injection_target(*injection, context.world_size, kind == BackendKind::nccl ? config.gpus_per_process : 1);
+      if (writer) std::cerr << program << ": " << fault_injection_warning(*injection) << "\n";
+    }
+    backend = make_backend(kind, config, context, cases, injection);
     if (backend->nranks() != context.world_size * config.gpus_per_process) {
       cases = make_cases(config, backend->nranks());
     }

@@ -7,6 +7,7 @@
 #include <cctype>
 
 #include "bench/core/errors.hpp"
+#include "bench/core/fault_injection.hpp"
 #include "bench/core/units.hpp"
 
 namespace cclbench {
@@ -194,7 +195,7 @@ std::optional<Config> parse_config(int argc, const char* const argv[]) {
   while (!cursor.done()) {
     const std::string flag = cursor.next_flag();
     if (flag == "-h" || flag == "--help") {
-      std::cout << help_text(program);
+      std::cout << help_text(program) << fault_injection_help();
       return std::nullopt;
     } else if (flag == "-b" || flag == "--minbytes") {
       config.min_bytes = parse_size(cursor.value(flag), flag);

@@ -22,7 +22,9 @@ std::optional<double> time_field(const CaseResult& result, double TimeStats::*fi
 }
 
 std::string half(const CaseResult* result) {
-  if (result == nullptr) return std::string(6 * 9 + 7, ' ');
+  // As wide as a printed half (" " + 9 + " " + 7 + " " + 7 + " " + 6 + " " + 9 + " " + 9), so an
+  // in-place-only line keeps its values under the in-place header.
+  if (result == nullptr) return std::string(53, ' ');
   std::string wrong = "-";
   if (result->wrong) wrong = std::to_string(*result->wrong);
   if (result->status == CaseStatus::skipped) wrong = "skip";

@@ -28,6 +28,7 @@ constexpr std::string_view kExactNames[] = {
     "SLURM_JOB_NODELIST",        "SLURM_TASKS_PER_NODE",      "SLURM_CPUS_PER_TASK",   "SLURM_JOB_CPUS_PER_NODE",
     "SLURM_GPUS",                "SLURM_GPUS_PER_NODE",       "SLURM_GPUS_PER_TASK",   "SLURM_CPU_BIND",
     "SLURM_DISTRIBUTION",        "UCX_NET_DEVICES",           "UCX_TLS",
+    "CCLBENCH_INJECT_WRONG",  // the test hook that corrupts results on purpose: a run must say so
 };
 
 std::string upper(std::string_view text) {
@@ -138,7 +139,7 @@ nlohmann::json build_manifest(const ManifestInput& input) {
   manifest["environment"] = allowed_environment(input.environment);
   manifest["environment_policy"] =
       "allowlist: NCCL_*, CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER, OMPI_COMM_WORLD_* launch geometry, SLURM job "
-      "geometry, UCX_NET_DEVICES, UCX_TLS; secret-looking names are redacted";
+      "geometry, UCX_NET_DEVICES, UCX_TLS, CCLBENCH_INJECT_WRONG; secret-looking names are redacted";
   if (input.extra.is_object()) {
     for (const auto& [key, value] : input.extra.items()) {
       if (!manifest.contains(key)) manifest[key] = value;

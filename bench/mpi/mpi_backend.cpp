@@ -5,8 +5,10 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "bench/core/errors.hpp"
+#include "bench/core/fault_injection.hpp"
 #include "bench/core/pattern.hpp"
 
 namespace cclbench {
@@ -53,8 +55,12 @@ void store(DataType dtype, std::uint64_t value, void* out) {
 
 class MpiBackend final : public Backend {
  public:
-  MpiBackend(const MpiContext& context, std::uint64_t capacity_bytes)
-      : context_(context), capacity_(std::max<std::uint64_t>(capacity_bytes, 64)), send_(capacity_), recv_(capacity_) {}
+  MpiBackend(const MpiContext& context, std::uint64_t capacity_bytes, std::optional<FaultInjection> injection)
+      : context_(context),
+        capacity_(std::max<std::uint64_t>(capacity_bytes, 64)),
+        send_(capacity_),
+        recv_(capacity_),
+        injection_(std::move(injection)) {}
 
   std::string name() const override { return "mpi"; }
   int nranks() const override { return context_.world_size; }
@@ -110,6 +116,7 @@ class MpiBackend final : public Backend {
   std::int64_t count_wrong(const CaseSpec& spec, std::uint32_t rep) override {
     const PatternParams pattern = make_pattern(spec.dtype, spec.op, spec.nranks, rep);
     const std::size_t element = spec.counts.element_size;
+    inject_faults(spec);
     const std::uint8_t* output = result_pointer(spec);
     std::int64_t wrong = 0;
     std::uint8_t expected_bytes[8];
@@ -143,6 +150,16 @@ class MpiBackend final : public Backend {
   // Where the result lands. MPI_Reduce_scatter_block with MPI_IN_PLACE leaves it at the start of
   // the receive buffer (NCCL's in-place reduce-scatter writes it at rank * count).
   const std::uint8_t* result_pointer(const CaseSpec&) const { return recv_.data(); }
+  std::uint8_t* result_pointer(const CaseSpec&) { return recv_.data(); }
+
+  // Test hook (CCLBENCH_INJECT_WRONG): corrupts the received elements the comparison reads next.
+  void inject_faults(const CaseSpec& spec) {
+    if (!injection_ || !fault_applies(*injection_, spec, context_.world_rank, 0)) return;
+    const std::size_t element = spec.counts.element_size;
+    for (const std::uint64_t index : fault_indices(*injection_, spec, context_.world_rank)) {
+      flip_element(result_pointer(spec) + index * element, element);
+    }
+  }
 
   void launch(const CaseSpec& spec, std::uint64_t shift) {
     const MPI_Datatype type = *mpi_type_of(spec.dtype);
@@ -194,14 +211,16 @@ class MpiBackend final : public Backend {
   std::uint64_t capacity_;
   std::vector<std::uint8_t> send_;
   std::vector<std::uint8_t> recv_;
+  std::optional<FaultInjection> injection_;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_mpi_backend(const MpiContext& context, const std::vector<CaseSpec>& cases) {
+std::unique_ptr<Backend> make_mpi_backend(const MpiContext& context, const std::vector<CaseSpec>& cases,
+                                          std::optional<FaultInjection> injection) {
   std::uint64_t capacity = 0;
   for (const CaseSpec& spec : cases) capacity = std::max(capacity, spec.counts.size_bytes());
-  return std::make_unique<MpiBackend>(context, capacity);
+  return std::make_unique<MpiBackend>(context, capacity, std::move(injection));
 }
 
 }  // namespace cclbench

@@ -16,9 +16,12 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "bench/core/element_codec.hpp"
 #include "bench/core/errors.hpp"
+#include "bench/core/fault_injection.hpp"
 #include "bench/core/pattern.hpp"
 #include "bench/cuda/cuda_handles.hpp"
 #include "kernels/p2p_kernels.hpp"
@@ -244,7 +247,7 @@ class Communicators {
 
 class NcclBackend final : public Backend {
  public:
-  NcclBackend(const Config& config, const MpiContext& mpi);
+  NcclBackend(const Config& config, const MpiContext& mpi, std::optional<FaultInjection> injection);
 
   std::string name() const override { return "nccl"; }
   int nranks() const override { return nranks_; }
@@ -285,6 +288,7 @@ class NcclBackend final : public Backend {
   double max_elapsed_us(std::size_t index, const CaseSpec& spec);
   void run_gated(const CaseSpec& spec, std::size_t count, bool per_iteration_events);
   TimedIterations run_timed_graph(const CaseSpec& spec, int iterations);
+  void inject_faults(const CaseSpec& spec);
 
   Config config_;
   MpiContext mpi_;
@@ -298,11 +302,13 @@ class NcclBackend final : public Backend {
   bool native_alltoall_ = false;  // ncclAlltoAll: NCCL >= 2.28 at build and at run time
   std::vector<LocalGpu> gpus_;
   PinnedBuffer wrong_host_;
+  std::optional<FaultInjection> injection_;  // test hook (CCLBENCH_INJECT_WRONG), off when empty
   PinnedBuffer gate_words_;  // [0]: release flag for the blocker kernel, [1]: set by it on timeout
   Communicators comms_;  // declared last: destroyed (or aborted) before the buffers and streams
 };
 
-NcclBackend::NcclBackend(const Config& config, const MpiContext& mpi) : config_(config), mpi_(mpi) {
+NcclBackend::NcclBackend(const Config& config, const MpiContext& mpi, std::optional<FaultInjection> injection)
+    : config_(config), mpi_(mpi), injection_(std::move(injection)) {
   prepare_nccl_environment(config_, mpi_);
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
   if (int version = 0; ncclGetVersion(&version) == ncclSuccess && version >= NCCL_VERSION(2, 28, 0)) native_alltoall_ = true;
@@ -951,7 +957,39 @@ void NcclBackend::run_once(const CaseSpec& spec) {
   wait_for_completion(spec, "checked run");
 }
 
+// Test hook (CCLBENCH_INJECT_WRONG): flips the chosen elements of the chosen GPU's receive region,
+// the one count_wrong() compares next. Each element is read back, flipped on the host and written
+// again in the GPU's stream, so the verify kernel queued after it sees the flip.
+void NcclBackend::inject_faults(const CaseSpec& spec) {
+  if (!injection_) return;
+  const std::size_t element = spec.counts.element_size;
+  for (std::size_t i = 0; i < gpus_.size(); ++i) {
+    const LocalGpu& gpu = gpus_[i];
+    if (!fault_applies(*injection_, spec, mpi_.world_rank, static_cast<int>(i))) continue;
+    const std::vector<std::uint64_t> indices = fault_indices(*injection_, spec, gpu.rank);
+    if (indices.empty()) continue;
+    DeviceScope scope(gpu.device);
+    auto* recv = static_cast<unsigned char*>(pointers(spec, gpu, 0).recv);
+    std::vector<unsigned char> bytes(indices.size() * element);
+    for (std::size_t k = 0; k < indices.size(); ++k) {
+      cuda_or_fail(cudaMemcpyAsync(bytes.data() + k * element, recv + indices[k] * element, element, cudaMemcpyDeviceToHost,
+                                   gpu.stream.get()),
+                   "cudaMemcpyAsync(fault injection read)", spec, "verify");
+    }
+    cuda_or_fail(cudaStreamSynchronize(gpu.stream.get()), "cudaStreamSynchronize(fault injection)", spec, "verify");
+    for (std::size_t k = 0; k < indices.size(); ++k) {
+      flip_element(bytes.data() + k * element, element);
+      cuda_or_fail(cudaMemcpyAsync(recv + indices[k] * element, bytes.data() + k * element, element, cudaMemcpyHostToDevice,
+                                   gpu.stream.get()),
+                   "cudaMemcpyAsync(fault injection write)", spec, "verify");
+    }
+    // `bytes` is pageable and goes out of scope here: wait until the writes have left it.
+    cuda_or_fail(cudaStreamSynchronize(gpu.stream.get()), "cudaStreamSynchronize(fault injection)", spec, "verify");
+  }
+}
+
 std::int64_t NcclBackend::count_wrong(const CaseSpec& spec, std::uint32_t rep) {
+  inject_faults(spec);
   const PatternParams params = make_pattern(spec.dtype, pattern_op(spec), nranks_, rep);
   const CompareMode mode = compare_mode(spec);
   const double tolerance = mode == CompareMode::tolerance ? avg_relative_tolerance(spec.dtype, nranks_) : 0.0;
@@ -991,8 +1029,9 @@ void prepare_nccl_environment(const Config& config, const MpiContext& mpi) {
   setenv("NCCL_NET", "Socket", 0);
 }
 
-std::unique_ptr<Backend> make_nccl_backend(const Config& config, const MpiContext& mpi) {
-  return std::make_unique<NcclBackend>(config, mpi);
+std::unique_ptr<Backend> make_nccl_backend(const Config& config, const MpiContext& mpi,
+                                           std::optional<FaultInjection> injection) {
+  return std::make_unique<NcclBackend>(config, mpi, std::move(injection));
 }
 
 std::vector<LocalGpuBinding> local_gpu_bindings(const Backend& backend) {

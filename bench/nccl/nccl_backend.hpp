@@ -10,6 +10,7 @@
 // Thread safety: abort_communication() may be called from the -T watchdog thread while the main
 // thread is inside any other method (see Communicators in the .cpp).
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,6 +19,7 @@
 
 #include "bench/core/backend.hpp"
 #include "bench/core/config.hpp"
+#include "bench/core/fault_injection.hpp"
 #include "bench/core/mpi_context.hpp"
 
 namespace cclbench {
@@ -26,8 +28,10 @@ namespace cclbench {
 // than visible GPUs, two ranks on one GPU without --share-gpu) naming host, rank and device;
 // FatalError(nothing_measured) when no GPU is visible; FatalError(runtime_error) for CUDA/NCCL
 // failures. Every rank throws the same message (the lowest failing rank's), so none is left
-// waiting in a collective.
-std::unique_ptr<Backend> make_nccl_backend(const Config& config, const MpiContext& mpi);
+// waiting in a collective. With `injection` (tests only), count_wrong() first flips the chosen
+// received elements on the chosen rank and GPU.
+std::unique_ptr<Backend> make_nccl_backend(const Config& config, const MpiContext& mpi,
+                                           std::optional<FaultInjection> injection = std::nullopt);
 
 // For --share-gpu: sets NCCL_HOSTID=<hostname>-cclbench-rank<world_rank> (overwriting), and
 // NCCL_SOCKET_IFNAME=lo and NCCL_NET=Socket unless the user set them. Must run before the first NCCL call of the

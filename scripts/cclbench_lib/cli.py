@@ -1,4 +1,4 @@
-"""Command line: plan, baseline, report, compare, smoke. Every failure is one stderr line."""
+"""Command line: plan, baseline, report, compare, smoke, doctor. Every failure is one stderr line."""
 import argparse
 import json
 import os
@@ -11,12 +11,15 @@ from . import SCHEMA_VERSION, TOOL_VERSION
 from .common import (CclbenchError, UsageError, default_run_id, parse_percent, parse_size, read_json,
                      validate_run_id, write_json_atomic)
 from .hosts import (check_resolvable, local_gpu_count, local_hostname, parse_host_list, parse_hostfile,
-                    slurm_hosts)
+                    slurm_gpus_per_node, slurm_hosts)
+from .launcher import LAUNCHER_CHOICES, choose_launcher
 from .plan import (DEFAULT_COLLECTIVES, DEFAULT_CROSS_NIC, DEFAULT_EXPECT, Planner, format_launch, parse_collectives,
                    parse_cross_nic, parse_hcas, plan_mode)
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-DEFAULT_BIN_DIR = os.path.join(REPO_ROOT, "build", "bench", "apps")
+from . import locations
+
+# The build tree's programs in a checkout, PREFIX/bin when installed (locations.py).
+DEFAULT_BIN_DIR = locations.bin_dir()
 
 
 class Parser(argparse.ArgumentParser):
@@ -24,6 +27,14 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message):
         raise UsageError(message)
+
+
+class VersionAction(argparse.Action):
+    """--version, unwrapped (argparse's version action re-flows long paths across lines)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"cclbench {TOOL_VERSION} (programs: {DEFAULT_BIN_DIR}; schemas: {locations.schema_dir()})")
+        parser.exit()
 
 
 def positive_int(what, low=1, high=1 << 30):
@@ -57,6 +68,11 @@ def add_launcher_options(parser):
                         help="extra launcher arguments, split like a shell would but never run through one; "
                              "use the = form: --mpirun-args='--mca btl ^openib' (repeatable). "
                              "--allow-run-as-root is added automatically as root")
+    parser.add_argument("--launcher", choices=LAUNCHER_CHOICES, default="auto",
+                        help="how ranks start: srun inside a Slurm allocation when srun and the MPI support PMIx or "
+                             "PMI2, else mpirun (auto, the default); or force mpirun or srun")
+    parser.add_argument("--srun-args", action="append", default=[], metavar="ARGS",
+                        help="extra srun arguments when srun launches, split like --mpirun-args (repeatable)")
     parser.add_argument("--results", default="results", help="results root (default ./results)")
     parser.add_argument("--run-id", help="run directory name (default: UTC timestamp %%Y%%m%%dT%%H%%M%%SZ)")
 
@@ -75,7 +91,9 @@ def add_plan_options(parser):
     what.add_argument("--coll", default=",".join(DEFAULT_COLLECTIVES), help="collectives (default: the four)")
     what.add_argument("-n", "--iters", type=positive_int("-n", 1, 1 << 24), default=20, help="timed iterations (default 20)")
     what.add_argument("-w", "--warmup_iters", type=positive_int("-w", 0, 1 << 20), default=5, help="warmup iterations (default 5)")
-    what.add_argument("--repeat", type=positive_int("--repeat", 1, 100), default=1, help="repeat every point N times (default 1)")
+    what.add_argument("--repeat", type=positive_int("--repeat", 1, 100), default=3,
+                      help="run every timed point N times, each a separate launch, interleaved across points; the "
+                           "headline is the median (default 3)")
     what.add_argument("--cross-nic", default=",".join(str(v) for v in DEFAULT_CROSS_NIC),
                       help="NCCL_CROSS_NIC values for the multi-node sweep (default 0,1,2)")
     what.add_argument("--expect-transport", default=DEFAULT_EXPECT,
@@ -83,7 +101,8 @@ def add_plan_options(parser):
     what.add_argument("--no-tuning-probe", dest="tuning_probe", action="store_false",
                       help="do not ask coll_perf for its untimed TUNING probe (algorithm/protocol per size)")
     what.add_argument("--sysfs-root", help="coll_perf --sysfs-root for rail counters (default: coll_perf's, /sys)")
-    what.add_argument("--cv-gate", default="3%", help="fail when a case's CV across repeats exceeds this (default 3%%)")
+    what.add_argument("--cv-gate", default="3%", help="fail when a case's CV across repeats exceeds this and its "
+                      "median is not stable either (the repeat rule in the README; default 3%%)")
     what.add_argument("--timeout", type=positive_int("--timeout", 1, 1 << 24), help="coll_perf -T per case, seconds")
     what.add_argument("--launch-timeout", type=seconds("--launch-timeout"), help="kill a launch after this many seconds")
     add_launcher_options(parser)
@@ -92,7 +111,8 @@ def add_plan_options(parser):
 def build_parser():
     parser = Parser(prog="cclbench", description="cclbench orchestration: one-command communication baseline, "
                     "report, compare and CI smoke test.")
-    parser.add_argument("--version", action="version", version=f"cclbench {TOOL_VERSION}")
+    parser.add_argument("--version", action=VersionAction, nargs=0, help="show the version and where the programs "
+                        "and schemas are, then exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     sub.required = True
     plan = sub.add_parser("plan", help="print every launch of a baseline, one command line each, without running")
@@ -112,22 +132,30 @@ def build_parser():
     compare.add_argument("--out", help="write the markdown here instead of stdout")
     compare.add_argument("--threshold", default="2%", help="smallest difference ever called a change (default 2%%)")
     compare.add_argument("--fail-above", default="5%", help="a slowdown above this is a regression (default 5%%)")
+    compare.add_argument("--host-times", action="store_true",
+                         help="also give MPI-backend (host memory) cases time verdicts (default: correctness only)")
     smoke = sub.add_parser("smoke", help="single-GPU CI smoke test (< 60 s), JUnit XML out")
     add_launcher_options(smoke)
     smoke.add_argument("--junit", help="JUnit XML path (default RUN_DIR/smoke.junit.xml)")
     smoke.add_argument("--time-limit", type=seconds("--time-limit"), default=60.0, help="whole-test budget (default 60 s)")
     smoke.add_argument("--verbose", action="store_true")
+    from .doctor import add_doctor_parser
+    add_doctor_parser(sub)
     return parser
 
 
-def split_mpirun_args(values):
+def split_mpirun_args(values, flag="--mpirun-args"):
     args = []
     for value in values:
         try:
             args += shlex.split(value)
         except ValueError as error:
-            raise UsageError(f"--mpirun-args: cannot split '{value}': {error}") from None
+            raise UsageError(f"{flag}: cannot split '{value}': {error}") from None
     return args
+
+
+def launcher_choice(args):
+    return choose_launcher(args.launcher, args.mpirun, srun_args=split_mpirun_args(args.srun_args, "--srun-args"))
 
 
 def discover_hcas(bin_dir):
@@ -175,7 +203,7 @@ def plan_inputs(args):
     """Validated plan inputs (a plain dict: stored in the manifest and replayed on --resume)."""
     if args.hosts and args.hostfile:
         raise UsageError("give either --hosts or --hostfile, not both")
-    slots = None
+    slots = granted = None
     if args.hosts:
         hosts = parse_host_list(args.hosts)
     elif args.hostfile:
@@ -187,9 +215,14 @@ def plan_inputs(args):
         slots = slot_values.pop() if slot_values else None
     else:
         hosts = slurm_hosts() or []
+        # A one-node allocation of this very machine is planned like the machine itself (the local
+        # plan picks GPUs, one shared GPU or the MPI backend); its ranks still start through srun.
+        if hosts == [local_hostname()]:
+            hosts = []
+        granted = slurm_gpus_per_node()
     local_gpus = local_gpu_count()
     if hosts:
-        gpus = args.gpus_per_node or slots or local_gpus
+        gpus = args.gpus_per_node or slots or granted or local_gpus
         if not gpus:
             raise UsageError("cannot tell how many GPUs each node has: pass --gpus-per-node (or slots= in the hostfile)")
         if slots is not None and args.gpus_per_node and args.gpus_per_node > slots:
@@ -197,7 +230,7 @@ def plan_inputs(args):
     else:
         if args.gpus_per_node and args.gpus_per_node > local_gpus:
             raise UsageError(f"--gpus-per-node {args.gpus_per_node} but this node has {local_gpus} GPU(s) (nvidia-smi -L)")
-        gpus = args.gpus_per_node or local_gpus
+        gpus = args.gpus_per_node or (min(granted, local_gpus) if granted else local_gpus)
     min_bytes = parse_size(args.minbytes, "-b")
     max_bytes = parse_size(args.maxbytes, "-e")
     from .common import sweep_sizes
@@ -215,8 +248,8 @@ def plan_inputs(args):
         "repeat": args.repeat, "cross_nic": parse_cross_nic(args.cross_nic), "expect_transport": expect,
         "cv_gate_pct": parse_percent(args.cv_gate, "--cv-gate"), "timeout_s": args.timeout,
         "launch_timeout_s": args.launch_timeout, "bin_dir": bin_dir, "mpirun": args.mpirun,
-        "mpirun_args": split_mpirun_args(args.mpirun_args), "as_root": os.geteuid() == 0,
-        "cpu_count": os.cpu_count() or 1, "coll_perf_flags": coll_perf_flags(bin_dir),
+        "mpirun_args": split_mpirun_args(args.mpirun_args), "launcher": launcher_choice(args),
+        "as_root": os.geteuid() == 0, "cpu_count": os.cpu_count() or 1, "coll_perf_flags": coll_perf_flags(bin_dir),
         "tuning_probe": args.tuning_probe, "sysfs_root": os.path.abspath(args.sysfs_root) if args.sysfs_root else None,
     }
 
@@ -226,8 +259,10 @@ def run_dir_for(args, run_id):
 
 
 def check_tools(inputs, launches):
+    from .launcher import launcher_of
     from .runner import resolve_program
-    resolve_program(inputs["mpirun"], "mpirun")
+    chosen = launcher_of(inputs)
+    resolve_program(chosen["program"], chosen["name"])
     for launch in launches:
         for word in launch["argv"]:
             if word.startswith(inputs["bin_dir"] + os.sep):
@@ -295,7 +330,7 @@ def cmd_compare(args):
     from .compare import run_compare
     threshold = parse_percent(args.threshold, "--threshold")
     fail_above = parse_percent(args.fail_above, "--fail-above")
-    regressions = run_compare(args.run_a, args.run_b, threshold, fail_above, args.out, sys.stdout)
+    regressions = run_compare(args.run_a, args.run_b, threshold, fail_above, args.out, sys.stdout, args.host_times)
     if regressions:
         print(f"cclbench: error: {len(regressions)} regression(s), first: {regressions[0]}", file=sys.stderr)
         return 1
@@ -315,9 +350,8 @@ def cmd_smoke(args, argv):
               "timeout_s": None, "launch_timeout_s": 45.0, "bin_dir": os.path.abspath(args.bin_dir or DEFAULT_BIN_DIR),
               "mpirun": args.mpirun, "mpirun_args": split_mpirun_args(args.mpirun_args), "as_root": os.geteuid() == 0,
               "cpu_count": os.cpu_count() or 1, "time_limit_s": args.time_limit, "tuning_probe": False,
-              "sysfs_root": None}
+              "sysfs_root": None, "launcher": launcher_choice(args)}
     inputs["coll_perf_flags"] = coll_perf_flags(inputs["bin_dir"])
-    resolve_program(inputs["mpirun"], "mpirun")
     from .smoke import smoke_launches
     check_tools(inputs, smoke_launches(inputs, run_dir, have_gpu)[0])
     junit = os.path.abspath(args.junit) if args.junit else os.path.join(run_dir, "smoke.junit.xml")
@@ -338,6 +372,9 @@ def main(argv=None):
             return cmd_compare(args)
         if args.command == "smoke":
             return cmd_smoke(args, ["cclbench"] + argv)
+        if args.command == "doctor":
+            from .doctor import run_doctor_command
+            return run_doctor_command(args)
         raise UsageError(f"unknown command {args.command}")
     except CclbenchError as error:
         print(f"cclbench: error: {error}", file=sys.stderr)

@@ -94,7 +94,8 @@ def utc_now():
 # --- environment allowlist --------------------------------------------------------------------
 
 _SECRET_WORDS = ("TOKEN", "SECRET", "KEY", "PASSWORD", "PASSWD", "CREDENTIAL")
-_EXACT_ALLOWED = {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "UCX_NET_DEVICES", "UCX_TLS"}
+_EXACT_ALLOWED = {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "UCX_NET_DEVICES", "UCX_TLS",
+                  "CCLBENCH_INJECT_WRONG"}  # the test hook that corrupts results on purpose: a run must say so
 _OMPI_GEOMETRY = {"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
                   "OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_COMM_WORLD_NODE_RANK"}
 _SLURM_GEOMETRY = {"SLURM_JOB_ID", "SLURM_JOB_NODELIST", "SLURM_NODELIST", "SLURM_JOB_NUM_NODES",

@@ -1,22 +1,36 @@
-"""`compare RUN_A RUN_B`: per case ratio and a verdict that knows the noise.
+"""`compare RUN_A RUN_B`: per case, the headline time of A and B and a verdict that knows its noise.
 
-The rule (also printed in the output):
-  t = median over repeats of each record's p50 time (us), records with status ok only.
-  noise of a run's case = CV across its repeats when it has >= 2, else the standard error of the
-  median from its per-iteration samples (1.2533 * CV_samples / sqrt(n)).
-  combined = sqrt(noise_A^2 + noise_B^2); band = max(2 * combined, --threshold).
-  diff = (t_B / t_A - 1) * 100. |diff| <= band: "same within noise"; else "faster" or "slower".
-  A regression is "slower" with diff > --fail-above, or a case ok in A that is not ok in B;
-  cases measured in different modes (backend, rank count, emulated ranks) are "not comparable";
-  any regression makes the exit status 1.
+The rule (also printed in the output and stated in the README, "Compare"):
+  t = median over repeats of the bandwidth time (gated_time_us, else time_us.mean: the time busbw and the
+      report's plots come from), sound records only.
+  With >= 2 sound repeats on both sides: s = pooled relative standard deviation of both sides' repeats,
+      never below the median s of the same point and collective (its other sizes), so that a case whose
+      few repeats happened to agree does not get a band narrower than its neighbours';
+      band = max(NOISE_SIGMAS x 1.2533 x s x sqrt(1/r_A + 1/r_B), --threshold) (1.2533: the median's
+      standard error).
+  With one repeat on a side the noise is unknown: a difference within ONE_REPEAT_FLOOR_PCT is
+      "inconclusive - rerun with --repeat 3", never a regression.
+  diff = (t_B / t_A - 1) x 100; |diff| <= band: "same within noise"; else "faster" or "slower".
+  A regression is "slower" by more than --fail-above, or a case whose repeats were all ok in A and that
+  failed, was skipped or computed wrong data in B. Emulated ranks and the MPI backend (host memory) are
+  judged on correctness only (--host-times opts the MPI backend into time verdicts); records measured in
+  different modes (backend, ranks, emulation, CUDA graph or eager) are never compared.
 """
 import math
 import os
+import statistics
 
 from .common import CclbenchError, write_atomic
-from .records import (base_point_of, group_repeats, load_cases, median_time_us, record_is_sound, repeat_cv,
-                      sample_noise_pct)
+from .records import (CLASS_LABELS, GPU_TIMED, MPI_HOST, bandwidth_time_us, describe_problem, group_repeats,
+                      load_cases, measurement_class, measurement_mode, median, record_is_sound, was_skipped)
 from .report import fmt_number, md_table
+
+NOISE_SIGMAS = 3.0
+MEDIAN_SE_FACTOR = 1.2533
+# One repeat a side: run-to-run differences of healthy GPUs reach about 10% (AlltoAll, 2-GPU H200, issue
+# 15), so only a difference beyond 15% can be called from a single pair of runs.
+ONE_REPEAT_FLOOR_PCT = 15.0
+RERUN = "inconclusive - rerun with --repeat 3"
 
 
 def _load(path):
@@ -34,86 +48,137 @@ def _load(path):
 
 
 def summarize(group):
+    """One side of a case: its sound repeats' median bandwidth time and relative spread, its modes,
+    its class and the first problem among its records."""
     sound = [r for r in group if record_is_sound(r)]
-    if not sound:
-        return None, None, group[-1].get("status") if group else None
-    times = sorted(median_time_us(r) for r in sound)
-    middle = len(times) // 2
-    time_us = times[middle] if len(times) % 2 else (times[middle - 1] + times[middle]) / 2
-    noise = repeat_cv(sound) if len(sound) >= 2 else sample_noise_pct(sound[0])
-    return time_us, noise, "ok"
+    times = [t for t in (bandwidth_time_us(r) for r in sound) if t is not None]
+    bad = [r for r in group if not record_is_sound(r)]
+    rel_sd = statistics.stdev(times) / statistics.fmean(times) if len(times) >= 2 else None
+    classes = {measurement_class(r) for r in (sound or group)}
+    return {"time": median(times), "repeats": len(times), "rel_sd": rel_sd,
+            "modes": ", ".join(sorted({measurement_mode(r) for r in sound})) or None,
+            "cls": GPU_TIMED if classes == {GPU_TIMED} else sorted(classes - {GPU_TIMED})[0],
+            "all_ok": bool(group) and not bad, "all_skipped": bool(group) and all(was_skipped(r) for r in group),
+            "problem": describe_problem(bad[0]) if bad else None}
 
 
-def measurement_mode(group):
-    """backend/ranks/emulated of a case's records, e.g. 'nccl x16' or 'nccl x4 emulated'."""
-    modes = set()
-    for record in group:
-        if record_is_sound(record):
-            mode = f"{record.get('backend') or '?'} x{record.get('nranks') or '?'}"
-            modes.add(mode + (" emulated" if record.get("emulated") else ""))
-    return ", ".join(sorted(modes)) or None
+def pooled_rel_sd(side_a, side_b):
+    """Pooled relative standard deviation of both sides' repeats (None unless both have >= 2)."""
+    if side_a["rel_sd"] is None or side_b["rel_sd"] is None:
+        return None
+    dof_a, dof_b = side_a["repeats"] - 1, side_b["repeats"] - 1
+    return math.sqrt((dof_a * side_a["rel_sd"] ** 2 + dof_b * side_b["rel_sd"] ** 2) / (dof_a + dof_b))
 
 
-def compare_runs(path_a, path_b, threshold_pct, fail_above_pct):
+def neighbour_floors(pairs):
+    """{(point, collective): median pooled s over that point's sizes of one collective}."""
+    spreads = {}
+    for (point, _case_id), (side_a, side_b, collective) in pairs.items():
+        value = pooled_rel_sd(side_a, side_b)
+        if value is not None:
+            spreads.setdefault((point, collective), []).append(value)
+    return {key: median(values) for key, values in spreads.items()}
+
+
+def correctness_verdict(side_a, side_b):
+    """(verdict, regression?) from correctness alone."""
+    if side_a["all_ok"] and not side_b["all_ok"]:
+        return f"REGRESSION: {side_b['problem']} in B", True
+    if side_a["all_ok"] and side_b["all_ok"]:
+        return "ok in both", False
+    if side_b["all_ok"]:
+        return f"ok in B ({side_a['problem']} in A)", False
+    return f"not ok in either (A {side_a['problem']}, B {side_b['problem']})", False
+
+
+def compare_runs(path_a, path_b, threshold_pct, fail_above_pct, host_times=False):
     groups_a, groups_b = _load(path_a), _load(path_b)
     rows = []
     regressions = []
-    counts = {"faster": 0, "slower": 0, "same within noise": 0, "not comparable": 0}
+    counts = {"faster": 0, "slower": 0, "same within noise": 0, "inconclusive": 0, "correctness only": 0,
+              "not comparable": 0}
+    pairs = {}
     for key in sorted(set(groups_a) & set(groups_b)):
-        time_a, noise_a, status_a = summarize(groups_a[key])
-        time_b, noise_b, status_b = summarize(groups_b[key])
-        point, case_id = key
-        mode_a, mode_b = measurement_mode(groups_a[key]), measurement_mode(groups_b[key])
-        if time_a is not None and time_b is not None and mode_a != mode_b:
-            # Never mix measurement modes: emulated ranks vs real GPUs, MPI vs NCCL, other rank counts.
+        records = groups_a[key] + groups_b[key]
+        pairs[key] = (summarize(groups_a[key]), summarize(groups_b[key]), records[0].get("collective"))
+    floors = neighbour_floors(pairs)
+    for (point, case_id), (side_a, side_b, collective) in pairs.items():
+        time_a, time_b = side_a["time"], side_b["time"]
+        cells = [point, case_id, fmt_number(time_a), fmt_number(time_b)]
+        if side_a["modes"] and side_b["modes"] and side_a["modes"] != side_b["modes"]:
+            # Never mix measurement modes: emulated vs real GPUs, MPI vs NCCL, other rank counts, graph vs eager.
             counts["not comparable"] += 1
-            rows.append((point, case_id, fmt_number(time_a), fmt_number(time_b), "-", "-", "-",
-                         f"not comparable (mode A {mode_a}, B {mode_b})"))
+            rows.append(cells + ["-", "-", "-", f"not comparable (mode A {side_a['modes']}, B {side_b['modes']})"])
             continue
-        if time_a is None or time_b is None:
-            verdict = f"not comparable (A {status_a}, B {status_b})"
-            counts["not comparable"] += 1
-            if time_a is not None and time_b is None:
-                regressions.append(f"{point} {case_id}: ok in A, {status_b} in B")
-                verdict = f"REGRESSION: {status_b} in B"
-            rows.append((point, case_id, fmt_number(time_a), fmt_number(time_b), "-", "-", "-", verdict))
+        verdict, regressed = correctness_verdict(side_a, side_b)
+        if side_a["all_skipped"] and side_b["all_skipped"]:
+            verdict, regressed = "skipped in both", False
+        correctness_only = side_a["cls"] != GPU_TIMED or side_b["cls"] != GPU_TIMED
+        if correctness_only and host_times and {side_a["cls"], side_b["cls"]} == {MPI_HOST}:
+            correctness_only = False
+        if regressed or correctness_only or time_a is None or time_b is None:
+            if regressed:
+                regressions.append(f"{point} {case_id}: ok in A, {side_b['problem']} in B")
+            if correctness_only and not regressed:
+                label = CLASS_LABELS.get(side_b["cls"] if side_b["cls"] != GPU_TIMED else side_a["cls"], "")
+                verdict = f"{verdict} ({label})"
+                counts["correctness only"] += 1
+            else:
+                counts["not comparable"] += 1
+            rows.append(cells + ["-", "-", "-", verdict])
             continue
-        combined = math.sqrt((noise_a or 0) ** 2 + (noise_b or 0) ** 2)
-        band = max(2 * combined, threshold_pct)
         diff = (time_b / time_a - 1) * 100
-        if abs(diff) <= band:
-            verdict = "same within noise"
+        pooled = pooled_rel_sd(side_a, side_b)
+        shown = None
+        if pooled is None:
+            band = max(ONE_REPEAT_FLOOR_PCT, threshold_pct)
+            band_text = f"{band:.1f} (one repeat: floor)"
+            if abs(diff) <= threshold_pct:
+                verdict = "same within noise"
+            elif abs(diff) <= band:
+                verdict = "inconclusive"
+                shown = RERUN
+            else:
+                verdict = "slower" if diff > 0 else "faster"
         else:
-            verdict = "slower" if diff > 0 else "faster"
+            spread = max(pooled, floors.get((point, collective)) or 0.0)
+            se = MEDIAN_SE_FACTOR * spread * math.sqrt(1 / side_a["repeats"] + 1 / side_b["repeats"]) * 100
+            band = max(NOISE_SIGMAS * se, threshold_pct)
+            band_text = f"{band:.1f}"
+            verdict = "same within noise" if abs(diff) <= band else ("slower" if diff > 0 else "faster")
         counts[verdict] += 1
-        shown = verdict
+        shown = shown or verdict
         if verdict == "slower" and diff > fail_above_pct:
             regressions.append(f"{point} {case_id}: {diff:+.1f}% (band {band:.1f}%)")
             shown = "slower (REGRESSION)"
-        noise_known = "" if noise_a is not None and noise_b is not None else " (noise unknown)"
-        rows.append((point, case_id, fmt_number(time_a), fmt_number(time_b), f"{time_b / time_a:.3f}",
-                     f"{diff:+.1f}", f"{band:.1f}{noise_known}", shown))
+        rows.append(cells + [f"{time_b / time_a:.3f}", f"{diff:+.1f}", band_text, shown])
     only_a = sorted(set(groups_a) - set(groups_b))
     only_b = sorted(set(groups_b) - set(groups_a))
-    lines = [f"# cclbench compare", "", f"- A: `{path_a}`", f"- B: `{path_b}`", "",
-             f"Rule: t = median over repeats of p50 time; band = max(2 x sqrt(noise_A^2 + noise_B^2), "
-             f"{threshold_pct:g}%), noise = CV across repeats (>= 2) else standard error of the median from "
-             f"per-iteration samples; diff = (t_B/t_A - 1) x 100; |diff| <= band is 'same within noise'. "
-             f"Regression: slower by more than {fail_above_pct:g}%, or ok in A and not ok in B. Different "
-             f"measurement modes (backend, ranks, emulated) are never compared.", "",
+    lines = ["# cclbench compare", "", f"- A: `{path_a}`", f"- B: `{path_b}`", "",
+             f"Rule: t = median over repeats of the bandwidth time (gated_time_us, else time_us.mean); with >= 2 "
+             f"repeats a side, band = max({NOISE_SIGMAS:g} x {MEDIAN_SE_FACTOR} x s x sqrt(1/r_A + 1/r_B), "
+             f"{threshold_pct:g}%), s = the pooled relative spread of both sides' repeats, at least the median s of "
+             f"the point's other sizes of that collective; with one repeat a side the noise is unknown and a "
+             f"difference within {ONE_REPEAT_FLOOR_PCT:g}% is '{RERUN}'. diff = (t_B/t_A - 1) x 100; |diff| <= band "
+             f"is 'same within noise'. Regression: slower by more than {fail_above_pct:g}% beyond the band, or ok in A "
+             f"and failed, skipped or wrong in B. Emulated ranks" +
+             (" are" if host_times else " and the MPI backend (host memory) are") +
+             " judged on correctness only; different measurement modes (backend, ranks, emulation, CUDA graph) are "
+             "never compared.", "",
              f"Summary: {counts['faster']} faster, {counts['slower']} slower, {counts['same within noise']} same "
-             f"within noise, {counts['not comparable']} not comparable, {len(only_a)} only in A, {len(only_b)} only "
-             f"in B; {len(regressions)} regression(s).", ""]
+             f"within noise, {counts['inconclusive']} inconclusive (rerun with --repeat 3), "
+             f"{counts['correctness only']} correctness only, {counts['not comparable']} not comparable, "
+             f"{len(only_a)} only in A, {len(only_b)} only in B; {len(regressions)} regression(s).", ""]
     if rows:
-        lines.append(md_table(["point", "case", "A p50 us", "B p50 us", "B/A", "diff %", "band %", "verdict"], rows))
+        lines.append(md_table(["point", "case", "A time us", "B time us", "B/A", "diff %", "band %", "verdict"], rows))
     for label, keys in (("Only in A", only_a), ("Only in B", only_b)):
         if keys:
             lines += ["", f"## {label}", ""] + [f"- {point} {case_id}" for point, case_id in keys]
     return "\n".join(lines) + "\n", regressions
 
 
-def run_compare(path_a, path_b, threshold_pct, fail_above_pct, out_path=None, stream=None):
-    text, regressions = compare_runs(path_a, path_b, threshold_pct, fail_above_pct)
+def run_compare(path_a, path_b, threshold_pct, fail_above_pct, out_path=None, stream=None, host_times=False):
+    text, regressions = compare_runs(path_a, path_b, threshold_pct, fail_above_pct, host_times)
     if out_path:
         write_atomic(out_path, text)
     else:

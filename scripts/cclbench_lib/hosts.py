@@ -142,6 +142,20 @@ def slurm_hosts(environ=None):
     return expand_nodelist(nodelist)
 
 
+def slurm_gpus_per_node(environ=None):
+    """GPUs per node the Slurm allocation grants (--gpus-per-node, or what this node got), or None."""
+    environ = os.environ if environ is None else environ
+    per_node = environ.get("SLURM_GPUS_PER_NODE", "")
+    match = re.fullmatch(r"(?:[A-Za-z0-9_.-]+:)?([0-9]+)", per_node.strip())
+    if match and int(match.group(1)) > 0:
+        return int(match.group(1))
+    on_node = environ.get("SLURM_GPUS_ON_NODE", "").strip()
+    if on_node.isdigit() and int(on_node) > 0:
+        return int(on_node)
+    job_gpus = [item for item in environ.get("SLURM_JOB_GPUS", "").split(",") if item.strip()]
+    return len(job_gpus) or None
+
+
 def local_gpu_count():
     """`nvidia-smi -L` lines starting with 'GPU '; 0 without nvidia-smi or a working driver."""
     if os.environ.get("CCLBENCH_FAKE_GPU_COUNT", "").isdigit():  # tests only: simulate a GPU node

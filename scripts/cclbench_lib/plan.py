@@ -8,6 +8,7 @@ import os
 import re
 import shlex
 
+from . import launcher
 from .common import UsageError, format_size, sweep_sizes
 
 DEFAULT_COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "alltoall"]
@@ -26,6 +27,16 @@ HCA_RE = re.compile(r"^[A-Za-z0-9_.-]+:[0-9]+$")
 SANITY_ITERATIONS = 5
 EMULATED_RANKS = 4
 MPI_BACKEND_RANKS = 4
+# The one-GPU correctness point (4 emulated ranks over NET/Socket on loopback): 8K, 128K and 2M fall
+# on both sides of NCCL's LL -> LL128/Simple switches; 2 timed iterations (their times mean nothing),
+# one warm-up, every result checked. Seconds, not minutes.
+EMULATED_CHECK_SIZES = (8 << 10, 2 << 20, 16)
+EMULATED_CHECK_ITERATIONS = 2
+EMULATED_CHECK_WARMUP = 1
+ONE_GPU_NOTE = ("one GPU: the collectives run as one real rank on it (GPU times with no peer); "
+                f"{EMULATED_RANKS} emulated ranks (--share-gpu) check the multi-rank code paths, correctness only")
+EMULATED_NOTE = (f"{EMULATED_RANKS} emulated ranks share one GPU (--share-gpu, NET/Socket on loopback): "
+                 "correctness only, timings are not performance figures")
 
 
 def parse_hcas(text):
@@ -99,31 +110,20 @@ class Planner:
         return os.path.join(self.inputs["bin_dir"], name)
 
     def mpirun(self, nranks, host_spec=None, env=None, oversubscribe=False):
-        argv = [self.inputs["mpirun"]]
-        extra = list(self.inputs.get("mpirun_args") or [])
-        if self.inputs.get("as_root") and "--allow-run-as-root" not in extra:
-            argv.append("--allow-run-as-root")
-        if oversubscribe and "--oversubscribe" not in extra:
-            argv.append("--oversubscribe")
-        argv += extra
-        argv += ["-np", str(nranks)]
-        if host_spec:
-            argv += ["--host", host_spec]
-        for name, value in (env or {}).items():
-            argv += ["-x", f"{name}={value}"]
-        return argv
+        """The launcher's argv prefix (mpirun, or srun in a Slurm allocation: launcher.py)."""
+        return launcher.command(self.inputs, nranks, host_spec, env, oversubscribe)
 
     def has_flag(self, flag):
         flags = self.inputs.get("coll_perf_flags")
         return flag in (NEWEST_COLL_PERF_FLAGS if flags is None else flags)
 
     def coll_args(self, point, sizes=None, collectives=None, iterations=None, jsonl="cases.jsonl",
-                  expect="", tuning_from=None):
+                  expect="", tuning_from=None, warmup=None):
         inputs = self.inputs
         min_b, max_b, factor = sizes or (inputs["min_bytes"], inputs["max_bytes"], inputs["step_factor"])
         argv = [self.tool("coll_perf"),
                 "-b", format_size(min_b), "-e", format_size(max_b), "-f", str(factor),
-                "-n", str(iterations or inputs["iterations"]), "-w", str(inputs["warmup"]), "-c", "1",
+                "-n", str(iterations or inputs["iterations"]), "-w", str(inputs["warmup"] if warmup is None else warmup), "-c", "1",
                 "--coll", ",".join(collectives or inputs["collectives"])]
         if inputs.get("timeout_s"):
             argv += ["-T", str(inputs["timeout_s"])]
@@ -174,9 +174,26 @@ class Planner:
             entry["tuning_from"] = tuning_from
         return entry
 
-    def repeated(self, base):
+    def _interleaved(self, points, tuning):
+        """Every point's repeats, interleaved: rep1 of every point, then rep2 of every point, ... so that
+        drift over the run (clocks, temperature, other jobs) hits all points alike instead of one. A
+        point's untimed TUNING probe runs right before its first repeat."""
+        launches = []
         repeats = self.inputs["repeat"]
-        return [(base if repeats == 1 else f"{base}.rep{k}", k) for k in range(1, repeats + 1)]
+        for k in range(1, repeats + 1):
+            for point in points:
+                base = point["base"]
+                probe = self.path("tuning", base + ".json") if tuning else None
+                if probe and k == 1:
+                    launches.append(self.probe_launch(base, point["mpirun"], point["nranks"], point["hosts"],
+                                                      point["env"], point.get("extra", [])))
+                name = base if repeats == 1 else f"{base}.rep{k}"
+                argv = point["mpirun"] + self.coll_args(name, expect=point["expect"], tuning_from=probe) + \
+                    point.get("extra", [])
+                launches.append(self.launch(name, point["kind"], argv, point["nranks"], point["hosts"], point["env"],
+                                            base_point=base, repeat=k, mode_note=point.get("note"),
+                                            tuning_from=probe))
+        return launches
 
     # -- the plan ----------------------------------------------------------------------------------
     def build(self):
@@ -192,10 +209,19 @@ class Planner:
         octaves = max(0, (max_b // min_b).bit_length() - 1)
         return (min_b, max_b, 1 << max(1, octaves // 2))
 
+    def doctor_launch(self, host, via_mpirun):
+        """The preflight first, one process per host (cclbench doctor): its table opens the report."""
+        from .doctor import cclbench_script, doctor_argv
+        out = self.path("doctor", f"{host}.json")
+        env = {"NCCL_IB_HCA": "=" + ",".join(self.inputs["hcas"])} if self.inputs.get("hcas") else {}
+        argv = doctor_argv(cclbench_script(), self.inputs.get("sysfs_root"), None, host, out)
+        return self.launch(f"doctor.{host}", "doctor", (self.mpirun(1, host, env) if via_mpirun else []) + argv,
+                           hosts=[host], env=env, outputs=[out])
+
     def _cluster_plan(self, hosts):
         inputs = self.inputs
         gpn = inputs["gpus_per_node"]
-        launches = []
+        launches = [self.doctor_launch(host, True) for host in hosts]
         for host in hosts:
             out = self.path("topology", f"{host}.json")
             launches.append(self.launch(f"topology.{host}", "topology",
@@ -222,16 +248,10 @@ class Planner:
             launches.append(self.launch(f"p2p.{host}", "p2p",
                                         self.mpirun(1, host) + [self.tool("p2p_matrix"), "--json", out],
                                         hosts=[host], outputs=[out]))
+        points = []
         for host in hosts:
-            base = f"intra.{host}"
-            tuning = self.path("tuning", base + ".json") if self.tuning_enabled(True) else None
-            if tuning:
-                launches.append(self.probe_launch(base, self.mpirun(gpn, f"{host}:{gpn}"), gpn, [host], {}, []))
-            for name, repeat in self.repeated(base):
-                argv = self.mpirun(gpn, f"{host}:{gpn}") + self.coll_args(name, expect=intra_expectation(expect),
-                                                                          tuning_from=tuning)
-                launches.append(self.launch(name, "intra", argv, gpn, [host], base_point=base, repeat=repeat,
-                                            tuning_from=tuning))
+            points.append({"base": f"intra.{host}", "kind": "intra", "nranks": gpn, "hosts": [host], "env": {},
+                           "mpirun": self.mpirun(gpn, f"{host}:{gpn}"), "expect": intra_expectation(expect)})
         if len(hosts) > 1:
             for cross_nic in inputs["cross_nic"]:
                 for binding in hca_bindings(inputs["hcas"]):
@@ -240,15 +260,10 @@ class Planner:
                     if binding:
                         base += "." + hca_label(binding, inputs["hcas"])
                         env["NCCL_IB_HCA"] = "=" + ",".join(binding)
-                    tuning = self.path("tuning", base + ".json") if self.tuning_enabled(True) else None
-                    if tuning:
-                        launches.append(self.probe_launch(base, self.mpirun(gpn * len(hosts), all_hosts, env),
-                                                          gpn * len(hosts), hosts, env, []))
-                    for name, repeat in self.repeated(base):
-                        argv = self.mpirun(gpn * len(hosts), all_hosts, env) + self.coll_args(
-                            name, expect=expect, tuning_from=tuning)
-                        launches.append(self.launch(name, "inter", argv, gpn * len(hosts), hosts, env,
-                                                    base_point=base, repeat=repeat, tuning_from=tuning))
+                    points.append({"base": base, "kind": "inter", "nranks": gpn * len(hosts), "hosts": hosts,
+                                   "env": env, "mpirun": self.mpirun(gpn * len(hosts), all_hosts, env),
+                                   "expect": expect})
+        launches += self._interleaved(points, tuning=self.tuning_enabled(True))
         return launches
 
     def _local_plan(self):
@@ -256,7 +271,7 @@ class Planner:
         host = inputs["local_host"]
         ngpus = inputs["gpus_per_node"]
         cpus = inputs.get("cpu_count") or 1
-        launches = []
+        launches = [self.doctor_launch(host, False)]
         out = self.path("topology", f"{host}.json")
         launches.append(self.launch(f"topology.{host}", "topology", [self.tool("topo_map"), "--json", out],
                                     hosts=[host], outputs=[out]))
@@ -264,14 +279,13 @@ class Planner:
             nranks, extra, base, note = ngpus, [], f"local.gpus{ngpus}", None
             expect = intra_expectation(inputs.get("expect_transport") or "")
         elif ngpus == 1:
-            nranks, extra, base = EMULATED_RANKS, ["--share-gpu"], f"local.share-gpu{EMULATED_RANKS}"
-            note = (f"one GPU: {EMULATED_RANKS} emulated ranks share it (--share-gpu, NET/Socket on loopback); "
-                    "correctness only, timings are not performance figures")
-            expect = ""
+            # One GPU: the collectives run as one real rank on it (what a collective costs the GPU with no
+            # peer: copies and kernel time, gated), and a small emulated point proves the multi-rank paths.
+            nranks, extra, base, note, expect = 1, [], "local.gpu1", ONE_GPU_NOTE, ""
         else:
             nranks, extra, base = MPI_BACKEND_RANKS, ["--backend", "mpi"], f"local.mpi{MPI_BACKEND_RANKS}"
             note = ("no GPU visible (nvidia-smi -L found none): the MPI backend runs the collectives on "
-                    "host memory; these are not GPU or NCCL figures")
+                    "host memory; correctness only, these are not GPU or NCCL figures")
             expect = ""
         oversubscribe = nranks > cpus or ngpus == 0
         sanity_sizes = self._sanity_sizes()
@@ -283,16 +297,23 @@ class Planner:
             out = self.path("p2p", f"{host}.json")
             launches.append(self.launch(f"p2p.{host}", "p2p", [self.tool("p2p_matrix"), "--json", out],
                                         hosts=[host], outputs=[out]))
-        tuning = self.path("tuning", base + ".json") if self.tuning_enabled(ngpus > 0) else None
-        if tuning:
-            launches.append(self.probe_launch(base, self.mpirun(nranks, oversubscribe=oversubscribe), nranks, [host],
-                                              {}, extra))
-        for name, repeat in self.repeated(base):
-            argv = self.mpirun(nranks, oversubscribe=oversubscribe) + self.coll_args(
-                name, expect=expect, tuning_from=tuning) + extra
-            launches.append(self.launch(name, "local", argv, nranks, [host], base_point=base, repeat=repeat,
-                                        mode_note=note, tuning_from=tuning))
+        point = {"base": base, "kind": "local", "nranks": nranks, "hosts": [host], "env": {}, "extra": extra,
+                 "mpirun": self.mpirun(nranks, oversubscribe=oversubscribe), "expect": expect, "note": note}
+        # One rank has no algorithm to choose: no TUNING probe for it.
+        launches += self._interleaved([point], tuning=self.tuning_enabled(ngpus > 0) and nranks > 1)
+        if ngpus == 1:
+            launches.append(self._emulated_check(host, oversubscribe=EMULATED_RANKS > cpus))
         return launches
+
+    def _emulated_check(self, host, oversubscribe):
+        """Correctness of the multi-rank code paths on one GPU: every collective, both placements, sizes
+        across NCCL's protocol changes, few iterations, checked; run once (its times mean nothing)."""
+        name = f"local.share-gpu{EMULATED_RANKS}"
+        sizes = EMULATED_CHECK_SIZES
+        argv = self.mpirun(EMULATED_RANKS, oversubscribe=oversubscribe) + self.coll_args(
+            name, sizes, KNOWN_COLLECTIVES, EMULATED_CHECK_ITERATIONS, warmup=EMULATED_CHECK_WARMUP) + ["--share-gpu"]
+        return self.launch(name, "local", argv, EMULATED_RANKS, [host], base_point=name, repeat=1,
+                           sizes=sweep_sizes(*sizes), collectives=list(KNOWN_COLLECTIVES), mode_note=EMULATED_NOTE)
 
 
 def plan_mode(inputs):

@@ -7,8 +7,9 @@ import os
 import statistics
 
 from .common import CclbenchError, format_size, make_dirs, read_json, write_atomic
-from .records import (base_point_of, group_repeats, latest_by_case, load_cases, point_completeness,
-                      record_is_sound, repeat_cv, was_skipped)
+from .records import (CLASS_LABELS, HOST_BOUND_GATE_FACTOR, HOST_BOUND_RATIO, bandwidth_time_us, base_point_of,
+                      group_repeats, is_correctness_only, latest_by_case, load_cases, measurement_class,
+                      point_completeness, record_is_sound, repeat_verdict, was_skipped)
 
 COLL_KINDS = ("intra", "inter", "local")
 
@@ -133,9 +134,12 @@ def pick_record(records):
 
 
 def table_cells(data):
-    """{(collective, base_point, size): [records across repeats]} using the headline placement."""
+    """{(collective, base_point, size): [records across repeats]} using the headline placement. Emulated
+    and MPI-backend records are correctness checks: they feed no headline table or plot."""
     by_point_size = {}
     for (point, _case), record in data.latest.items():
+        if is_correctness_only(record):
+            continue
         key = (record.get("collective"), base_point_of(point), record.get("requested_bytes"), point)
         by_point_size.setdefault(key, []).append(record)
     cells = {}
@@ -235,6 +239,18 @@ def rails_reason(records):
     return "the case records carry no rail counters (coll_perf without rail evidence)"
 
 
+def repeat_anomalies(data, cv_gate):
+    """One row per case whose repeats fail the repeat rule (no reproducible median)."""
+    rows = []
+    for (base, case_id), group in sorted(group_repeats(data.records).items()):
+        verdict = repeat_verdict(group, cv_gate)
+        if verdict is not None and not verdict["passed"]:
+            rows.append(("CV above gate", base, f"{case_id}: CV {verdict['cv_pct']:.2f}% and robust dispersion "
+                         f"{verdict['robust_pct']:.2f}% across {verdict['repeats']} repeats (limit {verdict['limit_pct']:g}%"
+                         f"{', host-bound' if verdict['host_bound'] else ''})"))
+    return rows
+
+
 def find_anomalies(data, cv_gate):
     anomalies = []
     plan_by_name = {launch["name"]: launch for launch in data.plan}
@@ -298,20 +314,9 @@ def find_anomalies(data, cv_gate):
         count = f"{len(items)} case(s), worst " if len(items) > 1 else ""
         anomalies.append(("above physical limit", point,
                           f"{count}{case_id}: busbw {busbw:.2f} GB/s > {ceiling:.0f} GB/s ({why})"))
-    # Variation: across repeats (the gate), and within a run.
-    for (base, case_id), group in sorted(group_repeats(data.records).items()):
-        value = repeat_cv(group)
-        if value is not None and value > cv_gate:
-            anomalies.append(("CV above gate", base, f"{case_id}: {value:.2f}% across {len(group)} repeats (gate {cv_gate:g}%)"))
-    within = {}
-    for (point, case_id), record in data.latest.items():
-        cv = (record.get("time_us") or {}).get("cv_pct") if isinstance(record.get("time_us"), dict) else None
-        if isinstance(cv, (int, float)) and cv > cv_gate and record.get("status") == "ok":
-            within.setdefault(point, []).append((cv, case_id))
-    for point, items in sorted(within.items()):
-        worst = max(items)
-        anomalies.append(("per-iteration CV above gate", point,
-                          f"{len(items)} case(s) above {cv_gate:g}%, worst {worst[1]} at {worst[0]:.1f}%"))
+    # Variation across repeats: the repeat rule (records.repeat_verdict). Per-iteration CV is a column
+    # of the repeatability table, never an anomaly on its own; emulated and MPI-backend records never gate.
+    anomalies += repeat_anomalies(data, cv_gate)
     # Rails: both rails must carry traffic, symmetric, without error increments.
     per_point = {}
     for (point, _case), record in data.latest.items():
@@ -711,6 +716,8 @@ def collective_sections(data, plot_links):
     for (collective, _base, _size) in cells:
         if collective not in collectives:
             collectives.append(collective)
+    correctness_bases = {base_point_of(point) for (point, _case), record in data.latest.items()
+                         if is_correctness_only(record)}
     lines = ["## Results per collective", "",
              "Out-of-place records (in-place where only those exist); the median over repeats. "
              "busbw in GB/s (1e9 B/s), nccl-tests formulas, from each record's `bandwidth_from` time (the gated GPU "
@@ -718,8 +725,9 @@ def collective_sections(data, plot_links):
     for collective in collectives:
         sizes = sorted({size for (c, _b, size) in cells if c == collective and isinstance(size, int)} |
                        {size for l in data.coll_launches() if collective in (l.get("collectives") or []) for size in l.get("sizes") or []})
-        columns = [b for b in bases if any(c == collective and b2 == b for (c, b2, _s) in cells) or
-                   any((l.get("base_point") or l["name"]) == b and collective in (l.get("collectives") or []) for l in data.coll_launches())]
+        columns = [b for b in bases if b not in correctness_bases and (
+                   any(c == collective and b2 == b for (c, b2, _s) in cells) or
+                   any((l.get("base_point") or l["name"]) == b and collective in (l.get("collectives") or []) for l in data.coll_launches()))]
         if not sizes or not columns:
             continue
         lines += [f"### {collective}", ""]
@@ -728,6 +736,10 @@ def collective_sections(data, plot_links):
         lines += ["busbw (GB/s):", ""]
         rows = [[format_size(size)] + [fmt_number(median_of(cells.get((collective, b, size), []), busbw_of)) for b in columns]
                 for size in sizes]
+        lines += [md_table(["size"] + columns, rows), "", "time (us): the headline, the time busbw comes from "
+                  "(gated_time_us, else time_us.mean), median over repeats:", ""]
+        rows = [[format_size(size)] + [fmt_number(median_of(cells.get((collective, b, size), []), bandwidth_time_us))
+                                       for b in columns] for size in sizes]
         lines += [md_table(["size"] + columns, rows), "", "latency p50 / p99 (us):", ""]
         rows = []
         for size in sizes:
@@ -738,19 +750,62 @@ def collective_sections(data, plot_links):
                 row.append("-" if p50 is None and p99 is None else f"{fmt_number(p50)} / {fmt_number(p99)}")
             rows.append(row)
         lines += [md_table(["size"] + columns, rows), ""]
+    if correctness_bases and not any(line.startswith("### ") for line in lines):
+        lines += ["_No GPU-timed point in this run: see Correctness-only points._", ""]
     return lines
 
 
 def repeats_section(data, cv_gate):
-    groups = [(key, group) for key, group in group_repeats(data.records).items() if len(group) > 1]
+    groups = [(key, group, repeat_verdict(group, cv_gate)) for key, group in group_repeats(data.records).items()]
+    groups = [(key, group, verdict) for key, group, verdict in groups if verdict is not None]
     if not groups:
         return []
     rows = []
-    for (base, case_id), group in sorted(groups, key=lambda item: -(repeat_cv(item[1]) or 0)):
-        value = repeat_cv(group)
-        rows.append((base, case_id, len(group), fmt_number(value), "FAIL" if value is not None and value > cv_gate else "ok"))
-    return ["## Repeatability (CV of the median time across repeats)", "", f"Gate: {cv_gate:g}%.", "",
-            md_table(["point", "case", "repeats", "CV %", "gate"], rows[:200]), ""]
+    order = {"FAIL": 0, "one repeat off": 1, "host-bound": 2, "ok": 3}
+    for (base, case_id), group, verdict in sorted(groups, key=lambda item: (order[item[2]["verdict"]], -item[2]["cv_pct"])):
+        per_iteration = median_of(group, time_of("cv_pct"))
+        rows.append((base, case_id, verdict["repeats"], fmt_number(verdict["headline_us"]), fmt_number(verdict["cv_pct"]),
+                     fmt_number(verdict["robust_pct"]), fmt_number(per_iteration), verdict["verdict"]))
+    counts = {}
+    for _key, _group, verdict in groups:
+        counts[verdict["verdict"]] = counts.get(verdict["verdict"], 0) + 1
+    summary = ", ".join(f"{counts[name]} {name}" for name in sorted(counts, key=order.get))
+    return ["## Repeatability (the bandwidth time across repeats)", "",
+            f"Headline: the median over repeats. Gate: CV <= {cv_gate:g}%; a case above it fails only when its "
+            f"robust dispersion (1.4826 x MAD / median, which one repeat of three cannot move) is above the gate too, "
+            f"or above {HOST_BOUND_GATE_FACTOR:g} x the gate where the case is host-bound (batch_time_us >= "
+            f"{HOST_BOUND_RATIO:g} x gated_time_us: the GPU finishes before the host launches the next one). "
+            f"Per-iteration CV is shown, never gated. {summary}.", "",
+            md_table(["point", "case", "repeats", "headline us", "CV %", "robust %", "per-iteration CV %", "verdict"],
+                     rows[:200]), ""]
+
+
+def correctness_only_section(data):
+    """Emulated and MPI-backend points: what they prove (correctness), with their wrong counts. A case
+    counts as ok when every repeat of it is, as failed when any repeat failed or computed wrong data."""
+    per_point = {}
+    for (point, case_id), record in sorted(data.latest.items()):
+        if is_correctness_only(record):
+            cases = per_point.setdefault((base_point_of(point), measurement_class(record)), {"points": set(), "cases": {}})
+            cases["points"].add(point)
+            cases["cases"].setdefault(case_id, []).append(record)
+    if not per_point:
+        return []
+    rows = []
+    for (base, cls), found in per_point.items():
+        groups = list(found["cases"].values())
+        skipped = [g for g in groups if all(was_skipped(r) for r in g)]
+        failed = [g for g in groups if g not in skipped and any(not record_is_sound(r) and not was_skipped(r) for r in g)]
+        wrong = sum(int(r["wrong"]) for g in groups for r in g
+                    if isinstance(r.get("wrong"), int) and not isinstance(r["wrong"], bool))
+        rows.append((base, CLASS_LABELS[cls], len(found["points"]), len(groups), len(groups) - len(skipped) - len(failed),
+                     len(skipped), len(failed), wrong))
+    return ["## Correctness-only points", "",
+            "Emulated ranks (several ranks time-slicing one GPU over sockets) and the MPI backend (host memory) "
+            "prove the code paths and the data; their times are not GPU figures, so they feed no anomaly but wrong "
+            "data and failures, no gate, headline table, plot or compare time verdict. A case is ok when every "
+            "repeat of it is.", "",
+            md_table(["point", "what", "repeats", "cases", "ok", "skipped", "failed or wrong", "wrong elements"], rows), ""]
 
 
 def p2p_matrices(document):
@@ -861,7 +916,8 @@ def build_report(run_dir, cv_gate=None):
     plot_links = {}
     if pyplot is not None:
         plot_links = make_plots(data, pyplot, plots_dir)
-    anomalies = find_anomalies(data, cv_gate)
+    from .doctor import doctor_anomalies, doctor_section
+    anomalies = doctor_anomalies(data.run_dir) + find_anomalies(data, cv_gate)
     lines = [f"# cclbench report: {data.manifest.get('run_id')}", ""]
     lines += ["## Anomalies", ""]
     if anomalies:
@@ -871,6 +927,7 @@ def build_report(run_dir, cv_gate=None):
                      "its physical ceiling, no missing case, CV within the gate.")
     lines += ["", "Physical ceilings for busbw (per direction; a value above its ceiling is a measurement, unit or "
               "byte-count error):", "", md_table(["path", "ceiling (GB/s)", "derivation", "applies to"], LIMIT_ROWS), ""]
+    lines += doctor_section(data.run_dir)
     if pyplot is None:
         lines += [f"> Plots skipped: {why_not}. Tables below are complete.", ""]
     lines += environment_section(data) + [""]
@@ -879,6 +936,7 @@ def build_report(run_dir, cv_gate=None):
     lines += transport_section(data) + [""]
     lines += collective_sections(data, plot_links)
     lines += repeats_section(data, cv_gate)
+    lines += correctness_only_section(data)
     lines += tuning_section(data)
     lines += p2p_section(data, pyplot, plots_dir)
     sanity_path = os.path.join(data.run_dir, "sanity.jsonl")

@@ -16,7 +16,7 @@ from . import SCHEMA_VERSION, TOOL_VERSION
 from .common import (CclbenchError, UsageError, allowlisted_env, format_size, make_dirs, open_append, read_json,
                      terminate_last_line, utc_now, write_atomic, write_json_atomic)
 from .plan import Planner, format_launch, plan_mode
-from .records import describe_problem, group_repeats, latest_by_case, load_cases, point_completeness, repeat_cv
+from .records import describe_problem, group_repeats, latest_by_case, load_cases, point_completeness, repeat_verdict
 
 COLL_KINDS = ("intra", "inter", "local")
 EXIT_MEANINGS = {0: "ok", 1: "some case failed or data was wrong", 2: "bad usage", 3: "transport expectation failed",
@@ -31,6 +31,9 @@ class Interrupted(Exception):
 
 
 def tool_commit():
+    from . import locations
+    if locations.installed():  # never the commit of whatever repository an installation sits in
+        return locations.installed_commit()
     here = os.path.dirname(os.path.abspath(__file__))
     try:
         result = subprocess.run(["git", "-C", here, "rev-parse", "HEAD"], capture_output=True, text=True,
@@ -197,7 +200,7 @@ class Baseline:
         self.manifest["invocations"].append({"argv": self.argv, "started_utc": utc_now(), "resume": self.resume})
         for name in ("cases.jsonl", "sanity.jsonl"):
             terminate_last_line(os.path.join(self.run_dir, name))
-        for sub in ("topology", "p2p", "nccl", "raw", "tuning"):
+        for sub in ("doctor", "topology", "p2p", "nccl", "raw", "tuning"):
             make_dirs(os.path.join(self.run_dir, sub))  # 0755 and no symlinks, whatever the umask
         self.save_manifest()
         self.log = open_append(os.path.join(self.run_dir, "run.log"))
@@ -205,7 +208,7 @@ class Baseline:
 
     def check_outputs(self, launch):
         """(ok, reason) for a launch's results, judged from the files, never from the exit code alone."""
-        if launch["kind"] in ("topology", "p2p", "tuning"):
+        if launch["kind"] in ("topology", "p2p", "tuning", "doctor"):
             for path in launch["outputs"]:
                 try:
                     document = read_json(path, f"{launch['kind']} result")
@@ -215,6 +218,8 @@ class Baseline:
                     return False, f"{path} has no schema_version"
                 if launch["kind"] == "tuning" and document.get("kind") != "tuning_probe":
                     return False, f"{path} is not a coll_perf --tuning-probe file"
+                if launch["kind"] == "doctor" and document.get("kind") != "doctor":
+                    return False, f"{path} is not a cclbench doctor result"
             return True, None
         jsonl = os.path.join(self.run_dir, "sanity.jsonl" if launch["kind"] == "sanity" else "cases.jsonl")
         if not os.path.exists(jsonl):
@@ -234,7 +239,7 @@ class Baseline:
 
     def already_complete(self, launch):
         state = self.manifest["points"].get(launch["name"], {})
-        if not self.resume or state.get("status") != "complete" or launch["kind"] == "sanity":
+        if not self.resume or state.get("status") != "complete" or launch["kind"] in ("sanity", "doctor"):
             return False
         ok, _ = self.check_outputs(launch)
         return ok
@@ -336,6 +341,8 @@ class Baseline:
             raise
         elapsed = time.monotonic() - started
         ok, reason = (False, start_problem) if start_problem else self.check_outputs(launch)
+        if code == 1 and launch["kind"] == "doctor" and ok:
+            code = 0  # the doctor found a failing check: a finding for doctor.json and the report, not a broken launch
         if code != 0 and not start_problem:
             meaning = EXIT_MEANINGS.get(code, "unexpected exit status")
             reason = f"exit {code} ({meaning})" + (f"; {reason}" if reason else "")
@@ -360,6 +367,17 @@ class Baseline:
         if isinstance(gpus, list) and len(gpus) != planned:
             raise CclbenchError(f"host {launch['hosts'][0]} has {len(gpus)} GPU(s) but --gpus-per-node is {planned}", 2)
 
+    def merge_doctor(self):
+        """doctor/<host>.json -> doctor.json after each doctor launch; one stderr line with the verdict."""
+        from .doctor import merge_run_directory
+        hosts = [launch["hosts"][0] for launch in self.launches if launch["kind"] == "doctor"]
+        document = merge_run_directory(self.run_dir, hosts)
+        done = all(os.path.exists(os.path.join(self.run_dir, "doctor", f"{host}.json")) for host in hosts)
+        if document and done:
+            counts = document["summary"]
+            print(f"cclbench: doctor: {document['status']} ({counts['fail']} fail, {counts['warn']} warn, "
+                  f"{counts['skip']} skip): {os.path.join(self.run_dir, 'doctor.json')}", file=sys.stderr, flush=True)
+
     def write_summary(self):
         path = os.path.join(self.run_dir, "cases.jsonl")
         records = load_cases(path, "case records")[0] if os.path.exists(path) else []
@@ -377,6 +395,8 @@ class Baseline:
                 ok = self.run_launch(launch, progress)
                 if launch["kind"] == "topology" and ok:
                     self.check_gpu_count(launch)
+                if launch["kind"] == "doctor":
+                    self.merge_doctor()
                 if not ok:
                     reason = self.manifest["points"][launch["name"]]["reason"]
                     if launch["kind"] == "sanity":
@@ -401,9 +421,10 @@ class Baseline:
         if self.inputs["repeat"] > 1:
             gate = self.inputs["cv_gate_pct"]
             for (base, case_id), group in sorted(group_repeats(records).items()):
-                value = repeat_cv(group)
-                if value is not None and value > gate:
-                    cv_failures.append({"point": base, "case_id": case_id, "cv_pct": round(value, 3)})
+                verdict = repeat_verdict(group, gate)  # None for emulated and MPI-backend records
+                if verdict is not None and not verdict["passed"]:
+                    cv_failures.append({"point": base, "case_id": case_id, "cv_pct": round(verdict["cv_pct"], 3),
+                                        "robust_pct": round(verdict["robust_pct"], 3)})
             self.manifest["gates"]["repeat_cv_failures"] = cv_failures
         status = "complete" if not failures and not cv_failures else "failed"
         self.finish(status)
@@ -415,8 +436,9 @@ class Baseline:
         if cv_failures:
             worst = max(cv_failures, key=lambda item: item["cv_pct"])
             raise CclbenchError(f"{len(cv_failures)} case(s) vary across repeats above the CV gate of "
-                                f"{self.inputs['cv_gate_pct']}%, worst {worst['point']} {worst['case_id']} "
-                                f"at {worst['cv_pct']:.2f}%")
+                                f"{self.inputs['cv_gate_pct']}% with no stable median (robust dispersion above the "
+                                f"gate too), worst {worst['point']} {worst['case_id']} at CV {worst['cv_pct']:.2f}%, "
+                                f"robust {worst['robust_pct']:.2f}%")
         print(f"cclbench: run complete: {self.run_dir}", file=sys.stderr)
         return 0
 

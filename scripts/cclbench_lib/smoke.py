@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ElementTree
 
 from .common import CclbenchError, write_atomic
 from .plan import Planner
-from .records import latest_by_case, load_cases, was_skipped
+from .records import describe_problem, latest_by_case, load_cases, record_is_sound, was_skipped
 from .runner import Baseline, Progress
 
 SMOKE_SIZES = (8 << 10, 1 << 20, 8)  # 8K, 64K, 512K
@@ -72,6 +72,20 @@ def strict_problems(run_dir, launch):
     return None
 
 
+def failed_cases(run_dir, launch):
+    """'case_id: problem' for every case of the launch that ran and is not sound, so the JUnit
+    failure names each one (the message names the first)."""
+    path = os.path.join(run_dir, "cases.jsonl")
+    if not os.path.exists(path):
+        return []
+    try:
+        records = latest_by_case(load_cases(path, "case records")[0])
+    except CclbenchError:
+        return []
+    return [f"{record.get('case_id')}: {describe_problem(record)}" for (point, _), record in sorted(records.items())
+            if point == launch["name"] and not was_skipped(record) and not record_is_sound(record)]
+
+
 def write_junit(path, results, total_seconds):
     suite = ElementTree.Element("testsuite", name="cclbench.smoke", tests=str(len(results)),
                                 failures=str(sum(1 for r in results if r["outcome"] == "failed")),
@@ -82,7 +96,7 @@ def write_junit(path, results, total_seconds):
                                       time=f"{result['seconds']:.3f}")
         if result["outcome"] == "failed":
             failure = ElementTree.SubElement(case, "failure", message=result["message"])
-            failure.text = result["message"]
+            failure.text = "\n".join([result["message"]] + result.get("cases", []))
         elif result["outcome"] == "skipped":
             ElementTree.SubElement(case, "skipped", message=result["message"])
     root = ElementTree.Element("testsuites", name="cclbench")
@@ -123,7 +137,8 @@ def run_smoke(inputs, run_dir, junit_path, have_gpu, argv, verbose=False):
                     ok, message = False, problem
                     runner.manifest["points"][launch["name"]].update(status="failed", reason=problem)
             results.append({"name": launch["name"], "outcome": "passed" if ok else "failed",
-                            "seconds": time.monotonic() - step_start, "message": message})
+                            "seconds": time.monotonic() - step_start, "message": message,
+                            "cases": [] if ok or launch["kind"] != "local" else failed_cases(runner.run_dir, launch)})
     except Exception:
         runner.finish("interrupted")
         raise

@@ -36,6 +36,57 @@ TEST(BusFactor, MatchesPerformanceMdForEveryRankCount) {
   EXPECT_DOUBLE_EQ(kAllGather.bus_factor(8), 0.875);
 }
 
+// Bus factors written out by hand (nccl-tests doc/PERFORMANCE.md: AllReduce 2(n-1)/n; AllGather,
+// ReduceScatter, AlltoAll (n-1)/n; Broadcast, Reduce, SendRecv 1), as decimal literals.
+TEST(BusFactor, HandWrittenTable) {
+  struct Row {
+    int n;
+    double all_reduce, spread;  // spread: AllGather, ReduceScatter, AlltoAll
+  };
+  const Row rows[] = {{2, 1.0, 0.5},   {3, 1.3333333333333333, 0.6666666666666666}, {4, 1.5, 0.75},
+                      {5, 1.6, 0.8},   {8, 1.75, 0.875},                            {16, 1.875, 0.9375}};
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.n);
+    EXPECT_DOUBLE_EQ(kAllReduce.bus_factor(row.n), row.all_reduce);
+    EXPECT_DOUBLE_EQ(kAllGather.bus_factor(row.n), row.spread);
+    EXPECT_DOUBLE_EQ(kReduceScatter.bus_factor(row.n), row.spread);
+    EXPECT_DOUBLE_EQ(kAlltoAll.bus_factor(row.n), row.spread);
+    EXPECT_DOUBLE_EQ(kBroadcast.bus_factor(row.n), 1.0);
+    EXPECT_DOUBLE_EQ(kReduce.bus_factor(row.n), 1.0);
+    EXPECT_DOUBLE_EQ(kSendRecv.bus_factor(row.n), 1.0);
+  }
+}
+
+// algbw and busbw of every collective, worked out by hand: 1 MiB of floats on 4 ranks in 50 us.
+// Every collective moves S = 1048576 bytes by nccl-tests' definition (AllGather/ReduceScatter/
+// AlltoAll: 65536-element blocks x 4 bytes x 4 ranks), so algbw = 1048576 / 50e-6 / 1e9 = 20.97152.
+TEST(Bandwidth, EveryCollectiveByHand) {
+  struct Row {
+    Collective collective;
+    double algbw, busbw;
+  };
+  const Row rows[] = {{Collective::all_reduce, 20.97152, 31.45728},    {Collective::all_gather, 20.97152, 15.72864},
+                      {Collective::reduce_scatter, 20.97152, 15.72864}, {Collective::alltoall, 20.97152, 15.72864},
+                      {Collective::broadcast, 20.97152, 20.97152},     {Collective::reduce, 20.97152, 20.97152},
+                      {Collective::sendrecv, 20.97152, 20.97152}};
+  for (const Row& row : rows) {
+    SCOPED_TRACE(std::string(name_of(row.collective)));
+    const Bandwidth bandwidth = bandwidth_of(spec_for(row.collective, 1 << 20, 4), 50.0);
+    EXPECT_NEAR(bandwidth.algbw_gbps, row.algbw, 1e-9);
+    EXPECT_NEAR(bandwidth.busbw_gbps, row.busbw, 1e-9);
+  }
+  // Three ranks do not divide 1 MiB: AllGather blocks are 262144/3 = 87381 rounded down to a
+  // multiple of 4 floats = 87380, so S = 87380 x 4 x 3 = 1048560 B; in 50 us that is 20.9712 GB/s,
+  // busbw x 2/3 = 13.9808.
+  const Bandwidth three = bandwidth_of(spec_for(Collective::all_gather, 1 << 20, 3), 50.0);
+  EXPECT_NEAR(three.algbw_gbps, 20.9712, 1e-9);
+  EXPECT_NEAR(three.busbw_gbps, 13.9808, 1e-9);
+  // 1000 B of int8 ReduceScatter on 3 ranks: 320-element blocks, S = 960 B; 2 us -> 0.48, x 2/3 = 0.32.
+  const Bandwidth small = bandwidth_of(spec_for(Collective::reduce_scatter, 1000, 3, DataType::int8), 2.0);
+  EXPECT_NEAR(small.algbw_gbps, 0.48, 1e-12);
+  EXPECT_NEAR(small.busbw_gbps, 0.32, 1e-12);
+}
+
 TEST(ByteCounts, AllReduceUsesTheWholeBuffer) {
   const CaseSpec spec = spec_for(Collective::all_reduce, 64 << 20, 16);
   EXPECT_EQ(spec.counts.param_count, (64u << 20) / 4);

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Filesystem faults: the run directory is read-only, or fills up mid-run (label mpi).
 
-  readonly_dir      the output folder is not writable (mode 0555, tools run as an unprivileged
-                    user when the test runs as root, because root ignores modes): every tool refuses
-                    before measuring, exit 2, one plain line, nothing created.
+  readonly_dir      the output folder is not writable (mode 0555; when the test runs as root, which
+                    ignores modes, the tools run as uid 65534 from copies in a world-traversable
+                    temporary folder, so a checkout under a private 0700 directory works): every tool
+                    refuses before measuring, exit 2, one plain line, nothing created.
   readonly_mount    the same on a real read-only bind mount (EROFS), where a private mount
                     namespace is available (unshare -m); reported as not run otherwise.
   full_midrun       the filesystem fills while coll_perf runs under mpirun (RLIMIT_FSIZE with
@@ -61,6 +62,13 @@ def run(argv, env=None, preexec=None, timeout=120, cwd=None):
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout, cwd=cwd)
 
 
+def run_quietly(argv, preexec):
+    try:
+        return run(argv, preexec=preexec, cwd="/").returncode == 0
+    except OSError:
+        return False
+
+
 def refusal_rows(args, folder):
     """(name, argv) of every tool asked to write into `folder`."""
     out = lambda name: os.path.join(folder, name)  # noqa: E731
@@ -99,24 +107,89 @@ def check_refusals(args, folder, preexec, label):
     return notes
 
 
+# What readonly_dir runs, relative to the source and bin dirs: copied for uid 65534 (see nobody_stage).
+STAGED_TOOLS = ("coll_perf", "topo_map", "nccl_evidence")
+STAGED_SOURCES = (("scripts", "cclbench"), ("scripts", "cclbench_lib"), ("tests", "data", "topology", "rtxpro_2socket.xml"),
+                  ("tests", "data", "evidence", "logs", "single_rank"))
+
+
+def nobody_stage(args):
+    """(staged args, stage folder) for running readonly_dir as uid 65534, or (None, reason).
+
+    A checkout under a private directory (/root, a mktemp -d: mode 0700) cannot be entered by that
+    user, so the tools, cclbench and the input data are copied into a fresh world-traversable folder
+    under a system temporary directory, and the test works there. Nothing depends on the modes of
+    the directories above the checkout."""
+    import argparse
+    import tempfile
+    reasons = []
+    for base in ("/tmp", "/var/tmp", "/dev/shm"):
+        if not os.path.isdir(base):
+            continue
+        try:
+            stage = tempfile.mkdtemp(prefix="cclbench-faults-fs-", dir=base)
+        except OSError as error:
+            reasons.append(f"{base}: {error.strerror}")
+            continue
+        try:
+            os.makedirs(os.path.join(stage, "bin"))
+            for name in STAGED_TOOLS:
+                shutil.copy2(tool(args, name), os.path.join(stage, "bin", name))
+            for parts in STAGED_SOURCES:
+                source, target = os.path.join(args.source_dir, *parts), os.path.join(stage, *parts)
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                if os.path.isdir(source):
+                    shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__"))
+                else:
+                    shutil.copy2(source, target)
+            for root, dirs, files in os.walk(stage):
+                for name in dirs:
+                    os.chmod(os.path.join(root, name), 0o755)
+                for name in files:
+                    path = os.path.join(root, name)
+                    os.chmod(path, 0o755 if os.access(path, os.X_OK) else 0o644)
+            os.chmod(stage, 0o755)
+            probe = run([os.path.join(stage, "bin", "topo_map"), "--help"], preexec=as_nobody, cwd="/")
+            # cclbench runs under an interpreter that user can reach too (not one under /root).
+            python = next((candidate for candidate in (args.python, "/usr/bin/python3")
+                           if os.path.exists(candidate) and run_quietly([candidate, "-c", "pass"], as_nobody)), None)
+            if probe.returncode == 0 and python:
+                staged = argparse.Namespace(**vars(args))
+                staged.source_dir, staged.bin_dir, staged.python = stage, os.path.join(stage, "bin"), python
+                return staged, stage
+            if not python:
+                reasons.append(f"no python3 that uid {NOBODY} can run ({args.python}, /usr/bin/python3)")
+            reasons.append(f"{base}: topo_map --help as uid {NOBODY} exited {probe.returncode}: "
+                           f"{probe.stderr.decode(errors='replace').strip()[-200:]!r}")
+        except OSError as error:
+            reasons.append(f"{base}: cannot stage the tools: {error}")
+        shutil.rmtree(stage, ignore_errors=True)
+    return None, "; ".join(reasons) or "no system temporary directory"
+
+
 def readonly_dir(args):
-    work = rc.fresh_dir(os.path.join(args.work_dir, "readonly_dir"))
-    folder = os.path.join(work, "ro")
-    os.makedirs(folder)
+    stage = None
     preexec = None
     if os.geteuid() == 0:
-        # Root ignores directory modes: run the tools as nobody, who must be able to reach them.
-        probe = run([tool(args, "topo_map"), "--help"], preexec=as_nobody, cwd="/")
-        rc.check(probe.returncode == 0, "cannot run the tools as uid 65534 (nobody) here: the build tree is not "
-                                        f"world-readable; exit {probe.returncode}: {probe.stderr[-300:]!r}")
+        # Root ignores directory modes: the tools run as nobody, from copies that user can reach.
+        args, stage = nobody_stage(args)
+        if args is None:
+            return f"not run: no folder where uid {NOBODY} can run the tools ({stage})"
         preexec = as_nobody
-        os.chmod(work, 0o755)
+        work = os.path.join(stage, "readonly_dir")
+        os.makedirs(work, mode=0o755)
+    else:
+        work = rc.fresh_dir(os.path.join(args.work_dir, "readonly_dir"))
+    folder = os.path.join(work, "ro")
+    os.makedirs(folder)
     os.chmod(folder, 0o555)
     try:
         notes = check_refusals(args, folder, preexec, "read-only folder")
     finally:
         os.chmod(folder, 0o755)
-    return f"{len(notes)} refusals"
+        if stage:
+            shutil.rmtree(stage, ignore_errors=True)
+    return f"{len(notes)} refusals" + (f" (as uid {NOBODY}, tools copied to a folder it can reach)" if stage else "")
 
 
 MOUNT_HELPER = r"""

@@ -22,7 +22,7 @@ class TwoNodePlan(TempDirTest):
         return [shlex.split(line) for line in result.stdout.splitlines()]
 
     def test_counts_and_shapes(self):
-        every = self.plan()
+        every = self.plan("--repeat", "1")
         # Each point's untimed TUNING probe: a launch of its own, right before the point, same ranks and
         # environment, no records; the point then reads it with --tuning-from.
         probes = [argv for argv in every if "--tuning-probe" in argv]
@@ -36,8 +36,12 @@ class TwoNodePlan(TempDirTest):
                 self.assertNotIn(flag, argv, "a probe writes no performance records")
         def without_tuning_from(argv):
             return [w for i, w in enumerate(argv) if w != "--tuning-from" and (i == 0 or argv[i - 1] != "--tuning-from")]
-        self.assertEqual(self.plan("--no-tuning-probe"), [without_tuning_from(argv) for argv in every if argv not in probes])
+        self.assertEqual(self.plan("--repeat", "1", "--no-tuning-probe"), [without_tuning_from(argv) for argv in every if argv not in probes])
         launches = [argv for argv in every if argv not in probes]
+        doctors = [argv for argv in launches if "doctor" in argv]
+        self.assertEqual(launches[:2], doctors, "the doctor runs first, one process per host")
+        self.assertEqual([argv[argv.index("--host") + 1] for argv in doctors], ["node5", "node7"])
+        launches = launches[2:]
         self.assertEqual(len(launches), 2 + 1 + 2 + 2 + 9)
         programs = [os.path.basename(next(w for w in argv if w.startswith("/opt/cclbench/bin/"))) for argv in launches]
         self.assertEqual(programs.count("topo_map"), 2)
@@ -86,10 +90,21 @@ class TwoNodePlan(TempDirTest):
         self.assertEqual([inter[0][inter[0].index(f) + 1] for f in ("-b", "-e", "-f")], ["8K", "64M", "2"])
 
     def test_repeat_and_mpirun_args(self):
-        launches = self.plan("--repeat", "3", "--mpirun-args=--mca btl ^openib", "--coll", "all_reduce")
+        launches = self.plan("--mpirun-args=--mca btl ^openib", "--coll", "all_reduce")  # --repeat 3 by default
         inter = [argv for argv in launches if "-np" in argv and argv[argv.index("-np") + 1] == "16"]
         self.assertEqual(len(inter), 1 + 27 + 9, "sanity + 9 points x 3 repeats + one probe per point")
         self.assertIn("inter.cross1.rail-mlx5_3.rep2", [argv[argv.index("--point") + 1] for argv in inter])
+        # Interleaved: rep1 of every point (intra and inter), then rep2 of every point, then rep3.
+        timed = [argv[argv.index("--point") + 1] for argv in launches
+                 if "--point" in argv and "--tuning-probe" not in argv and "sanity" not in argv]
+        self.assertEqual(len(timed), 3 * (2 + 9))
+        bases = [name.rsplit(".rep", 1)[0] for name in timed[:11]]
+        self.assertEqual(len(set(bases)), 11, "the first 11 timed launches are 11 different points")
+        self.assertEqual(timed, [f"{base}.rep{k}" for k in (1, 2, 3) for base in bases])
+        self.assertEqual(bases[:2], ["intra.node5", "intra.node7"])
+        once = self.plan("--repeat", "1", "--coll", "all_reduce")
+        self.assertIn("inter.cross1.rail-mlx5_3", [argv[argv.index("--point") + 1] for argv in once if "--point" in argv],
+                      "one repeat: no .repN suffix")
         first = launches[0]
         self.assertEqual(first[first.index("--mca"):first.index("--mca") + 3], ["--mca", "btl", "^openib"])
         if os.geteuid() == 0:
@@ -97,13 +112,13 @@ class TwoNodePlan(TempDirTest):
 
     def test_plan_json_validates(self):
         path = os.path.join(self.tmp, "plan.json")
-        self.plan("--json", path)
+        self.plan("--repeat", "1", "--json", path)
         ok, errors = validate("plan.schema.json", path)
         self.assertTrue(ok, errors)
         with open(path) as handle:
             document = json.load(handle)
         self.assertEqual(document["mode"], "multi_node")
-        self.assertEqual(len(document["launches"]), 16 + 11)
+        self.assertEqual(len(document["launches"]), 2 + 16 + 11)
         self.assertFalse(os.path.exists(os.path.join(self.results, "R1")), "plan never creates the run directory")
 
     def test_slurm_allocation(self):
@@ -133,18 +148,41 @@ class LocalPlan(TempDirTest):
     def test_no_gpu_uses_mpi_backend(self):
         launches = self.plan(0)
         coll = [argv for argv in launches if "/b/coll_perf" in argv]
-        self.assertEqual(len(coll), 2)
+        self.assertEqual(len(coll), 1 + 3, "sanity and the default three repeats")
         for argv in coll:
             self.assertIn("--oversubscribe", argv)
             self.assertEqual(argv[argv.index("-np") + 1], "4")
             self.assertEqual(argv[argv.index("--backend") + 1], "mpi")
         self.assertFalse(any("/b/p2p_matrix" in argv for argv in launches), "no P2P matrix without a GPU")
 
-    def test_one_gpu_uses_emulated_ranks(self):
+    def test_one_gpu_measures_one_real_rank_and_checks_emulated_ranks(self):
         launches = self.plan(1)
         coll = [argv for argv in launches if "/b/coll_perf" in argv]
-        self.assertTrue(all("--share-gpu" in argv and argv[argv.index("-np") + 1] == "4" for argv in coll))
-        self.assertTrue(any("/b/p2p_matrix" in argv for argv in launches))
+        points = [argv[argv.index("--point") + 1] for argv in coll]
+        self.assertEqual(points, ["sanity", "local.gpu1.rep1", "local.gpu1.rep2", "local.gpu1.rep3", "local.share-gpu4"])
+        self.assertTrue(any("/b/p2p_matrix" in argv for argv in launches), "the copy/host matrix stays")
+        for argv in coll[:4]:
+            # The sanity pass and the timed point: one real rank on the GPU, never emulated.
+            self.assertEqual(argv[argv.index("-np") + 1], "1")
+            self.assertNotIn("--share-gpu", argv)
+            self.assertNotIn("--backend", argv)
+            self.assertNotIn("--tuning-probe", argv)
+            self.assertNotIn("--tuning-from", argv, "one rank: NCCL chooses no algorithm, no probe")
+        timed = coll[1]
+        self.assertEqual([timed[timed.index(f) + 1] for f in ("-b", "-e", "-f", "-n", "-w", "-c")],
+                         ["8K", "64M", "2", "20", "5", "1"])
+        self.assertEqual(timed[timed.index("--coll") + 1], "all_reduce,all_gather,reduce_scatter,alltoall")
+        self.assertNotIn("-G", timed, "eager")
+        check = coll[-1]
+        self.assertEqual(check[check.index("-np") + 1], "4")
+        self.assertIn("--share-gpu", check)
+        # Every collective, both placements (coll_perf's default), sizes across the protocol changes,
+        # few iterations, every result checked.
+        self.assertEqual(check[check.index("--coll") + 1], "all_reduce,all_gather,reduce_scatter,alltoall,broadcast,reduce,sendrecv")
+        self.assertNotIn("--placement", check)
+        self.assertEqual([check[check.index(f) + 1] for f in ("-b", "-e", "-f", "-n", "-w", "-c")],
+                         ["8K", "2M", "16", "2", "1", "1"])
+        self.assertEqual(len([argv for argv in launches if "--share-gpu" in argv]), 1, "run once, whatever --repeat")
 
     def test_many_gpus_one_rank_each(self):
         launches = self.plan(4)

@@ -1,0 +1,155 @@
+"""How a point's ranks are started: `mpirun`, or `srun` inside a Slurm allocation.
+
+The choice is made once, before planning, and stored in the plan inputs as plain data
+({"name", "program", "mpi", "reason"}), so `plan` prints what `baseline` runs, the manifest records
+which launcher was used and why, and `--resume` replays the same choice. Each launch's argv (the
+exact command) comes from `command()`.
+
+srun is chosen by `--launcher auto` only inside an allocation (SLURM_JOB_ID) where srun offers a
+process-management interface the MPI library can use: PMIx (preferred) or PMI2 in `srun
+--mpi=list`, and an Open MPI with its PMI client (`ompi_info` lists "MCA ess: pmi" in Open MPI 4;
+Open MPI 5 always speaks PMIx). Otherwise mpirun runs inside the allocation, where Open MPI reads
+the allocation itself.
+"""
+import os
+import re
+import shutil
+import subprocess
+
+from .common import UsageError
+
+LAUNCHER_CHOICES = ("auto", "mpirun", "srun")
+
+
+def _output(argv, environ):
+    try:
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False, env=dict(environ))
+    except (OSError, subprocess.SubprocessError) as error:
+        return None, str(error)
+    if result.returncode != 0:
+        last = (result.stderr or result.stdout or "").strip().splitlines()
+        return None, f"exit {result.returncode}" + (f": {last[-1][:160]}" if last else "")
+    return result.stdout + result.stderr, None
+
+
+def srun_mpi_plugin(srun, environ):
+    """('pmix'|'pmi2', None) from `srun --mpi=list`, or (None, why not)."""
+    text, problem = _output([srun, "--mpi=list"], environ)
+    if text is None:
+        return None, f"`srun --mpi=list` failed ({problem})"
+    words = set(re.findall(r"[A-Za-z0-9_]+", text))
+    for plugin in ("pmix", "pmi2"):
+        if plugin in words:
+            return plugin, None
+    return None, "`srun --mpi=list` offers neither pmix nor pmi2"
+
+
+def mpi_supports_direct_launch(mpirun, environ):
+    """(True, None) when the MPI behind `mpirun` can be started by srun, else (False, why not)."""
+    version, problem = _output([mpirun, "--version"], environ)
+    if version is None:
+        return False, f"`{mpirun} --version` failed ({problem})"
+    match = re.search(r"Open MPI\)?\s+v?(\d+)", version) or re.search(r"\(OpenRTE\)\s+(\d+)", version)
+    if not match:
+        return True, None  # MPICH, Intel MPI and MVAPICH accept PMI2 from srun
+    if int(match.group(1)) >= 5:
+        return True, None
+    resolved = shutil.which(mpirun, path=environ.get("PATH"))
+    beside = os.path.join(os.path.dirname(resolved), "ompi_info") if resolved else None
+    info = beside if beside and os.access(beside, os.X_OK) else shutil.which("ompi_info", path=environ.get("PATH"))
+    if not info:
+        return False, "Open MPI's ompi_info is not on PATH: cannot tell whether it can be started by srun"
+    text, problem = _output([info], environ)
+    if text is None:
+        return False, f"ompi_info failed ({problem})"
+    if re.search(r"MCA ess:\s*pmi\b", text):
+        return True, None
+    return False, "this Open MPI has no PMI client (ompi_info lists no 'MCA ess: pmi')"
+
+
+def choose_launcher(requested, mpirun, srun="srun", srun_args=(), environ=None):
+    """The launcher decision for the plan inputs. `requested` is auto, mpirun or srun."""
+    environ = os.environ if environ is None else environ
+    if requested not in LAUNCHER_CHOICES:
+        raise UsageError(f"--launcher: '{requested}' is not one of {', '.join(LAUNCHER_CHOICES)}")
+    decision = _choose(requested, mpirun, srun, environ)
+    decision["args"] = list(srun_args) if decision["name"] == "srun" else []
+    return decision
+
+
+def _choose(requested, mpirun, srun, environ):
+    if requested == "mpirun":
+        return {"name": "mpirun", "program": mpirun, "mpi": None, "reason": "--launcher mpirun"}
+    job = environ.get("SLURM_JOB_ID")
+    found = shutil.which(srun, path=environ.get("PATH"))
+    if requested == "srun":
+        if not job:
+            raise UsageError("--launcher srun: not inside a Slurm allocation (no SLURM_JOB_ID); use salloc or sbatch")
+        if not found:
+            raise UsageError(f"--launcher srun: '{srun}' is not on PATH")
+        plugin, problem = srun_mpi_plugin(found, environ)
+        if not plugin:
+            raise UsageError(f"--launcher srun: {problem}")
+        return {"name": "srun", "program": srun, "mpi": plugin, "reason": f"--launcher srun (srun --mpi={plugin})"}
+    if not job:
+        return {"name": "mpirun", "program": mpirun, "mpi": None, "reason": "not inside a Slurm allocation"}
+    if not found:
+        return {"name": "mpirun", "program": mpirun, "mpi": None,
+                "reason": f"Slurm job {job} but srun is not on PATH: mpirun inside the allocation"}
+    plugin, problem = srun_mpi_plugin(found, environ)
+    if plugin:
+        supported, problem = mpi_supports_direct_launch(mpirun, environ)
+        if supported:
+            return {"name": "srun", "program": srun, "mpi": plugin,
+                    "reason": f"Slurm job {job}: srun --mpi={plugin}, which the MPI library supports"}
+    return {"name": "mpirun", "program": mpirun, "mpi": None,
+            "reason": f"Slurm job {job} but {problem}: mpirun inside the allocation"}
+
+
+def launcher_of(inputs):
+    """The stored decision; plans made before launchers existed used mpirun."""
+    return inputs.get("launcher") or {"name": "mpirun", "program": inputs["mpirun"], "mpi": None, "reason": None,
+                                      "args": []}
+
+
+def command(inputs, nranks, host_spec=None, env=None, oversubscribe=False):
+    """argv prefix that starts `nranks` ranks (on `host_spec`, 'host[:slots],...', when given) with
+    `env` exported to them; the program and its arguments follow."""
+    launcher = launcher_of(inputs)
+    if launcher["name"] == "srun":
+        return _srun(launcher, inputs, nranks, host_spec, env, oversubscribe)
+    return _mpirun(inputs, nranks, host_spec, env, oversubscribe)
+
+
+def _mpirun(inputs, nranks, host_spec, env, oversubscribe):
+    argv = [inputs["mpirun"]]
+    extra = list(inputs.get("mpirun_args") or [])
+    if inputs.get("as_root") and "--allow-run-as-root" not in extra:
+        argv.append("--allow-run-as-root")
+    if oversubscribe and "--oversubscribe" not in extra:
+        argv.append("--oversubscribe")
+    argv += extra
+    argv += ["-np", str(nranks)]
+    if host_spec:
+        argv += ["--host", host_spec]
+    for name, value in (env or {}).items():
+        argv += ["-x", f"{name}={value}"]
+    return argv
+
+
+def _srun(launcher, inputs, nranks, host_spec, env, oversubscribe):
+    # srun hands its own environment to the ranks; `env NAME=VALUE` keeps the exported variables in
+    # the recorded command (srun's --export splits values at commas, and NCCL_IB_HCA has them).
+    argv = ["env"] + [f"{name}={value}" for name, value in env.items()] if env else []
+    argv += [launcher["program"], f"--mpi={launcher['mpi']}", "--kill-on-bad-exit=1", "-n", str(nranks)]
+    if host_spec:
+        entries = [part.split(":") for part in host_spec.split(",")]
+        argv += ["--nodes", str(len(entries)), "--nodelist", ",".join(entry[0] for entry in entries)]
+        slots = {entry[1] for entry in entries if len(entry) > 1}
+        if len(slots) == 1:
+            argv += ["--ntasks-per-node", slots.pop()]
+    else:
+        argv += ["--nodes", "1"]
+    if oversubscribe:
+        argv.append("--overcommit")
+    return argv + list(launcher.get("args") or [])

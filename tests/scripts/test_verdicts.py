@@ -1,0 +1,148 @@
+"""The repeat rule (records.repeat_verdict) and the report's rules for emulated and MPI-backend points, on
+synthetic records. Expected figures are worked out by hand from the README's rule."""
+import json
+import os
+import unittest
+
+from helpers import TempDirTest, read_text, run_cli
+
+from cclbench_lib.records import bandwidth_time_us, repeat_verdict
+from cclbench_lib.report import RunData, table_cells
+
+
+def record(point, case_id, gated, batch=None, mean=None, backend="nccl", emulated=False, wrong=0, cv=1.0,
+           status="ok", size=8192):
+    """A record whose GPU (gated) time is `gated`; per-iteration mean deliberately different."""
+    mean = mean if mean is not None else (gated * 1.3 if gated else 50.0)
+    return {"schema_version": "1.1.0", "point": point, "case_id": case_id, "collective": case_id.split(".")[0],
+            "requested_bytes": size, "status": status, "backend": backend, "nranks": 4, "emulated": emulated,
+            "in_place": ".in." in case_id, "wrong": wrong, "iterations": 20, "reason": None,
+            "time_us": {"mean": mean, "min": mean, "p50": mean, "p95": mean, "p99": mean, "max": mean, "cv_pct": cv},
+            "gated_time_us": gated, "batch_time_us": batch if batch is not None else (gated or mean),
+            "busbw_gbps": 1.0}
+
+
+def case(times, **kwargs):
+    return [record(f"p.rep{k}", "all_reduce.float.sum.out.8K", t, **kwargs) for k, t in enumerate(times, 1)]
+
+
+class RepeatRule(unittest.TestCase):
+    def test_bandwidth_time_is_gated_else_mean(self):
+        self.assertEqual(bandwidth_time_us(record("p", "c", 10.0, mean=13.0)), 10.0)
+        self.assertEqual(bandwidth_time_us(record("p", "c", None, mean=13.0)), 13.0)
+
+    def test_quiet_repeats_pass(self):
+        verdict = repeat_verdict(case([100.0, 101.0, 99.0]), 3.0)
+        self.assertEqual(verdict["verdict"], "ok")
+        self.assertAlmostEqual(verdict["cv_pct"], 1.0)       # sd 1 around 100
+        self.assertEqual(verdict["headline_us"], 100.0)       # the median
+
+    def test_one_repeat_off_leaves_the_median_alone(self):
+        # CV 8.1% (sd 8.52 around 105.17), but two repeats agree: MAD 0.5 -> robust 1.4826 x 0.5 / 100.5 = 0.74%.
+        verdict = repeat_verdict(case([100.0, 100.5, 115.0]), 3.0)
+        self.assertEqual(verdict["verdict"], "one repeat off")
+        self.assertTrue(verdict["passed"])
+        self.assertAlmostEqual(verdict["cv_pct"], 8.10, places=2)
+        self.assertAlmostEqual(verdict["robust_pct"], 0.74, places=2)
+        self.assertEqual(verdict["headline_us"], 100.5)
+
+    def test_spread_repeats_fail(self):
+        # 100, 106, 112: CV 5.66%, MAD 6 -> robust 1.4826 x 6 / 106 = 8.39%: no stable median.
+        verdict = repeat_verdict(case([100.0, 106.0, 112.0]), 3.0)
+        self.assertEqual(verdict["verdict"], "FAIL")
+        self.assertAlmostEqual(verdict["robust_pct"], 8.39, places=2)
+        self.assertFalse(repeat_verdict(case([100.0, 105.0]), 3.0)["passed"], "two repeats: no outlier to set aside")
+
+    def test_host_bound_rule(self):
+        # The host takes >= 1.25 x the GPU time per launch: 3 x the gate (9%) for the robust dispersion.
+        # Median GPU time 106 us: 1.25 x 106 = 132.5 us of host time per launch is the boundary.
+        self.assertEqual(repeat_verdict(case([100.0, 106.0, 112.0], batch=132.5), 3.0)["verdict"], "host-bound")
+        self.assertEqual(repeat_verdict(case([100.0, 106.0, 112.0], batch=200.0), 3.0)["limit_pct"], 9.0)
+        self.assertEqual(repeat_verdict(case([100.0, 106.0, 112.0], batch=132.0), 3.0)["verdict"], "FAIL",
+                         "batch 132 on a 106 us median GPU time is below 1.25x")
+        # Not a blanket exemption: 100, 110, 120 is 13.5% robust (1.4826 x 10 / 110) > 9%.
+        self.assertEqual(repeat_verdict(case([100.0, 110.0, 120.0], batch=300.0), 3.0)["verdict"], "FAIL")
+        # No gated GPU time (no blocker loop): nothing says the GPU outran the host.
+        ungated = case([None, None, None], batch=500.0)
+        for item, mean in zip(ungated, (100.0, 106.0, 112.0)):
+            item["time_us"]["mean"] = mean
+        self.assertEqual(repeat_verdict(ungated, 3.0)["verdict"], "FAIL")
+
+    def test_correctness_only_records_never_gate(self):
+        self.assertIsNone(repeat_verdict(case([100.0, 150.0, 300.0], emulated=True), 3.0))
+        self.assertIsNone(repeat_verdict(case([None, None, None], backend="mpi"), 3.0))
+        self.assertIsNone(repeat_verdict(case([100.0]), 3.0), "one repeat: nothing to gate")
+
+
+class ReportRules(TempDirTest):
+    def write_run(self, records, launches):
+        run = os.path.join(self.tmp, "R")
+        os.makedirs(run)
+        plan = [dict(launch, argv=["coll_perf"], hosts=["h"], env={}, outputs=[]) for launch in launches]
+        manifest = {"schema_version": "1.0.0", "run_id": "R", "status": "complete", "plan": plan,
+                    "points": {launch["name"]: {"kind": launch["kind"], "status": "complete"} for launch in launches},
+                    "gates": {"cv_gate_pct": 3.0, "repeat_cv_failures": []}}
+        with open(os.path.join(run, "run_manifest.json"), "w") as handle:
+            json.dump(manifest, handle)
+        with open(os.path.join(run, "cases.jsonl"), "w") as handle:
+            handle.write("".join(json.dumps(r) + "\n" for r in records))
+        result = run_cli(["report", run], env={"CCLBENCH_NO_MATPLOTLIB": "1"})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        text = read_text(os.path.join(run, "report.md"))
+        self.run_dir = run
+        return text, text[text.index("## Anomalies"):text.index("## Environment")]
+
+    def test_emulated_and_mpi_points_are_correctness_only(self):
+        ids = ["all_reduce.float.sum.out.8K", "all_reduce.float.sum.in.8K"]
+        records = []
+        for k in (1, 2, 3):
+            # The GPU point: quiet across repeats, 20% per-iteration CV (a column, not an anomaly).
+            records += [record(f"local.gpu1.rep{k}", c, 10.0 + 0.01 * k, cv=20.0) for c in ids]
+            # Emulated and MPI points: times all over the place, far above any ceiling, 40% CV.
+            records += [record(f"local.share-gpu4.rep{k}", c, None, mean=100.0 * k, emulated=True, cv=40.0) for c in ids]
+            records += [record(f"local.mpi4.rep{k}", c, None, mean=50.0 * k, backend="mpi", cv=40.0) for c in ids]
+        records[-1]["wrong"] = 6  # an MPI-backend case computed wrong data: that is still an anomaly
+        for item in records:
+            if item["point"].startswith("local.share") or item["point"].startswith("local.mpi"):
+                item["busbw_gbps"] = 5000.0
+        launches = [{"name": f"{base}.rep{k}", "kind": "local", "nranks": 4, "base_point": base, "repeat": k,
+                     "collectives": ["all_reduce"], "sizes": [8192]}
+                    for base in ("local.gpu1", "local.share-gpu4", "local.mpi4") for k in (1, 2, 3)]
+        text, anomalies = self.write_run(records, launches)
+        self.assertIn("| wrong data | local.mpi4.rep3 | all_reduce.float.sum.in.8K: 6 wrong element(s) |", anomalies)
+        table = anomalies.split("Physical ceilings")[0]
+        self.assertEqual(table.count("\n| "), 2, "header and the wrong-data row only:\n" + table)
+        self.assertNotIn("CV", anomalies)
+        self.assertNotIn("above physical limit", anomalies)
+        self.assertIn("| local.share-gpu4 | emulated: correctness only | 3 | 2 | 2 | 0 | 0 | 0 |", text)
+        self.assertIn("| local.mpi4 | MPI backend on host memory: correctness only | 3 | 2 | 1 | 0 | 1 | 6 |", text)
+        # Headline tables: the GPU point only; its median bandwidth time over repeats (10.02 us).
+        results = text.split("## Results per collective")[1].split("## Repeatability")[0]
+        self.assertIn("| size | local.gpu1 |\n|---|---|\n| 8K | 10.02 |", results.split("time (us)")[1])
+        self.assertNotIn("share-gpu", results)
+        self.assertNotIn("mpi4", results)
+        # The cells behind every headline table and plot hold the GPU point only.
+        self.assertEqual({base for (_coll, base, _size) in table_cells(RunData(self.run_dir))}, {"local.gpu1"})
+        repeat_table = text.split("## Repeatability")[1].split("##")[0]
+        self.assertIn("| local.gpu1 | all_reduce.float.sum.out.8K | 3 | 10.02 |", repeat_table)
+        self.assertIn("| 20.00 | ok |", repeat_table, "per-iteration CV stays a column")
+        self.assertNotIn("local.mpi4", repeat_table)
+        self.assertNotIn("share-gpu", repeat_table)
+
+    def test_a_failing_repeat_rule_is_one_anomaly_per_case(self):
+        records = []
+        for k, time_us in enumerate((100.0, 106.0, 112.0), 1):
+            records.append(record(f"local.gpus2.rep{k}", "alltoall.float.none.out.8M", time_us, size=8 << 20))
+            records.append(record(f"local.gpus2.rep{k}", "alltoall.float.none.out.16M", (100.0, 100.5, 115.0)[k - 1],
+                                  size=16 << 20))
+        launches = [{"name": f"local.gpus2.rep{k}", "kind": "local", "nranks": 2, "base_point": "local.gpus2",
+                     "repeat": k, "collectives": ["alltoall"], "sizes": [8 << 20, 16 << 20]} for k in (1, 2, 3)]
+        text, anomalies = self.write_run(records, launches)
+        self.assertIn("| CV above gate | local.gpus2 | alltoall.float.none.out.8M: CV 5.66% and robust dispersion 8.39% "
+                      "across 3 repeats (limit 3%) |", anomalies)
+        self.assertNotIn("out.16M", anomalies, "one repeat off: the median stands")
+        self.assertIn("1 FAIL, 1 one repeat off.", text)
+
+
+if __name__ == "__main__":
+    unittest.main()
