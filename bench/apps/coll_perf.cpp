@@ -71,12 +71,19 @@ std::string program_name(const char* argv0) {
 class ResultSink {
  public:
   ResultSink(const Config& config, std::string program, bool writer, nlohmann::json manifest)
-      : config_(config), program_(std::move(program)), writer_(writer), manifest_(std::move(manifest)), table_(std::cout) {}
+      : config_(config), program_(std::move(program)), writer_(writer), manifest_(std::move(manifest)), table_(std::cout),
+        samples_reference_(samples_reference(config)) {}
 
   void add(const CaseResult& result, bool emulated) {
     if (!writer_) return;
     nlohmann::json record = case_record(result, config_.point, emulated);
     if (!config_.quiet) table_.add(result);
+    if (!config_.samples_path.empty()) {
+      const nlohmann::json line = {{"schema_version", kResultsSchemaVersion}, {"case_id", record["case_id"]},
+                                   {"point", record["point"]}, {"samples_us", result.samples_us}};
+      append_line_durable(config_.samples_path, line.dump());
+      record["samples_file"] = samples_reference_;
+    }
     if (!config_.jsonl_path.empty()) append_line_durable(config_.jsonl_path, record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     records_.push_back(std::move(record));
     // -N: -J and --csv are rewritten once per cycle (JSONL still gets every record as it comes),
@@ -123,9 +130,9 @@ class ResultSink {
                                  {"program", program_},
                                  {"status", status},
                                  {"manifest", manifest_},
-                                 {"cases", records_}};
+                                 {"notes", document_notes()}};
       for (const auto& [key, value] : sections_.items()) document[key] = value;
-      write_file_atomic(config_.json_path, document.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+      write_file_atomic(config_.json_path, lean_document_text(document, records_));
     }
     if (!config_.csv_path.empty()) {
       std::string csv = csv_header() + "\n";
@@ -134,12 +141,54 @@ class ResultSink {
     }
   }
 
+  // How records name the --samples file: its file name when it sits next to every record file (-J,
+  // --jsonl), so that readers find it relative to the record; else the path as given.
+  static std::string samples_reference(const Config& config) {
+    const std::string& path = config.samples_path;
+    if (path.empty()) return path;
+    const auto folder = [](const std::string& file) {
+      const auto slash = file.find_last_of('/');
+      return slash == std::string::npos ? std::string(".") : file.substr(0, slash);
+    };
+    for (const std::string* output : {&config.json_path, &config.jsonl_path}) {
+      if (!output->empty() && folder(*output) != folder(path)) return path;
+    }
+    if (config.json_path.empty() && config.jsonl_path.empty()) return path;
+    const auto slash = path.find_last_of('/');
+    return slash == std::string::npos ? path : path.substr(slash + 1);
+  }
+
+  // Text that is the same for every case, once per document.
+  nlohmann::json document_notes() const {
+    return {{"rails", std::string(kRailCounterNote) + "; read under " + config_.sysfs_root +
+                          " by the node-local rank 0 before fill and after checking, "
+                      "so warm-up and checked runs are included; interfaces that moved no bytes are counted "
+                      "(netdevs_zero_omitted), not listed, unless --all-netdevs"},
+            {"samples", config_.samples_path.empty()
+                            ? nlohmann::json("per-iteration samples not written (coll_perf --samples FILE writes them)")
+                            : nlohmann::json("per-iteration samples of each case: the JSONL file in its samples_file")}};
+  }
+
+  // The document pretty-printed except for the cases, one compact record per line: readable, and
+  // about half the bytes of an indented dump.
+  static std::string lean_document_text(const nlohmann::json& document, const std::vector<nlohmann::json>& records) {
+    constexpr auto replace = nlohmann::json::error_handler_t::replace;
+    std::string text = document.dump(2, ' ', false, replace);
+    text.erase(text.find_last_of('}'));
+    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+    text += ",\n  \"cases\": [";
+    for (std::size_t i = 0; i < records.size(); ++i) text += (i ? ",\n    " : "\n    ") + records[i].dump(-1, ' ', false, replace);
+    text += records.empty() ? "]\n}\n" : "\n  ]\n}\n";
+    return text;
+  }
+
   const Config& config_;
   std::string program_;
   bool writer_;
   nlohmann::json manifest_;
   nlohmann::json sections_ = nlohmann::json::object();
   ConsoleTable table_;
+  std::string samples_reference_;
   std::vector<nlohmann::json> records_;
 };
 
@@ -178,6 +227,7 @@ void check_outputs(const Config& config) {
   if (!config.json_path.empty()) check_writable_output(config.json_path, "-J");
   if (!config.csv_path.empty()) check_writable_output(config.csv_path, "--csv");
   if (!config.jsonl_path.empty()) check_writable_output(config.jsonl_path, "--jsonl");
+  if (!config.samples_path.empty()) check_writable_output(config.samples_path, "--samples");
   if (!config.tuning_probe_path.empty()) check_writable_output(config.tuning_probe_path, "--tuning-probe");
 }
 
@@ -554,6 +604,7 @@ class RailCounterObserver final : public CaseObserver {
  public:
   RailCounterObserver(const Config& config, const MpiContext& context) : config_(config), context_(context) {
     if (const char* hca = std::getenv("NCCL_IB_HCA")) options_.expected_rails = rails_from_nccl_ib_hca(hca);
+    options_.keep_zero_netdevs = config.all_netdevs;
   }
   void before_case(const CaseSpec&) override {
     if (context_.local_rank == 0) before_ = read_rail_counters(config_.sysfs_root);
@@ -565,6 +616,10 @@ class RailCounterObserver final : public CaseObserver {
         const RailSnapshot after = read_rail_counters(config_.sysfs_root);
         nlohmann::json delta = rail_delta_json(before_, after, options_);
         delta["host"] = context_.hostname;
+        // The same for every node and case: kept once, in the case's rails object.
+        delta.erase("expected_rails");
+        delta.erase("min_share");
+        delta.erase("sysfs_root");  // --sysfs-root, in the document's notes.rails
         local = delta.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
       } catch (const std::exception& error) {
         local = nlohmann::json({{"host", context_.hostname}, {"error", std::string("rail counters: ") + error.what()}})
@@ -582,11 +637,9 @@ class RailCounterObserver final : public CaseObserver {
       for (const auto& flag : node.value("flags", nlohmann::json::array())) flags.push_back(node.value("host", "?") + ": " + flag.get<std::string>());
       nodes.push_back(std::move(node));
     }
+    // What the counters count is the document's notes.rails, not repeated here.
+    // expected_rails and min_share are the same for every case: the document's rails_options.
     result.evidence["rails"] = {
-        {"note", "counters count all traffic on each port (other jobs, storage, management), not only this case's; "
-                 "read by the node-local rank 0 before fill and after checking, so warm-up and checked runs are included"},
-        {"expected_rails", options_.expected_rails},
-        {"min_share", options_.min_share},
         {"nodes", nodes},
         {"flags", flags}};
   }
@@ -596,6 +649,12 @@ class RailCounterObserver final : public CaseObserver {
   const MpiContext& context_;
   RailOptions options_;
   RailSnapshot before_;
+
+ public:
+  nlohmann::json options_json() const {
+    return {{"expected_rails", options_.expected_rails}, {"min_share", options_.min_share},
+            {"all_netdevs", options_.keep_zero_netdevs}};
+  }
 };
 
 // A --tuning-probe file, checked at startup (UsageError when unreadable or of another kind).
@@ -808,6 +867,7 @@ int run(int argc, char** argv) {
     const bool emulated = backend->emulated();
     TestStallHook stall_hook(context, watchdog);
     RailCounterObserver rails(config, context);
+    if (sink) sink->set_section("rails_options", rails.options_json());
     ObserverList observers({&stall_hook, &rails, &tuning});
     const RunOutcome outcome = runner.run(
         cases, &observers, [&](const CaseResult& result) { sink->add(result, emulated); }, [&](int) { sink->end_cycle(); });

@@ -193,6 +193,8 @@ std::string help_text(const std::string& program_name) {
       << "  --placement both|in|out   in-place, out-of-place or both                    [both]\n"
       << "  --csv FILE                one CSV row per case\n"
       << "  --jsonl FILE              append one JSON record per case as it completes\n"
+      << "  --samples FILE            append each case's per-iteration times (us) to FILE\n"
+      << "                            (JSONL); records name the file                    [off]\n"
       << "  --nccl-log-dir DIR        NCCL logs (NCCL_DEBUG_FILE=DIR/%h.%p.log), parsed into\n"
       << "                            the transport evidence  [<dir of -J/--jsonl>/nccl, else a temp dir]\n"
       << "  --log-dir DIR             the same as --nccl-log-dir\n"
@@ -205,6 +207,7 @@ std::string help_text(const std::string& program_name) {
       << "                            emulated, correctness only, never a performance figure\n"
       << "  --point NAME              sweep-point label recorded with every case\n"
       << "  --sysfs-root DIR          root of /sys for rail counters                    [/sys]\n"
+      << "  --all-netdevs             rail evidence also lists interfaces that moved no bytes\n"
       << "  --quiet                   no console table\n"
       << "  -h, --help                this text\n"
       << "\n"
@@ -309,6 +312,11 @@ std::optional<Config> parse_config(int argc, const char* const argv[]) {
       config.csv_path = cursor.value(flag);
     } else if (flag == "--jsonl") {
       config.jsonl_path = cursor.value(flag);
+    } else if (flag == "--samples") {
+      config.samples_path = cursor.value(flag);
+      if (config.samples_path.empty()) throw UsageError("--samples: needs a file name");
+    } else if (flag == "--all-netdevs") {
+      config.all_netdevs = true;
     } else if (flag == "--log-dir" || flag == "--nccl-log-dir") {
       config.log_dir = cursor.value(flag);
       if (config.log_dir.empty()) throw UsageError(flag + ": needs a directory");
@@ -366,8 +374,9 @@ std::optional<Config> parse_config(int argc, const char* const argv[]) {
   if (!config.tuning_probe_path.empty() && !config.tuning_from_path.empty()) {
     throw UsageError("--tuning-probe and --tuning-from are exclusive: probe first, then measure with --tuning-from");
   }
-  if (!config.tuning_probe_path.empty() && (!config.json_path.empty() || !config.csv_path.empty() || !config.jsonl_path.empty())) {
-    throw UsageError("--tuning-probe writes no performance records (drop -J/--csv/--jsonl; measure with --tuning-from)");
+  if (!config.tuning_probe_path.empty() && (!config.json_path.empty() || !config.csv_path.empty() || !config.jsonl_path.empty() ||
+                                            !config.samples_path.empty())) {
+    throw UsageError("--tuning-probe writes no performance records (drop -J/--csv/--jsonl/--samples; measure with --tuning-from)");
   }
   if (!config.tuning_probe_path.empty() && config.backend == BackendKind::mpi) {
     throw UsageError("--tuning-probe needs --backend nccl (the MPI backend has no NCCL algorithm choice)");

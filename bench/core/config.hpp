@@ -52,6 +52,8 @@ struct Config {
   std::string json_path;          // -J
   std::string csv_path;           // --csv
   std::string jsonl_path;         // --jsonl (appended record by record)
+  std::string samples_path;       // --samples FILE: per-iteration times, one JSONL line per case
+  bool all_netdevs = false;       // --all-netdevs: rail evidence lists interfaces that moved no bytes
   std::string log_dir;            // --nccl-log-dir (alias --log-dir): NCCL logs; "" = next to -J/--jsonl or a temp dir
   std::string expect_transport;   // --expect-transport SPEC
   std::string sysfs_root = "/sys";// --sysfs-root (rail counters)

@@ -13,7 +13,9 @@
 namespace cclbench {
 
 // 1.1: gated_time_us, bandwidth_from. 1.2: per_rank, samples_from, graph_launches, ops_per_launch,
-// registration, unalign_elements, cta_policy, cycle; op mulsum; bandwidth_from batch_time_us.
+// registration, unalign_elements, cta_policy, cycle; op mulsum; bandwidth_from batch_time_us; lean
+// records - samples_us moved to a --samples side file (samples_file), rails notes once per document
+// (notes), zero-delta netdevs counted, not listed.
 inline constexpr const char* kResultsSchemaVersion = "1.2.0";
 
 // One record as written to JSONL and to the "cases" array: to_json() plus schema_version, point

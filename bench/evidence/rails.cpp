@@ -98,7 +98,7 @@ RailSnapshot read_rail_counters(const std::string& sysfs_root) {
   snapshot.sysfs_root = sysfs_root;
   const fs::path ib_root = fs::path(sysfs_root) / "class" / "infiniband";
   if (!directory_exists(ib_root)) {
-    snapshot.ib_missing_reason = "no " + ib_root.string() + " (no RDMA devices, or the driver is not loaded)";
+    snapshot.ib_missing_reason = "no " + ib_root.string() + ": no RDMA device or driver";
   } else {
     for (const std::string& hca : sorted_entries(ib_root)) {
       const fs::path ports = ib_root / hca / "ports";
@@ -146,9 +146,6 @@ RailSnapshot read_rail_counters(const std::string& sysfs_root) {
 
 nlohmann::json rail_delta_json(const RailSnapshot& before, const RailSnapshot& after, const RailOptions& options) {
   nlohmann::json result;
-  result["note"] =
-      "port counters count all traffic on the port (other jobs, storage, management), not only this case's NCCL "
-      "traffic; IB data counters are in 4-byte units and were multiplied by 4";
   result["sysfs_root"] = after.sysfs_root;
   result["expected_rails"] = options.expected_rails;
   result["min_share"] = options.min_share;
@@ -225,7 +222,7 @@ nlohmann::json rail_delta_json(const RailSnapshot& before, const RailSnapshot& a
   std::string imbalance_reason;
   const std::size_t rail_count = options.expected_rails.empty() ? after.ib_ports.size() : options.expected_rails.size();
   if (!after.ib_missing_reason.empty()) {
-    imbalance_reason = after.ib_missing_reason;
+    imbalance_reason = "no IB counters (ib_reason)";  // not the same long text twice per case
   } else if (rail_count < 2) {
     imbalance_reason = "fewer than two rails expected";
   } else if (!rails_complete || rail_bytes.size() < rail_count) {
@@ -255,10 +252,10 @@ nlohmann::json rail_delta_json(const RailSnapshot& before, const RailSnapshot& a
   result["error_increments_total"] = error_total;
 
   nlohmann::json netdevs = nlohmann::json::array();
+  std::size_t zero_netdevs = 0;
   for (const NetdevCounters& now : after.netdevs) {
-    const bool wanted = options.netdevs.empty()
-                            ? now.name != "lo"
-                            : std::find(options.netdevs.begin(), options.netdevs.end(), now.name) != options.netdevs.end();
+    const bool named = std::find(options.netdevs.begin(), options.netdevs.end(), now.name) != options.netdevs.end();
+    const bool wanted = options.netdevs.empty() ? now.name != "lo" : named;
     if (!wanted) continue;
     const auto then = std::find_if(before.netdevs.begin(), before.netdevs.end(),
                                    [&](const NetdevCounters& netdev) { return netdev.name == now.name; });
@@ -275,6 +272,11 @@ nlohmann::json rail_delta_json(const RailSnapshot& before, const RailSnapshot& a
       rx = delta(then->rx_bytes, now.rx_bytes, 1, rx_reason, "rx_bytes");
       if (reason.empty()) reason = rx_reason;
     }
+    const bool idle = reason.empty() && tx == 0 && rx == 0;
+    if (idle && !named && !options.keep_zero_netdevs) {
+      ++zero_netdevs;
+      continue;
+    }
     netdevs.push_back({{"name", now.name},
                        {"tx_bytes", tx},
                        {"rx_bytes", rx},
@@ -289,6 +291,7 @@ nlohmann::json rail_delta_json(const RailSnapshot& before, const RailSnapshot& a
     }
   }
   result["netdevs"] = netdevs;
+  result["netdevs_zero_omitted"] = zero_netdevs;
   result["net_reason"] = after.net_missing_reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(after.net_missing_reason);
   result["flags"] = flags;
   return result;

@@ -50,13 +50,22 @@ struct RailOptions {
   std::vector<std::string> expected_rails;
   double min_share = 0.25;                // a rail below this share of the rails' bytes is flagged
   std::vector<std::string> netdevs;       // interfaces to report; empty: all but "lo"
+  // Interfaces whose tx and rx deltas are both 0 (and readable) are left out of the record unless
+  // named in `netdevs` or this is set (coll_perf --all-netdevs); the record counts them instead.
+  bool keep_zero_netdevs = false;
 };
+
+// The constant text that explains rail_delta_json's numbers: written once per document (coll_perf
+// puts it in the -J document's "notes"), not once per case and node.
+inline constexpr const char* kRailCounterNote =
+    "port counters count all traffic on the port (other jobs, storage, management), not only this case's NCCL "
+    "traffic; IB data counters are in 4-byte units and were multiplied by 4";
 
 // Never throws for a missing or partial tree: absent counters are recorded with a reason.
 RailSnapshot read_rail_counters(const std::string& sysfs_root = "/sys");
 
 // Per-rail byte deltas (x4 applied), shares among the expected rails, error counter increments,
-// the imbalance flag, netdev byte deltas, and the note that counters count all traffic on a port.
+// the imbalance flag and netdev byte deltas (kRailCounterNote says what they count).
 // A counter that decreased (wrap or reset) is null with a reason, never a negative or a guess.
 nlohmann::json rail_delta_json(const RailSnapshot& before, const RailSnapshot& after, const RailOptions& options);
 

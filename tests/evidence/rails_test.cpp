@@ -75,8 +75,11 @@ TEST(Rails, DeltasAreBytesWithSharesAndNoImbalanceForEvenRails) {
   EXPECT_EQ(delta["error_increments_total"], 2u);
   EXPECT_EQ(delta["imbalanced"], false);
   EXPECT_EQ(delta["rails_total_bytes"], 40000000u);
-  EXPECT_NE(delta["note"].get<std::string>().find("all traffic on the port"), std::string::npos);
-  // netdevs: lo is left out by default, eth0 moved 10 MB out.
+  EXPECT_FALSE(delta.contains("note")) << "constant text is written once per document (kRailCounterNote)";
+  // netdevs: lo is left out by default, eth0 moved 10 MB out; eth3 moved nothing (5000/6000 before and
+  // after in the fixture) and is counted, not listed.
+  ASSERT_EQ(delta["netdevs"].size(), 1u) << delta["netdevs"];
+  EXPECT_EQ(delta["netdevs_zero_omitted"], 1u);
   bool saw_eth0 = false;
   for (const auto& netdev : delta["netdevs"]) {
     EXPECT_NE(netdev["name"], "lo");
@@ -87,6 +90,24 @@ TEST(Rails, DeltasAreBytesWithSharesAndNoImbalanceForEvenRails) {
     }
   }
   EXPECT_TRUE(saw_eth0);
+}
+
+TEST(Rails, ZeroDeltaNetdevsAreListedWhenAskedFor) {
+  const RailSnapshot before = read_rail_counters(kSysfs + "two_rails_before");
+  const RailSnapshot after = read_rail_counters(kSysfs + "two_rails_after");
+  RailOptions options;
+  options.keep_zero_netdevs = true;
+  nlohmann::json delta = rail_delta_json(before, after, options);
+  ASSERT_EQ(delta["netdevs"].size(), 2u) << delta["netdevs"];  // eth0, eth3 (lo never by default)
+  EXPECT_EQ(delta["netdevs"][1]["name"], "eth3");
+  EXPECT_EQ(delta["netdevs"][1]["tx_bytes"], 0u);
+  EXPECT_EQ(delta["netdevs_zero_omitted"], 0u);
+  // Naming an interface asks for it too.
+  options = RailOptions{};
+  options.netdevs = {"eth3"};
+  delta = rail_delta_json(before, after, options);
+  ASSERT_EQ(delta["netdevs"].size(), 1u) << delta["netdevs"];
+  EXPECT_EQ(delta["netdevs"][0]["rx_bytes"], 0u);
 }
 
 TEST_F(FakeSysfs, RailBelowAQuarterIsFlaggedWhenTwoAreExpected) {

@@ -62,6 +62,9 @@ def base_env(**extra):
 
 
 def run(cmd, env, timeout):
+    # Every -J run also writes its per-iteration samples (records name the side file; load() reads it).
+    if "-J" in cmd and "--samples" not in cmd:
+        cmd = list(cmd) + ["--samples", cmd[cmd.index("-J") + 1] + ".samples.jsonl"]
     started = time.monotonic()
     process = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                start_new_session=True)
@@ -98,6 +101,18 @@ def work_dir(args, name):
 def load(json_path, csv_path=None):
     with open(json_path) as handle:
         document = json.load(handle)
+    # Per-iteration samples live in the --samples side file that each record names (schema 1.2).
+    side_files = {}
+    for case in document["cases"]:
+        name = case.get("samples_file")
+        check(name, f"{case['case_id']}: no samples_file")
+        path = os.path.join(os.path.dirname(json_path), name)
+        if path not in side_files:
+            with open(path) as handle:
+                side_files[path] = [json.loads(line) for line in handle if line.strip()]
+        lines = [line for line in side_files[path] if line["case_id"] == case["case_id"] and line["point"] == case["point"]]
+        check(lines, f"{case['case_id']}: not in {path}")
+        case["samples_us"] = lines[-1]["samples_us"]
     rows = None
     if csv_path:
         with open(csv_path, newline="") as handle:

@@ -32,7 +32,8 @@ def run_cli(args, env=None, timeout=600, **kwargs):
 
 
 def validate(schema_name, *paths):
-    """(ok, stderr) of tests/tools/validate_json.py with the system interpreter (has jsonschema)."""
+    """(ok, stderr) of tests/tools/validate_json.py with the system interpreter: python3-jsonschema where it
+    is installed, else the stdlib subset validator (tests/tools/schema_subset.py)."""
     python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
     result = subprocess.run([python, VALIDATOR, os.path.join(SCHEMA_DIR, schema_name)] + list(paths),
                             capture_output=True, text=True, timeout=120)

@@ -1,7 +1,12 @@
 #!/usr/bin/env python3
 """Validates JSON or JSON Lines files against a cclbench results schema (draft 2020-12).
 
-usage: validate_json.py SCHEMA FILE [FILE...]   (FILE ending in .jsonl: every line is validated)
+usage: validate_json.py [--engine auto|jsonschema|stdlib] SCHEMA FILE [FILE...]
+       (FILE ending in .jsonl: every line is validated)
+Engines: jsonschema (python3-jsonschema), stdlib (tests/tools/schema_subset.py: the subset of draft
+2020-12 that results_schema/ uses, no dependency beyond Python 3). auto (default) takes jsonschema
+where it is installed and otherwise stdlib, saying so on stderr, so validation never depends on an
+optional package.
 Exit 0 when every document validates, 1 otherwise, 2 on usage errors.
 """
 import json
@@ -11,11 +16,13 @@ import warnings
 
 warnings.filterwarnings("ignore", category=DeprecationWarning)
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import schema_subset  # noqa: E402  (next to this file)
+
 try:
     import jsonschema
-except ImportError:  # pragma: no cover - reported, not hidden
-    print("validate_json.py: python3-jsonschema is not installed (apt-get install python3-jsonschema)", file=sys.stderr)
-    sys.exit(2)
+except ImportError:
+    jsonschema = None
 
 
 def documents(path):
@@ -28,18 +35,11 @@ def documents(path):
             yield path, json.load(handle)
 
 
-def main(argv):
-    if len(argv) < 3:
-        print(__doc__.strip(), file=sys.stderr)
-        return 2
-    with open(argv[1], encoding="utf-8") as handle:
-        schema = json.load(handle)
-    validator_class = jsonschema.validators.validator_for(schema)
-    validator_class.check_schema(schema)
-    # Sibling schemas are referenced by file name ("case_record.schema.json"): load them all locally,
-    # so nothing is ever fetched.
+def sibling_store(schema_path):
+    """Sibling schemas are referenced by file name ("case_record.schema.json") or $id: load them all
+    locally, so nothing is ever fetched."""
     store = {}
-    folder = os.path.dirname(os.path.abspath(argv[1]))
+    folder = os.path.dirname(os.path.abspath(schema_path))
     for name in sorted(os.listdir(folder)):
         if name.endswith(".schema.json"):
             with open(os.path.join(folder, name), encoding="utf-8") as handle:
@@ -47,17 +47,59 @@ def main(argv):
             store[name] = sibling
             if "$id" in sibling:
                 store[sibling["$id"]] = sibling
-    resolver = jsonschema.RefResolver(base_uri=schema.get("$id", ""), referrer=schema, store=store)
-    validator = validator_class(schema, resolver=resolver, format_checker=jsonschema.FormatChecker())
+    return store
+
+
+def make_validator(engine, schema, store):
+    """A function document -> iterator of (path parts, message)."""
+    if engine == "jsonschema":
+        validator_class = jsonschema.validators.validator_for(schema)
+        validator_class.check_schema(schema)
+        resolver = jsonschema.RefResolver(base_uri=schema.get("$id", ""), referrer=schema, store=store)
+        validator = validator_class(schema, resolver=resolver, format_checker=jsonschema.FormatChecker())
+        return lambda document: ((list(e.absolute_path), e.message) for e in validator.iter_errors(document))
+    validator = schema_subset.Validator(schema, store)
+    return validator.iter_errors
+
+
+def main(argv):
+    args = argv[1:]
+    engine = "auto"
+    if args and args[0].startswith("--engine"):
+        option = args.pop(0)
+        engine = option.partition("=")[2] if "=" in option else (args.pop(0) if args else "")
+    if engine not in ("auto", "jsonschema", "stdlib") or len(args) < 2:
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    if engine == "jsonschema" and jsonschema is None:
+        print("validate_json.py: --engine jsonschema: python3-jsonschema is not installed", file=sys.stderr)
+        return 2
+    if engine == "auto":
+        engine = "jsonschema" if jsonschema is not None else "stdlib"
+        if engine == "stdlib":
+            print("validate_json.py: python3-jsonschema is not installed; validating with the stdlib subset "
+                  "validator (tests/tools/schema_subset.py)", file=sys.stderr)
+    with open(args[0], encoding="utf-8") as handle:
+        schema = json.load(handle)
+    try:
+        check = make_validator(engine, schema, sibling_store(args[0]))
+    except schema_subset.SchemaSubsetError as error:
+        print(f"validate_json.py: {args[0]}: {error}", file=sys.stderr)
+        return 2
     failures = 0
     checked = 0
-    for path in argv[2:]:
+    for path in args[1:]:
         for where, document in documents(path):
             checked += 1
-            for error in validator.iter_errors(document):
+            try:
+                errors = list(check(document))
+            except schema_subset.SchemaSubsetError as error:
+                print(f"validate_json.py: {args[0]}: {error}", file=sys.stderr)
+                return 2
+            for parts, message in errors:
                 failures += 1
-                location = "/".join(str(part) for part in error.absolute_path)
-                print(f"{where}: /{location}: {error.message}", file=sys.stderr)
+                location = "/".join(str(part) for part in parts)
+                print(f"{where}: /{location}: {message}", file=sys.stderr)
     if checked == 0:
         print("validate_json.py: no documents found", file=sys.stderr)
         return 1
