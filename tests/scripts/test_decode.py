@@ -183,13 +183,17 @@ SIZES = [16 << 10, 64 << 10, 128 << 10, 256 << 10, 512 << 10, 1 << 20]
 class AbVerdict(unittest.TestCase):
     """ab_verdicts + band_sentence on synthetic records; three repeats a side, spread +-1%."""
 
-    def repeats(self, point, size, centre, **kwargs):
-        return [rec(f"{point}.rep{k}", size, centre * factor, **kwargs) for k, factor in enumerate((0.99, 1.0, 1.01), 1)]
+    def repeats(self, point, size, centre, spread=0.01, **kwargs):
+        return [rec(f"{point}.rep{k}", size, centre * factor, **kwargs)
+                for k, factor in enumerate((1 - spread, 1.0, 1 + spread), 1)]
 
     def test_within_noise(self):
+        # Repeats +-2%: s = 0.02 both sides, band = 3 x 1.2533 x 0.02 x sqrt(2/3) = 6.1%; automatic is 3% slower
+        # than Ring (10.3 against 10.0), beyond the 2% threshold but inside the band: within noise.
         records = []
         for size in SIZES:
-            records += self.repeats("auto", size, 10.0) + self.repeats("ring", size, 10.1) + self.repeats("tree", size, 13.0)
+            records += self.repeats("auto", size, 10.3, 0.02) + self.repeats("ring", size, 10.0, 0.02)
+            records += self.repeats("tree", size, 13.0, 0.02)
         bands, unmeasured = ab_verdicts(records, ab_launches({"ring": {"NCCL_ALGO": "Ring"}, "tree": {"NCCL_ALGO": "Tree"}}))
         self.assertEqual(unmeasured, [])
         self.assertEqual(len(bands), 1)
