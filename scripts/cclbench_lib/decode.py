@@ -323,7 +323,7 @@ def ab_verdicts(records, launches):
     [{'point', 'collective', 'sizes', 'verdict', 'variant', 'slower_pct': [..]}], plus the variants that
     produced no measurement: [{'point', 'variant', 'reason'}]."""
     from .compare import neighbour_floors, noise_verdict, summarize
-    from .records import GPU_TIMED, group_repeats
+    from .records import EMULATED, GPU_TIMED, group_repeats
     groups = group_repeats(records)
     variants_of = {}
     for launch in launches:
@@ -339,7 +339,9 @@ def ab_verdicts(records, launches):
         pairs = {}
         measured = set()
         for case_id, (collective, size, side_auto) in cases.items():
-            if side_auto["time"] is None or side_auto["cls"] != GPU_TIMED:
+            # Emulated ranks against emulated ranks is like for like (the same sockets on one GPU): judged, and
+            # labelled so; the MPI backend has no NCCL to vary.
+            if side_auto["time"] is None or side_auto["cls"] not in (GPU_TIMED, EMULATED):
                 continue
             best = None
             for variant_base, env in variants.items():
@@ -347,7 +349,7 @@ def ab_verdicts(records, launches):
                 if not group:
                     continue
                 side = summarize(group)
-                if side["time"] is None or side["cls"] != GPU_TIMED:
+                if side["time"] is None or side["cls"] != side_auto["cls"]:
                     continue
                 measured.add(variant_base)
                 if best is None or side["time"] < best[1]["time"]:
@@ -368,10 +370,11 @@ def ab_verdicts(records, launches):
             # diff is best against automatic: 'faster' means the best variant beats automatic.
             state = {"faster": "slower", "slower": "faster"}.get(verdict, verdict)
             slower_pct = (side_auto["time"] / side_best["time"] - 1) * 100
-            by_collective.setdefault(collective, []).append((size, state, env, slower_pct, band))
+            by_collective.setdefault(collective, []).append((size, state, env, slower_pct, band,
+                                                             side_auto["cls"] == EMULATED))
         for collective, items in by_collective.items():
             items.sort(key=lambda item: item[0])
-            for size, state, env, slower_pct, band in items:
+            for size, state, env, slower_pct, band, emulated in items:
                 last = bands[-1] if bands else None
                 key_env = env if state == "slower" else None
                 if (last and last["point"] == auto and last["collective"] == collective and last["verdict"] == state
@@ -381,11 +384,18 @@ def ab_verdicts(records, launches):
                     last["band_pct"].append(band)
                 else:
                     bands.append({"point": auto, "collective": collective, "sizes": [size], "verdict": state,
-                                  "variant": key_env, "best": env, "slower_pct": [slower_pct], "band_pct": [band]})
+                                  "variant": key_env, "best": env, "slower_pct": [slower_pct], "band_pct": [band],
+                                  "emulated": emulated})
     return bands, unmeasured
 
 
 def band_sentence(band):
+    text = _band_sentence(band)
+    return text + (" (emulated ranks: about this emulation over sockets on one GPU, not a fabric)"
+                   if band.get("emulated") else "")
+
+
+def _band_sentence(band):
     sizes = _bands_text(band["sizes"])
     if band["verdict"] == "slower":
         values = sorted(band["slower_pct"])
@@ -414,6 +424,7 @@ def ab_section(data):
         lines += [md_table(["automatic point", "collective", "sizes", "verdict"], rows), ""]
     else:
         lines += ["_No size has both an automatic and a variant measurement._", ""]
+    lines += ab_detail(data)
     for item in unmeasured:
         reason = nccl_rejection(data.run_dir, [l["name"] for l in data.plan
                                                if (l.get("base_point") or l["name"]) == item["variant_point"]])
@@ -421,4 +432,35 @@ def ab_section(data):
                      f"{reason or item['reason']}" + (" (NCCL's log)" if reason else ""))
     if unmeasured:
         lines.append("")
+    return lines
+
+
+def ab_detail(data):
+    """Every variant's time beside the automatic one per size (median over repeats, out-of-place)."""
+    from .compare import summarize
+    from .records import group_repeats
+    from .report import fmt_number, md_table
+    groups = group_repeats(data.records)
+    variants_of = {}
+    for launch in data.plan:
+        if launch.get("ab"):
+            variants_of.setdefault(launch["ab"]["of"], {})[launch.get("base_point") or launch["name"]] = launch["ab"]["variant"]
+    lines = []
+    for auto, variants in variants_of.items():
+        rows = []
+        for (base, case_id), group in sorted(groups.items(), key=lambda item: (str(item[1][0].get("collective")),
+                                                                             item[1][0].get("requested_bytes") or 0)):
+            if base != auto or group[0].get("in_place"):
+                continue
+            time_auto = summarize(group)["time"]
+            row = [group[0].get("collective"), format_size(group[0].get("requested_bytes")), fmt_number(time_auto)]
+            for variant_base in variants:
+                other = groups.get((variant_base, case_id))
+                time_v = summarize(other)["time"] if other else None
+                row.append("-" if time_v is None else fmt_number(time_v) + (
+                    f" ({(time_v / time_auto - 1) * 100:+.0f}%)" if time_auto else ""))
+            rows.append(row)
+        if rows:
+            lines += [f"Times (us) beside {auto}, median over repeats (variant against automatic):", "",
+                      md_table(["collective", "size", "automatic"] + [variant_text(env) for env in variants.values()], rows), ""]
     return lines

@@ -225,6 +225,16 @@ class AbVerdict(unittest.TestCase):
         self.assertEqual(unmeasured[0]["variant"], {"NCCL_ALGO": "Tree"})
         self.assertIn("invalid usage", unmeasured[0]["reason"])
 
+    def test_emulated_points_are_judged_against_emulated_only_and_labelled(self):
+        records = []
+        for size in SIZES[:1]:
+            records += self.repeats("auto", size, 20.0, emulated=True) + self.repeats("simple", size, 10.0, emulated=True)
+            records += self.repeats("gpu", size, 1.0)  # a real-GPU variant is never set against emulated ranks
+        bands, _ = ab_verdicts(records, ab_launches({"simple": {"NCCL_PROTO": "Simple"}, "gpu": {"NCCL_PROTO": "LL"}}))
+        self.assertEqual([band_sentence(band) for band in bands],
+                         ["automatic is 100% slower than NCCL_PROTO=Simple at 16K (emulated ranks: about this emulation "
+                          "over sockets on one GPU, not a fabric)"])
+
     def test_one_repeat_a_side_only_calls_large_differences(self):
         records = []
         for size in SIZES[:1]:
