@@ -286,6 +286,7 @@ class DecodeReport(TempDirTest):
         ab = text[text.index("## Algorithm / protocol A/B"):]
         self.assertIn("automatic is within noise of the best variant at 14K", ab)
         self.assertIn("automatic is 99% slower than NCCL_PROTO=LL at 896K", ab)  # 40.2 / 20.2 - 1
+        self.assertIn("| all_reduce | 896K | 40.20 | 20.20 (-50%) | - |", ab)
         self.assertIn("NCCL_ALGO=Tree beside d: not measured: Error : no algorithm/protocol available for function "
                       "AllGather", ab)
 
