@@ -426,10 +426,12 @@ def ab_section(data):
         lines += ["_No size has both an automatic and a variant measurement._", ""]
     lines += ab_detail(data)
     for item in unmeasured:
-        reason = nccl_rejection(data.run_dir, [l["name"] for l in data.plan
-                                               if (l.get("base_point") or l["name"]) == item["variant_point"]])
+        names = [l["name"] for l in data.plan if (l.get("base_point") or l["name"]) == item["variant_point"]]
+        reason = nccl_rejection(data.run_dir, names)
+        launch_reasons = [(data.points_state.get(name) or {}).get("reason") for name in names]
+        fallback = next((r for r in launch_reasons if r), None) if item["reason"].startswith("no records") else None
         lines.append(f"- {variant_text(item['variant'])} beside {item['point']}: not measured: "
-                     f"{reason or item['reason']}" + (" (NCCL's log)" if reason else ""))
+                     f"{reason or fallback or item['reason']}" + (" (NCCL's log)" if reason else ""))
     if unmeasured:
         lines.append("")
     return lines

@@ -192,6 +192,8 @@ class Planner:
                     launches.append(self.probe_launch(base, point["mpirun"], point["nranks"], point["hosts"],
                                                       point["env"], point.get("extra", []), point.get("size_args"),
                                                       point.get("collectives")))
+                    if point.get("ab"):
+                        launches[-1]["ab"] = point["ab"]  # NCCL refusing the variant fails its probe too: a finding
                 name = base if repeats == 1 else f"{base}.rep{k}"
                 argv = point["mpirun"] + self.coll_args(name, expect=point["expect"], tuning_from=probe,
                                                         collectives=point.get("collectives"),

@@ -291,6 +291,40 @@ class DecodeReport(TempDirTest):
                       "AllGather", ab)
 
 
+class FakeTwoNodeRun(TempDirTest):
+    """The whole path with the test doubles (fake mpirun and coll_perf), two 'nodes': decode points, an A/B whose
+    NCCL_PROTO=Simple variant is 2x faster and whose NCCL_ALGO=Tree variant NCCL refuses."""
+
+    def test_decode_and_ab_baseline_report(self):
+        result = run_cli(["baseline", "--hosts", "localhost,127.0.0.1", "--gpus-per-node", "8", "--hcas",
+                          "mlx5_0:1,mlx5_3:1", "-b", "8K", "-e", "8K", "-n", "3", "-w", "1", "--repeat", "2",
+                          "--cross-nic", "1", "--decode", "hidden=7168,batches=1,64,per_step=122",
+                          "--ab", "NCCL_ALGO=Ring,Tree", "--ab", "NCCL_PROTO=Simple"] + self.fake_args("F"),
+                         env={"FAKE_COLL_FAST_ENV": "NCCL_PROTO=Simple:0.5", "FAKE_COLL_NCCL_REJECT": "NCCL_ALGO=Tree",
+                              "CCLBENCH_NO_MATPLOTLIB": "1"})
+        run = os.path.join(self.results, "F")
+        # The refused variant is a finding, not a failed baseline.
+        self.assertEqual(result.returncode, 0, result.stderr)
+        with open(os.path.join(run, "run_manifest.json")) as handle:
+            manifest = json.load(handle)
+        failed = sorted(name for name, state in manifest["points"].items() if state["status"] != "complete")
+        self.assertTrue(failed and all(".ab.ALGO-Tree" in name for name in failed), failed)
+        records = read_jsonl(os.path.join(run, "cases.jsonl"))
+        decode = {(r["point"], r["requested_bytes"]) for r in records if r["point"].startswith("decode.") and not r["in_place"]}
+        self.assertIn(("decode.all_reduce.inter.cross1.rails-both.rep1", 14336), decode)
+        self.assertIn(("decode.all_reduce.intra.localhost.rep2", 917504), decode)
+        self.assertEqual({r["dtype"] for r in records if r["point"].startswith("decode.")}, {"bfloat16"})
+        text = read_text(os.path.join(run, "report.md"))
+        self.assertIn("## Decode communication", text)
+        ab = text[text.index("## Algorithm / protocol A/B"):]
+        for base in ("decode.all_reduce.intra.localhost", "decode.all_reduce.inter.cross1.rails-both"):
+            self.assertIn(f"| {base} | all_reduce | 14K-896K | automatic is 100% slower than NCCL_ALGO=Ring "
+                          "NCCL_PROTO=Simple at 14K-896K |", ab)
+            self.assertIn(f"- NCCL_ALGO=Tree NCCL_PROTO=Simple beside {base}: not measured: Error : no algorithm/protocol "
+                          "available for function AllReduce with datatype ncclBfloat16. NCCL_ALGO was set to Tree. "
+                          "(NCCL's log)", ab)
+
+
 APPS = os.path.join(BINARY_DIR, "bench", "apps")
 MISSING = [tool for tool in ("coll_perf", "topo_map") if not os.access(os.path.join(APPS, tool), os.X_OK)]
 if not shutil.which("mpirun"):
