@@ -1,5 +1,6 @@
 #include "bench/core/config.hpp"
 
+#include <algorithm>
 #include <iostream>
 #include <sstream>
 #include <string_view>
@@ -187,6 +188,7 @@ std::string help_text(const std::string& program_name) {
   }
   out << "\n"
       << "cclbench flags:\n"
+      << "  --sizes SIZE[,SIZE]       exactly these sizes instead of -b/-e/-f/-i (e.g. 14336,28672)\n"
       << "  --backend nccl|mpi        nccl when a GPU is visible                       [auto]\n"
       << "  --coll C[,C]              all_reduce all_gather reduce_scatter alltoall\n"
       << "                            broadcast reduce sendrecv, all          [the first four]\n"
@@ -233,6 +235,7 @@ std::optional<Config> parse_config(int argc, const char* const argv[]) {
   const auto fixed_collective = collective_of_program(program);
   bool step_factor_given = false;
   bool step_bytes_given = false;
+  bool range_given = false;
 
   ArgCursor cursor(argc, argv);
   while (!cursor.done()) {
@@ -242,8 +245,23 @@ std::optional<Config> parse_config(int argc, const char* const argv[]) {
       return std::nullopt;
     } else if (flag == "-b" || flag == "--minbytes") {
       config.min_bytes = parse_size(cursor.value(flag), flag);
+      range_given = true;
     } else if (flag == "-e" || flag == "--maxbytes") {
       config.max_bytes = parse_size(cursor.value(flag), flag);
+      range_given = true;
+    } else if (flag == "--sizes") {
+      config.sizes.clear();
+      std::string rest = cursor.value(flag);
+      for (std::size_t start = 0; start <= rest.size();) {
+        const std::size_t comma = std::min(rest.find(',', start), rest.size());
+        const std::uint64_t size = parse_size(rest.substr(start, comma - start), flag);
+        if (size == 0) throw UsageError("--sizes: sizes must be > 0");
+        config.sizes.push_back(size);
+        start = comma + 1;
+      }
+      std::sort(config.sizes.begin(), config.sizes.end());
+      config.sizes.erase(std::unique(config.sizes.begin(), config.sizes.end()), config.sizes.end());
+      if (config.sizes.size() > 4096) throw UsageError("--sizes: more than 4096 sizes");
     } else if (flag == "-f" || flag == "--stepfactor") {
       config.step_factor = parse_number(cursor.value(flag), flag, 1.0001, 1024);
       step_factor_given = true;
@@ -355,6 +373,11 @@ std::optional<Config> parse_config(int argc, const char* const argv[]) {
                      " (accepted: -b <= -e)");
   }
   if (step_factor_given && step_bytes_given) throw UsageError("-f and -i are exclusive: give one");
+  if (!config.sizes.empty()) {
+    if (range_given || step_factor_given || step_bytes_given) throw UsageError("--sizes replaces -b/-e/-f/-i: give one or the other");
+    config.min_bytes = config.sizes.front();
+    config.max_bytes = config.sizes.back();
+  }
   if (!step_factor_given) config.step_factor = 1;
   if (config.min_bytes == 0 && config.step_factor > 1) {
     throw UsageError("-b 0 with -f never grows (accepted: -b > 0 with -f)");
@@ -406,6 +429,7 @@ std::optional<std::string> mpi_backend_refusal(const Config& config) {
 }
 
 std::vector<std::uint64_t> sweep_sizes(const Config& config) {
+  if (!config.sizes.empty()) return config.sizes;
   std::vector<std::uint64_t> sizes;
   std::uint64_t size = config.min_bytes;
   constexpr std::size_t kMaxSteps = 4096;

@@ -23,6 +23,8 @@ struct Config {
   std::uint64_t max_bytes = 32ull << 20;
   double step_factor = 1;
   std::uint64_t step_bytes = 1ull << 20;
+  // --sizes: an exact list instead of the -b/-e/-f/-i sweep (sorted, distinct; the model's message sizes).
+  std::vector<std::uint64_t> sizes;
   int iterations = 20;            // -n
   int warmup_iterations = 1;      // -w (per size)
   int check_iterations = 1;       // -c (0 = no checking)

@@ -17,6 +17,7 @@ from .plan import (DEFAULT_COLLECTIVES, DEFAULT_CROSS_NIC, DEFAULT_EXPECT, Plann
                    parse_cross_nic, parse_hcas, plan_mode)
 
 from . import locations
+from .decode import AB_MAX_VARIANTS, parse_ab, parse_decode, plan_notes
 
 # The build tree's programs in a checkout, PREFIX/bin when installed (locations.py).
 DEFAULT_BIN_DIR = locations.bin_dir()
@@ -103,6 +104,12 @@ def add_plan_options(parser):
     what.add_argument("--sysfs-root", help="coll_perf --sysfs-root for rail counters (default: coll_perf's, /sys)")
     what.add_argument("--cv-gate", default="3%", help="fail when a case's CV across repeats exceeds this and its "
                       "median is not stable either (the repeat rule in the README; default 3%%)")
+    what.add_argument("--decode", metavar="SPEC", help="also measure the model's decode messages: hidden=H,dtype=bfloat16,"
+                      "batches=1,2,4,...[,collectives=all_reduce,alltoall][,per_step=N][,topk=K]; sizes are exactly "
+                      "H x batch x element size (alltoall: x topk), in CUDA-graph mode")
+    what.add_argument("--ab", action="append", default=[], metavar="NCCL_VAR=V1,V2",
+                      help="run every combination of these NCCL_* values as points beside the automatic one "
+                           f"(repeatable; the cross product, at most {AB_MAX_VARIANTS}); the report gives the verdict")
     what.add_argument("--timeout", type=positive_int("--timeout", 1, 1 << 24), help="coll_perf -T per case, seconds")
     what.add_argument("--launch-timeout", type=seconds("--launch-timeout"), help="kill a launch after this many seconds")
     add_launcher_options(parser)
@@ -251,6 +258,7 @@ def plan_inputs(args):
         "mpirun_args": split_mpirun_args(args.mpirun_args), "launcher": launcher_choice(args),
         "as_root": os.geteuid() == 0, "cpu_count": os.cpu_count() or 1, "coll_perf_flags": coll_perf_flags(bin_dir),
         "tuning_probe": args.tuning_probe, "sysfs_root": os.path.abspath(args.sysfs_root) if args.sysfs_root else None,
+        "decode": parse_decode(args.decode), "ab": parse_ab(args.ab),
     }
 
 
@@ -285,6 +293,8 @@ def cmd_plan(args, out):
     launches = Planner(inputs, run_dir).build()
     for launch in launches:
         out.write(format_launch(launch) + "\n")
+    for note in plan_notes(inputs, launches):
+        print(f"cclbench: note: {note}", file=sys.stderr)
     if getattr(args, "plan_json", None):
         write_json_atomic(args.plan_json, plan_document(inputs, run_dir, launches))
     return 0

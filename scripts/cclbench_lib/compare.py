@@ -80,6 +80,31 @@ def neighbour_floors(pairs):
     return {key: median(values) for key, values in spreads.items()}
 
 
+def noise_verdict(side_a, side_b, threshold_pct, floor_rel_sd=None):
+    """The noise rule (module docstring) for two summarized sides with times: (verdict, diff %, band %,
+    band text); verdict is 'same within noise', 'slower', 'faster' (B against A) or 'inconclusive'.
+    Also the A/B verdict's rule (decode.py), so that there is one."""
+    time_a, time_b = side_a["time"], side_b["time"]
+    diff = (time_b / time_a - 1) * 100
+    pooled = pooled_rel_sd(side_a, side_b)
+    if pooled is None:
+        band = max(ONE_REPEAT_FLOOR_PCT, threshold_pct)
+        band_text = f"{band:.1f} (one repeat: floor)"
+        if abs(diff) <= threshold_pct:
+            verdict = "same within noise"
+        elif abs(diff) <= band:
+            verdict = "inconclusive"
+        else:
+            verdict = "slower" if diff > 0 else "faster"
+    else:
+        spread = max(pooled, floor_rel_sd or 0.0)
+        se = MEDIAN_SE_FACTOR * spread * math.sqrt(1 / side_a["repeats"] + 1 / side_b["repeats"]) * 100
+        band = max(NOISE_SIGMAS * se, threshold_pct)
+        band_text = f"{band:.1f}"
+        verdict = "same within noise" if abs(diff) <= band else ("slower" if diff > 0 else "faster")
+    return verdict, diff, band, band_text
+
+
 def correctness_verdict(side_a, side_b):
     """(verdict, regression?) from correctness alone."""
     if side_a["all_ok"] and not side_b["all_ok"]:
@@ -127,25 +152,8 @@ def compare_runs(path_a, path_b, threshold_pct, fail_above_pct, host_times=False
                 counts["not comparable"] += 1
             rows.append(cells + ["-", "-", "-", verdict])
             continue
-        diff = (time_b / time_a - 1) * 100
-        pooled = pooled_rel_sd(side_a, side_b)
-        shown = None
-        if pooled is None:
-            band = max(ONE_REPEAT_FLOOR_PCT, threshold_pct)
-            band_text = f"{band:.1f} (one repeat: floor)"
-            if abs(diff) <= threshold_pct:
-                verdict = "same within noise"
-            elif abs(diff) <= band:
-                verdict = "inconclusive"
-                shown = RERUN
-            else:
-                verdict = "slower" if diff > 0 else "faster"
-        else:
-            spread = max(pooled, floors.get((point, collective)) or 0.0)
-            se = MEDIAN_SE_FACTOR * spread * math.sqrt(1 / side_a["repeats"] + 1 / side_b["repeats"]) * 100
-            band = max(NOISE_SIGMAS * se, threshold_pct)
-            band_text = f"{band:.1f}"
-            verdict = "same within noise" if abs(diff) <= band else ("slower" if diff > 0 else "faster")
+        verdict, diff, band, band_text = noise_verdict(side_a, side_b, threshold_pct, floors.get((point, collective)))
+        shown = RERUN if verdict == "inconclusive" else None
         counts[verdict] += 1
         shown = shown or verdict
         if verdict == "slower" and diff > fail_above_pct:

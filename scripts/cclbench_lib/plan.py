@@ -8,7 +8,7 @@ import os
 import re
 import shlex
 
-from . import launcher
+from . import decode, launcher
 from .common import UsageError, format_size, sweep_sizes
 
 DEFAULT_COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "alltoall"]
@@ -118,12 +118,12 @@ class Planner:
         return flag in (NEWEST_COLL_PERF_FLAGS if flags is None else flags)
 
     def coll_args(self, point, sizes=None, collectives=None, iterations=None, jsonl="cases.jsonl",
-                  expect="", tuning_from=None, warmup=None):
+                  expect="", tuning_from=None, warmup=None, size_args=None):
         inputs = self.inputs
         min_b, max_b, factor = sizes or (inputs["min_bytes"], inputs["max_bytes"], inputs["step_factor"])
-        argv = [self.tool("coll_perf"),
-                "-b", format_size(min_b), "-e", format_size(max_b), "-f", str(factor),
-                "-n", str(iterations or inputs["iterations"]), "-w", str(inputs["warmup"] if warmup is None else warmup), "-c", "1",
+        argv = [self.tool("coll_perf")] + (list(size_args) if size_args else
+                                            ["-b", format_size(min_b), "-e", format_size(max_b), "-f", str(factor)])
+        argv += ["-n", str(iterations or inputs["iterations"]), "-w", str(inputs["warmup"] if warmup is None else warmup), "-c", "1",
                 "--coll", ",".join(collectives or inputs["collectives"])]
         if inputs.get("timeout_s"):
             argv += ["-T", str(inputs["timeout_s"])]
@@ -145,13 +145,17 @@ class Planner:
         return (nccl and self.inputs.get("tuning_probe", True) and self.has_flag("--tuning-probe")
                 and self.has_flag("--tuning-from"))
 
-    def probe_launch(self, base, mpirun_argv, nranks, hosts, env, extra):
-        """The untimed probe of a point: same ranks, environment and cases as the point; no records."""
+    def probe_launch(self, base, mpirun_argv, nranks, hosts, env, extra, size_args=None, collectives=None):
+        """The untimed probe of a point: same ranks, environment and cases as the point; no records.
+        A CUDA-graph point's probe runs eager (-G dropped): it only logs NCCL's choice per case."""
         inputs = self.inputs
         out = self.path("tuning", base + ".json")
-        argv = mpirun_argv + [self.tool("coll_perf"), "-b", format_size(inputs["min_bytes"]), "-e",
-                              format_size(inputs["max_bytes"]), "-f", str(inputs["step_factor"]),
-                              "--coll", ",".join(inputs["collectives"])]
+        extra = list(extra)
+        if "-G" in extra:
+            del extra[extra.index("-G"):extra.index("-G") + 2]
+        argv = mpirun_argv + [self.tool("coll_perf")] + (list(size_args) if size_args else [
+            "-b", format_size(inputs["min_bytes"]), "-e", format_size(inputs["max_bytes"]), "-f",
+            str(inputs["step_factor"])]) + ["--coll", ",".join(collectives or inputs["collectives"])]
         if inputs.get("timeout_s"):
             argv += ["-T", str(inputs["timeout_s"])]
         argv += ["--point", base, "--nccl-log-dir" if self.has_flag("--nccl-log-dir") else "--log-dir",
@@ -186,13 +190,21 @@ class Planner:
                 probe = self.path("tuning", base + ".json") if tuning else None
                 if probe and k == 1:
                     launches.append(self.probe_launch(base, point["mpirun"], point["nranks"], point["hosts"],
-                                                      point["env"], point.get("extra", [])))
+                                                      point["env"], point.get("extra", []), point.get("size_args"),
+                                                      point.get("collectives")))
+                    if point.get("ab"):
+                        launches[-1]["ab"] = point["ab"]  # NCCL refusing the variant fails its probe too: a finding
                 name = base if repeats == 1 else f"{base}.rep{k}"
-                argv = point["mpirun"] + self.coll_args(name, expect=point["expect"], tuning_from=probe) + \
-                    point.get("extra", [])
-                launches.append(self.launch(name, point["kind"], argv, point["nranks"], point["hosts"], point["env"],
-                                            base_point=base, repeat=k, mode_note=point.get("note"),
-                                            tuning_from=probe))
+                argv = point["mpirun"] + self.coll_args(name, expect=point["expect"], tuning_from=probe,
+                                                        collectives=point.get("collectives"),
+                                                        size_args=point.get("size_args")) + point.get("extra", [])
+                entry = self.launch(name, point["kind"], argv, point["nranks"], point["hosts"], point["env"],
+                                    base_point=base, repeat=k, mode_note=point.get("note"), tuning_from=probe,
+                                    sizes=point.get("sizes"), collectives=point.get("collectives"))
+                for key in ("decode", "ab"):
+                    if point.get(key):
+                        entry[key] = point[key]
+                launches.append(entry)
         return launches
 
     # -- the plan ----------------------------------------------------------------------------------
@@ -262,9 +274,33 @@ class Planner:
                         env["NCCL_IB_HCA"] = "=" + ",".join(binding)
                     points.append({"base": base, "kind": "inter", "nranks": gpn * len(hosts), "hosts": hosts,
                                    "env": env, "mpirun": self.mpirun(gpn * len(hosts), all_hosts, env),
-                                   "expect": expect})
+                                   "expect": expect, "host_spec": all_hosts})
+        for point in points[:len(hosts)]:
+            point["host_spec"] = f"{point['hosts'][0]}:{gpn}"
+        points += self._decode_and_ab(points, hosts, all_hosts, expect)
         launches += self._interleaved(points, tuning=self.tuning_enabled(True))
         return launches
+
+    def _decode_and_ab(self, points, hosts, all_hosts, expect):
+        """--decode points (8 ranks per node on each node; over the rails with the production binding) and
+        the --ab variants beside the decode points, else beside the first intra and first all-rails inter point."""
+        inputs = self.inputs
+        gpn = inputs["gpus_per_node"]
+        scopes = [dict(point, base=point["base"]) for point in points if point["kind"] == "intra"]
+        if len(hosts) > 1:
+            env = {"NCCL_CROSS_NIC": "1"}
+            base = "inter.cross1"
+            if inputs["hcas"]:
+                env["NCCL_IB_HCA"] = "=" + ",".join(inputs["hcas"])
+                base += "." + hca_label(inputs["hcas"], inputs["hcas"])
+            scopes.append({"base": base, "kind": "inter", "nranks": gpn * len(hosts), "hosts": hosts, "env": env,
+                           "mpirun": self.mpirun(gpn * len(hosts), all_hosts, env), "expect": expect,
+                           "host_spec": all_hosts, "note": decode.PRODUCTION_NOTE})
+        added = decode.decode_points(self, scopes)
+        # Variants beside the first node's points and the points over the rails (the other nodes repeat the first).
+        beside = [p for p in added if p["kind"] == "inter" or p["hosts"] == hosts[:1]] or \
+            [p for p in points if p["kind"] == "intra"][:1] + [p for p in points if p["kind"] == "inter"][:1]
+        return added + decode.ab_points(self, beside)
 
     def _local_plan(self):
         inputs = self.inputs
@@ -298,9 +334,30 @@ class Planner:
             launches.append(self.launch(f"p2p.{host}", "p2p", [self.tool("p2p_matrix"), "--json", out],
                                         hosts=[host], outputs=[out]))
         point = {"base": base, "kind": "local", "nranks": nranks, "hosts": [host], "env": {}, "extra": extra,
-                 "mpirun": self.mpirun(nranks, oversubscribe=oversubscribe), "expect": expect, "note": note}
+                 "mpirun": self.mpirun(nranks, oversubscribe=oversubscribe), "expect": expect, "note": note,
+                 "oversubscribe": oversubscribe, "mpi": ngpus == 0}
+        scopes = [point]
+        if ngpus == 1:
+            # One GPU: the decode sizes also on emulated ranks (the multi-rank paths, NCCL's choices; correctness).
+            scopes.append({"base": f"share-gpu{EMULATED_RANKS}", "kind": "local", "nranks": EMULATED_RANKS,
+                           "hosts": [host], "env": {}, "extra": ["--share-gpu"], "expect": "", "note": EMULATED_NOTE,
+                           "oversubscribe": EMULATED_RANKS > cpus,
+                           "mpirun": self.mpirun(EMULATED_RANKS, oversubscribe=EMULATED_RANKS > cpus)})
+        decode_points = decode.decode_points(self, scopes)
+        for item in decode_points:
+            if item.get("mpi") and inputs.get("ab"):
+                item["note"] = "; ".join(part for part in (item.get("note"), decode.AB_MPI_NOTE) if part)
+        if ngpus == 0 and inputs.get("ab") and not decode_points:
+            point["note"] = f"{note}; {decode.AB_MPI_NOTE}"
+        # A/B beside points where NCCL chooses: never one rank (no choice) nor the MPI backend (no NCCL).
+        beside = [p for p in (decode_points or [point]) if p["nranks"] > 1 and not p.get("mpi")]
+        ab = decode.ab_points(self, beside)
         # One rank has no algorithm to choose: no TUNING probe for it.
-        launches += self._interleaved([point], tuning=self.tuning_enabled(ngpus > 0) and nranks > 1)
+        launches += self._interleaved([point] + [p for p in decode_points + ab if p["nranks"] == nranks],
+                                      tuning=self.tuning_enabled(ngpus > 0) and nranks > 1)
+        others = [p for p in decode_points + ab if p["nranks"] != nranks]
+        if others:
+            launches += self._interleaved(others, tuning=self.tuning_enabled(ngpus > 0))
         if ngpus == 1:
             launches.append(self._emulated_check(host, oversubscribe=EMULATED_RANKS > cpus))
         return launches

@@ -907,6 +907,8 @@ def build_report(run_dir, cv_gate=None):
     lines += topology_section(data) + [""]
     lines += transport_section(data) + [""]
     lines += collective_sections(data, plot_links)
+    from .decode import ab_section, decode_section
+    lines += decode_section(data) + ab_section(data)
     lines += repeats_section(data, cv_gate)
     lines += correctness_only_section(data)
     lines += tuning_section(data)

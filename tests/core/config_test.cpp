@@ -56,6 +56,20 @@ TEST(Config, SweepIncludesBothEnds) {
   EXPECT_EQ(stepped, (std::vector<std::uint64_t>{1024, 2048, 3072, 4096}));
 }
 
+TEST(Config, ExactSizesReplaceTheSweep) {
+  // Decode message sizes (hidden 7168 x batch x 2 bytes): 14336 and 917504, not a power-of-two sweep.
+  const Config config = *parse({"--sizes", "917504,14336,43008,14336"});
+  EXPECT_EQ(sweep_sizes(config), (std::vector<std::uint64_t>{14336, 43008, 917504}));
+  EXPECT_EQ(config.min_bytes, 14336u);
+  EXPECT_EQ(config.max_bytes, 917504u);  // the NCCL backend sizes its buffers from this
+  EXPECT_EQ(sweep_sizes(*parse({"--sizes", "1K"})), (std::vector<std::uint64_t>{1024}));
+  EXPECT_NE(usage_error({"--sizes", "14336", "-b", "8K"}).find("--sizes replaces"), std::string::npos);
+  EXPECT_NE(usage_error({"--sizes", "14336", "-f", "2"}).find("--sizes replaces"), std::string::npos);
+  EXPECT_NE(usage_error({"--sizes", "14336,0"}), "");
+  EXPECT_NE(usage_error({"--sizes", "14336,,8K"}), "");
+  EXPECT_NE(usage_error({"--sizes", "abc"}), "");
+}
+
 TEST(Config, AliasProgramsFixTheirCollective) {
   const Config config = *parse({"-b", "8K"}, "/opt/bin/all_gather_perf");
   EXPECT_EQ(config.collectives, std::vector<Collective>{Collective::all_gather});

@@ -1,0 +1,468 @@
+"""Decode communication as the model sees it (--decode) and the NCCL algorithm/protocol A/B (--ab).
+
+--decode hidden=H,dtype=bfloat16,batches=1,2,...[,collectives=all_reduce,alltoall][,per_step=N][,topk=K]
+  adds points at exactly the model's message sizes: H x batch x element size for the tensor-parallel
+  collectives; for alltoall (expert dispatch) H x batch x topk x element size, the send buffer of one
+  rank when each token goes to topk experts. They run in CUDA-graph mode (coll_perf -G), as decode runs
+  inside CUDA graphs, except on the MPI backend (no CUDA graphs there).
+
+--ab NCCL_X=a,b [--ab NCCL_Y=c,d ...] runs every combination (the cross product, at most
+  AB_MAX_VARIANTS) as points beside the automatic one, and the report says per collective and size band
+  whether automatic is within noise of the best variant or how much slower it is, with compare's noise
+  rule (compare.noise_verdict).
+"""
+import itertools
+import os
+import re
+
+from .common import UsageError, format_size
+
+# Element sizes of the dtypes a model's activations use, and coll_perf's -d spelling of each.
+DTYPES = {"bfloat16": (2, "bfloat16"), "bf16": (2, "bfloat16"), "float16": (2, "half"), "half": (2, "half"),
+          "fp16": (2, "half"), "float32": (4, "float"), "float": (4, "float"), "fp32": (4, "float"),
+          "f8e4m3": (1, "f8e4m3"), "fp8": (1, "f8e4m3"), "f8e5m2": (1, "f8e5m2")}
+DECODE_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall")
+DECODE_KEYS = ("hidden", "dtype", "batches", "collectives", "per_step", "topk")
+MAX_BATCH = 1 << 16
+MAX_HIDDEN = 1 << 20
+# CUDA-graph replays per case for decode points (coll_perf -G K), nccl-tests' usual -G 10.
+DECODE_GRAPH_LAUNCHES = 10
+AB_MAX_VARIANTS = 12
+AB_VAR_RE = re.compile(r"^NCCL_[A-Z0-9_]+$")
+AB_VALUE_RE = re.compile(r"^[A-Za-z0-9_.:^~-]+$")
+# compare's default --threshold: the smallest difference ever called a change.
+AB_THRESHOLD_PCT = 2.0
+PRODUCTION_NOTE = ("decode over the rails: NCCL_IB_HCA = all --hcas rails with NCCL_CROSS_NIC=1, the user's production "
+                   "binding (SGLang's NCCL_IB_HCA==mlx5_0:1,mlx5_3:1, NCCL_CROSS_NIC=1): the sweep's best binding is "
+                   "only known after the run")
+MPI_DECODE_NOTE = ("decode on the MPI backend (no GPU visible): eager (CUDA graphs need NCCL), host memory, and int8 "
+                   "elements at the same byte sizes (MPI has no bfloat16 or half type); correctness of the decode sizes "
+                   "only, not GPU or NCCL figures")
+# The MPI backend's stand-in element type: byte sizes stay exact, any size is a whole number of them.
+MPI_DTYPE = "int8"
+AB_MPI_NOTE = "--ab ignored: the MPI backend runs no NCCL, so NCCL_* variables change nothing it measures"
+
+
+def _positive(key, text, high):
+    try:
+        value = int(text)
+    except ValueError:
+        raise UsageError(f"--decode: {key}={text} is not a whole number") from None
+    if not 1 <= value <= high:
+        raise UsageError(f"--decode: {key}={value} is out of range (1..{high})")
+    return value
+
+
+def parse_decode(text):
+    """'hidden=7168,dtype=bfloat16,batches=1,2,4' -> a plain dict (stored in the plan inputs)."""
+    if text is None:
+        return None
+    fields = {}
+    key = None
+    for item in str(text).split(","):
+        item = item.strip()
+        if "=" in item:
+            key, value = (part.strip() for part in item.split("=", 1))
+            if key not in DECODE_KEYS:
+                raise UsageError(f"--decode: unknown key '{key}' (known: {', '.join(DECODE_KEYS)})")
+            if key in fields:
+                raise UsageError(f"--decode: {key} given twice")
+            fields[key] = [value] if value else []
+        elif key in ("batches", "collectives") and item:
+            fields[key].append(item)  # a list value continues after its comma: batches=1,2,4
+        else:
+            raise UsageError(f"--decode: '{item}' is not key=value (example: hidden=7168,dtype=bfloat16,batches=1,2,4)")
+    for key, values in fields.items():
+        if not values:
+            raise UsageError(f"--decode: {key}= has no value")
+        if key not in ("batches", "collectives") and len(values) > 1:
+            raise UsageError(f"--decode: {key} takes one value, got {','.join(values)}")
+    if "hidden" not in fields or "batches" not in fields:
+        raise UsageError("--decode: needs hidden=H and batches=B[,B...] (example: hidden=7168,dtype=bfloat16,batches=1,2,4)")
+    dtype = fields.get("dtype", ["bfloat16"])[0].lower()
+    if dtype not in DTYPES:
+        raise UsageError(f"--decode: dtype={dtype} is unknown (known: {', '.join(sorted(DTYPES))})")
+    batches = [_positive("batches", value, MAX_BATCH) for value in fields["batches"]]
+    if len(set(batches)) != len(batches):
+        raise UsageError(f"--decode: batches lists a batch twice ({','.join(map(str, batches))})")
+    from .plan import parse_collectives
+    try:
+        collectives = parse_collectives(",".join(fields.get("collectives", ["all_reduce"])))
+    except UsageError as error:
+        raise UsageError(f"--decode: {str(error).replace('--coll: ', '')}") from None
+    for collective in collectives:
+        if collective not in DECODE_COLLECTIVES:
+            raise UsageError(f"--decode: collectives={collective} is not a decode collective "
+                             f"(known: {', '.join(DECODE_COLLECTIVES)})")
+    if len(set(collectives)) != len(collectives):
+        raise UsageError("--decode: collectives lists one twice")
+    topk = _positive("topk", fields["topk"][0], 1024) if "topk" in fields else None
+    if "alltoall" in collectives and topk is None:
+        raise UsageError("--decode: collectives has alltoall: give topk=K (experts per token; the dispatch size is "
+                         "hidden x batch x topk x element size)")
+    if topk is not None and "alltoall" not in collectives:
+        raise UsageError("--decode: topk only sizes alltoall (expert dispatch): add alltoall to collectives")
+    element, coll_perf_dtype = DTYPES[dtype]
+    return {"hidden": _positive("hidden", fields["hidden"][0], MAX_HIDDEN), "dtype": dtype,
+            "coll_perf_dtype": coll_perf_dtype, "element_bytes": element, "batches": sorted(batches),
+            "collectives": collectives, "topk": topk,
+            "per_step": _positive("per_step", fields["per_step"][0], 1 << 20) if "per_step" in fields else None}
+
+
+def message_bytes(spec, collective, batch):
+    """hidden x batch x element size; alltoall (expert dispatch) also x topk."""
+    size = spec["hidden"] * batch * spec["element_bytes"]
+    return size * spec["topk"] if collective == "alltoall" else size
+
+
+def decode_sizes(spec, collective, nranks):
+    """[(batch, bytes)] for one collective; a size the collective cannot split evenly over the ranks is
+    refused (coll_perf would round it, and the point would no longer be the model's size)."""
+    rows = []
+    for batch in spec["batches"]:
+        size = message_bytes(spec, collective, batch)
+        if collective != "all_reduce" and size % (nranks * spec["element_bytes"]):
+            raise UsageError(f"--decode: {collective} at batch {batch} is {size} bytes, not a whole number of "
+                             f"{spec['dtype']} elements per rank over {nranks} ranks")
+        rows.append((batch, size))
+    return rows
+
+
+def parse_ab(values):
+    """['NCCL_ALGO=Ring,Tree', 'NCCL_PROTO=Simple,LL'] -> [[variable, [values]], ...] (plan inputs)."""
+    if not values:
+        return None
+    axes = []
+    for text in values:
+        if "=" not in text:
+            raise UsageError(f"--ab: '{text}' is not NCCL_VAR=value[,value] (example: --ab NCCL_ALGO=Ring,Tree)")
+        name, rest = (part.strip() for part in text.split("=", 1))
+        if not AB_VAR_RE.match(name):
+            raise UsageError(f"--ab: '{name}' is not an NCCL_* variable (example: --ab NCCL_PROTO=Simple,LL,LL128)")
+        if any(name == axis[0] for axis in axes):
+            raise UsageError(f"--ab: {name} given twice (list its values in one --ab)")
+        items = [item.strip() for item in rest.split(",")]
+        for item in items:
+            if not AB_VALUE_RE.match(item):
+                raise UsageError(f"--ab: {name} value '{item}' is empty or has characters other than letters, digits, "
+                                 "_ . : ^ ~ -")
+        if len(set(items)) != len(items):
+            raise UsageError(f"--ab: {name} lists a value twice")
+        axes.append([name, items])
+    count = 1
+    for _, items in axes:
+        count *= len(items)
+    if count > AB_MAX_VARIANTS:
+        raise UsageError(f"--ab: {count} combinations exceed the limit of {AB_MAX_VARIANTS} (each is a point with all "
+                         "its repeats); give fewer values")
+    return axes
+
+
+def ab_variants(axes):
+    """The cross product: [{variable: value}, ...] in the order given."""
+    if not axes:
+        return []
+    names = [name for name, _ in axes]
+    return [dict(zip(names, combo)) for combo in itertools.product(*[items for _, items in axes])]
+
+
+def variant_text(env):
+    return " ".join(f"{name}={value}" for name, value in env.items())
+
+
+def variant_label(env):
+    """Point-name fragment: {'NCCL_ALGO': 'Ring', 'NCCL_PROTO': 'LL128'} -> 'ab.ALGO-Ring.PROTO-LL128'."""
+    parts = []
+    for name, value in env.items():
+        parts.append(re.sub(r"[^A-Za-z0-9_-]", "_", f"{name[len('NCCL_'):]}-{value}"))
+    return "ab." + ".".join(parts)
+
+
+# --- planning (called by plan.Planner) --------------------------------------------------------------
+
+def decode_points(planner, scopes):
+    """Decode points for each scope {'base', 'kind', 'nranks', 'hosts', 'env', 'mpirun', 'expect', 'extra',
+    'note', 'mpi'}: one point per decode collective at exactly its sizes."""
+    spec = planner.inputs.get("decode")
+    if not spec:
+        return []
+    points = []
+    for scope in scopes:
+        for collective in spec["collectives"]:
+            rows = decode_sizes(spec, collective, scope["nranks"])
+            sizes = [size for _, size in rows]
+            if scope.get("mpi"):
+                extra = list(scope.get("extra", [])) + ["-d", MPI_DTYPE]
+                notes = [MPI_DECODE_NOTE]
+            else:
+                extra = list(scope.get("extra", [])) + ["-d", spec["coll_perf_dtype"], "-G", str(DECODE_GRAPH_LAUNCHES)]
+                notes = [note for note in (scope.get("note"),) if note]
+            points.append(dict(scope, base=f"decode.{collective}.{scope['base']}", extra=extra, collectives=[collective],
+                               sizes=sizes, size_args=["--sizes", ",".join(str(size) for size in sizes)],
+                               note="; ".join(notes) or None,
+                               decode={"collective": collective, "hidden": spec["hidden"], "dtype": spec["dtype"],
+                                       "element_bytes": spec["element_bytes"], "topk": spec["topk"],
+                                       "per_step": spec["per_step"], "batches": [batch for batch, _ in rows],
+                                       "sizes": sizes}))
+    return points
+
+
+def ab_points(planner, points):
+    """Every variant of --ab beside each given (automatic) point: same ranks, sizes and flags, the variant's
+    NCCL_* variables added to its environment."""
+    variants = ab_variants(planner.inputs.get("ab"))
+    found = []
+    for point in points:
+        if point.get("mpi"):
+            continue
+        for env in variants:
+            merged = dict(point["env"], **env)
+            found.append(dict(point, base=f"{point['base']}.{variant_label(env)}", env=merged,
+                              mpirun=planner.mpirun(point["nranks"], point.get("host_spec"), merged,
+                                                    point.get("oversubscribe", False)),
+                              ab={"of": point["base"], "variant": dict(env)}))
+    return found
+
+
+def plan_notes(inputs, launches):
+    """One-line notes `plan` prints to stderr: what --decode and --ab add."""
+    notes = []
+    spec = inputs.get("decode")
+    if spec:
+        for collective in spec["collectives"]:
+            sizes = [message_bytes(spec, collective, batch) for batch in spec["batches"]]
+            formula = "hidden x batch x topk x element" if collective == "alltoall" else "hidden x batch x element"
+            notes.append(f"decode {collective}: {formula} = " + ", ".join(
+                f"b{batch}:{size}" for batch, size in zip(spec["batches"], sizes)) + " bytes")
+    if inputs.get("ab"):
+        variants = ab_variants(inputs["ab"])
+        beside = sorted({launch["ab"]["of"] for launch in launches if launch.get("ab")})
+        if beside:
+            notes.append(f"--ab: {len(variants)} variant(s) ({'; '.join(variant_text(v) for v in variants)}) beside "
+                         f"{len(beside)} automatic point(s): {', '.join(beside)}")
+    for launch in launches:
+        note = launch.get("note")
+        if note and note not in notes and (launch.get("decode") or AB_MPI_NOTE in note):
+            notes.append(note)
+    return notes
+
+
+# --- report ------------------------------------------------------------------------------------------
+
+def _bands_text(sizes):
+    return format_size(sizes[0]) if len(sizes) == 1 else f"{format_size(sizes[0])}-{format_size(sizes[-1])}"
+
+
+def decode_section(data):
+    """'Decode communication': per decode point, batch, bytes, p50/p99, busbw, NCCL's choice, per step."""
+    from .records import bandwidth_time_us, base_point_of, is_correctness_only
+    from .report import algo_proto, busbw_of, fmt_number, md_table, median_of, time_of
+    launches = {}
+    for launch in data.plan:
+        if launch.get("decode") and not launch.get("ab"):
+            launches.setdefault(launch.get("base_point") or launch["name"], launch)
+    if not launches:
+        return []
+    lines = ["## Decode communication", "",
+             "The model's own message sizes (--decode): hidden x batch x element size (alltoall: x topk, the expert "
+             "dispatch). Out-of-place, median over repeats; time = the headline time busbw comes from; with per_step, "
+             "per step = per_step x time, the communication one decode step spends in that collective.", ""]
+    for base, launch in launches.items():
+        spec = launch["decode"]
+        records = {}
+        for (point, _case), record in data.latest.items():
+            if base_point_of(point) == base and not record.get("in_place"):
+                records.setdefault(record.get("requested_bytes"), []).append(record)
+        header = ["batch", "bytes", "time us", "p50 / p99 us", "busbw GB/s", "NCCL algo/proto"]
+        if spec.get("per_step"):
+            header.append(f"per step us (x{spec['per_step']})")
+        rows = []
+        correctness_only = False
+        for batch, size in zip(spec["batches"], spec["sizes"]):
+            group = records.get(size, [])
+            correctness_only = correctness_only or any(is_correctness_only(r) for r in group)
+            timed = [r for r in group if not is_correctness_only(r)]
+            headline = median_of(timed, bandwidth_time_us)
+            p50, p99 = median_of(timed, time_of("p50")), median_of(timed, time_of("p99"))
+            choices = sorted({c for c in (algo_proto(r) for r in group) if c})
+            row = [batch, size, fmt_number(headline), "-" if p50 is None and p99 is None else
+                   f"{fmt_number(p50)} / {fmt_number(p99)}", fmt_number(median_of(timed, busbw_of)),
+                   ", ".join(choices) or "-"]
+            if spec.get("per_step"):
+                row.append(fmt_number(None if headline is None else headline * spec["per_step"]))
+            rows.append(row)
+        mode = "CUDA graph (-G)" if "-G" in (launch.get("argv") or []) else "eager"
+        lines += [f"### {base} ({spec['collective']}, hidden {spec['hidden']}, {spec['dtype']}, {launch.get('nranks')} "
+                  f"rank(s), {mode})", ""]
+        if launch.get("note"):
+            lines += [f"_{launch['note']}_", ""]
+        if correctness_only:
+            lines += ["_Correctness only (emulated ranks or MPI backend): no times are shown._", ""]
+        lines += [md_table(header, rows), ""]
+    return lines
+
+
+def nccl_rejection(run_dir, point_names):
+    """NCCL's own words when it refused a forced algorithm/protocol: its WARN lines in the point's NCCL logs."""
+    import glob
+    for name in point_names:
+        for path in sorted(glob.glob(os.path.join(run_dir, "nccl", name, "*")))[:64]:
+            try:
+                with open(path, errors="replace") as handle:
+                    for line in handle:
+                        if "WARN" in line and ("algorithm" in line.lower() or "protocol" in line.lower()
+                                               or "NCCL_ALGO" in line or "NCCL_PROTO" in line):
+                            return line.split("WARN", 1)[1].strip()[:300]
+            except OSError:
+                continue
+    return None
+
+
+def ab_verdicts(records, launches):
+    """Per automatic point and collective, bands of consecutive sizes with one verdict:
+    [{'point', 'collective', 'sizes', 'verdict', 'variant', 'slower_pct': [..]}], plus the variants that
+    produced no measurement: [{'point', 'variant', 'reason'}]."""
+    from .compare import neighbour_floors, noise_verdict, summarize
+    from .records import EMULATED, GPU_TIMED, group_repeats
+    groups = group_repeats(records)
+    variants_of = {}
+    for launch in launches:
+        if launch.get("ab"):
+            entry = variants_of.setdefault(launch["ab"]["of"], {})
+            entry[launch.get("base_point") or launch["name"]] = launch["ab"]["variant"]
+    bands, unmeasured = [], []
+    for auto, variants in variants_of.items():
+        cases = {}
+        for (base, case_id), group in groups.items():
+            if base == auto and group and not group[0].get("in_place"):
+                cases[case_id] = (group[0].get("collective"), group[0].get("requested_bytes"), summarize(group))
+        pairs = {}
+        measured = set()
+        for case_id, (collective, size, side_auto) in cases.items():
+            # Emulated ranks against emulated ranks is like for like (the same sockets on one GPU): judged, and
+            # labelled so; the MPI backend has no NCCL to vary.
+            if side_auto["time"] is None or side_auto["cls"] not in (GPU_TIMED, EMULATED):
+                continue
+            best = None
+            for variant_base, env in variants.items():
+                group = groups.get((variant_base, case_id))
+                if not group:
+                    continue
+                side = summarize(group)
+                if side["time"] is None or side["cls"] != side_auto["cls"]:
+                    continue
+                measured.add(variant_base)
+                if best is None or side["time"] < best[1]["time"]:
+                    best = (env, side)
+            if best is not None:
+                pairs[(auto, case_id)] = (side_auto, best[1], collective, size, best[0])
+        floors = neighbour_floors({key: (a, b, coll) for key, (a, b, coll, _s, _e) in pairs.items()})
+        for variant_base, env in variants.items():
+            if variant_base not in measured:
+                problems = [summarize(group)["problem"] for (base, _c), group in groups.items() if base == variant_base]
+                reason = next((p for p in problems if p), None)
+                unmeasured.append({"point": auto, "variant": env, "variant_point": variant_base,
+                                   "reason": reason or "no records (see Launches)"})
+        by_collective = {}
+        for (_auto, _case), (side_auto, side_best, collective, size, env) in pairs.items():
+            verdict, diff, band, _text = noise_verdict(side_auto, side_best, AB_THRESHOLD_PCT,
+                                                       floors.get((auto, collective)))
+            # diff is best against automatic: 'faster' means the best variant beats automatic.
+            state = {"faster": "slower", "slower": "faster"}.get(verdict, verdict)
+            slower_pct = (side_auto["time"] / side_best["time"] - 1) * 100
+            by_collective.setdefault(collective, []).append((size, state, env, slower_pct, band,
+                                                             side_auto["cls"] == EMULATED))
+        for collective, items in by_collective.items():
+            items.sort(key=lambda item: item[0])
+            for size, state, env, slower_pct, band, emulated in items:
+                last = bands[-1] if bands else None
+                key_env = env if state == "slower" else None
+                if (last and last["point"] == auto and last["collective"] == collective and last["verdict"] == state
+                        and last["variant"] == key_env):
+                    last["sizes"].append(size)
+                    last["slower_pct"].append(slower_pct)
+                    last["band_pct"].append(band)
+                else:
+                    bands.append({"point": auto, "collective": collective, "sizes": [size], "verdict": state,
+                                  "variant": key_env, "best": env, "slower_pct": [slower_pct], "band_pct": [band],
+                                  "emulated": emulated})
+    return bands, unmeasured
+
+
+def band_sentence(band):
+    text = _band_sentence(band)
+    return text + (" (emulated ranks: about this emulation over sockets on one GPU, not a fabric)"
+                   if band.get("emulated") else "")
+
+
+def _band_sentence(band):
+    sizes = _bands_text(band["sizes"])
+    if band["verdict"] == "slower":
+        values = sorted(band["slower_pct"])
+        middle = values[len(values) // 2] if len(values) % 2 else (values[len(values) // 2 - 1] + values[len(values) // 2]) / 2
+        spread = f" ({values[0]:.0f}-{values[-1]:.0f}% by size)" if len(values) > 1 and round(values[0]) != round(values[-1]) else ""
+        return f"automatic is {middle:.0f}% slower than {variant_text(band['variant'])} at {sizes}{spread}"
+    if band["verdict"] == "same within noise":
+        return f"automatic is within noise of the best variant at {sizes}"
+    if band["verdict"] == "faster":
+        return f"automatic is faster than every variant at {sizes}"
+    return f"inconclusive at {sizes} (one repeat: rerun with --repeat 3)"
+
+
+def ab_section(data):
+    from .report import md_table
+    if not any(launch.get("ab") for launch in data.plan):
+        return []
+    bands, unmeasured = ab_verdicts(data.records, data.plan)
+    lines = ["## Algorithm / protocol A/B (--ab)", "",
+             "Per automatic point, collective and size band: the automatic choice against the fastest variant at each "
+             "size, with compare's noise rule (median over repeats of the bandwidth time; band = max(3 x 1.2533 x s x "
+             f"sqrt(1/r_a + 1/r_b), {AB_THRESHOLD_PCT:g}%), s the pooled repeat spread, at least the median of the "
+             "point's other sizes; one repeat a side: only a difference beyond 15% is called).", ""]
+    if bands:
+        rows = [[band["point"], band["collective"], _bands_text(band["sizes"]), band_sentence(band)] for band in bands]
+        lines += [md_table(["automatic point", "collective", "sizes", "verdict"], rows), ""]
+    else:
+        lines += ["_No size has both an automatic and a variant measurement._", ""]
+    lines += ab_detail(data)
+    for item in unmeasured:
+        names = [l["name"] for l in data.plan if (l.get("base_point") or l["name"]) == item["variant_point"]]
+        reason = nccl_rejection(data.run_dir, names)
+        launch_reasons = [(data.points_state.get(name) or {}).get("reason") for name in names]
+        fallback = next((r for r in launch_reasons if r), None) if item["reason"].startswith("no records") else None
+        lines.append(f"- {variant_text(item['variant'])} beside {item['point']}: not measured: "
+                     f"{reason or fallback or item['reason']}" + (" (NCCL's log)" if reason else ""))
+    if unmeasured:
+        lines.append("")
+    return lines
+
+
+def ab_detail(data):
+    """Every variant's time beside the automatic one per size (median over repeats, out-of-place)."""
+    from .compare import summarize
+    from .records import group_repeats
+    from .report import fmt_number, md_table
+    groups = group_repeats(data.records)
+    variants_of = {}
+    for launch in data.plan:
+        if launch.get("ab"):
+            variants_of.setdefault(launch["ab"]["of"], {})[launch.get("base_point") or launch["name"]] = launch["ab"]["variant"]
+    lines = []
+    for auto, variants in variants_of.items():
+        rows = []
+        for (base, case_id), group in sorted(groups.items(), key=lambda item: (str(item[1][0].get("collective")),
+                                                                             item[1][0].get("requested_bytes") or 0)):
+            if base != auto or group[0].get("in_place"):
+                continue
+            time_auto = summarize(group)["time"]
+            row = [group[0].get("collective"), format_size(group[0].get("requested_bytes")), fmt_number(time_auto)]
+            for variant_base in variants:
+                other = groups.get((variant_base, case_id))
+                time_v = summarize(other)["time"] if other else None
+                row.append("-" if time_v is None else fmt_number(time_v) + (
+                    f" ({(time_v / time_auto - 1) * 100:+.0f}%)" if time_auto else ""))
+            rows.append(row)
+        if rows:
+            lines += [f"Times (us) beside {auto}, median over repeats (variant against automatic):", "",
+                      md_table(["collective", "size", "automatic"] + [variant_text(env) for env in variants.values()], rows), ""]
+    return lines

@@ -1,0 +1,359 @@
+"""--decode (the model's message sizes) and --ab (algorithm/protocol A/B with a verdict): the plan for the
+target cluster with sizes checked against hand-computed values, bad specs, the verdict on synthetic records,
+the report's tables, and one real end-to-end decode run on the MPI backend (skipped when not built)."""
+import json
+import os
+import shlex
+import shutil
+import unittest
+
+from helpers import BINARY_DIR, TempDirTest, read_jsonl, read_text, run_cli, validate
+
+from cclbench_lib.decode import ab_verdicts, band_sentence
+
+# Hand-computed: DeepSeek hidden 7168, bfloat16 (2 bytes): 7168 x 2 = 14336 bytes per token.
+ALL_REDUCE_7168 = {1: 14336, 2: 28672, 4: 57344, 8: 114688, 16: 229376, 32: 458752, 64: 917504}
+# alltoall with topk 8: 14336 x 8 = 114688 bytes per token.
+ALLTOALL_7168_TOP8 = {1: 114688, 2: 229376, 4: 458752, 8: 917504, 16: 1835008, 32: 3670016, 64: 7340032}
+DECODE = "hidden=7168,dtype=bfloat16,batches=1,2,4,8,16,32,64,collectives=all_reduce,alltoall,per_step=122,topk=8"
+
+
+def words(argv, flag):
+    return argv[argv.index(flag) + 1] if flag in argv else None
+
+
+class ClusterPlan(TempDirTest):
+    """2 hosts x 8 GPUs, the user's two rails: what `plan --decode --ab` prints, exactly."""
+
+    def plan(self, *extra, env=None):
+        result = run_cli(["plan", "--hosts", "node5,node7", "--gpus-per-node", "8", "--hcas", "mlx5_0:1,mlx5_3:1",
+                          "--run-id", "R1", "--results", self.results, "--bin-dir", "/opt/cclbench/bin",
+                          "--mpirun", "mpirun", "--repeat", "1"] + list(extra), env=env)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return [shlex.split(line) for line in result.stdout.splitlines()], result.stderr
+
+    def decode_launches(self, every):
+        return {words(argv, "--point"): argv for argv in every
+                if (words(argv, "--point") or "").startswith("decode.") and "--tuning-probe" not in argv}
+
+    def test_decode_points_have_the_models_exact_sizes(self):
+        every, notes = self.plan("--decode", DECODE)
+        points = self.decode_launches(every)
+        self.assertEqual(sorted(points), sorted(
+            f"decode.{c}.{scope}" for c in ("all_reduce", "alltoall")
+            for scope in ("intra.node5", "intra.node7", "inter.cross1.rails-both")))
+        for name, argv in points.items():
+            expected = ALL_REDUCE_7168 if ".all_reduce." in name else ALLTOALL_7168_TOP8
+            self.assertEqual([int(s) for s in words(argv, "--sizes").split(",")], [expected[b] for b in sorted(expected)])
+            self.assertNotIn("-b", argv)
+            self.assertEqual(words(argv, "--coll"), "all_reduce" if ".all_reduce." in name else "alltoall")
+            self.assertEqual(words(argv, "-d"), "bfloat16")
+            self.assertEqual(words(argv, "-G"), "10", "decode runs in CUDA-graph mode")
+            self.assertIn("--tuning-from", argv, "NCCL's algorithm/protocol comes from the untimed probe")
+            if ".inter." in name:
+                self.assertEqual(words(argv, "-np"), "16")
+                self.assertEqual(words(argv, "--host"), "node5:8,node7:8")
+                exported = [argv[i + 1] for i, w in enumerate(argv) if w == "-x"]
+                self.assertEqual(sorted(exported), ["NCCL_CROSS_NIC=1", "NCCL_IB_HCA==mlx5_0:1,mlx5_3:1"])
+            else:
+                self.assertEqual(words(argv, "-np"), "8")
+                self.assertEqual(words(argv, "--host"), name.split(".intra.")[1] + ":8")
+                self.assertNotIn("-x", argv)
+        probes = [argv for argv in every if "--tuning-probe" in argv and (words(argv, "--point") or "").startswith("decode.")]
+        self.assertEqual(len(probes), 6)
+        self.assertTrue(all("-G" not in argv and words(argv, "--sizes") for argv in probes))
+        self.assertIn("b1:14336", notes)
+        self.assertIn("b64:917504", notes)
+        self.assertIn("b64:7340032", notes)
+        self.assertIn("production binding", notes)
+
+    def test_ab_cross_product_beside_the_decode_points(self):
+        every, notes = self.plan("--decode", "hidden=7168,batches=1,64", "--ab", "NCCL_ALGO=Ring,Tree",
+                                 "--ab", "NCCL_PROTO=Simple,LL,LL128", "--json",
+                                 os.path.join(self.tmp, "plan.json"))
+        points = self.decode_launches(every)
+        variants = {name: argv for name, argv in points.items() if ".ab." in name}
+        # 6 combinations beside the first node's decode point and the one over the rails (not node7's).
+        self.assertEqual(len(variants), 12)
+        self.assertFalse([name for name in variants if "node7" in name])
+        expected = {f"NCCL_ALGO={a} NCCL_PROTO={p}" for a in ("Ring", "Tree") for p in ("Simple", "LL", "LL128")}
+        for base in ("decode.all_reduce.intra.node5", "decode.all_reduce.inter.cross1.rails-both"):
+            mine = [argv for name, argv in variants.items() if name.startswith(base + ".ab.")]
+            seen = {" ".join(sorted(argv[i + 1] for i, w in enumerate(argv) if w == "-x" and argv[i + 1].startswith(
+                ("NCCL_ALGO", "NCCL_PROTO")))) for argv in mine}
+            self.assertEqual(seen, expected)
+            for argv in mine:  # same sizes and flags as the automatic point
+                self.assertEqual(words(argv, "--sizes"), words(points[base], "--sizes"))
+                self.assertEqual(words(argv, "-G"), "10")
+        self.assertIn("--ab: 6 variant(s)", notes)
+        with open(os.path.join(self.tmp, "plan.json")) as handle:
+            document = json.load(handle)
+        ab = [launch for launch in document["launches"] if launch.get("ab")]
+        self.assertEqual({launch["ab"]["of"] for launch in ab},
+                         {"decode.all_reduce.intra.node5", "decode.all_reduce.inter.cross1.rails-both"})
+        ok, errors = validate("plan.schema.json", os.path.join(self.tmp, "plan.json"))
+        self.assertTrue(ok, errors)
+
+    def test_ab_without_decode_goes_beside_the_first_intra_and_inter_point(self):
+        every, _ = self.plan("--ab", "NCCL_PROTO=Simple,LL")
+        names = [words(argv, "--point") for argv in every if ".ab." in (words(argv, "--point") or "")
+                 and "--tuning-probe" not in argv]
+        self.assertEqual(sorted(names), sorted(f"{base}.ab.PROTO-{p}" for base in ("intra.node5", "inter.cross0.rails-both")
+                                                for p in ("Simple", "LL")))
+
+    def test_bad_specs_are_one_line_errors(self):
+        base = ["plan", "--hosts", "node5,node7", "--gpus-per-node", "8", "--hcas", "mlx5_0:1,mlx5_3:1",
+                "--bin-dir", "/opt/cclbench/bin", "--results", self.results]
+        cases = [
+            (["--decode", "dtype=bfloat16,batches=1,2"], "needs hidden=H and batches"),
+            (["--decode", "hidden=7168"], "needs hidden=H and batches"),
+            (["--decode", "hidden=7168,batches=1,x"], "batches=x is not a whole number"),
+            (["--decode", "hidden=7168,batches=0"], "out of range"),
+            (["--decode", "hidden=7168,batches=1,1"], "lists a batch twice"),
+            (["--decode", "hidden=7168,batches=1,dtype=int4"], "dtype=int4 is unknown"),
+            (["--decode", "hidden=7168,batches=1,colour=red"], "unknown key 'colour'"),
+            (["--decode", "hidden=7168,hidden=4096,batches=1"], "hidden given twice"),
+            (["--decode", "hidden=7168,batches=1,collectives=alltoall"], "give topk=K"),
+            (["--decode", "hidden=7168,batches=1,topk=8"], "topk only sizes alltoall"),
+            (["--decode", "hidden=7168,batches=1,collectives=broadcast"], "not a decode collective"),
+            (["--decode", "7168"], "is not key=value"),
+            (["--decode", "hidden=7168,batches=1,per_step="], "per_step= has no value"),
+            # 7000 x 1 x 1 x 2 = 14000 bytes of alltoall: 875 bytes per rank over 16, not whole bf16 elements.
+            (["--decode", "hidden=7000,batches=1,collectives=alltoall,topk=1"], "not a whole number of bfloat16"),
+            (["--ab", "ALGO=Ring"], "is not an NCCL_* variable"),
+            (["--ab", "NCCL_ALGO"], "is not NCCL_VAR=value"),
+            (["--ab", "NCCL_ALGO=Ring,"], "is empty"),
+            (["--ab", "NCCL_ALGO=Ring", "--ab", "NCCL_ALGO=Tree"], "given twice"),
+            (["--ab", "NCCL_ALGO=Ring,Tree,CollnetDirect", "--ab", "NCCL_PROTO=Simple,LL,LL128",
+              "--ab", "NCCL_MIN_NCHANNELS=1,2"], "18 combinations exceed the limit of 12"),
+        ]
+        for extra, message in cases:
+            with self.subTest(extra=extra):
+                self.assertOneLineError(run_cli(base + extra), code=2, contains=message)
+
+
+class LocalPlans(TempDirTest):
+    def plan(self, gpus, *extra):
+        result = run_cli(["plan", "--results", self.results, "--run-id", "L", "--bin-dir", "/opt/cclbench/bin",
+                          "--mpirun", "mpirun", "--repeat", "1"] + list(extra), env={"CCLBENCH_FAKE_GPU_COUNT": str(gpus)})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return {words(argv, "--point"): argv for argv in map(shlex.split, result.stdout.splitlines())
+                if "--tuning-probe" not in argv and words(argv, "--point")}, result.stderr
+
+    def test_mpi_backend_decode_is_eager_and_ignores_ab(self):
+        points, notes = self.plan(0, "--decode", "hidden=7168,batches=1,64", "--ab", "NCCL_PROTO=LL,Simple")
+        argv = points["decode.all_reduce.local.mpi4"]
+        self.assertEqual(words(argv, "--sizes"), "14336,917504")
+        self.assertEqual(words(argv, "--backend"), "mpi")
+        self.assertEqual(words(argv, "-d"), "int8", "MPI has no bfloat16: the same bytes as int8")
+        self.assertNotIn("-G", argv, "CUDA graphs need NCCL")
+        self.assertFalse([name for name in points if ".ab." in name])
+        self.assertIn("--ab ignored: the MPI backend runs no NCCL", notes)
+
+    def test_one_gpu_decode_graph_point_and_emulated_ranks(self):
+        points, _ = self.plan(1, "--decode", "hidden=7168,batches=1,64", "--ab", "NCCL_PROTO=LL,Simple")
+        one = points["decode.all_reduce.local.gpu1"]
+        self.assertEqual((words(one, "-np"), words(one, "-G"), words(one, "-d")), ("1", "10", "bfloat16"))
+        emulated = points["decode.all_reduce.share-gpu4"]
+        self.assertEqual((words(emulated, "-np"), words(emulated, "-G")), ("4", "10"))
+        self.assertIn("--share-gpu", emulated)
+        # A/B only where NCCL has a choice: the emulated ranks, not the single rank.
+        self.assertEqual(sorted(name for name in points if ".ab." in name),
+                         ["decode.all_reduce.share-gpu4.ab.PROTO-LL", "decode.all_reduce.share-gpu4.ab.PROTO-Simple"])
+
+
+def rec(point, size, time_us, collective="all_reduce", status="ok", reason=None, emulated=False):
+    return {"point": point, "case_id": f"{collective}.bfloat16.sum.out.{size}", "collective": collective,
+            "requested_bytes": size, "status": status, "reason": reason, "backend": "nccl", "nranks": 8,
+            "emulated": emulated, "in_place": False, "wrong": 0, "graph_launches": 10,
+            "time_us": {"mean": time_us, "p50": time_us, "p99": time_us} if status == "ok" else None,
+            "gated_time_us": time_us if status == "ok" else None, "busbw_gbps": 1.0}
+
+
+def ab_launches(variants):
+    launches = [{"name": "auto", "base_point": "auto"}]
+    for label, env in variants.items():
+        launches.append({"name": label, "base_point": label, "ab": {"of": "auto", "variant": env}})
+    return launches
+
+
+SIZES = [16 << 10, 64 << 10, 128 << 10, 256 << 10, 512 << 10, 1 << 20]
+
+
+class AbVerdict(unittest.TestCase):
+    """ab_verdicts + band_sentence on synthetic records; three repeats a side, spread +-1%."""
+
+    def repeats(self, point, size, centre, spread=0.01, **kwargs):
+        return [rec(f"{point}.rep{k}", size, centre * factor, **kwargs)
+                for k, factor in enumerate((1 - spread, 1.0, 1 + spread), 1)]
+
+    def test_within_noise(self):
+        # Repeats +-2%: s = 0.02 both sides, band = 3 x 1.2533 x 0.02 x sqrt(2/3) = 6.1%; automatic is 3% slower
+        # than Ring (10.3 against 10.0), beyond the 2% threshold but inside the band: within noise.
+        records = []
+        for size in SIZES:
+            records += self.repeats("auto", size, 10.3, 0.02) + self.repeats("ring", size, 10.0, 0.02)
+            records += self.repeats("tree", size, 13.0, 0.02)
+        bands, unmeasured = ab_verdicts(records, ab_launches({"ring": {"NCCL_ALGO": "Ring"}, "tree": {"NCCL_ALGO": "Tree"}}))
+        self.assertEqual(unmeasured, [])
+        self.assertEqual(len(bands), 1)
+        self.assertEqual(band_sentence(bands[0]), "automatic is within noise of the best variant at 16K-1M")
+
+    def test_slower_in_a_band_is_named_with_its_variant_and_sizes(self):
+        records = []
+        ll128 = {"NCCL_ALGO": "Ring", "NCCL_PROTO": "LL128"}
+        for size in SIZES:
+            # automatic is 25% slower than Ring/LL128 at 64K..512K (12.5 against 10.0), equal elsewhere.
+            auto = 12.5 if (64 << 10) <= size <= (512 << 10) else 10.0
+            records += self.repeats("auto", size, auto) + self.repeats("ll128", size, 10.0)
+            records += self.repeats("simple", size, 11.0)
+        bands, _ = ab_verdicts(records, ab_launches({"ll128": ll128, "simple": {"NCCL_ALGO": "Ring", "NCCL_PROTO": "Simple"}}))
+        sentences = [band_sentence(band) for band in bands]
+        self.assertEqual(sentences, ["automatic is within noise of the best variant at 16K",
+                                     "automatic is 25% slower than NCCL_ALGO=Ring NCCL_PROTO=LL128 at 64K-512K",
+                                     "automatic is within noise of the best variant at 1M"])
+
+    def test_faster_and_rejected_variants(self):
+        records = []
+        for size in SIZES[:2]:
+            records += self.repeats("auto", size, 10.0) + self.repeats("ll", size, 14.0)
+            records += [rec(f"tree.rep{k}", size, None, status="error",
+                            reason="NCCL error: invalid usage") for k in (1, 2, 3)]
+        bands, unmeasured = ab_verdicts(records, ab_launches({"ll": {"NCCL_PROTO": "LL"}, "tree": {"NCCL_ALGO": "Tree"}}))
+        self.assertEqual([band_sentence(band) for band in bands], ["automatic is faster than every variant at 16K-64K"])
+        self.assertEqual(len(unmeasured), 1)
+        self.assertEqual(unmeasured[0]["variant"], {"NCCL_ALGO": "Tree"})
+        self.assertIn("invalid usage", unmeasured[0]["reason"])
+
+    def test_emulated_points_are_judged_against_emulated_only_and_labelled(self):
+        records = []
+        for size in SIZES[:1]:
+            records += self.repeats("auto", size, 20.0, emulated=True) + self.repeats("simple", size, 10.0, emulated=True)
+            records += self.repeats("gpu", size, 1.0)  # a real-GPU variant is never set against emulated ranks
+        bands, _ = ab_verdicts(records, ab_launches({"simple": {"NCCL_PROTO": "Simple"}, "gpu": {"NCCL_PROTO": "LL"}}))
+        self.assertEqual([band_sentence(band) for band in bands],
+                         ["automatic is 100% slower than NCCL_PROTO=Simple at 16K (emulated ranks: about this emulation "
+                          "over sockets on one GPU, not a fabric)"])
+
+    def test_one_repeat_a_side_only_calls_large_differences(self):
+        records = []
+        for size in SIZES[:1]:
+            records += [rec("auto", size, 11.0), rec("ll", size, 10.0)]  # 10% apart, one repeat: unknown noise
+        bands, _ = ab_verdicts(records, ab_launches({"ll": {"NCCL_PROTO": "LL"}}))
+        self.assertEqual(bands[0]["verdict"], "inconclusive")
+        records = [rec("auto", SIZES[0], 14.0), rec("ll", SIZES[0], 10.0)]  # 40%: beyond the 15% floor
+        bands, _ = ab_verdicts(records, ab_launches({"ll": {"NCCL_PROTO": "LL"}}))
+        self.assertEqual(band_sentence(bands[0]), "automatic is 40% slower than NCCL_PROTO=LL at 16K")
+
+
+class DecodeReport(TempDirTest):
+    def test_decode_table_and_ab_section(self):
+        run = os.path.join(self.tmp, "R")
+        os.makedirs(os.path.join(run, "nccl", "d.ab.ALGO-Tree.rep1"))
+        with open(os.path.join(run, "nccl", "d.ab.ALGO-Tree.rep1", "h.1.log"), "w") as handle:
+            handle.write("h:1:1 [0] NCCL INFO init\nh:1:1 [0] enqueue.cc:1 NCCL WARN Error : no algorithm/protocol "
+                         "available for function AllGather with datatype ncclBfloat16. NCCL_ALGO was set to Tree.\n")
+        decode = {"collective": "all_reduce", "hidden": 7168, "dtype": "bfloat16", "element_bytes": 2, "topk": None,
+                  "per_step": 122, "batches": [1, 64], "sizes": [14336, 917504]}
+        plan = []
+        records = []
+        for k in (1, 2, 3):
+            for name, extra in (("d", {}), ("d.ab.PROTO-LL", {"ab": {"of": "d", "variant": {"NCCL_PROTO": "LL"}}}),
+                                ("d.ab.ALGO-Tree", {"ab": {"of": "d", "variant": {"NCCL_ALGO": "Tree"}}})):
+                plan.append(dict({"name": f"{name}.rep{k}", "base_point": name, "kind": "local", "nranks": 8,
+                                  "argv": ["coll_perf", "-G", "10"], "hosts": ["h"], "env": {}, "outputs": [],
+                                  "collectives": ["all_reduce"], "sizes": [14336, 917504], "decode": decode}, **extra))
+            for size, auto in ((14336, 20.0), (917504, 40.0)):
+                records.append(dict(rec(f"d.rep{k}", size, auto + 0.1 * k),
+                                    evidence={"tuning": [{"algorithm": "RING", "protocol": "LL"}]}))
+                records.append(rec(f"d.ab.PROTO-LL.rep{k}", size, auto * (0.5 if size == 917504 else 1.0) + 0.1 * k))
+                records.append(rec(f"d.ab.ALGO-Tree.rep{k}", size, None, status="error", reason="internal error"))
+        manifest = {"schema_version": "1.0.0", "run_id": "R", "status": "complete", "plan": plan,
+                    "points": {l["name"]: {"kind": "local", "status": "complete"} for l in plan},
+                    "gates": {"cv_gate_pct": 3.0, "repeat_cv_failures": []}}
+        with open(os.path.join(run, "run_manifest.json"), "w") as handle:
+            json.dump(manifest, handle)
+        with open(os.path.join(run, "cases.jsonl"), "w") as handle:
+            handle.write("".join(json.dumps(r) + "\n" for r in records))
+        result = run_cli(["report", run], env={"CCLBENCH_NO_MATPLOTLIB": "1"})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        text = read_text(os.path.join(run, "report.md"))
+        section = text[text.index("## Decode communication"):text.index("## Algorithm / protocol A/B")]
+        self.assertIn("### d (all_reduce, hidden 7168, bfloat16, 8 rank(s), CUDA graph (-G))", section)
+        # batch 1: median 20.2 us; per step 122 x 20.2 = 2464.4 us.
+        self.assertIn("| 1 | 14336 | 20.20 | 20.20 / 20.20 | 1.00 | RING/LL | 2,464 |", section)
+        self.assertIn("| 64 | 917504 | 40.20 | 40.20 / 40.20 | 1.00 | RING/LL | 4,904 |", section)
+        ab = text[text.index("## Algorithm / protocol A/B"):]
+        self.assertIn("automatic is within noise of the best variant at 14K", ab)
+        self.assertIn("automatic is 99% slower than NCCL_PROTO=LL at 896K", ab)  # 40.2 / 20.2 - 1
+        self.assertIn("| all_reduce | 896K | 40.20 | 20.20 (-50%) | - |", ab)
+        self.assertIn("NCCL_ALGO=Tree beside d: not measured: Error : no algorithm/protocol available for function "
+                      "AllGather", ab)
+
+
+class FakeTwoNodeRun(TempDirTest):
+    """The whole path with the test doubles (fake mpirun and coll_perf), two 'nodes': decode points, an A/B whose
+    NCCL_PROTO=Simple variant is 2x faster and whose NCCL_ALGO=Tree variant NCCL refuses."""
+
+    def test_decode_and_ab_baseline_report(self):
+        result = run_cli(["baseline", "--hosts", "localhost,127.0.0.1", "--gpus-per-node", "8", "--hcas",
+                          "mlx5_0:1,mlx5_3:1", "-b", "8K", "-e", "8K", "-n", "3", "-w", "1", "--repeat", "2",
+                          "--cross-nic", "1", "--decode", "hidden=7168,batches=1,64,per_step=122",
+                          "--ab", "NCCL_ALGO=Ring,Tree", "--ab", "NCCL_PROTO=Simple"] + self.fake_args("F"),
+                         env={"FAKE_COLL_FAST_ENV": "NCCL_PROTO=Simple:0.5", "FAKE_COLL_NCCL_REJECT": "NCCL_ALGO=Tree",
+                              "CCLBENCH_NO_MATPLOTLIB": "1"})
+        run = os.path.join(self.results, "F")
+        # The refused variant is a finding, not a failed baseline.
+        self.assertEqual(result.returncode, 0, result.stderr)
+        with open(os.path.join(run, "run_manifest.json")) as handle:
+            manifest = json.load(handle)
+        failed = sorted(name for name, state in manifest["points"].items() if state["status"] != "complete")
+        self.assertTrue(failed and all(".ab.ALGO-Tree" in name for name in failed), failed)
+        records = read_jsonl(os.path.join(run, "cases.jsonl"))
+        decode = {(r["point"], r["requested_bytes"]) for r in records if r["point"].startswith("decode.") and not r["in_place"]}
+        self.assertIn(("decode.all_reduce.inter.cross1.rails-both.rep1", 14336), decode)
+        self.assertIn(("decode.all_reduce.intra.localhost.rep2", 917504), decode)
+        self.assertEqual({r["dtype"] for r in records if r["point"].startswith("decode.")}, {"bfloat16"})
+        text = read_text(os.path.join(run, "report.md"))
+        self.assertIn("## Decode communication", text)
+        ab = text[text.index("## Algorithm / protocol A/B"):]
+        for base in ("decode.all_reduce.intra.localhost", "decode.all_reduce.inter.cross1.rails-both"):
+            self.assertIn(f"| {base} | all_reduce | 14K-896K | automatic is 100% slower than NCCL_ALGO=Ring "
+                          "NCCL_PROTO=Simple at 14K-896K |", ab)
+            self.assertIn(f"- NCCL_ALGO=Tree NCCL_PROTO=Simple beside {base}: not measured: Error : no algorithm/protocol "
+                          "available for function AllReduce with datatype ncclBfloat16. NCCL_ALGO was set to Tree. "
+                          "(NCCL's log)", ab)
+
+
+APPS = os.path.join(BINARY_DIR, "bench", "apps")
+MISSING = [tool for tool in ("coll_perf", "topo_map") if not os.access(os.path.join(APPS, tool), os.X_OK)]
+if not shutil.which("mpirun"):
+    MISSING.append("mpirun")
+
+
+@unittest.skipIf(MISSING, f"not built or not installed: {', '.join(MISSING)}")
+class RealDecodeRun(TempDirTest):
+    def test_decode_baseline_end_to_end_on_the_mpi_backend(self):
+        """The real coll_perf under the real mpirun, no GPU visible: the decode points' records carry exactly
+        the hand-computed sizes and are checked correct; the report has the decode table."""
+        result = run_cli(["baseline", "-b", "8K", "-e", "8K", "-n", "2", "-w", "1", "--repeat", "1", "--timeout", "60",
+                          "--launch-timeout", "240", "--decode", "hidden=7168,batches=1,64,collectives=all_reduce,alltoall,"
+                          "topk=8,per_step=122", "--ab", "NCCL_PROTO=LL", "--bin-dir", APPS, "--results", self.results,
+                          "--run-id", "D"], timeout=600)
+        run = os.path.join(self.results, "D")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        records = [r for r in read_jsonl(os.path.join(run, "cases.jsonl")) if r["point"].startswith("decode.")]
+        sizes = {(r["collective"], r["requested_bytes"]) for r in records}
+        self.assertEqual(sizes, {("all_reduce", 14336), ("all_reduce", 917504), ("alltoall", 114688),
+                                 ("alltoall", 7340032)})
+        self.assertTrue(all(r["status"] == "ok" and r["wrong"] == 0 and r["backend"] == "mpi" for r in records))
+        self.assertFalse([r for r in read_jsonl(os.path.join(run, "cases.jsonl")) if ".ab." in r["point"]])
+        text = read_text(os.path.join(run, "report.md"))
+        self.assertIn("## Decode communication", text)
+        self.assertIn("| 64 | 7340032 |", text)
+        ok, errors = validate("run_manifest.schema.json", os.path.join(run, "run_manifest.json"))
+        self.assertTrue(ok, errors)
+
+
+if __name__ == "__main__":
+    unittest.main()
