@@ -38,7 +38,7 @@ class InjectedWrong(TempDirTest):
         return args
 
     def baseline(self, run_id, env):
-        return run_cli(["baseline", "-b", "8K", "-e", "16K", "-n", "3", "-w", "1", "--coll", "all_gather,alltoall",
+        return run_cli(["baseline", "-b", "8K", "-e", "16K", "-n", "3", "-w", "1", "--coll", "all_gather,alltoall", "--repeat", "1",
                         "--timeout", "60", "--launch-timeout", "240"] + self.common(run_id), env=env, timeout=600)
 
     def test_baseline_report_and_compare_name_the_case(self):
