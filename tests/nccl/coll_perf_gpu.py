@@ -125,8 +125,8 @@ def describe(out, err):
     return f"stdout:\n{out[-3000:]}\nstderr:\n{err[-4000:]}"
 
 
-# NCCL 2.28 returns ncclInvalidArgument for ncclAvg on fp8: coll_perf skips those with this reason.
-FP8_AVG = r"NCCL rejects ncclAvg on fp8"
+# NCCL 2.28 returns ncclInvalidArgument for ncclAvg and PreMulSum on fp8: coll_perf skips those with this reason.
+FP8_AVG = r"NCCL rejects (ncclAvg|PreMulSum) on fp8"
 
 
 def assert_all_ok(document, out, err, allowed_skips=()):
