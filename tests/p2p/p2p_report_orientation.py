@@ -28,7 +28,7 @@ def main(argv):
     with open(argv[2]) as handle:
         document = json.load(handle)
     with tempfile.TemporaryDirectory() as plots:
-        lines = report.p2p_section(types.SimpleNamespace(p2p={"node1": document}), None, plots)
+        lines = report.p2p_section(types.SimpleNamespace(p2p={"node1": document}, topology={}), None, plots)
     text = "\n".join(lines)
     try:
         return check(text.splitlines(), text)

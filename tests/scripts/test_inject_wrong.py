@@ -76,7 +76,7 @@ class InjectedWrong(TempDirTest):
         self.assertEqual(comparison.returncode, 1, comparison.stdout + comparison.stderr)
         rows = [line for line in comparison.stdout.splitlines() if f"| {target} |" in line]
         self.assertEqual(len(rows), 1, comparison.stdout)
-        self.assertIn("REGRESSION: failed in B", rows[0])
+        self.assertIn("REGRESSION: failed (5 wrong elements over 1 checked runs) in B", rows[0])
 
     def test_smoke_fails_and_the_junit_names_the_case(self):
         # Every AllGather case fails (3 sizes x 2 placements); the JUnit failure of each MPI part

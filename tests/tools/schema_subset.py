@@ -16,7 +16,7 @@ _ANNOTATIONS = {"$schema", "$id", "$comment", "title", "description", "default",
 _KEYWORDS = {
     "type", "enum", "const", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
     "minLength", "maxLength", "pattern", "properties", "patternProperties", "additionalProperties",
-    "required", "propertyNames", "minProperties", "maxProperties", "items", "minItems", "maxItems",
+    "required", "propertyNames", "minProperties", "maxProperties", "items", "prefixItems", "minItems", "maxItems",
     "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "$ref",
 }
 
@@ -99,7 +99,7 @@ class Validator:
             if key in ("properties", "patternProperties", "$defs"):
                 for child in value.values():
                     self._check_keywords(child, seen)
-            elif key in ("allOf", "anyOf", "oneOf"):
+            elif key in ("allOf", "anyOf", "oneOf", "prefixItems"):
                 for child in value:
                     self._check_keywords(child, seen)
             elif key in ("items", "additionalProperties", "propertyNames", "not", "if", "then", "else"):
@@ -220,8 +220,12 @@ class Validator:
             yield path, f"{instance!r} should have at least {schema['minItems']} items"
         if "maxItems" in schema and len(instance) > schema["maxItems"]:
             yield path, f"{instance!r} should have at most {schema['maxItems']} items"
+        # Draft 2020-12: prefixItems validates the leading positions; items then applies to the rest.
+        prefix = schema.get("prefixItems", [])
+        for index, (item, child) in enumerate(zip(instance, prefix)):
+            yield from self._errors(item, child, path + [index], base)
         if "items" in schema:
-            for index, item in enumerate(instance):
+            for index, item in enumerate(instance[len(prefix):], start=len(prefix)):
                 yield from self._errors(item, schema["items"], path + [index], base)
 
     def _combinator_errors(self, instance, schema, path, base):
