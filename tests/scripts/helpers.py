@@ -14,6 +14,8 @@ CCLBENCH = os.path.join(SOURCE_DIR, "scripts", "cclbench")
 FAKE_BIN = os.path.join(HERE, "fake_bin")
 FAKE_MPIRUN = os.path.join(FAKE_BIN, "mpirun")
 VALIDATOR = os.path.join(SOURCE_DIR, "tests", "tools", "validate_json.py")
+REAL_APPS = os.path.join(BINARY_DIR, "bench", "apps")
+EXTRA_MPIRUN = os.environ.get("CCLBENCH_TEST_MPIRUN_ARGS", "")
 SCHEMA_DIR = os.path.join(SOURCE_DIR, "results_schema")
 
 sys.path.insert(0, os.path.join(SOURCE_DIR, "scripts"))
@@ -89,6 +91,13 @@ class TempDirTest(unittest.TestCase):
         self.assertNotIn("Traceback", result.stderr)
         if contains:
             self.assertIn(contains, lines[-1])
+
+    def real_args(self, run_id):
+        """The CLI's arguments for runs with the real tools (build/bench/apps) and the real mpirun."""
+        args = ["--bin-dir", REAL_APPS, "--results", self.results, "--run-id", run_id]
+        if EXTRA_MPIRUN:
+            args.append(f"--mpirun-args={EXTRA_MPIRUN}")
+        return args
 
     def fake_args(self, run_id):
         return ["--bin-dir", FAKE_BIN, "--mpirun", FAKE_MPIRUN, "--results", self.results, "--run-id", run_id]

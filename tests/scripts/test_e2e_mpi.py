@@ -28,10 +28,7 @@ def schema_for(*stems):
 @unittest.skipIf(SKIP_REASON, SKIP_REASON)
 class RealTools(TempDirTest):
     def common(self, run_id):
-        args = ["--bin-dir", APPS, "--results", self.results, "--run-id", run_id]
-        if EXTRA_MPIRUN:
-            args.append(f"--mpirun-args={EXTRA_MPIRUN}")
-        return args
+        return self.real_args(run_id)
 
     def assertValid(self, schema, *paths):
         self.assertTrue(schema, "no schema to validate against")

@@ -32,10 +32,7 @@ def clean_env():
 @unittest.skipIf(SKIP_REASON, SKIP_REASON)
 class InjectedWrong(TempDirTest):
     def common(self, run_id):
-        args = ["--bin-dir", APPS, "--results", self.results, "--run-id", run_id]
-        if EXTRA_MPIRUN:
-            args.append(f"--mpirun-args={EXTRA_MPIRUN}")
-        return args
+        return self.real_args(run_id)
 
     def baseline(self, run_id, env):
         return run_cli(["baseline", "-b", "8K", "-e", "16K", "-n", "3", "-w", "1", "--coll", "all_gather,alltoall", "--repeat", "1",
