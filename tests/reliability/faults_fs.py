@@ -63,9 +63,9 @@ def run(argv, env=None, preexec=None, timeout=120, cwd=None):
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout, cwd=cwd)
 
 
-def run_quietly(argv, preexec):
+def run_quietly(argv, preexec, env=None):
     try:
-        return run(argv, preexec=preexec, cwd="/").returncode == 0
+        return run(argv, env=env, preexec=preexec, cwd="/").returncode == 0
     except OSError:
         return False
 
@@ -92,7 +92,7 @@ def refusal_rows(args, folder):
 def check_refusals(args, folder, preexec, label):
     notes = []
     for name, argv in refusal_rows(args, folder):
-        result = run(argv, preexec=preexec, cwd="/")
+        result = run(argv, env=getattr(args, "env", None), preexec=preexec, cwd="/")
         err = result.stderr.decode(errors="replace")
         if name == "cclbench plan" and result.returncode == 0:
             # plan only prints unless asked to write; it must not have created anything either.
@@ -112,6 +112,28 @@ def check_refusals(args, folder, preexec, label):
 STAGED_TOOLS = ("coll_perf", "topo_map", "nccl_evidence")
 STAGED_SOURCES = (("scripts", "cclbench"), ("scripts", "cclbench_lib"), ("tests", "data", "topology", "rtxpro_2socket.xml"),
                   ("tests", "data", "evidence", "logs", "single_rank"))
+
+
+def staged_sanitizer_env(stage):
+    """rc.base_env() with every sanitizer `suppressions=FILE` copied into the stage and pointed there.
+
+    Under ci_sanitize.sh LSAN_OPTIONS names a suppressions file inside the checkout; uid 65534 cannot
+    read it from a private checkout, and the sanitizer runtime aborts every tool it starts."""
+    env = rc.base_env()
+    for name in ("ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS"):
+        if not env.get(name):
+            continue
+        options = []
+        for option in env[name].split(":"):
+            key, _, value = option.partition("=")
+            if key == "suppressions" and value:
+                copy = os.path.join(stage, "sanitizer", f"{name.lower()}.{os.path.basename(value)}")
+                os.makedirs(os.path.dirname(copy), exist_ok=True)
+                shutil.copy2(value, copy)
+                option = f"suppressions={copy}"
+            options.append(option)
+        env[name] = ":".join(options)
+    return env
 
 
 def nobody_stage(args):
@@ -134,6 +156,7 @@ def nobody_stage(args):
             continue
         try:
             os.makedirs(os.path.join(stage, "bin"))
+            env = staged_sanitizer_env(stage)
             for name in STAGED_TOOLS:
                 shutil.copy2(tool(args, name), os.path.join(stage, "bin", name))
             for parts in STAGED_SOURCES:
@@ -150,13 +173,14 @@ def nobody_stage(args):
                     path = os.path.join(root, name)
                     os.chmod(path, 0o755 if os.access(path, os.X_OK) else 0o644)
             os.chmod(stage, 0o755)
-            probe = run([os.path.join(stage, "bin", "topo_map"), "--help"], preexec=as_nobody, cwd="/")
+            probe = run([os.path.join(stage, "bin", "topo_map"), "--help"], env=env, preexec=as_nobody, cwd="/")
             # cclbench runs under an interpreter that user can reach too (not one under /root).
             python = next((candidate for candidate in (args.python, "/usr/bin/python3")
-                           if os.path.exists(candidate) and run_quietly([candidate, "-c", "pass"], as_nobody)), None)
+                           if os.path.exists(candidate) and run_quietly([candidate, "-c", "pass"], as_nobody, env)), None)
             if probe.returncode == 0 and python:
                 staged = argparse.Namespace(**vars(args))
                 staged.source_dir, staged.bin_dir, staged.python = stage, os.path.join(stage, "bin"), python
+                staged.env = env
                 return staged, stage
             if not python:
                 reasons.append(f"no python3 that uid {NOBODY} can run ({args.python}, /usr/bin/python3)")
