@@ -29,6 +29,9 @@ import signal
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools"))
+from gpu_presence import skip_or_fail_reason  # noqa: E402
+
 SKIP = 77
 VARIABLE = "CCLBENCH_INJECT_WRONG"
 CRASH = re.compile(r"terminate called|what\(\):|Segmentation fault|core dumped|Traceback \(most recent")
@@ -343,7 +346,13 @@ def main():
         if args.only.startswith("nccl"):
             available, reason = gpu_available(args)
             if not available:
-                print(f"SKIP: no GPU for the NCCL backend: {reason}")
+                # Skip only when no GPU is here by an independent check (tests/tools/gpu_presence.py), as
+                # tests/nccl/coll_perf_gpu.py does; a build without CUDA/NCCL has nothing to run.
+                verdict, why = ("skip", reason) if "without CUDA" in reason else skip_or_fail_reason(reason)
+                if verdict == "fail":
+                    print(f"FAIL {args.only}: {why}")
+                    return 1
+                print(f"SKIP: no GPU for the NCCL backend: {why}")
                 return SKIP
         summary = CHECKS[args.only](args)
     except Failure as failure:

@@ -37,15 +37,7 @@ print('ok: 24 records over 2 cycles')
 if(NOT check_status EQUAL 0)
   message(FATAL_ERROR "record checks failed")
 endif()
-foreach(pair "coll_perf.schema.json;out.json" "case_record.schema.json;out.jsonl")
-  list(GET pair 0 schema)
-  list(GET pair 1 file)
-  execute_process(COMMAND ${PYTHON} ${SOURCE_DIR}/tests/tools/validate_json.py ${SOURCE_DIR}/results_schema/${schema} ${WORK_DIR}/${file}
-                  RESULT_VARIABLE schema_status)
-  if(NOT schema_status EQUAL 0)
-    message(FATAL_ERROR "${file} does not validate against ${schema}")
-  endif()
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/validate_outputs.cmake)
 foreach(flag "-G;2" "-R;1" "-x;0" "-m;2" "-u;1")
   execute_process(
     COMMAND ${MPIEXEC} --oversubscribe --allow-run-as-root -np 2 ${COLL_PERF} --backend mpi -b 8K -e 8K ${flag}
