@@ -2,6 +2,7 @@
 #include <map>
 #include <set>
 #include <tuple>
+#include <utility>
 
 #include "bench/evidence/nccl_evidence.hpp"
 
@@ -117,10 +118,10 @@ nlohmann::json to_json(const EvidenceSummary& summary) {
                          {"pid", process.pid >= 0 ? nlohmann::json(process.pid) : nlohmann::json(nullptr)},
                          {"nccl_version", text_or_null(process.nccl_version)},
                          {"networks", process.networks},
-                         {"ib_devices", ib},
+                         {"ib_devices", std::move(ib)},
                          {"ib_oob", text_or_null(process.ib_oob)},
                          {"ib_no_device", process.ib_no_device},
-                         {"socket_devices", sockets}});
+                         {"socket_devices", std::move(sockets)}});
   }
   nlohmann::json communicators = nlohmann::json::array();
   for (const CommunicatorEvidence& comm : summary.communicators) {
@@ -170,7 +171,7 @@ nlohmann::json to_json(const EvidenceSummary& summary) {
                              {"transport", connection.transport},
                              {"net", text_or_null(connection.net)},
                              {"net_dev", optional_json(connection.net_dev)},
-                             {"device", device},
+                             {"device", std::move(device)},
                              {"proxy_rank", optional_json(connection.proxy_rank)},
                              {"gdr", connection.gdr},
                              {"reported_by_rank", connection.reported_by_rank},
@@ -185,7 +186,7 @@ nlohmann::json to_json(const EvidenceSummary& summary) {
       const NetDevice* found = device_of(summary, owner_host, owner_pid, net, index);
       nlohmann::json name = nullptr;
       if (found) name = found->port ? found->name + ":" + std::to_string(*found->port) : found->name;
-      used.push_back({{"host", text_or_null(host)}, {"net", net}, {"net_dev", index}, {"device", name}, {"connections", count}});
+      used.push_back({{"host", text_or_null(host)}, {"net", net}, {"net_dev", index}, {"device", std::move(name)}, {"connections", count}});
     }
     nlohmann::json tuning = nlohmann::json::array();
     for (const TuningChoice& choice : comm.tuning) tuning.push_back(to_json(choice));
@@ -193,21 +194,21 @@ nlohmann::json to_json(const EvidenceSummary& summary) {
                              {"nranks", optional_json(comm.nranks)},
                              {"nnodes", optional_json(comm.nnodes)},
                              {"ranks_in_logs", comm.ranks.size()},
-                             {"ranks", ranks},
-                             {"transport_classes", class_counts},
-                             {"net_devices_used", used},
+                             {"ranks", std::move(ranks)},
+                             {"transport_classes", std::move(class_counts)},
+                             {"net_devices_used", std::move(used)},
                              {"ring_pxn", optional_json(comm.ring_pxn)},
                              {"ring_gdr", optional_json(comm.ring_gdr)},
-                             {"connections", connections},
-                             {"tuning", tuning}});
+                             {"connections", std::move(connections)},
+                             {"tuning", std::move(tuning)}});
   }
   nlohmann::json unattributed = nlohmann::json::array();
   for (const TuningChoice& choice : summary.unattributed_tuning) unattributed.push_back(to_json(choice));
-  return {{"inputs", inputs},
+  return {{"inputs", std::move(inputs)},
           {"nccl_versions", summary.nccl_versions},
-          {"processes", processes},
-          {"communicators", communicators},
-          {"unattributed_tuning", unattributed},
+          {"processes", std::move(processes)},
+          {"communicators", std::move(communicators)},
+          {"unattributed_tuning", std::move(unattributed)},
           {"warnings", summary.warnings},
           {"notes", summary.notes}};
 }
