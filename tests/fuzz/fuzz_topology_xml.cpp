@@ -3,6 +3,7 @@
 // the input. A finding is another exception, a sanitizer report or a hang (-timeout).
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <string_view>
@@ -23,7 +24,10 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   // (half of all CPU time, mostly dlopen relocations and munmap TLB shootdowns). This one is never
   // loaded or used; it only keeps the registry, and so the same plugins, alive for the process.
   static hwloc_topology_t keep_components_loaded = nullptr;
-  if (hwloc_topology_init(&keep_components_loaded) != 0) return 1;
+  if (hwloc_topology_init(&keep_components_loaded) != 0) {
+    std::fputs("fuzz_topology_xml: hwloc_topology_init failed\n", stderr);
+    std::abort();
+  }
   return 0;
 }
 
