@@ -56,7 +56,7 @@ for target in "${targets[@]}"; do
   case $target in
     parse_config) extra=(-dict="$repo/tests/fuzz/parse_config.dict") ;;
     # nccl_log: the largest seed (~50 log lines) plus a little: every record kind and every cap
-    # (50 warnings, 10 notes per kind) fits; longer inputs only repeat lines, at ~20 us of ASan
+    # (50 warnings, 10 notes per kind) fits; longer inputs only repeat lines, at ~30 us of ASan
     # time per line (tests/fuzz/findings/README.md).
     nccl_log) extra=(-dict="$repo/tests/fuzz/nccl_log.dict" -max_len=4608) ;;
     # hwloc leaks on some error paths of malformed XML (third-party, no symbols to suppress by):
