@@ -4,7 +4,7 @@
 //
 // BM_LaunchPathNoop: the loop driven with a no-op NCCL call layer, so it runs on any machine and
 // isolates what our code adds around NCCL (pointer arithmetic, rotation, dispatch). The counter
-// ns_per_gpu is the time per iteration / N; nccl_calls and groups count what the loop issued per
+// per_gpu is the CPU time per iteration / N, in seconds; nccl_calls and groups count what the loop issued per
 // iteration (one group around all GPUs, N collectives).
 // BM_LaunchPathNccl: the same loop on real communicators over min(N, visible GPUs) devices (the
 // counter gpus says how many), 8 KiB float per rank: manual time = host clock around 20 launches
@@ -131,8 +131,9 @@ void BM_LaunchPathNoop(benchmark::State& state) {
     if (result.result != ncclSuccess) return state.SkipWithError(result.call);
   }
   const auto iterations = static_cast<double>(state.iterations());
-  state.counters["ns_per_gpu"] =
-      benchmark::Counter(static_cast<double>(gpus) * 1e-9, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  // Seconds of CPU time per GPU and iteration (printed with an SI prefix: 9.5n = 9.5 ns).
+  state.counters["per_gpu"] =
+      benchmark::Counter(static_cast<double>(gpus), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
   state.counters["nccl_calls"] = benchmark::Counter(static_cast<double>(noop_counts.collectives) / iterations);
   state.counters["groups"] = benchmark::Counter(static_cast<double>(noop_counts.groups) / iterations);
 }

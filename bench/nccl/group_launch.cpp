@@ -94,57 +94,78 @@ GroupLauncher::GroupLauncher(const NcclCalls& calls, std::vector<LaunchTarget> t
                              int unalign_elements)
     : calls_(calls), targets_(std::move(targets)), nranks_(nranks), buffer_bytes_(buffer_bytes), unalign_elements_(unalign_elements) {}
 
-std::uint64_t GroupLauncher::rotation_shift(const CaseSpec& spec, int iteration) const {
-  const std::uint64_t size = spec.counts.size_bytes();
-  if (size == 0) return 0;
-  const std::uint64_t steps = std::max<std::uint64_t>(1, buffer_bytes_ / size);
-  return size * (static_cast<std::uint64_t>(iteration) % steps);
+bool GroupLauncher::prepared_for(const CaseSpec& spec) const {
+  if (!prepared_) return false;
+  const CaseSpec& known = prepared_->spec;
+  const ByteCounts& a = known.counts;
+  const ByteCounts& b = spec.counts;
+  return known.collective == spec.collective && known.dtype == spec.dtype && known.op == spec.op && known.root == spec.root &&
+         known.in_place == spec.in_place && a.send_count == b.send_count && a.recv_count == b.recv_count &&
+         a.param_count == b.param_count && a.send_inplace_offset == b.send_inplace_offset &&
+         a.recv_inplace_offset == b.recv_inplace_offset && a.element_size == b.element_size;
 }
 
-LaunchResult GroupLauncher::launch_one(const CaseSpec& spec, std::size_t index, std::uint64_t shift) {
+void GroupLauncher::prepare(const CaseSpec& spec) {
+  Prepared prepared;
+  prepared.spec = spec;
+  prepared.type = nccl_type(spec.dtype);
+  prepared.op = nccl_op(spec.op);
+  prepared.premul = spec.op == ReduceOp::mulsum && descriptor_of(spec.collective).reduces;
+  prepared.slot_bytes = spec.counts.size_bytes();
+  prepared.slots = prepared.slot_bytes == 0 ? 1 : std::max<std::uint64_t>(1, buffer_bytes_ / prepared.slot_bytes);
+  for (const LaunchTarget& target : targets_) {
+    prepared.base.push_back(case_pointers(spec, target.send_base, target.recv_base, target.rank, 0, unalign_elements_));
+  }
+  prepared_ = std::move(prepared);
+}
+
+LaunchResult GroupLauncher::launch_one(std::size_t index, std::uint64_t shift) {
+  const Prepared& prepared = *prepared_;
+  const CaseSpec& spec = prepared.spec;
   const LaunchTarget& target = targets_[index];
   const ncclComm_t comm = target.comm;
   const cudaStream_t stream = target.stream;
-  const CasePointers p = case_pointers(spec, target.send_base, target.recv_base, target.rank, shift, unalign_elements_);
-  const ncclDataType_t type = nccl_type(spec.dtype);
+  const void* send = static_cast<const char*>(prepared.base[index].send) + shift;
+  void* recv = static_cast<char*>(prepared.base[index].recv) + shift;
+  const ncclDataType_t type = prepared.type;
   const std::uint64_t count = spec.counts.param_count;
-  const std::uint64_t element = spec.counts.element_size;
   // mulsum: created for this call and destroyed after it is enqueued, as nccl-tests does.
   std::optional<PremulSumOp> premul;
-  ncclRedOp_t op = nccl_op(spec.op);
-  if (spec.op == ReduceOp::mulsum && descriptor_of(spec.collective).reduces) {
+  ncclRedOp_t op = prepared.op;
+  if (prepared.premul) {
     premul.emplace(calls_, spec.dtype, target.rank, comm);
     if (premul->result() != ncclSuccess) return {premul->result(), "ncclRedOpCreatePreMulSum", index};
     op = premul->op();
   }
   switch (spec.collective) {
     case Collective::all_reduce:
-      return {calls_.all_reduce(p.send, p.recv, count, type, op, comm, stream), "ncclAllReduce", index};
+      return {calls_.all_reduce(send, recv, count, type, op, comm, stream), "ncclAllReduce", index};
     case Collective::all_gather:
-      return {calls_.all_gather(p.send, p.recv, count, type, comm, stream), "ncclAllGather", index};
+      return {calls_.all_gather(send, recv, count, type, comm, stream), "ncclAllGather", index};
     case Collective::reduce_scatter:
-      return {calls_.reduce_scatter(p.send, p.recv, count, type, op, comm, stream), "ncclReduceScatter", index};
+      return {calls_.reduce_scatter(send, recv, count, type, op, comm, stream), "ncclReduceScatter", index};
     case Collective::broadcast:
-      return {calls_.broadcast(p.send, p.recv, count, type, spec.root, comm, stream), "ncclBroadcast", index};
+      return {calls_.broadcast(send, recv, count, type, spec.root, comm, stream), "ncclBroadcast", index};
     case Collective::reduce:
-      return {calls_.reduce(p.send, p.recv, count, type, op, spec.root, comm, stream), "ncclReduce", index};
+      return {calls_.reduce(send, recv, count, type, op, spec.root, comm, stream), "ncclReduce", index};
     case Collective::alltoall: {
       // NCCL 2.28 has a native AlltoAll (what nccl-tests 2.19 calls there); older libraries, and
       // this build run against one, get the grouped ncclSend/ncclRecv form.
-      if (calls_.alltoall != nullptr) return {calls_.alltoall(p.send, p.recv, count, type, comm, stream), "ncclAlltoAll", index};
+      if (calls_.alltoall != nullptr) return {calls_.alltoall(send, recv, count, type, comm, stream), "ncclAlltoAll", index};
+      const std::uint64_t block_bytes = count * spec.counts.element_size;
       ncclResult_t result = calls_.group_start();
       for (int peer = 0; peer < nranks_ && result == ncclSuccess; ++peer) {
-        const std::uint64_t offset = static_cast<std::uint64_t>(peer) * count * element;
-        result = calls_.send(static_cast<const char*>(p.send) + offset, count, type, peer, comm, stream);
-        if (result == ncclSuccess) result = calls_.recv(static_cast<char*>(p.recv) + offset, count, type, peer, comm, stream);
+        const std::uint64_t offset = static_cast<std::uint64_t>(peer) * block_bytes;
+        result = calls_.send(static_cast<const char*>(send) + offset, count, type, peer, comm, stream);
+        if (result == ncclSuccess) result = calls_.recv(static_cast<char*>(recv) + offset, count, type, peer, comm, stream);
       }
       const ncclResult_t end = calls_.group_end();
       return {result != ncclSuccess ? result : end, "ncclSend/ncclRecv (alltoall)", index};
     }
     case Collective::sendrecv: {
       ncclResult_t result = calls_.group_start();
-      if (result == ncclSuccess) result = calls_.send(p.send, count, type, (target.rank + 1) % nranks_, comm, stream);
-      if (result == ncclSuccess) result = calls_.recv(p.recv, count, type, (target.rank - 1 + nranks_) % nranks_, comm, stream);
+      if (result == ncclSuccess) result = calls_.send(send, count, type, (target.rank + 1) % nranks_, comm, stream);
+      if (result == ncclSuccess) result = calls_.recv(recv, count, type, (target.rank - 1 + nranks_) % nranks_, comm, stream);
       const ncclResult_t end = calls_.group_end();
       return {result != ncclSuccess ? result : end, "ncclSend/ncclRecv (sendrecv)", index};
     }
@@ -153,6 +174,8 @@ LaunchResult GroupLauncher::launch_one(const CaseSpec& spec, std::size_t index, 
 }
 
 LaunchResult GroupLauncher::launch(const CaseSpec& spec, int iteration, int ops) {
+  if (!prepared_for(spec)) prepare(spec);
+  const Prepared& prepared = *prepared_;
   const bool grouped = targets_.size() > 1 || ops > 1;
   LaunchResult result;
   if (grouped) {
@@ -160,8 +183,9 @@ LaunchResult GroupLauncher::launch(const CaseSpec& spec, int iteration, int ops)
     result.call = "ncclGroupStart";
   }
   for (int op_index = 0; op_index < ops && result.result == ncclSuccess; ++op_index) {
-    const std::uint64_t shift = rotation_shift(spec, iteration * ops + op_index);
-    for (std::size_t i = 0; i < targets_.size() && result.result == ncclSuccess; ++i) result = launch_one(spec, i, shift);
+    const auto slot = static_cast<std::uint64_t>(iteration * ops + op_index);
+    const std::uint64_t shift = prepared.slot_bytes * (slot % prepared.slots);
+    for (std::size_t i = 0; i < targets_.size() && result.result == ncclSuccess; ++i) result = launch_one(i, shift);
   }
   if (grouped) {
     const ncclResult_t end = calls_.group_end();

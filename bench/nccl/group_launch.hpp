@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "bench/collectives/collective.hpp"
@@ -96,19 +97,32 @@ class GroupLauncher {
 
   // One iteration: `ops` collectives (-m) on every target, all inside one group (required when
   // one thread drives several communicators, or NCCL would wait for the first before launching
-  // the next); each op on its own rotation slot, nccl-tests' iter * agg_iters + aiter.
+  // the next); each op on its own rotation slot, nccl-tests' iter * agg_iters + aiter. The first
+  // launch of a case works out what does not change between its launches (see Prepared).
   LaunchResult launch(const CaseSpec& spec, int iteration, int ops);
-
-  // nccl-tests' rotation: consecutive iterations use successive message-sized slots of the
-  // buffers, so no iteration finds its data in cache from the previous one.
-  std::uint64_t rotation_shift(const CaseSpec& spec, int iteration) const;
 
   const std::vector<LaunchTarget>& targets() const { return targets_; }
 
  private:
-  LaunchResult launch_one(const CaseSpec& spec, std::size_t index, std::uint64_t shift);
+  // The parts of a launch that depend only on the case, computed once per case instead of once
+  // per GPU and call: NCCL type and op, rotation slots, each GPU's slot-0 pointers.
+  struct Prepared {
+    CaseSpec spec;  // the case these were computed for (compared field by field, no strings)
+    ncclDataType_t type = ncclFloat32;
+    ncclRedOp_t op = ncclSum;
+    bool premul = false;  // mulsum: an op per GPU and call (PremulSumOp)
+    // nccl-tests' rotation: consecutive iterations use successive message-sized slots of the
+    // buffers, so no iteration finds its data in cache from the previous one.
+    std::uint64_t slot_bytes = 0;
+    std::uint64_t slots = 1;
+    std::vector<CasePointers> base;  // per target
+  };
+  bool prepared_for(const CaseSpec& spec) const;
+  void prepare(const CaseSpec& spec);
+  LaunchResult launch_one(std::size_t index, std::uint64_t shift);
 
   NcclCalls calls_{};
+  std::optional<Prepared> prepared_;
   std::vector<LaunchTarget> targets_;
   int nranks_ = 0;
   std::uint64_t buffer_bytes_ = 0;
