@@ -7,9 +7,10 @@
 // per_gpu is the CPU time per iteration / N, in seconds; nccl_calls and groups count what the loop issued per
 // iteration (one group around all GPUs, N collectives).
 // BM_LaunchPathNccl: the same loop on real communicators over min(N, visible GPUs) devices (the
-// counter gpus says how many), 8 KiB float per rank: manual time = host clock around 20 launches
-// and their completion / 20 (coll_perf's batch time), launch_us = host time inside the launches
-// alone per iteration. Skipped without a GPU.
+// counter gpus says how many), 8 KiB float per rank, buffers from cudaMalloc (/0, coll_perf's) or
+// ncclMemAlloc (/1, nccl-tests 2.19's): manual time = host clock around 20 launches and their
+// completion / 20 (coll_perf's batch time), launch_us = host time inside the launches alone per
+// iteration. No MPI and no NCCL_DEBUG in this process, unlike coll_perf. Skipped without a GPU.
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -20,7 +21,9 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/collectives/collective.hpp"
@@ -138,17 +141,45 @@ void BM_LaunchPathNoop(benchmark::State& state) {
   state.counters["groups"] = benchmark::Counter(static_cast<double>(noop_counts.groups) / iterations);
 }
 
+// Device memory from ncclMemAlloc, as nccl-tests 2.19 allocates its buffers (coll_perf uses
+// cudaMalloc except with -R 2): the micro benchmark runs both to tell whether that matters.
+class NcclMemAllocBuffer {
+ public:
+  NcclMemAllocBuffer(int device, std::size_t bytes) : device_(device) {
+    DeviceScope scope(device);
+    const ncclResult_t result = ncclMemAlloc(&data_, bytes);
+    if (result != ncclSuccess) {
+      data_ = nullptr;
+      throw std::runtime_error(std::string("ncclMemAlloc: ") + ncclGetErrorString(result));
+    }
+  }
+  ~NcclMemAllocBuffer() {
+    if (data_ == nullptr) return;
+    DeviceScope scope(device_);
+    ncclMemFree(data_);
+  }
+  NcclMemAllocBuffer(const NcclMemAllocBuffer&) = delete;
+  NcclMemAllocBuffer& operator=(const NcclMemAllocBuffer&) = delete;
+  void* get() const { return data_; }
+
+ private:
+  int device_;
+  void* data_ = nullptr;
+};
+
 // Communicators, streams and buffers on `gpus` devices of this process (ncclCommInitAll, as
-// nccl-tests' -g), made once per GPU count and kept for the whole run.
+// nccl-tests' -g), made once per GPU count and buffer kind and kept for the whole run.
 struct RealGroup {
   std::string error;
   int gpus = 0;
   bool native_alltoall = false;
   std::vector<Stream> streams;
-  std::vector<DeviceBuffer> buffers;
+  std::vector<DeviceBuffer> buffers;                            // cudaMalloc
+  std::vector<std::unique_ptr<NcclMemAllocBuffer>> nccl_buffers;  // ncclMemAlloc
+  std::vector<void*> addresses;                                 // send, recv per GPU
   std::vector<ncclComm_t> comms;
 
-  explicit RealGroup(int wanted) {
+  RealGroup(int wanted, bool nccl_mem_alloc) {
     std::string count_error;
     const int visible = visible_gpu_count(&count_error);
     if (visible == 0) {
@@ -163,8 +194,15 @@ struct RealGroup {
     try {
       for (int device = 0; device < gpus; ++device) {
         streams.emplace_back(device, "micro");
-        buffers.emplace_back(device, kBufferBytes, "micro");
-        buffers.emplace_back(device, kBufferBytes, "micro");
+        for (int side = 0; side < 2; ++side) {
+          if (nccl_mem_alloc) {
+            nccl_buffers.push_back(std::make_unique<NcclMemAllocBuffer>(device, kBufferBytes));
+            addresses.push_back(nccl_buffers.back()->get());
+          } else {
+            buffers.emplace_back(device, kBufferBytes, "micro");
+            addresses.push_back(buffers.back().get());
+          }
+        }
       }
     } catch (const std::exception& failure) {
       error = failure.what();
@@ -189,7 +227,7 @@ struct RealGroup {
     std::vector<LaunchTarget> out;
     for (int i = 0; i < gpus; ++i) {
       const auto index = static_cast<std::size_t>(i);
-      out.push_back({comms[index], streams[index].get(), buffers[2 * index].get(), buffers[2 * index + 1].get(), i});
+      out.push_back({comms[index], streams[index].get(), addresses[2 * index], addresses[2 * index + 1], i});
     }
     return out;
   }
@@ -201,10 +239,10 @@ struct RealGroup {
   }
 };
 
-RealGroup& real_group(int wanted) {
-  static std::map<int, std::unique_ptr<RealGroup>> groups;
-  std::unique_ptr<RealGroup>& group = groups[wanted];
-  if (!group) group = std::make_unique<RealGroup>(wanted);
+RealGroup& real_group(int wanted, bool nccl_mem_alloc) {
+  static std::map<std::pair<int, bool>, std::unique_ptr<RealGroup>> groups;
+  std::unique_ptr<RealGroup>& group = groups[{wanted, nccl_mem_alloc}];
+  if (!group) group = std::make_unique<RealGroup>(wanted, nccl_mem_alloc);
   return *group;
 }
 
@@ -213,10 +251,12 @@ void BM_LaunchPathNccl(benchmark::State& state) {
   using Clock = std::chrono::steady_clock;
   const Collective collective = kCollectives.at(static_cast<std::size_t>(state.range(0)));
   const int wanted = static_cast<int>(state.range(1));
-  RealGroup& group = real_group(wanted);
+  const bool nccl_mem_alloc = state.range(2) != 0;
+  RealGroup& group = real_group(wanted, nccl_mem_alloc);
   if (!group.error.empty()) return state.SkipWithError(group.error.c_str());
   state.SetLabel(std::string(descriptor_of(collective).display_name) + " g" + std::to_string(group.gpus) +
-                 (group.gpus < wanted ? " (" + std::to_string(wanted) + " asked)" : ""));
+                 (group.gpus < wanted ? " (" + std::to_string(wanted) + " asked)" : "") +
+                 (nccl_mem_alloc ? " ncclMemAlloc" : " cudaMalloc"));
   GroupLauncher launcher(real_nccl_calls(group.native_alltoall), group.targets(), group.gpus, kBufferBytes, 0);
   const CaseSpec spec = make_case(collective, group.gpus);
   // Warm-up: connections are made lazily at the first collective.
@@ -252,9 +292,18 @@ void collectives_and_gpus(benchmark::internal::Benchmark* bench) {
   }
 }
 
+// Third argument: buffers from cudaMalloc (0, coll_perf's) or ncclMemAlloc (1, nccl-tests 2.19's).
+void collectives_gpus_and_buffers(benchmark::internal::Benchmark* bench) {
+  for (std::int64_t collective = 0; collective < static_cast<std::int64_t>(kCollectives.size()); ++collective) {
+    for (std::int64_t gpus : {1, 2, 4, 8}) {
+      for (std::int64_t nccl_mem_alloc : {0, 1}) bench->Args({collective, gpus, nccl_mem_alloc});
+    }
+  }
+}
+
 BENCHMARK(BM_LaunchPathNoop)->Apply(collectives_and_gpus);
 // 25 x 20 launches: a fixed count, so a slow GPU shape cannot make the run grow.
-BENCHMARK(BM_LaunchPathNccl)->Apply(collectives_and_gpus)->UseManualTime()->Iterations(25);
+BENCHMARK(BM_LaunchPathNccl)->Apply(collectives_gpus_and_buffers)->UseManualTime()->Iterations(25);
 
 }  // namespace
 }  // namespace cclbench
