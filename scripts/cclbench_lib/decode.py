@@ -38,6 +38,9 @@ AB_VAR_RE = re.compile(r"^NCCL_[A-Z0-9_]+$")
 AB_VALUE_RE = re.compile(r"^[A-Za-z0-9_.:^~-]+$")
 # compare's default --threshold: the smallest difference ever called a change.
 AB_THRESHOLD_PCT = 2.0
+# A noise band wider than this cannot support "within noise": such sizes are inconclusive (emulated ranks on
+# one H200 scattered 2x between repeats, and a 4x difference fell inside their band).
+AB_NOISY_BAND_PCT = 25.0
 PRODUCTION_NOTE = ("decode over the rails: NCCL_IB_HCA = all --hcas rails with NCCL_CROSS_NIC=1, the user's production "
                    "binding (SGLang's NCCL_IB_HCA==mlx5_0:1,mlx5_3:1, NCCL_CROSS_NIC=1): the sweep's best binding is "
                    "only known after the run")
@@ -338,6 +341,16 @@ def nccl_rejection(run_dir, point_names):
     return None
 
 
+def ab_variants_of(launches):
+    """{automatic point: {variant point: variant env}} from the plan's timed launches. A variant's untimed TUNING
+    probe also carries 'ab' (NCCL refusing the variant fails it too) but is no point: it has no base_point."""
+    variants_of = {}
+    for launch in launches:
+        if launch.get("ab") and launch.get("base_point"):
+            variants_of.setdefault(launch["ab"]["of"], {})[launch["base_point"]] = launch["ab"]["variant"]
+    return variants_of
+
+
 def ab_verdicts(records, launches):
     """Per automatic point and collective, bands of consecutive sizes with one verdict:
     [{'point', 'collective', 'sizes', 'verdict', 'variant', 'slower_pct': [..]}], plus the variants that
@@ -345,11 +358,7 @@ def ab_verdicts(records, launches):
     from .compare import neighbour_floors, noise_verdict, summarize
     from .records import EMULATED, GPU_TIMED, group_repeats
     groups = group_repeats(records)
-    variants_of = {}
-    for launch in launches:
-        if launch.get("ab"):
-            entry = variants_of.setdefault(launch["ab"]["of"], {})
-            entry[launch.get("base_point") or launch["name"]] = launch["ab"]["variant"]
+    variants_of = ab_variants_of(launches)
     bands, unmeasured = [], []
     for auto, variants in variants_of.items():
         cases = {}
@@ -389,6 +398,9 @@ def ab_verdicts(records, launches):
                                                        floors.get((auto, collective)))
             # diff is best against automatic: 'faster' means the best variant beats automatic.
             state = {"faster": "slower", "slower": "faster"}.get(verdict, verdict)
+            if state == "same within noise" and band > AB_NOISY_BAND_PCT:
+                # Repeats that scatter this much cannot show two settings to be alike: no verdict either way.
+                state = "inconclusive"
             slower_pct = (side_auto["time"] / side_best["time"] - 1) * 100
             by_collective.setdefault(collective, []).append((size, state, env, slower_pct, band,
                                                              side_auto["cls"] == EMULATED))
@@ -426,7 +438,17 @@ def _band_sentence(band):
         return f"automatic is within noise of the best variant at {sizes}"
     if band["verdict"] == "faster":
         return f"automatic is faster than every variant at {sizes}"
+    widest = max(band["band_pct"])
+    if widest > AB_NOISY_BAND_PCT:
+        return (f"inconclusive at {sizes}: the repeats scatter too much (noise band up to {widest:.0f}%, above "
+                f"{AB_NOISY_BAND_PCT:g}%) to call the difference ({_pct_range(band['slower_pct'])})")
     return f"inconclusive at {sizes} (one repeat: rerun with --repeat 3)"
+
+
+def _pct_range(values):
+    """Automatic against the best variant, signed: '+299%' or '-3% to +299%'."""
+    low, high = min(values), max(values)
+    return f"{high:+.0f}%" if round(low) == round(high) else f"{low:+.0f}% to {high:+.0f}%"
 
 
 def ab_section(data):
@@ -463,10 +485,7 @@ def ab_detail(data):
     from .records import group_repeats
     from .report import fmt_number, md_table
     groups = group_repeats(data.records)
-    variants_of = {}
-    for launch in data.plan:
-        if launch.get("ab"):
-            variants_of.setdefault(launch["ab"]["of"], {})[launch.get("base_point") or launch["name"]] = launch["ab"]["variant"]
+    variants_of = ab_variants_of(data.plan)
     lines = []
     for auto, variants in variants_of.items():
         rows = []

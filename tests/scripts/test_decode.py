@@ -266,6 +266,29 @@ class AbVerdict(unittest.TestCase):
         bands, _ = ab_verdicts(records, ab_launches({"ll": {"NCCL_PROTO": "LL"}}))
         self.assertEqual(band_sentence(bands[0]), "automatic is 40% slower than NCCL_PROTO=LL at 16K")
 
+    def test_repeats_that_scatter_widely_are_inconclusive_not_within_noise(self):
+        # 4 emulated ranks on one H200 (forced NCCL_PROTO=LL against Simple, all_reduce 896K, gated us): the
+        # repeats scatter 2x, so the 4x difference is inside the noise band; no verdict may call them alike.
+        auto = [108268.2, 108278.4, 54182.52]
+        simple = [27112.52, 27115.71, 40624.26]
+        records = [rec(f"auto.rep{k}", 917504, t, emulated=True) for k, t in enumerate(auto, 1)]
+        records += [rec(f"simple.rep{k}", 917504, t, emulated=True) for k, t in enumerate(simple, 1)]
+        bands, _ = ab_verdicts(records, ab_launches({"simple": {"NCCL_PROTO": "Simple"}}))
+        self.assertEqual(bands[0]["verdict"], "inconclusive")
+        sentence = band_sentence(bands[0])
+        self.assertTrue(sentence.startswith("inconclusive at 896K: the repeats scatter too much"), sentence)
+        self.assertIn("(+299%)", sentence)  # medians 108268.2 / 27115.71 = 3.99
+
+    def test_probe_launches_of_a_variant_are_not_variants(self):
+        records = []
+        for size in SIZES[:1]:
+            records += self.repeats("auto", size, 20.0) + self.repeats("simple", size, 10.0)
+        launches = ab_launches({"simple": {"NCCL_PROTO": "Simple"}})
+        launches.append({"name": "tuning.simple", "kind": "tuning", "ab": {"of": "auto", "variant": {"NCCL_PROTO": "Simple"}}})
+        bands, unmeasured = ab_verdicts(records, launches)
+        self.assertEqual(unmeasured, [], "the TUNING probe of a variant is no unmeasured variant")
+        self.assertEqual([band_sentence(band) for band in bands], ["automatic is 100% slower than NCCL_PROTO=Simple at 16K"])
+
 
 class DecodeReport(TempDirTest):
     def test_decode_table_and_ab_section(self):
@@ -284,6 +307,9 @@ class DecodeReport(TempDirTest):
                 plan.append(dict({"name": f"{name}.rep{k}", "base_point": name, "kind": "local", "nranks": 8,
                                   "argv": ["coll_perf", "-G", "10"], "hosts": ["h"], "env": {}, "outputs": [],
                                   "collectives": ["all_reduce"], "sizes": [14336, 917504], "decode": decode}, **extra))
+                if k == 1 and extra:  # the variant's untimed TUNING probe carries 'ab' too, and no base_point
+                    plan.append(dict({"name": f"tuning.{name}", "kind": "tuning", "nranks": 8, "argv": ["coll_perf"],
+                                      "hosts": ["h"], "env": {}, "outputs": []}, **extra))
             for size, auto in ((14336, 20.0), (917504, 40.0)):
                 records.append(dict(rec(f"d.rep{k}", size, auto + 0.1 * k),
                                     evidence={"tuning": [{"algorithm": "RING", "protocol": "LL"}]}))
@@ -308,6 +334,7 @@ class DecodeReport(TempDirTest):
         self.assertIn("automatic is within noise of the best variant at 14K", ab)
         self.assertIn("automatic is 99% slower than NCCL_PROTO=LL at 896K", ab)  # 40.2 / 20.2 - 1
         self.assertIn("| all_reduce | 896K | 40.20 | 20.20 (-50%) | - |", ab)
+        self.assertIn("| collective | size | automatic | NCCL_PROTO=LL | NCCL_ALGO=Tree |", ab)
         self.assertIn("NCCL_ALGO=Tree beside d: not measured: Error : no algorithm/protocol available for function "
                       "AllGather", ab)
 
