@@ -188,7 +188,7 @@ class AbVerdict(unittest.TestCase):
                 for k, factor in enumerate((1 - spread, 1.0, 1 + spread), 1)]
 
     def test_within_noise(self):
-        # Repeats +-2%: s = 0.02 both sides, band = 3 x 1.2533 x 0.02 x sqrt(2/3) = 6.1%; automatic is 3% slower
+        # Repeats +-2%: s = 0.02 both sides, band = 4 x 1.2533 x 0.02 x sqrt(2/3) = 8.2%; automatic is 3% slower
         # than Ring (10.3 against 10.0), beyond the 2% threshold but inside the band: within noise.
         records = []
         for size in SIZES:
