@@ -6,6 +6,7 @@ import random
 import re
 import unittest
 
+from case_records import case_record, repeat_records
 from helpers import TempDirTest, read_text, run_cli
 
 from cclbench_lib.compare import compare_runs
@@ -15,22 +16,20 @@ def record(point, case_id, time_us, status="ok", wrong=0, emulated=False, backen
     """A case record whose bandwidth time is `time_us` (gated_time_us, or time_us.mean when not gated).
     The per-iteration p50 is deliberately different (the event-timed loop): compare must not use it."""
     ok = status == "ok"
-    result = {"schema_version": "1.1.0", "point": point, "case_id": case_id, "collective": case_id.split(".")[0],
-              "requested_bytes": 8192, "status": status, "backend": backend, "nranks": 4, "emulated": emulated,
-              "wrong": wrong, "iterations": 20, "reason": None if ok else "fake failure",
-              "time_us": {"mean": time_us, "min": time_us, "p50": time_us * 1.5, "p95": time_us * 2,
-                          "p99": time_us * 2, "max": time_us * 2, "cv_pct": 1.0} if ok else None,
-              "gated_time_us": time_us if ok and gated and backend == "nccl" and not emulated else None,
-              "batch_time_us": time_us if ok else None}
-    result.update(extra)
-    return result
+    extra.setdefault("requested_bytes", 8192)
+    return case_record(point, case_id, extra.pop("requested_bytes"),
+                       {"mean": time_us, "min": time_us, "p50": time_us * 1.5, "p95": time_us * 2,
+                        "p99": time_us * 2, "max": time_us * 2, "cv_pct": 1.0} if ok else None,
+                       time_us if ok and gated and backend == "nccl" and not emulated else None,
+                       status=status, reason=None if ok else "fake failure", backend=backend, emulated=emulated,
+                       wrong=wrong, schema_version="1.1.0", iterations=20, batch_time_us=time_us if ok else None,
+                       **extra)
 
 
 def repeats(point, case_id, times, **kwargs):
     """One record per repeat, named as the baseline names them (.repN when there is more than one)."""
-    if len(times) == 1:
-        return [record(point, case_id, times[0], **kwargs)]
-    return [record(f"{point}.rep{k}", case_id, t, **kwargs) for k, t in enumerate(times, 1)]
+    return repeat_records(point, times, lambda name, time_us: record(name, case_id, time_us, **kwargs),
+                          suffix_single=False)
 
 
 class Compare(TempDirTest):
