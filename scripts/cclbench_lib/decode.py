@@ -27,6 +27,12 @@ MAX_BATCH = 1 << 16
 MAX_HIDDEN = 1 << 20
 # CUDA-graph replays per case for decode points (coll_perf -G K), nccl-tests' usual -G 10.
 DECODE_GRAPH_LAUNCHES = 10
+# Decode points are out-of-place only: inside CUDA graphs the serving stacks call NCCL out of place (vLLM's and
+# SGLang's pynccl all_reduce allocates its output; all_to_all_single and all_gather_into_tensor have one).
+DECODE_PLACEMENT = "out"
+# Emulated decode points without --ab: a correctness check (iterations, warmup), like the emulated sweep check.
+EMULATED_DECODE_ITERATIONS = 2
+EMULATED_DECODE_WARMUP = 1
 AB_MAX_VARIANTS = 12
 AB_VAR_RE = re.compile(r"^NCCL_[A-Z0-9_]+$")
 AB_VALUE_RE = re.compile(r"^[A-Za-z0-9_.:^~-]+$")
@@ -200,7 +206,14 @@ def decode_points(planner, scopes):
                 launches = 1 if "--share-gpu" in scope.get("extra", []) else DECODE_GRAPH_LAUNCHES
                 extra = list(scope.get("extra", [])) + ["-d", spec["coll_perf_dtype"], "-G", str(launches)]
                 notes = [note for note in (scope.get("note"),) if note]
-            points.append(dict(scope, base=f"decode.{collective}.{scope['base']}", extra=extra, collectives=[collective],
+            check = {}
+            if "--share-gpu" in scope.get("extra", []) and not planner.inputs.get("ab"):
+                # Without --ab nothing judges emulated times: a short correctness check, run once (three timed
+                # repeats of it took 100 of 116 s of a one-GPU decode baseline on an H200).
+                check = {"once": True, "iterations": EMULATED_DECODE_ITERATIONS, "warmup": EMULATED_DECODE_WARMUP}
+            extra += ["--placement", DECODE_PLACEMENT]
+            points.append(dict(scope, **check, base=f"decode.{collective}.{scope['base']}", extra=extra,
+                               collectives=[collective],
                                sizes=sizes, size_args=["--sizes", ",".join(str(size) for size in sizes)],
                                note="; ".join(notes) or None,
                                decode={"collective": collective, "hidden": spec["hidden"], "dtype": spec["dtype"],
@@ -268,15 +281,18 @@ def decode_section(data):
         return []
     lines = ["## Decode communication", "",
              "The model's own message sizes (--decode): hidden x batch x element size (alltoall: x topk, the expert "
-             "dispatch). Out-of-place, median over repeats; time = the headline time busbw comes from; with per_step, "
-             "per step = per_step x time, the communication one decode step spends in that collective.", ""]
+             "dispatch). Out-of-place, as the serving stacks call NCCL inside CUDA graphs; median over repeats; "
+             "time = the headline time busbw comes from (with -G: one event pair around all replays of a graph of "
+             "the collectives alone); p50 / p99 = per-iteration times, from a separate instrumented replay whose "
+             "per-iteration event pairs add their own GPU time (2-6 us on H200s), so they read above time; with "
+             "per_step, per step = per_step x time, the communication one decode step spends in that collective.", ""]
     for base, launch in launches.items():
         spec = launch["decode"]
         records = {}
         for (point, _case), record in data.latest.items():
             if base_point_of(point) == base and not record.get("in_place"):
                 records.setdefault(record.get("requested_bytes"), []).append(record)
-        header = ["batch", "bytes", "time us", "p50 / p99 us", "busbw GB/s", "NCCL algo/proto"]
+        header = ["batch", "bytes", "time us", "p50 / p99 us (instrumented)", "busbw GB/s", "NCCL algo/proto"]
         if spec.get("per_step"):
             header.append(f"per step us (x{spec['per_step']})")
         rows = []
@@ -288,9 +304,10 @@ def decode_section(data):
             headline = median_of(timed, bandwidth_time_us)
             p50, p99 = median_of(timed, time_of("p50")), median_of(timed, time_of("p99"))
             choices = sorted({c for c in (algo_proto(r) for r in group) if c})
+            # One rank moves nothing over a bus: nccl-tests' factor (n-1)/n makes busbw 0, which is no figure.
+            busbw = "- (1 rank)" if launch.get("nranks") == 1 and timed else fmt_number(median_of(timed, busbw_of))
             row = [batch, size, fmt_number(headline), "-" if p50 is None and p99 is None else
-                   f"{fmt_number(p50)} / {fmt_number(p99)}", fmt_number(median_of(timed, busbw_of)),
-                   ", ".join(choices) or "-"]
+                   f"{fmt_number(p50)} / {fmt_number(p99)}", busbw, ", ".join(choices) or "-"]
             if spec.get("per_step"):
                 row.append(fmt_number(None if headline is None else headline * spec["per_step"]))
             rows.append(row)

@@ -158,9 +158,30 @@ class LocalPlans(TempDirTest):
         emulated = points["decode.all_reduce.share-gpu4"]
         self.assertEqual((words(emulated, "-np"), words(emulated, "-G")), ("4", "1"))  # correctness only: one replay
         self.assertIn("--share-gpu", emulated)
+        # With --ab the emulated point is judged against its variants: the baseline's iterations, not the check's.
+        self.assertEqual(words(emulated, "-n"), words(one, "-n"))
+        for argv in (one, emulated):
+            self.assertEqual(words(argv, "--placement"), "out", "pynccl calls NCCL out of place inside graphs")
         # A/B only where NCCL has a choice: the emulated ranks, not the single rank.
         self.assertEqual(sorted(name for name in points if ".ab." in name),
                          ["decode.all_reduce.share-gpu4.ab.PROTO-LL", "decode.all_reduce.share-gpu4.ab.PROTO-Simple"])
+
+    def test_one_gpu_emulated_decode_without_ab_is_a_single_short_check(self):
+        result = run_cli(["plan", "--results", self.results, "--run-id", "L", "--bin-dir", "/opt/cclbench/bin",
+                          "--mpirun", "mpirun", "--repeat", "3", "-n", "20", "-w", "5", "--decode",
+                          "hidden=7168,batches=1,64"], env={"CCLBENCH_FAKE_GPU_COUNT": "1"})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        points = [words(argv, "--point") for argv in map(shlex.split, result.stdout.splitlines())
+                  if "--tuning-probe" not in argv and words(argv, "--point")]
+        argv_of = {words(argv, "--point"): argv for argv in map(shlex.split, result.stdout.splitlines())}
+        # The one-rank decode point is timed three times; the emulated one runs once, 2 iterations after 1 warmup.
+        self.assertEqual([p for p in points if p.startswith("decode.all_reduce.local.gpu1")],
+                         [f"decode.all_reduce.local.gpu1.rep{k}" for k in (1, 2, 3)])
+        self.assertEqual([p for p in points if p.startswith("decode.all_reduce.share-gpu4")],
+                         ["decode.all_reduce.share-gpu4"])
+        emulated = argv_of["decode.all_reduce.share-gpu4"]
+        self.assertEqual((words(emulated, "-n"), words(emulated, "-w")), ("2", "1"))
+        self.assertEqual(words(argv_of["decode.all_reduce.local.gpu1.rep2"], "-n"), "20")
 
 
 def rec(point, size, time_us, collective="all_reduce", status="ok", reason=None, emulated=False):
@@ -289,6 +310,29 @@ class DecodeReport(TempDirTest):
         self.assertIn("| all_reduce | 896K | 40.20 | 20.20 (-50%) | - |", ab)
         self.assertIn("NCCL_ALGO=Tree beside d: not measured: Error : no algorithm/protocol available for function "
                       "AllGather", ab)
+
+
+class DecodeOneRankReport(TempDirTest):
+    def test_one_rank_busbw_is_no_figure(self):
+        run = os.path.join(self.tmp, "R1")
+        os.makedirs(run)
+        decode = {"collective": "all_reduce", "hidden": 7168, "dtype": "bfloat16", "element_bytes": 2, "topk": None,
+                  "per_step": None, "batches": [1], "sizes": [14336]}
+        plan = [{"name": "d1", "base_point": "d1", "kind": "local", "nranks": 1, "argv": ["coll_perf", "-G", "10"],
+                 "hosts": ["h"], "env": {}, "outputs": [], "collectives": ["all_reduce"], "sizes": [14336],
+                 "decode": decode}]
+        record = dict(rec("d1", 14336, 1.5), nranks=1, busbw_gbps=0.0)
+        manifest = {"schema_version": "1.0.0", "run_id": "R1", "status": "complete", "plan": plan,
+                    "points": {"d1": {"kind": "local", "status": "complete"}},
+                    "gates": {"cv_gate_pct": 3.0, "repeat_cv_failures": []}}
+        with open(os.path.join(run, "run_manifest.json"), "w") as handle:
+            json.dump(manifest, handle)
+        with open(os.path.join(run, "cases.jsonl"), "w") as handle:
+            handle.write(json.dumps(record) + "\n")
+        result = run_cli(["report", run], env={"CCLBENCH_NO_MATPLOTLIB": "1"})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        text = read_text(os.path.join(run, "report.md"))
+        self.assertIn("| 1 | 14336 | 1.50 | 1.50 / 1.50 | - (1 rank) | - |", text)
 
 
 class FakeTwoNodeRun(TempDirTest):
