@@ -37,7 +37,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "scripts"))
 from gpu_presence import skip_or_fail_reason  # noqa: E402
+from cclbench_lib.records import with_defaults  # noqa: E402
 
 SKIP = 77
 CRASH = re.compile(r"terminate called|what\(\):|Segmentation fault|core dumped|Traceback \(most recent")
@@ -101,6 +103,8 @@ def work_dir(args, name):
 def load(json_path, csv_path=None):
     with open(json_path) as handle:
         document = json.load(handle)
+    # Schema 1.3 leaves fields at their default out of records: read them as every reader does.
+    document["cases"] = [with_defaults(case) for case in document["cases"]]
     # Per-iteration samples live in the --samples side file that each record names (schema 1.2).
     side_files = {}
     for case in document["cases"]:
