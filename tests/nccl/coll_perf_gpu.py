@@ -35,6 +35,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "scripts"))
+from cclbench_lib.records import with_defaults  # noqa: E402
 from coll_perf_runner import (CRASH, SKIP, Failure, base_env, check, coll_perf, main,  # noqa: E402
                               mpirun_prefix, run_process, work_dir)
 from coll_perf_runner import describe as describe_tails  # noqa: E402
@@ -56,6 +58,8 @@ def mpirun(args, nranks, argv, env):
 def load(json_path, csv_path=None):
     with open(json_path) as handle:
         document = json.load(handle)
+    # Schema 1.3 leaves fields at their default out of records: read them as every reader does.
+    document["cases"] = [with_defaults(case) for case in document["cases"]]
     # Per-iteration samples live in the --samples side file that each record names (schema 1.2).
     side_files = {}
     for case in document["cases"]:
