@@ -18,11 +18,11 @@ for rep in $(seq 1 "$reps"); do
   for coll in all_reduce all_gather reduce_scatter alltoall; do
     "${pin[@]}" "$nccl_tests/${coll}_perf" "${args[@]}" > "$out/nccl_tests.$coll.$rep.txt" 2>&1 || echo "nccl-tests $coll exit $?"
   done
-  "${pin[@]}" build/bench/apps/coll_perf "${args[@]}" --placement out --csv "$out/coll_perf.default.$rep.csv" \
+  "${pin[@]}" build/bench/apps/coll_perf --backend nccl "${args[@]}" --placement out --csv "$out/coll_perf.default.$rep.csv" \
     > "$out/coll_perf.default.$rep.log" 2>&1 || echo "coll_perf default exit $?"
-  NCCL_DEBUG=WARN "${pin[@]}" build/bench/apps/coll_perf "${args[@]}" --placement out --csv "$out/coll_perf.nolog.$rep.csv" \
+  NCCL_DEBUG=WARN "${pin[@]}" build/bench/apps/coll_perf --backend nccl "${args[@]}" --placement out --csv "$out/coll_perf.nolog.$rep.csv" \
     > "$out/coll_perf.nolog.$rep.log" 2>&1 || echo "coll_perf nolog exit $?"
-  NCCL_DEBUG=WARN UCX_MEM_EVENTS=no OMPI_MCA_pml=^ucx OMPI_MCA_osc=^ucx "${pin[@]}" build/bench/apps/coll_perf "${args[@]}" \
+  NCCL_DEBUG=WARN UCX_MEM_EVENTS=no OMPI_MCA_pml=^ucx OMPI_MCA_osc=^ucx "${pin[@]}" build/bench/apps/coll_perf --backend nccl "${args[@]}" \
     --placement out --csv "$out/coll_perf.nolog_noucx.$rep.csv" > "$out/coll_perf.nolog_noucx.$rep.log" 2>&1 ||
     echo "coll_perf nolog_noucx exit $?"
 done
