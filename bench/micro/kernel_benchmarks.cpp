@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/collectives/collective.hpp"
 #include "bench/core/config.hpp"
 #include "bench/core/mpi_context.hpp"
 #include "bench/core/pattern.hpp"
@@ -219,6 +220,7 @@ void BM_NcclGraphAllReduce(benchmark::State& state) {
   }
   CaseSpec spec;
   spec.collective = Collective::all_reduce;
+  spec.descriptor = &kAllReduce;
   spec.dtype = DataType::float32;
   spec.op = ReduceOp::sum;
   spec.requested_bytes = bytes;
