@@ -140,7 +140,7 @@ nlohmann::json case_record(const CaseResult& result, const std::string& point, b
 }
 
 void ConsoleTable::print_header(const CaseResult& first) {
-  out_ << "#\n# " << descriptor_of(first.spec.collective).display_name << ", " << first.spec.nranks << " ranks, backend "
+  out_ << "#\n# " << first.spec.collective_descriptor().display_name << ", " << first.spec.nranks << " ranks, backend "
        << first.backend << ", " << first.iterations << " iterations, " << first.warmup << " warm-up\n";
   if (first.mode.graph_launches > 0) {
     out_ << "# CUDA graph: the -n iterations captured once (collectives only), replayed " << first.mode.graph_launches
@@ -160,7 +160,7 @@ void ConsoleTable::print_header(const CaseResult& first) {
 
 void ConsoleTable::print_line(const CaseResult* out_of_place, const CaseResult* in_place) {
   const CaseResult& any = out_of_place ? *out_of_place : *in_place;
-  const std::string root = descriptor_of(any.spec.collective).rooted ? std::to_string(any.spec.root) : "-1";
+  const std::string root = any.spec.collective_descriptor().rooted ? std::to_string(any.spec.root) : "-1";
   char prefix[128];
   std::snprintf(prefix, sizeof(prefix), "%12llu  %12llu  %8s  %6s  %6s", static_cast<unsigned long long>(any.spec.counts.size_bytes()),
                 static_cast<unsigned long long>(any.spec.counts.param_count), std::string(name_of(any.spec.dtype)).c_str(),

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/collectives/collective.hpp"
 #include "bench/core/config.hpp"
 #include "bench/core/mpi_context.hpp"
 #include "bench/core/pattern.hpp"
@@ -232,6 +233,7 @@ void BM_NcclGraphAllReduce(benchmark::State& state) {
   if (!backend) return state.SkipWithError(backend_error.c_str());
   CaseSpec spec;
   spec.collective = Collective::all_reduce;
+  spec.descriptor = &kAllReduce;
   spec.dtype = DataType::float32;
   spec.op = ReduceOp::sum;
   spec.requested_bytes = bytes;

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench/collectives/collective.hpp"
 #include "bench/core/element_codec.hpp"
 #include "bench/core/errors.hpp"
 #include "bench/core/fault_injection.hpp"

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <string>
 
+#include "bench/collectives/collective.hpp"
 #include "bench/core/case.hpp"
 #include "bench/core/reporters.hpp"
 
@@ -13,6 +14,7 @@ namespace {
 CaseResult timed_result() {
   CaseResult result;
   result.spec.collective = Collective::all_reduce;
+  result.spec.descriptor = &kAllReduce;
   result.spec.op = ReduceOp::mulsum;
   result.spec.requested_bytes = 8192;
   result.spec.nranks = 4;

@@ -16,6 +16,7 @@ namespace {
 CaseResult all_reduce_8k(bool in_place, std::optional<double> gated) {
   CaseResult result;
   result.spec.collective = Collective::all_reduce;
+  result.spec.descriptor = &kAllReduce;
   result.spec.dtype = DataType::float32;
   result.spec.op = ReduceOp::sum;
   result.spec.in_place = in_place;
