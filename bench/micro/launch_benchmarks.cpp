@@ -240,8 +240,11 @@ struct RealGroup {
 };
 
 RealGroup& real_group(int wanted, bool nccl_mem_alloc) {
-  static std::map<std::pair<int, bool>, std::unique_ptr<RealGroup>> groups;
-  std::unique_ptr<RealGroup>& group = groups[{wanted, nccl_mem_alloc}];
+  // Never destroyed: a static destructor would run after the CUDA runtime has shut down, where freeing a
+  // stream fails ("driver shutting down") and the throw ends the process in std::terminate (seen on an
+  // H200). The process exit releases the devices.
+  static auto* const groups = new std::map<std::pair<int, bool>, std::unique_ptr<RealGroup>>();
+  std::unique_ptr<RealGroup>& group = (*groups)[{wanted, nccl_mem_alloc}];
   if (!group) group = std::make_unique<RealGroup>(wanted, nccl_mem_alloc);
   return *group;
 }
