@@ -8,17 +8,12 @@ std::uint64_t aligned_block(std::uint64_t count, std::size_t element_size, int n
   return per_rank & ~(granule - 1);
 }
 
-const CollectiveDescriptor& descriptor_of(Collective collective) {
-  switch (collective) {
-    case Collective::all_reduce: return kAllReduce;
-    case Collective::all_gather: return kAllGather;
-    case Collective::reduce_scatter: return kReduceScatter;
-    case Collective::alltoall: return kAlltoAll;
-    case Collective::broadcast: return kBroadcast;
-    case Collective::reduce: return kReduce;
-    case Collective::sendrecv: return kSendRecv;
-  }
-  return kAllReduce;
+const CollectiveRegistry& standard_collectives() {
+  static const CollectiveRegistry registry(
+      {&kAllReduce, &kAllGather, &kReduceScatter, &kAlltoAll, &kBroadcast, &kReduce, &kSendRecv});
+  return registry;
 }
+
+const CollectiveDescriptor& descriptor_of(Collective collective) { return standard_collectives().find(collective); }
 
 }  // namespace cclbench

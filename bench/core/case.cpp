@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 
 #include "bench/core/units.hpp"
 
@@ -45,10 +46,17 @@ const char* bandwidth_source(const CaseResult& result) {
   return graph_batch_time(result) ? "batch_time_us" : "time_us.mean";
 }
 
+const CollectiveDescriptor& CaseSpec::collective_descriptor() const {
+  if (descriptor == nullptr || descriptor->kind != collective) {
+    throw std::logic_error("case of " + std::string(name_of(collective)) + " without its collective descriptor");
+  }
+  return *descriptor;
+}
+
 std::string CaseSpec::case_id() const {
   std::string id = std::string(name_of(collective)) + "." + std::string(name_of(dtype)) + "." + std::string(name_of(op)) +
                    (in_place ? ".in." : ".out.") + format_size(requested_bytes);
-  if (descriptor_of(collective).rooted) id += ".r" + std::to_string(root);
+  if (collective_descriptor().rooted) id += ".r" + std::to_string(root);
   return id;
 }
 
@@ -71,7 +79,7 @@ nlohmann::json to_json(const CaseResult& result) {
   record["nranks"] = spec.nranks;
   record["dtype"] = name_of(spec.dtype);
   record["op"] = name_of(spec.op);
-  record["root"] = descriptor_of(spec.collective).rooted ? nlohmann::json(spec.root) : nlohmann::json(nullptr);
+  record["root"] = spec.collective_descriptor().rooted ? nlohmann::json(spec.root) : nlohmann::json(nullptr);
   record["in_place"] = spec.in_place;
   record["requested_bytes"] = spec.requested_bytes;
   record["bytes"] = spec.counts.size_bytes();

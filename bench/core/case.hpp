@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bench/collectives/collective.hpp"
+#include "bench/core/collective_descriptor.hpp"
 #include "bench/core/types.hpp"
 
 namespace cclbench {
@@ -22,6 +22,11 @@ struct CaseSpec {
   std::uint64_t requested_bytes = 0;  // the -b..-e sweep value
   int nranks = 1;
   ByteCounts counts;
+  // The registered descriptor of `collective` (make_cases sets it from the registry it is handed).
+  const CollectiveDescriptor* descriptor = nullptr;
+
+  // *descriptor; std::logic_error when unset or of another collective.
+  const CollectiveDescriptor& collective_descriptor() const;
 
   // Stable identifier used by resume and compare: "all_reduce.float.sum.out.8K" (root appended
   // for rooted collectives: ".r0").

@@ -60,16 +60,87 @@ std::string csv_field(const nlohmann::json& value) {
 
 }  // namespace
 
+namespace {
+
+constexpr const char* kRailNodeArrays[] = {"flags", "ib_ports", "netdevs"};
+
+// per_rank at one rank says nothing that time_us and iterations do not: the one rank's mean is
+// time_us.mean and it is the slowest in every iteration (null when the case was not timed).
+nlohmann::json one_rank_per_rank(const nlohmann::json& record) {
+  const auto time = record.find("time_us");
+  if (time == record.end() || !time->is_object() || !record.contains("iterations")) return nullptr;
+  return {{"mean_us", nlohmann::json::array({time->at("mean")})},
+          {"slowest_iterations", nlohmann::json::array({record.at("iterations")})}};
+}
+
+bool one_rank(const nlohmann::json& record) {
+  const auto nranks = record.find("nranks");
+  return nranks != record.end() && *nranks == 1;
+}
+
+// Leaves out what holds its default (schema 1.3); with_record_defaults() is the inverse.
+void leave_out_defaults(nlohmann::json& record) {
+  for (const auto& [key, value] : record_defaults().items()) {
+    const auto found = record.find(key);
+    if (found != record.end() && *found == value) record.erase(found);
+  }
+  if (one_rank(record) && record.contains("per_rank") && record["per_rank"] == one_rank_per_rank(record)) {
+    record.erase("per_rank");
+  }
+  const auto evidence = record.find("evidence");
+  if (evidence == record.end() || !evidence->is_object() || !evidence->contains("rails")) return;
+  nlohmann::json& rails = (*evidence)["rails"];
+  if (!rails.is_object()) return;
+  if (rails.contains("flags") && rails["flags"] == nlohmann::json::array()) rails.erase("flags");
+  if (!rails.contains("nodes") || !rails["nodes"].is_array()) return;
+  for (auto& node : rails["nodes"]) {
+    for (const char* key : kRailNodeArrays) {
+      if (node.is_object() && node.contains(key) && node[key] == nlohmann::json::array()) node.erase(key);
+    }
+  }
+}
+
+}  // namespace
+
+const nlohmann::json& record_defaults() {
+  static const nlohmann::json defaults = {
+      {"root", nullptr},        {"emulated", false},       {"check_iterations", 1}, {"graph_launches", 0},
+      {"ops_per_launch", 1},    {"registration", "none"},  {"unalign_elements", 0}, {"cta_policy", nullptr},
+      {"cycle", 0}};
+  return defaults;
+}
+
+nlohmann::json with_record_defaults(const nlohmann::json& record) {
+  nlohmann::json full = record;
+  for (const auto& [key, value] : record_defaults().items()) {
+    if (!full.contains(key)) full[key] = value;
+  }
+  if (one_rank(full) && !full.contains("per_rank")) full["per_rank"] = one_rank_per_rank(full);
+  const auto evidence = full.find("evidence");
+  if (evidence == full.end() || !evidence->is_object() || !evidence->contains("rails")) return full;
+  nlohmann::json& rails = (*evidence)["rails"];
+  if (!rails.is_object()) return full;
+  if (!rails.contains("flags")) rails["flags"] = nlohmann::json::array();
+  if (!rails.contains("nodes") || !rails["nodes"].is_array()) return full;
+  for (auto& node : rails["nodes"]) {
+    for (const char* key : kRailNodeArrays) {
+      if (node.is_object() && !node.contains(key)) node[key] = nlohmann::json::array();
+    }
+  }
+  return full;
+}
+
 nlohmann::json case_record(const CaseResult& result, const std::string& point, bool emulated) {
   nlohmann::json record = to_json(result);
   record["schema_version"] = kResultsSchemaVersion;
   record["point"] = point.empty() ? nlohmann::json(nullptr) : nlohmann::json(point);
   record["emulated"] = emulated;
+  leave_out_defaults(record);
   return record;
 }
 
 void ConsoleTable::print_header(const CaseResult& first) {
-  out_ << "#\n# " << descriptor_of(first.spec.collective).display_name << ", " << first.spec.nranks << " ranks, backend "
+  out_ << "#\n# " << first.spec.collective_descriptor().display_name << ", " << first.spec.nranks << " ranks, backend "
        << first.backend << ", " << first.iterations << " iterations, " << first.warmup << " warm-up\n";
   if (first.mode.graph_launches > 0) {
     out_ << "# CUDA graph: the -n iterations captured once (collectives only), replayed " << first.mode.graph_launches
@@ -89,7 +160,7 @@ void ConsoleTable::print_header(const CaseResult& first) {
 
 void ConsoleTable::print_line(const CaseResult* out_of_place, const CaseResult* in_place) {
   const CaseResult& any = out_of_place ? *out_of_place : *in_place;
-  const std::string root = descriptor_of(any.spec.collective).rooted ? std::to_string(any.spec.root) : "-1";
+  const std::string root = any.spec.collective_descriptor().rooted ? std::to_string(any.spec.root) : "-1";
   char prefix[128];
   std::snprintf(prefix, sizeof(prefix), "%12llu  %12llu  %8s  %6s  %6s", static_cast<unsigned long long>(any.spec.counts.size_bytes()),
                 static_cast<unsigned long long>(any.spec.counts.param_count), std::string(name_of(any.spec.dtype)).c_str(),
@@ -148,7 +219,9 @@ std::string csv_header() {
          "ops_per_launch,registration,unalign_elements,cta_policy,cycle";
 }
 
-std::string csv_row(const nlohmann::json& record) {
+std::string csv_row(const nlohmann::json& lean_record) {
+  // Every column is filled: a field the record leaves out at its default (schema 1.3) is that default.
+  const nlohmann::json record = with_record_defaults(lean_record);
   std::ostringstream row;
   const nlohmann::json null_json = nullptr;
   const auto& time = record.at("time_us");
@@ -164,9 +237,9 @@ std::string csv_row(const nlohmann::json& record) {
                                    record.at("wrong"),        record.at("status"),    record.at("reason"),
                                    record.at("emulated"),     record.value("gated_time_us", null_json),
                                    record.value("bandwidth_from", null_json), record.value("samples_from", null_json),
-                                   record.value("graph_launches", null_json), record.value("ops_per_launch", null_json),
-                                   record.value("registration", null_json),  record.value("unalign_elements", null_json),
-                                   record.value("cta_policy", null_json),    record.value("cycle", null_json)};
+                                   record.at("graph_launches"), record.at("ops_per_launch"),
+                                   record.at("registration"),  record.at("unalign_elements"),
+                                   record.at("cta_policy"),    record.at("cycle")};
   bool first = true;
   for (const auto& field : fields) {
     if (!first) row << ',';

@@ -15,12 +15,21 @@ namespace cclbench {
 // 1.1: gated_time_us, bandwidth_from. 1.2: per_rank, samples_from, graph_launches, ops_per_launch,
 // registration, unalign_elements, cta_policy, cycle; op mulsum; bandwidth_from batch_time_us; lean
 // records - samples_us moved to a --samples side file (samples_file), rails notes once per document
-// (notes), zero-delta netdevs counted, not listed.
-inline constexpr const char* kResultsSchemaVersion = "1.2.0";
+// (notes), zero-delta netdevs counted, not listed. 1.3: a field that holds its documented default
+// is left out of the record (record_defaults(); the schema's "default" annotations), and so is
+// per_rank at one rank where it only repeats time_us.mean and iterations.
+inline constexpr const char* kResultsSchemaVersion = "1.3.0";
 
 // One record as written to JSONL and to the "cases" array: to_json() plus schema_version, point
-// and emulated.
+// and emulated, with the fields that hold their default left out (schema 1.3).
 nlohmann::json case_record(const CaseResult& result, const std::string& point, bool emulated);
+
+// The defaults a schema 1.3 record leaves out: top-level fields, and the rails evidence's empty
+// arrays (evidence.rails.flags, evidence.rails.nodes[].flags/ib_ports/netdevs). The same values as
+// case_record.schema.json's "default" annotations and scripts/cclbench_lib/records.py RECORD_DEFAULTS.
+const nlohmann::json& record_defaults();
+// A record with every left-out field filled back: what readers (csv_row) see.
+nlohmann::json with_record_defaults(const nlohmann::json& record);
 
 // Prints nccl-tests' two-half table: a line per (collective, dtype, op, size), out-of-place then
 // in-place, each half with time algbw busbw #wrong p50 p99. Missing values print as "-".

@@ -11,17 +11,18 @@
 namespace cclbench {
 namespace {
 
-CaseSpec make_spec(Collective collective, DataType dtype, ReduceOp op, int root, bool in_place, std::uint64_t bytes,
+CaseSpec make_spec(const CollectiveDescriptor& descriptor, DataType dtype, ReduceOp op, int root, bool in_place, std::uint64_t bytes,
                    int nranks) {
   CaseSpec spec;
-  spec.collective = collective;
+  spec.collective = descriptor.kind;
+  spec.descriptor = &descriptor;
   spec.dtype = dtype;
   spec.op = op;
   spec.root = root;
   spec.in_place = in_place;
   spec.requested_bytes = bytes;
   spec.nranks = nranks;
-  spec.counts = descriptor_of(collective).byte_counts(bytes, size_of(dtype), nranks);
+  spec.counts = descriptor.byte_counts(bytes, size_of(dtype), nranks);
   return spec;
 }
 
@@ -43,20 +44,20 @@ class PhaseScope {
 
 }  // namespace
 
-std::vector<CaseSpec> make_cases(const Config& config, int nranks) {
+std::vector<CaseSpec> make_cases(const Config& config, const CollectiveRegistry& registry, int nranks) {
   std::vector<CaseSpec> cases;
   const std::vector<std::uint64_t> sizes = sweep_sizes(config);
   std::vector<bool> placements;
   if (config.placement != Placement::in_place) placements.push_back(false);
   if (config.placement != Placement::out_of_place) placements.push_back(true);
   for (Collective collective : config.collectives) {
-    const CollectiveDescriptor& descriptor = descriptor_of(collective);
+    const CollectiveDescriptor& descriptor = registry.find(collective);
     const std::vector<ReduceOp> ops = descriptor.reduces ? config.ops : std::vector<ReduceOp>{ReduceOp::none};
     for (DataType dtype : config.dtypes) {
       for (ReduceOp op : ops) {
         for (std::uint64_t bytes : sizes) {
           for (bool in_place : placements) {
-            cases.push_back(make_spec(collective, dtype, op, config.root, in_place, bytes, nranks));
+            cases.push_back(make_spec(descriptor, dtype, op, config.root, in_place, bytes, nranks));
           }
         }
       }
@@ -65,7 +66,8 @@ std::vector<CaseSpec> make_cases(const Config& config, int nranks) {
   return cases;
 }
 
-std::vector<CaseSpec> agree_on_cases(const std::vector<CaseSpec>& local_cases, const MpiContext& context) {
+std::vector<CaseSpec> agree_on_cases(const std::vector<CaseSpec>& local_cases, const CollectiveRegistry& registry,
+                                     const MpiContext& context) {
   std::string wire;
   if (context.world_rank == 0) {
     nlohmann::json list = nlohmann::json::array();
@@ -81,7 +83,7 @@ std::vector<CaseSpec> agree_on_cases(const std::vector<CaseSpec>& local_cases, c
   const int nranks = local_cases.empty() ? 0 : local_cases.front().nranks;
   std::vector<CaseSpec> cases;
   for (const auto& item : nlohmann::json::parse(wire)) {
-    cases.push_back(make_spec(static_cast<Collective>(item[0].get<int>()), static_cast<DataType>(item[1].get<int>()),
+    cases.push_back(make_spec(registry.find(static_cast<Collective>(item[0].get<int>())), static_cast<DataType>(item[1].get<int>()),
                               static_cast<ReduceOp>(item[2].get<int>()), item[3].get<int>(), item[4].get<bool>(),
                               item[5].get<std::uint64_t>(), nranks));
   }

@@ -17,11 +17,13 @@
 namespace cclbench {
 
 // The cases of a config for `nranks` ranks, in nccl-tests order: collective, dtype, op, size,
-// then out-of-place before in-place. Data-movement collectives get op none once.
-std::vector<CaseSpec> make_cases(const Config& config, int nranks);
+// then out-of-place before in-place. Data-movement collectives get op none once. Each case points at
+// its descriptor in `registry` (the app's list, e.g. bench/collectives' standard_collectives()).
+std::vector<CaseSpec> make_cases(const Config& config, const CollectiveRegistry& registry, int nranks);
 
 // Rank 0's list, received by every rank (serialized and broadcast over `context.world`).
-std::vector<CaseSpec> agree_on_cases(const std::vector<CaseSpec>& local_cases, const MpiContext& context);
+std::vector<CaseSpec> agree_on_cases(const std::vector<CaseSpec>& local_cases, const CollectiveRegistry& registry,
+                                     const MpiContext& context);
 
 // Hooks around each case, called on every rank (they may communicate). `before` runs before
 // fill, `after` after the result is final; `after` may attach evidence to the result.

@@ -44,7 +44,7 @@ RankShare rank_share(const std::vector<double>& own, const std::vector<double>& 
 }
 
 Bandwidth bandwidth_of(const CaseSpec& spec, double time_us) {
-  const CollectiveDescriptor& descriptor = descriptor_of(spec.collective);
+  const CollectiveDescriptor& descriptor = spec.collective_descriptor();
   const double seconds = time_us * 1e-6;
   const double algbw = static_cast<double>(descriptor.algbw_bytes(spec.counts, spec.nranks)) / 1e9 / seconds;
   return {algbw, algbw * descriptor.bus_factor(spec.nranks)};

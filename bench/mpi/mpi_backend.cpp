@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "bench/collectives/collective.hpp"
 #include "bench/core/errors.hpp"
 #include "bench/core/fault_injection.hpp"
 #include "bench/core/pattern.hpp"

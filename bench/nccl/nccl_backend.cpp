@@ -19,11 +19,13 @@
 #include <utility>
 #include <vector>
 
+#include "bench/collectives/collective.hpp"
 #include "bench/core/element_codec.hpp"
 #include "bench/core/errors.hpp"
 #include "bench/core/fault_injection.hpp"
 #include "bench/core/pattern.hpp"
 #include "bench/cuda/cuda_handles.hpp"
+#include "bench/nccl/group_launch.hpp"
 #include "kernels/p2p_kernels.hpp"
 #include "kernels/pattern_kernels.hpp"
 
@@ -42,42 +44,6 @@ constexpr int kBusIdChars = 32;
 constexpr int kMaxGatedIterations = 200;
 constexpr std::uint64_t kGateTimeoutNs = 30ull * 1000 * 1000 * 1000;
 
-ncclDataType_t nccl_type(DataType dtype) {
-  switch (dtype) {
-    case DataType::int8: return ncclInt8;
-    case DataType::uint8: return ncclUint8;
-    case DataType::int32: return ncclInt32;
-    case DataType::uint32: return ncclUint32;
-    case DataType::int64: return ncclInt64;
-    case DataType::uint64: return ncclUint64;
-    case DataType::float16: return ncclFloat16;
-    case DataType::float32: return ncclFloat32;
-    case DataType::float64: return ncclFloat64;
-    case DataType::bfloat16: return ncclBfloat16;
-#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 24, 0)
-    case DataType::fp8_e4m3: return ncclFloat8e4m3;
-    case DataType::fp8_e5m2: return ncclFloat8e5m2;
-#else
-    case DataType::fp8_e4m3:
-    case DataType::fp8_e5m2: break;  // refused by unsupported_reason
-#endif
-  }
-  return ncclFloat32;
-}
-
-ncclRedOp_t nccl_op(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::sum: return ncclSum;
-    case ReduceOp::prod: return ncclProd;
-    case ReduceOp::max: return ncclMax;
-    case ReduceOp::min: return ncclMin;
-    case ReduceOp::avg: return ncclAvg;
-    case ReduceOp::mulsum:  // created per launch by PremulSumOp
-    case ReduceOp::none: break;
-  }
-  return ncclSum;
-}
-
 bool is_fp8(DataType dtype) { return dtype == DataType::fp8_e4m3 || dtype == DataType::fp8_e5m2; }
 
 // The op the pattern is built for: data-movement collectives carry no op.
@@ -92,33 +58,6 @@ CompareMode compare_mode(const CaseSpec& spec) {
 std::string mib(std::uint64_t bytes) { return std::to_string((bytes + kMiB - 1) / kMiB) + " MiB"; }
 
 std::uint64_t round_up(std::uint64_t value, std::uint64_t granule) { return (value + granule - 1) / granule * granule; }
-
-// nccl-tests' PreMulSum: an op created for one communicator with this rank's scalar
-// (premul_scalar, as the host reference uses), encoded in the data type, passed by value
-// (ncclScalarHostImmediate, so it is baked into the launch and may be destroyed right after it,
-// also under graph capture, as nccl-tests does).
-class PremulSumOp {
- public:
-  PremulSumOp(DataType dtype, int rank, ncclComm_t comm) : comm_(comm) {
-    std::uint64_t scalar = 0;  // large enough for any element type, little-endian start
-    encode_small_integer(dtype, premul_scalar(rank), &scalar);
-    result_ = ncclRedOpCreatePreMulSum(&op_, &scalar, nccl_type(dtype), ncclScalarHostImmediate, comm);
-    created_ = result_ == ncclSuccess;
-  }
-  ~PremulSumOp() {
-    if (created_) ncclRedOpDestroy(op_, comm_);
-  }
-  PremulSumOp(const PremulSumOp&) = delete;
-  PremulSumOp& operator=(const PremulSumOp&) = delete;
-  ncclResult_t result() const { return result_; }
-  ncclRedOp_t op() const { return op_; }
-
- private:
-  ncclComm_t comm_;
-  ncclRedOp_t op_ = ncclSum;
-  ncclResult_t result_ = ncclSuccess;
-  bool created_ = false;
-};
 
 // Memory from ncclMemAlloc (-R 2: symmetric windows need it), freed with ncclMemFree.
 class NcclMemory {
@@ -352,10 +291,8 @@ class NcclBackend final : public Backend {
   [[noreturn]] void stop_after_abort(const CaseSpec& spec, const char* phase);
   void cuda_or_fail(cudaError_t result, const char* what, const CaseSpec& spec, const char* phase);
   Pointers pointers(const CaseSpec& spec, const LocalGpu& gpu, std::uint64_t shift_bytes) const;
-  std::uint64_t rotation_shift(const CaseSpec& spec, int iteration) const;
   // One iteration: `ops` collectives (-m) on every local GPU, in one group.
   void launch(const CaseSpec& spec, int iteration, int ops);
-  ncclResult_t launch_one(const CaseSpec& spec, std::size_t index, std::uint64_t shift, const char** call);
   void wait_for_completion(const CaseSpec& spec, const char* phase);
   void ensure_events(std::size_t count);
   void record(std::vector<Event> LocalGpu::*events, std::size_t index, const CaseSpec& spec, unsigned flags);
@@ -388,6 +325,7 @@ class NcclBackend final : public Backend {
   // mulsum per data type: nullopt when ncclRedOpCreatePreMulSum accepts it, else NCCL's reason.
   mutable std::vector<std::pair<DataType, std::optional<std::string>>> premulsum_support_;
   std::vector<LocalGpu> gpus_;
+  GroupLauncher launcher_;  // built once the communicators and buffers exist
   PinnedBuffer wrong_host_;
   std::optional<FaultInjection> injection_;  // test hook (CCLBENCH_INJECT_WRONG), off when empty
   PinnedBuffer gate_words_;  // [0]: release flag for the blocker kernel, [1]: set by it on timeout
@@ -628,6 +566,11 @@ NcclBackend::NcclBackend(const Config& config, const MpiContext& mpi, std::optio
   wrong_host_ = PinnedBuffer(gpus_.size() * sizeof(unsigned long long), who);
   gate_words_ = PinnedBuffer(2 * sizeof(int), who);  // pinned host memory is device-visible under UVA
   register_buffers(who);
+  std::vector<LaunchTarget> targets;
+  for (std::size_t i = 0; i < gpus_.size(); ++i) {
+    targets.push_back({comms_.handles()[i], gpus_[i].stream.get(), gpus_[i].send_base, gpus_[i].recv_base, gpus_[i].rank});
+  }
+  launcher_ = GroupLauncher(real_nccl_calls(native_alltoall_), std::move(targets), nranks_, buffer_bytes_, config_.unalign_elements);
   if (!gpus_.empty()) cuda_check(cudaSetDevice(gpus_.front().device), "cudaSetDevice", who);
 }
 
@@ -790,7 +733,8 @@ std::optional<std::string> NcclBackend::unsupported_reason(const CaseSpec& spec)
       if (!use.live() || gpus_.empty()) return std::nullopt;  // aborted: the launch reports it, nothing cached
       {
         DeviceScope scope(gpus_.front().device);
-        const PremulSumOp probe(spec.dtype, gpus_.front().rank, self.comms_.handles().front());
+        const NcclCalls calls = real_nccl_calls(native_alltoall_);
+        const PremulSumOp probe(calls, spec.dtype, gpus_.front().rank, self.comms_.handles().front());
         if (probe.result() != ncclSuccess) {
           const char* last = ncclGetLastError(self.comms_.handles().front());
           reason = std::string("mulsum on ") + std::string(name_of(spec.dtype)) + ": ncclRedOpCreatePreMulSum: " +
@@ -820,132 +764,30 @@ std::optional<std::string> NcclBackend::unsupported_reason(const CaseSpec& spec)
 }
 
 NcclBackend::Pointers NcclBackend::pointers(const CaseSpec& spec, const LocalGpu& gpu, std::uint64_t shift_bytes) const {
-  const std::uint64_t element = spec.counts.element_size;
-  // -u: nccl-tests shifts both buffers by unalign elements of the case's type.
-  shift_bytes += static_cast<std::uint64_t>(config_.unalign_elements) * element;
-  if (spec.in_place) {
-    auto* base = static_cast<char*>(gpu.recv_base) + shift_bytes;
-    const std::uint64_t rank = static_cast<std::uint64_t>(gpu.rank);
-    return {base + spec.counts.send_inplace_offset * rank * element, base + spec.counts.recv_inplace_offset * rank * element};
-  }
-  return {static_cast<const char*>(gpu.send_base) + shift_bytes, static_cast<char*>(gpu.recv_base) + shift_bytes};
+  const CasePointers p = case_pointers(spec, gpu.send_base, gpu.recv_base, gpu.rank, shift_bytes, config_.unalign_elements);
+  return {p.send, p.recv};
 }
 
-// nccl-tests' rotation: consecutive iterations use successive message-sized slots of the buffers,
-// so no iteration finds its data in cache from the previous one.
-std::uint64_t NcclBackend::rotation_shift(const CaseSpec& spec, int iteration) const {
-  const std::uint64_t size = spec.counts.size_bytes();
-  if (size == 0) return 0;
-  const std::uint64_t steps = std::max<std::uint64_t>(1, buffer_bytes_ / size);
-  return size * (static_cast<std::uint64_t>(iteration) % steps);
-}
-
-ncclResult_t NcclBackend::launch_one(const CaseSpec& spec, std::size_t index, std::uint64_t shift, const char** call) {
-  const LocalGpu& gpu = gpus_[index];
-  const ncclComm_t comm = comms_.handles()[index];
-  const cudaStream_t stream = gpu.stream.get();
-  const Pointers p = pointers(spec, gpu, shift);
-  const ncclDataType_t type = nccl_type(spec.dtype);
-  const std::uint64_t count = spec.counts.param_count;
-  const std::uint64_t element = spec.counts.element_size;
-  // mulsum: created for this call and destroyed after it is enqueued, as nccl-tests does.
-  std::optional<PremulSumOp> premul;
-  ncclRedOp_t op = nccl_op(spec.op);
-  if (spec.op == ReduceOp::mulsum && descriptor_of(spec.collective).reduces) {
-    premul.emplace(spec.dtype, gpu.rank, comm);
-    if (premul->result() != ncclSuccess) {
-      *call = "ncclRedOpCreatePreMulSum";
-      return premul->result();
-    }
-    op = premul->op();
-  }
-  switch (spec.collective) {
-    case Collective::all_reduce:
-      *call = "ncclAllReduce";
-      return ncclAllReduce(p.send, p.recv, count, type, op, comm, stream);
-    case Collective::all_gather:
-      *call = "ncclAllGather";
-      return ncclAllGather(p.send, p.recv, count, type, comm, stream);
-    case Collective::reduce_scatter:
-      *call = "ncclReduceScatter";
-      return ncclReduceScatter(p.send, p.recv, count, type, op, comm, stream);
-    case Collective::broadcast:
-      *call = "ncclBroadcast";
-      return ncclBroadcast(p.send, p.recv, count, type, spec.root, comm, stream);
-    case Collective::reduce:
-      *call = "ncclReduce";
-      return ncclReduce(p.send, p.recv, count, type, op, spec.root, comm, stream);
-    case Collective::alltoall: {
-#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
-      // NCCL 2.28 has a native AlltoAll (what nccl-tests 2.19 calls there); older libraries, and
-      // this build run against one, get the grouped ncclSend/ncclRecv form.
-      if (native_alltoall_) {
-        *call = "ncclAlltoAll";
-        return ncclAlltoAll(p.send, p.recv, count, type, comm, stream);
-      }
-#endif
-      *call = "ncclSend/ncclRecv (alltoall)";
-      ncclResult_t result = ncclGroupStart();
-      for (int peer = 0; peer < nranks_ && result == ncclSuccess; ++peer) {
-        const std::uint64_t offset = static_cast<std::uint64_t>(peer) * count * element;
-        result = ncclSend(static_cast<const char*>(p.send) + offset, count, type, peer, comm, stream);
-        if (result == ncclSuccess) result = ncclRecv(static_cast<char*>(p.recv) + offset, count, type, peer, comm, stream);
-      }
-      const ncclResult_t end = ncclGroupEnd();
-      return result != ncclSuccess ? result : end;
-    }
-    case Collective::sendrecv: {
-      *call = "ncclSend/ncclRecv (sendrecv)";
-      ncclResult_t result = ncclGroupStart();
-      if (result == ncclSuccess) result = ncclSend(p.send, count, type, (gpu.rank + 1) % nranks_, comm, stream);
-      if (result == ncclSuccess) result = ncclRecv(p.recv, count, type, (gpu.rank - 1 + nranks_) % nranks_, comm, stream);
-      const ncclResult_t end = ncclGroupEnd();
-      return result != ncclSuccess ? result : end;
-    }
-  }
-  *call = "unknown collective";
-  return ncclInvalidArgument;
-}
-
-// One iteration: the launches of every local GPU inside one group (required when one thread
-// drives several communicators, or NCCL would wait for the first before launching the next);
-// with -m, `ops` collectives per GPU in that group, each on its own rotation slot (nccl-tests'
-// iter * agg_iters + aiter), which NCCL aggregates into one launch.
+// One iteration on every local GPU, in one group (GroupLauncher, bench/nccl/group_launch.hpp),
+// under the communicators' lock.
 void NcclBackend::launch(const CaseSpec& spec, int iteration, int ops) {
-  const bool grouped = gpus_.size() > 1 || ops > 1;
-  ncclResult_t result = ncclSuccess;
-  const char* call = "ncclGroupStart";
+  LaunchResult result;
   std::string last_error;
   {
     Communicators::Use use(comms_);
     if (!use.live()) {
-      result = ncclInvalidUsage;
+      result = {ncclInvalidUsage, "ncclGroupStart", 0};
     } else {
-      if (grouped) result = ncclGroupStart();
-      std::size_t failed = 0;
-      for (int op_index = 0; op_index < ops && result == ncclSuccess; ++op_index) {
-        const std::uint64_t shift = rotation_shift(spec, iteration * ops + op_index);
-        for (std::size_t i = 0; i < gpus_.size() && result == ncclSuccess; ++i) {
-          result = launch_one(spec, i, shift, &call);
-          failed = i;
-        }
-      }
-      if (grouped) {
-        const ncclResult_t end = ncclGroupEnd();
-        if (result == ncclSuccess && end != ncclSuccess) {
-          result = end;
-          call = "ncclGroupEnd";
-        }
-      }
-      if (result != ncclSuccess) {
-        const char* last = ncclGetLastError(comms_.handles()[failed]);
+      result = launcher_.launch(spec, iteration, ops);
+      if (result.result != ncclSuccess) {
+        const char* last = ncclGetLastError(comms_.handles()[result.target]);
         if (last != nullptr) last_error = last;
       }
     }
   }
   if (comms_.stopping()) stop_after_abort(spec, "launch");
-  if (result != ncclSuccess) {
-    fail(ExitCode::runtime_error, std::string(call) + ": " + ncclGetErrorString(result) +
+  if (result.result != ncclSuccess) {
+    fail(ExitCode::runtime_error, std::string(result.call) + ": " + ncclGetErrorString(result.result) +
                                       (last_error.empty() ? "" : ": " + last_error) + " (" + where(spec, "launch") + ")");
   }
 }

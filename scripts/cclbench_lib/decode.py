@@ -27,11 +27,20 @@ MAX_BATCH = 1 << 16
 MAX_HIDDEN = 1 << 20
 # CUDA-graph replays per case for decode points (coll_perf -G K), nccl-tests' usual -G 10.
 DECODE_GRAPH_LAUNCHES = 10
+# Decode points are out-of-place only: inside CUDA graphs the serving stacks call NCCL out of place (vLLM's and
+# SGLang's pynccl all_reduce allocates its output; all_to_all_single and all_gather_into_tensor have one).
+DECODE_PLACEMENT = "out"
+# Emulated decode points without --ab: a correctness check (iterations, warmup), like the emulated sweep check.
+EMULATED_DECODE_ITERATIONS = 2
+EMULATED_DECODE_WARMUP = 1
 AB_MAX_VARIANTS = 12
 AB_VAR_RE = re.compile(r"^NCCL_[A-Z0-9_]+$")
 AB_VALUE_RE = re.compile(r"^[A-Za-z0-9_.:^~-]+$")
 # compare's default --threshold: the smallest difference ever called a change.
 AB_THRESHOLD_PCT = 2.0
+# A noise band wider than this cannot support "within noise": such sizes are inconclusive (emulated ranks on
+# one H200 scattered 2x between repeats, and a 4x difference fell inside their band).
+AB_NOISY_BAND_PCT = 25.0
 PRODUCTION_NOTE = ("decode over the rails: NCCL_IB_HCA = all --hcas rails with NCCL_CROSS_NIC=1, the user's production "
                    "binding (SGLang's NCCL_IB_HCA==mlx5_0:1,mlx5_3:1, NCCL_CROSS_NIC=1): the sweep's best binding is "
                    "only known after the run")
@@ -200,7 +209,14 @@ def decode_points(planner, scopes):
                 launches = 1 if "--share-gpu" in scope.get("extra", []) else DECODE_GRAPH_LAUNCHES
                 extra = list(scope.get("extra", [])) + ["-d", spec["coll_perf_dtype"], "-G", str(launches)]
                 notes = [note for note in (scope.get("note"),) if note]
-            points.append(dict(scope, base=f"decode.{collective}.{scope['base']}", extra=extra, collectives=[collective],
+            check = {}
+            if "--share-gpu" in scope.get("extra", []) and not planner.inputs.get("ab"):
+                # Without --ab nothing judges emulated times: a short correctness check, run once (three timed
+                # repeats of it took 100 of 116 s of a one-GPU decode baseline on an H200).
+                check = {"once": True, "iterations": EMULATED_DECODE_ITERATIONS, "warmup": EMULATED_DECODE_WARMUP}
+            extra += ["--placement", DECODE_PLACEMENT]
+            points.append(dict(scope, **check, base=f"decode.{collective}.{scope['base']}", extra=extra,
+                               collectives=[collective],
                                sizes=sizes, size_args=["--sizes", ",".join(str(size) for size in sizes)],
                                note="; ".join(notes) or None,
                                decode={"collective": collective, "hidden": spec["hidden"], "dtype": spec["dtype"],
@@ -268,15 +284,18 @@ def decode_section(data):
         return []
     lines = ["## Decode communication", "",
              "The model's own message sizes (--decode): hidden x batch x element size (alltoall: x topk, the expert "
-             "dispatch). Out-of-place, median over repeats; time = the headline time busbw comes from; with per_step, "
-             "per step = per_step x time, the communication one decode step spends in that collective.", ""]
+             "dispatch). Out-of-place, as the serving stacks call NCCL inside CUDA graphs; median over repeats; "
+             "time = the headline time busbw comes from (with -G: one event pair around all replays of a graph of "
+             "the collectives alone); p50 / p99 = per-iteration times, from a separate instrumented replay whose "
+             "per-iteration event pairs add their own GPU time (2-6 us on H200s), so they read above time; with "
+             "per_step, per step = per_step x time, the communication one decode step spends in that collective.", ""]
     for base, launch in launches.items():
         spec = launch["decode"]
         records = {}
         for (point, _case), record in data.latest.items():
             if base_point_of(point) == base and not record.get("in_place"):
                 records.setdefault(record.get("requested_bytes"), []).append(record)
-        header = ["batch", "bytes", "time us", "p50 / p99 us", "busbw GB/s", "NCCL algo/proto"]
+        header = ["batch", "bytes", "time us", "p50 / p99 us (instrumented)", "busbw GB/s", "NCCL algo/proto"]
         if spec.get("per_step"):
             header.append(f"per step us (x{spec['per_step']})")
         rows = []
@@ -288,9 +307,10 @@ def decode_section(data):
             headline = median_of(timed, bandwidth_time_us)
             p50, p99 = median_of(timed, time_of("p50")), median_of(timed, time_of("p99"))
             choices = sorted({c for c in (algo_proto(r) for r in group) if c})
+            # One rank moves nothing over a bus: nccl-tests' factor (n-1)/n makes busbw 0, which is no figure.
+            busbw = "- (1 rank)" if launch.get("nranks") == 1 and timed else fmt_number(median_of(timed, busbw_of))
             row = [batch, size, fmt_number(headline), "-" if p50 is None and p99 is None else
-                   f"{fmt_number(p50)} / {fmt_number(p99)}", fmt_number(median_of(timed, busbw_of)),
-                   ", ".join(choices) or "-"]
+                   f"{fmt_number(p50)} / {fmt_number(p99)}", busbw, ", ".join(choices) or "-"]
             if spec.get("per_step"):
                 row.append(fmt_number(None if headline is None else headline * spec["per_step"]))
             rows.append(row)
@@ -321,6 +341,16 @@ def nccl_rejection(run_dir, point_names):
     return None
 
 
+def ab_variants_of(launches):
+    """{automatic point: {variant point: variant env}} from the plan's timed launches. A variant's untimed TUNING
+    probe also carries 'ab' (NCCL refusing the variant fails it too) but is no point: it has no base_point."""
+    variants_of = {}
+    for launch in launches:
+        if launch.get("ab") and launch.get("base_point"):
+            variants_of.setdefault(launch["ab"]["of"], {})[launch["base_point"]] = launch["ab"]["variant"]
+    return variants_of
+
+
 def ab_verdicts(records, launches):
     """Per automatic point and collective, bands of consecutive sizes with one verdict:
     [{'point', 'collective', 'sizes', 'verdict', 'variant', 'slower_pct': [..]}], plus the variants that
@@ -328,11 +358,7 @@ def ab_verdicts(records, launches):
     from .compare import neighbour_floors, noise_verdict, summarize
     from .records import EMULATED, GPU_TIMED, group_repeats
     groups = group_repeats(records)
-    variants_of = {}
-    for launch in launches:
-        if launch.get("ab"):
-            entry = variants_of.setdefault(launch["ab"]["of"], {})
-            entry[launch.get("base_point") or launch["name"]] = launch["ab"]["variant"]
+    variants_of = ab_variants_of(launches)
     bands, unmeasured = [], []
     for auto, variants in variants_of.items():
         cases = {}
@@ -372,6 +398,9 @@ def ab_verdicts(records, launches):
                                                        floors.get((auto, collective)))
             # diff is best against automatic: 'faster' means the best variant beats automatic.
             state = {"faster": "slower", "slower": "faster"}.get(verdict, verdict)
+            if state == "same within noise" and band > AB_NOISY_BAND_PCT:
+                # Repeats that scatter this much cannot show two settings to be alike: no verdict either way.
+                state = "inconclusive"
             slower_pct = (side_auto["time"] / side_best["time"] - 1) * 100
             by_collective.setdefault(collective, []).append((size, state, env, slower_pct, band,
                                                              side_auto["cls"] == EMULATED))
@@ -409,7 +438,17 @@ def _band_sentence(band):
         return f"automatic is within noise of the best variant at {sizes}"
     if band["verdict"] == "faster":
         return f"automatic is faster than every variant at {sizes}"
+    widest = max(band["band_pct"])
+    if widest > AB_NOISY_BAND_PCT:
+        return (f"inconclusive at {sizes}: the repeats scatter too much (noise band up to {widest:.0f}%, above "
+                f"{AB_NOISY_BAND_PCT:g}%) to call the difference ({_pct_range(band['slower_pct'])})")
     return f"inconclusive at {sizes} (one repeat: rerun with --repeat 3)"
+
+
+def _pct_range(values):
+    """Automatic against the best variant, signed: '+299%' or '-3% to +299%'."""
+    low, high = min(values), max(values)
+    return f"{high:+.0f}%" if round(low) == round(high) else f"{low:+.0f}% to {high:+.0f}%"
 
 
 def ab_section(data):
@@ -419,9 +458,11 @@ def ab_section(data):
     bands, unmeasured = ab_verdicts(data.records, data.plan)
     lines = ["## Algorithm / protocol A/B (--ab)", "",
              "Per automatic point, collective and size band: the automatic choice against the fastest variant at each "
-             "size, with compare's noise rule (median over repeats of the bandwidth time; band = max(3 x 1.2533 x s x "
-             f"sqrt(1/r_a + 1/r_b), {AB_THRESHOLD_PCT:g}%), s the pooled repeat spread, at least the median of the "
-             "point's other sizes; one repeat a side: only a difference beyond 15% is called).", ""]
+             "size, with compare's noise rule (median over repeats of the bandwidth time; change = larger / smaller - 1; "
+             f"band = max(4 x 1.2533 x s x sqrt(1/r_a + 1/r_b), {AB_THRESHOLD_PCT:g}%), s the median pooled repeat "
+             "spread of the point's sizes, a size's own where over twice that; no run-drift term: the variants run "
+             "interleaved in one run; one repeat a side: only a difference beyond 15% is called; a band over "
+             f"{AB_NOISY_BAND_PCT:g}% supports no 'within noise').", ""]
     if bands:
         rows = [[band["point"], band["collective"], _bands_text(band["sizes"]), band_sentence(band)] for band in bands]
         lines += [md_table(["automatic point", "collective", "sizes", "verdict"], rows), ""]
@@ -446,10 +487,7 @@ def ab_detail(data):
     from .records import group_repeats
     from .report import fmt_number, md_table
     groups = group_repeats(data.records)
-    variants_of = {}
-    for launch in data.plan:
-        if launch.get("ab"):
-            variants_of.setdefault(launch["ab"]["of"], {})[launch.get("base_point") or launch["name"]] = launch["ab"]["variant"]
+    variants_of = ab_variants_of(data.plan)
     lines = []
     for auto, variants in variants_of.items():
         rows = []

@@ -187,6 +187,8 @@ class Planner:
         for k in range(1, repeats + 1):
             for point in points:
                 base = point["base"]
+                if point.get("once") and k > 1:
+                    continue  # a correctness check: its times judge nothing, one run is enough
                 probe = self.path("tuning", base + ".json") if tuning else None
                 if probe and k == 1:
                     launches.append(self.probe_launch(base, point["mpirun"], point["nranks"], point["hosts"],
@@ -194,9 +196,10 @@ class Planner:
                                                       point.get("collectives")))
                     if point.get("ab"):
                         launches[-1]["ab"] = point["ab"]  # NCCL refusing the variant fails its probe too: a finding
-                name = base if repeats == 1 else f"{base}.rep{k}"
+                name = base if repeats == 1 or point.get("once") else f"{base}.rep{k}"
                 argv = point["mpirun"] + self.coll_args(name, expect=point["expect"], tuning_from=probe,
                                                         collectives=point.get("collectives"),
+                                                        iterations=point.get("iterations"), warmup=point.get("warmup"),
                                                         size_args=point.get("size_args")) + point.get("extra", [])
                 entry = self.launch(name, point["kind"], argv, point["nranks"], point["hosts"], point["env"],
                                     base_point=base, repeat=k, mode_note=point.get("note"), tuning_from=probe,

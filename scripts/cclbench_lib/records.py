@@ -46,9 +46,50 @@ def record_problem(record):
     return None
 
 
+# Schema 1.3 (lean records): coll_perf leaves out a field that holds its default. The defaults,
+# stated once for every reader (the "default" annotations of results_schema/case_record.schema.json,
+# held equal by tests/scripts/test_record_size.py). Records before 1.3 carry them explicitly; before
+# 1.2 the mode fields were absent and meant these same values (graph_launches absent: eager or the
+# older -G method).
+RECORD_DEFAULTS = {"root": None, "emulated": False, "check_iterations": 1, "graph_launches": 0, "ops_per_launch": 1,
+                   "registration": "none", "unalign_elements": 0, "cta_policy": None, "cycle": 0}
+# evidence.rails.flags and evidence.rails.nodes[].flags/ib_ports/netdevs: absent means empty.
+RAIL_NODE_ARRAYS = ("flags", "ib_ports", "netdevs")
+
+
+def _one_rank_per_rank(record):
+    """per_rank of a one-rank record that leaves it out: its one rank's mean is time_us.mean and it is
+    the slowest in every iteration; null when the case was not timed."""
+    time_us = record.get("time_us")
+    if not isinstance(time_us, dict) or "iterations" not in record:
+        return None
+    return {"mean_us": [time_us.get("mean")], "slowest_iterations": [record["iterations"]]}
+
+
+def with_defaults(record):
+    """The record with every field that a lean (schema 1.3) record leaves out filled back with its
+    documented default: what every reader sees. The input is not changed; a field present is kept."""
+    full = dict(record)
+    for key, value in RECORD_DEFAULTS.items():
+        full.setdefault(key, value)
+    if full.get("nranks") == 1 and "per_rank" not in full:
+        full["per_rank"] = _one_rank_per_rank(full)
+    evidence = full.get("evidence")
+    rails = evidence.get("rails") if isinstance(evidence, dict) else None
+    if isinstance(rails, dict):
+        rails = dict(rails)
+        rails.setdefault("flags", [])
+        if isinstance(rails.get("nodes"), list):
+            rails["nodes"] = [dict({key: [] for key in RAIL_NODE_ARRAYS}, **node) if isinstance(node, dict) else node
+                              for node in rails["nodes"]]
+        full["evidence"] = dict(evidence, rails=rails)
+    return full
+
+
 def load_cases(run_dir_or_file, what="case records", strict=False):
-    """Records from RUN_DIR/cases.jsonl (or a .jsonl file). Returns (records, bad_line_numbers);
-    objects that cannot be case records count as bad lines (an error when strict)."""
+    """Records from RUN_DIR/cases.jsonl (or a .jsonl file), defaults filled in (with_defaults). Returns
+    (records, bad_line_numbers); objects that cannot be case records count as bad lines (an error when
+    strict)."""
     path = run_dir_or_file
     if os.path.isdir(path):
         path = os.path.join(path, "cases.jsonl")
@@ -57,7 +98,7 @@ def load_cases(run_dir_or_file, what="case records", strict=False):
     for number, record in enumerate(records, 1):
         problem = record_problem(record)
         if problem is None:
-            kept.append(record)
+            kept.append(with_defaults(record))
         elif strict:
             raise CclbenchError(f"{what} {path}: record {number} is not a case record ({problem})")
         else:

@@ -19,22 +19,17 @@ One checker for both backends (the NCCL ones are GPU tests and exit 77 without a
 Usage: coll_perf_inject_wrong.py --bin-dir B --mpiexec M --work-dir W --only NAME
 """
 
-import argparse
 import csv
 import json
 import os
 import re
-import shutil
-import signal
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools"))
-from gpu_presence import skip_or_fail_reason  # noqa: E402
+from coll_perf_runner import (CRASH, base_env, check, coll_perf, describe, main, mpirun_prefix,  # noqa: E402
+                              run_process, work_dir)
 
-SKIP = 77
 VARIABLE = "CCLBENCH_INJECT_WRONG"
-CRASH = re.compile(r"terminate called|what\(\):|Segmentation fault|core dumped|Traceback \(most recent")
 # Console table geometry (bench/core/reporters.cpp): a 52-character prefix, then two halves of 53.
 PREFIX_WIDTH = 52
 HALF_WIDTH = 53
@@ -43,60 +38,22 @@ DISPLAY_NAMES = {"AllReduce": "all_reduce", "AllGather": "all_gather", "ReduceSc
 ALL_COLLECTIVES = sorted(DISPLAY_NAMES.values())
 
 
-class Failure(AssertionError):
-    pass
-
-
-def check(condition, message):
-    if not condition:
-        raise Failure(message)
-
-
 def environment(inject=None):
-    env = dict(os.environ)
+    env = base_env()
     env.pop(VARIABLE, None)
-    env.setdefault("NCCL_NVLS_ENABLE", "0")
-    env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-                "OMPI_MCA_mpi_yield_when_idle": "1"})
     if inject is not None:
         env[VARIABLE] = inject
     return env
 
 
 def run(cmd, env, timeout=600):
-    process = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True)
-    try:
-        out, err = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        out, err = process.communicate()
-        raise Failure(f"timed out after {timeout} s: {' '.join(cmd)}\n{describe(out, err)}")
+    code, out, err, _ = run_process(cmd, env, timeout)
     check(not CRASH.search(out + err), "crash signs in the output\n" + describe(out, err))
-    return process.returncode, out, err
-
-
-def describe(out, err):
-    return f"stdout:\n{out[-3000:]}\nstderr:\n{err[-3000:]}"
+    return code, out, err
 
 
 def mpirun(args, nranks, env):
-    cmd = [args.mpiexec, "-np", str(nranks), "--oversubscribe", "--allow-run-as-root", "--bind-to", "none"]
-    for name in ("NCCL_NVLS_ENABLE", "CUDA_VISIBLE_DEVICES", VARIABLE):
-        if name in env:
-            cmd += ["-x", name]
-    return cmd
-
-
-def work_dir(args, name):
-    path = os.path.join(args.work_dir, name)
-    shutil.rmtree(path, ignore_errors=True)
-    os.makedirs(path)
-    return path
-
-
-def coll_perf(args):
-    return os.path.join(args.bin_dir, "coll_perf")
+    return mpirun_prefix(args.mpiexec, nranks, env, ("NCCL_NVLS_ENABLE", "CUDA_VISIBLE_DEVICES", VARIABLE))
 
 
 def outputs(work):
@@ -277,19 +234,6 @@ NCCL_MATRIX = ["--backend", "nccl", "--coll", "all", "-d", "int32,float,half,bfl
                "-e", "16K", "-f", "2", "-n", "2", "-w", "1", "-c", "1"]
 
 
-def gpu_available(args):
-    """(True, "") when the NCCL backend finds a GPU, else (False, the reason)."""
-    work = work_dir(args, "probe")
-    code, out, err = run([coll_perf(args), "--backend", "nccl", "--coll", "all_reduce", "-b", "1K", "-e", "1K", "-n", "1",
-                          "-w", "0", "--quiet", "-J", os.path.join(work, "probe.json")], environment(), 300)
-    if code == 7 and "no CUDA device" in err:
-        return False, err.strip().splitlines()[-1]
-    if code == 2 and "no CUDA/NCCL support" in err:
-        return False, "coll_perf was built without CUDA/NCCL"
-    check(code == 0, f"probe run failed (exit {code})\n" + describe(out, err))
-    return True, ""
-
-
 def assert_nccl_matrix(document, ran, nranks):
     collectives = {c["collective"] for c in ran}
     check(collectives == set(ALL_COLLECTIVES), f"collectives that ran: {sorted(collectives)}")
@@ -334,33 +278,5 @@ CHECKS = {"mpi_all": mpi_all, "mpi_filters": mpi_filters, "mpi_control": mpi_con
           "nccl_one_rank": nccl_one_rank, "nccl_share4": nccl_share4}
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--bin-dir", required=True)
-    parser.add_argument("--mpiexec", default="mpirun")
-    parser.add_argument("--work-dir", required=True)
-    parser.add_argument("--only", required=True, choices=sorted(CHECKS))
-    args = parser.parse_args()
-    os.makedirs(args.work_dir, exist_ok=True)
-    try:
-        if args.only.startswith("nccl"):
-            available, reason = gpu_available(args)
-            if not available:
-                # Skip only when no GPU is here by an independent check (tests/tools/gpu_presence.py), as
-                # tests/nccl/coll_perf_gpu.py does; a build without CUDA/NCCL has nothing to run.
-                verdict, why = ("skip", reason) if "without CUDA" in reason else skip_or_fail_reason(reason)
-                if verdict == "fail":
-                    print(f"FAIL {args.only}: {why}")
-                    return 1
-                print(f"SKIP: no GPU for the NCCL backend: {why}")
-                return SKIP
-        summary = CHECKS[args.only](args)
-    except Failure as failure:
-        print(f"FAIL {args.only}: {failure}")
-        return 1
-    print(f"PASS {args.only}: {summary}")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(CHECKS, lambda name: name.startswith("nccl"), environment()))

@@ -12,6 +12,7 @@ namespace {
 CaseSpec spec_for(Collective collective, std::uint64_t bytes, int nranks, DataType dtype = DataType::float32) {
   CaseSpec spec;
   spec.collective = collective;
+  spec.descriptor = &descriptor_of(collective);
   spec.dtype = dtype;
   spec.requested_bytes = bytes;
   spec.nranks = nranks;

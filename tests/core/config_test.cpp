@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/collectives/collective.hpp"
 #include "bench/core/errors.hpp"
 #include "bench/core/runner.hpp"
 
@@ -196,7 +197,7 @@ TEST(NcclTestsFlags, EachFlagIsParsedAcceptedOrRefusedAsTheTableSays) {
       ASSERT_TRUE(config.has_value()) << name;
       if (flag.expect == Expect::no_op) {
         // Nothing that shapes the measurement changes.
-        EXPECT_EQ(make_cases(*config, 4).size(), make_cases(defaults, 4).size()) << name;
+        EXPECT_EQ(make_cases(*config, standard_collectives(), 4).size(), make_cases(defaults, standard_collectives(), 4).size()) << name;
         EXPECT_EQ(config->iterations, defaults.iterations) << name;
         EXPECT_EQ(config->graph_launches, defaults.graph_launches) << name;
         EXPECT_EQ(config->ops_per_launch, defaults.ops_per_launch) << name;
@@ -249,7 +250,7 @@ TEST(NcclTestsFlags, HelpListsTheNoOpsAndRefusalsWithTheirReasons) {
 
 TEST(Cases, NcclTestsOrderAndOpNoneForDataMovement) {
   const Config config = *parse({"-b", "8K", "-e", "16K", "-f", "2", "--coll", "all_reduce,all_gather", "-o", "sum,max", "-d", "float,int8"});
-  const std::vector<CaseSpec> cases = make_cases(config, 4);
+  const std::vector<CaseSpec> cases = make_cases(config, standard_collectives(), 4);
   // all_reduce: 2 dtypes x 2 ops x 2 sizes x 2 placements; all_gather: 2 dtypes x 1 x 2 x 2.
   ASSERT_EQ(cases.size(), 16u + 8u);
   EXPECT_EQ(cases[0].case_id(), "all_reduce.float.sum.out.8K");
@@ -262,7 +263,7 @@ TEST(Cases, NcclTestsOrderAndOpNoneForDataMovement) {
 
 TEST(Cases, DefaultSweepHas56RecordsPerPlacement) {
   const Config config = *parse({"-b", "8K", "-e", "64M", "-f", "2"});
-  const std::vector<CaseSpec> cases = make_cases(config, 4);
+  const std::vector<CaseSpec> cases = make_cases(config, standard_collectives(), 4);
   int in_place = 0;
   for (const CaseSpec& spec : cases) in_place += spec.in_place;
   EXPECT_EQ(cases.size(), 112u);

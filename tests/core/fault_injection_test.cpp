@@ -9,6 +9,7 @@
 #include <set>
 #include <vector>
 
+#include "bench/collectives/collective.hpp"
 #include "bench/core/element_codec.hpp"
 #include "bench/core/errors.hpp"
 #include "bench/core/pattern.hpp"
@@ -19,6 +20,7 @@ namespace {
 CaseSpec spec_for(Collective collective, DataType dtype, std::uint64_t bytes, int nranks, bool in_place = false, int root = 0) {
   CaseSpec spec;
   spec.collective = collective;
+  spec.descriptor = &descriptor_of(collective);
   spec.dtype = dtype;
   spec.op = descriptor_of(collective).reduces ? ReduceOp::sum : ReduceOp::none;
   spec.in_place = in_place;

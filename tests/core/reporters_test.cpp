@@ -16,6 +16,7 @@ namespace {
 CaseResult all_reduce_8k(bool in_place, std::optional<double> gated) {
   CaseResult result;
   result.spec.collective = Collective::all_reduce;
+  result.spec.descriptor = &kAllReduce;
   result.spec.dtype = DataType::float32;
   result.spec.op = ReduceOp::sum;
   result.spec.in_place = in_place;
@@ -40,10 +41,10 @@ CaseResult all_reduce_8k(bool in_place, std::optional<double> gated) {
 
 TEST(CaseRecord, CarriesPointEmulatedSchemaAndBandwidthSource) {
   const nlohmann::json record = case_record(all_reduce_8k(false, 16.384), "intra.node1", false);
-  EXPECT_EQ(record.at("schema_version"), "1.2.0");
+  EXPECT_EQ(record.at("schema_version"), "1.3.0");
   EXPECT_EQ(record.at("case_id"), "all_reduce.float.sum.out.8K");
   EXPECT_EQ(record.at("point"), "intra.node1");
-  EXPECT_EQ(record.at("emulated"), false);
+  EXPECT_FALSE(record.contains("emulated"));  // schema 1.3: false is the default, left out
   EXPECT_EQ(record.at("bytes"), 8192);
   EXPECT_EQ(record.at("count"), 2048);
   EXPECT_EQ(record.at("gated_time_us"), 16.384);

@@ -22,6 +22,7 @@ namespace {
 CaseSpec small_all_reduce() {
   CaseSpec spec;
   spec.collective = Collective::all_reduce;
+  spec.descriptor = &kAllReduce;
   spec.dtype = DataType::float32;
   spec.op = ReduceOp::sum;
   spec.requested_bytes = 1024;

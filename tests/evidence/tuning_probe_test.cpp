@@ -1,6 +1,7 @@
 // coll_perf's probe helpers: NCCL_DEBUG_FILE expansion and matching TUNING lines to cases.
 #include <gtest/gtest.h>
 
+#include "bench/collectives/collective.hpp"
 #include "bench/evidence/nccl_evidence.hpp"
 #include "bench/evidence/tuning_probe.hpp"
 
@@ -10,6 +11,7 @@ namespace {
 CaseSpec spec(Collective collective, std::uint64_t bytes, bool in_place = false) {
   CaseSpec result;
   result.collective = collective;
+  result.descriptor = &descriptor_of(collective);
   result.dtype = DataType::float32;
   result.op = collective == Collective::all_gather || collective == Collective::alltoall ? ReduceOp::none : ReduceOp::sum;
   result.in_place = in_place;

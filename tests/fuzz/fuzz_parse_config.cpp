@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/collectives/collective.hpp"
 #include "bench/core/config.hpp"
 #include "bench/core/errors.hpp"
 #include "bench/core/runner.hpp"
@@ -63,7 +64,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (std::size_t i = 1; i < sizes.size(); ++i) {
       if (sizes[i] <= sizes[i - 1]) finding();
     }
-    for (int nranks : {1, 4, 16}) (void)cclbench::make_cases(*config, nranks);
+    for (int nranks : {1, 4, 16}) (void)cclbench::make_cases(*config, cclbench::standard_collectives(), nranks);
   } catch (const cclbench::UsageError&) {
   }
   return 0;

@@ -25,82 +25,41 @@ Environment: NCCL_NVLS_ENABLE=0 is set when unset (never NVLink multicast); mpir
 --oversubscribe and, for root, OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM).
 """
 
-import argparse
 import csv
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools"))
-from gpu_presence import skip_or_fail_reason  # noqa: E402
-
-SKIP = 77
-CRASH = re.compile(r"terminate called|what\(\):|Segmentation fault|core dumped|Traceback \(most recent")
-
-
-class Failure(AssertionError):
-    pass
-
-
-def check(condition, message):
-    if not condition:
-        raise Failure(message)
-
-
-def base_env(**extra):
-    env = dict(os.environ)
-    env.setdefault("NCCL_NVLS_ENABLE", "0")
-    env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-                "OMPI_MCA_mpi_yield_when_idle": "1"})
-    env.update(extra)
-    return env
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "scripts"))
+from cclbench_lib.records import with_defaults  # noqa: E402
+from coll_perf_runner import (CRASH, SKIP, Failure, base_env, check, coll_perf, main,  # noqa: E402
+                              mpirun_prefix, run_process, work_dir)
+from coll_perf_runner import describe as describe_tails  # noqa: E402
 
 
 def run(cmd, env, timeout):
     # Every -J run also writes its per-iteration samples (records name the side file; load() reads it).
     if "-J" in cmd and "--samples" not in cmd:
         cmd = list(cmd) + ["--samples", cmd[cmd.index("-J") + 1] + ".samples.jsonl"]
-    started = time.monotonic()
-    process = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True)
-    try:
-        out, err = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        out, err = process.communicate()
-        raise Failure(f"timed out after {timeout} s: {' '.join(cmd)}\nstdout:\n{out[-3000:]}\nstderr:\n{err[-3000:]}")
-    return process.returncode, out, err, time.monotonic() - started
+    return run_process(cmd, env, timeout)
 
 
 def mpirun(args, nranks, argv, env):
     """mpirun on this host; the variables that matter are exported explicitly (when set)."""
-    cmd = [args.mpiexec, "-np", str(nranks), "--oversubscribe", "--allow-run-as-root", "--bind-to", "none"]
-    for name in ("NCCL_NVLS_ENABLE", "CUDA_VISIBLE_DEVICES", "CCLBENCH_TEST_STALL"):
-        if name in env:
-            cmd += ["-x", name]
-    return cmd + argv
-
-
-def coll_perf(args):
-    return os.path.join(args.bin_dir, "coll_perf")
-
-
-def work_dir(args, name):
-    # coll_perf may write subdirectories next to -J (NCCL log capture): start from nothing.
-    path = os.path.join(args.work_dir, name)
-    shutil.rmtree(path, ignore_errors=True)
-    os.makedirs(path)
-    return path
+    return mpirun_prefix(args.mpiexec, nranks, env, ("NCCL_NVLS_ENABLE", "CUDA_VISIBLE_DEVICES",
+                                                     "CCLBENCH_TEST_STALL")) + argv
 
 
 def load(json_path, csv_path=None):
     with open(json_path) as handle:
         document = json.load(handle)
+    # Schema 1.3 leaves fields at their default out of records: read them as every reader does.
+    document["cases"] = [with_defaults(case) for case in document["cases"]]
     # Per-iteration samples live in the --samples side file that each record names (schema 1.2).
     side_files = {}
     for case in document["cases"]:
@@ -122,7 +81,7 @@ def load(json_path, csv_path=None):
 
 
 def describe(out, err):
-    return f"stdout:\n{out[-3000:]}\nstderr:\n{err[-4000:]}"
+    return describe_tails(out, err, stderr_chars=4000)
 
 
 # NCCL 2.28 returns ncclInvalidArgument for ncclAvg and PreMulSum on fp8: coll_perf skips those with this reason.
@@ -143,19 +102,6 @@ def assert_all_ok(document, out, err, allowed_skips=()):
         check(len(case["samples_us"]) == case["iterations"], f"{case['case_id']}: {len(case['samples_us'])} samples")
         check(case["batch_time_us"] is not None and case["batch_time_us"] > 0, f"{case['case_id']}: batch time")
     check(not CRASH.search(out + err), "crash signs in the output\n" + describe(out, err))
-
-
-def gpu_count(args):
-    """The visible GPU count and compute capability, from a one-case run; None when no GPU."""
-    work = work_dir(args, "probe_" + args.only)
-    json_path = os.path.join(work, "probe.json")
-    code, out, err, _ = run([coll_perf(args), "--backend", "nccl", "--coll", "all_reduce", "-b", "1K", "-e", "1K",
-                             "-n", "1", "-w", "0", "--quiet", "-J", json_path], base_env(), 300)
-    if code == 7 and "no CUDA device" in err:
-        return None, err.strip().splitlines()[-1]
-    # (a GPU that nvidia-smi or /dev/nvidia<N> shows but coll_perf does not is a failure: see main())
-    check(code == 0, f"probe run failed (exit {code})\n" + describe(out, err))
-    return True, ""
 
 
 def visible_gpus():
@@ -432,7 +378,7 @@ def nccl_flags(args):
                                              "-G", "2", "-R", "1", "-T", "120", "-J", json_path, "--quiet"], env), env, 900)
     check(code == 0, f"4 emulated ranks: exit {code}\n" + describe(out, err))
     document, _ = load(json_path)
-    assert_all_ok(document, out, err, allowed_skips=[r"needs compute capability 9\.0", r"mulsum on f8"])
+    assert_all_ok(document, out, err, allowed_skips=[r"needs compute capability 9\.0", FP8_AVG])
     ran = [c for c in document["cases"] if c["status"] == "ok"]
     check(len(ran) >= 3 * 10 * 2 * 2, f"only {len(ran)} mulsum cases ran on 4 emulated ranks")
     results.append(f"4 emulated ranks: {len(ran)} mulsum cases, 0 wrong")
@@ -443,30 +389,5 @@ CHECKS = {"nccl_flags": nccl_flags, "one_rank": one_rank, "timing_modes": timing
           "rank_per_gpu": rank_per_gpu, "stall": stall, "memory": memory}
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--bin-dir", required=True)
-    parser.add_argument("--mpiexec", default="mpirun")
-    parser.add_argument("--work-dir", required=True)
-    parser.add_argument("--only", required=True, choices=sorted(CHECKS))
-    args = parser.parse_args()
-    os.makedirs(args.work_dir, exist_ok=True)
-    has_gpu, reason = gpu_count(args)
-    if not has_gpu:
-        verdict, why = skip_or_fail_reason(reason)  # decided independently of coll_perf's own detection
-        if verdict == "fail":
-            print(f"FAIL {args.only}: {why}")
-            return 1
-        print(f"SKIP: no GPU for the NCCL backend: {why}")
-        return SKIP
-    try:
-        summary = CHECKS[args.only](args)
-    except Failure as failure:
-        print(f"FAIL {args.only}: {failure}")
-        return 1
-    print(f"PASS {args.only}: {summary}")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(CHECKS, lambda name: True, base_env()))

@@ -163,6 +163,7 @@ TEST(PatternKernels, ToleranceModeAcceptsRoundingAndRejectsNanPoison) {
 CaseSpec make_spec(Collective collective, DataType dtype, ReduceOp op, std::uint64_t bytes, bool in_place, int nranks) {
   CaseSpec spec;
   spec.collective = collective;
+  spec.descriptor = &descriptor_of(collective);
   spec.dtype = dtype;
   spec.op = descriptor_of(collective).reduces ? op : ReduceOp::none;
   spec.root = 0;

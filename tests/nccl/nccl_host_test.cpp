@@ -20,6 +20,7 @@ namespace {
 CaseSpec spec_of(Collective collective, DataType dtype, ReduceOp op) {
   CaseSpec spec;
   spec.collective = collective;
+  spec.descriptor = &descriptor_of(collective);
   spec.dtype = dtype;
   spec.op = op;
   spec.requested_bytes = 1024;

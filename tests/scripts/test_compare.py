@@ -2,31 +2,34 @@
 CI exit status. Expected bands are worked out by hand from the README's rule, not from the code."""
 import json
 import os
+import random
+import re
 import unittest
 
+from case_records import case_record, repeat_records
 from helpers import TempDirTest, read_text, run_cli
+
+from cclbench_lib.compare import compare_runs
 
 
 def record(point, case_id, time_us, status="ok", wrong=0, emulated=False, backend="nccl", gated=True, **extra):
     """A case record whose bandwidth time is `time_us` (gated_time_us, or time_us.mean when not gated).
     The per-iteration p50 is deliberately different (the event-timed loop): compare must not use it."""
     ok = status == "ok"
-    result = {"schema_version": "1.1.0", "point": point, "case_id": case_id, "collective": case_id.split(".")[0],
-              "requested_bytes": 8192, "status": status, "backend": backend, "nranks": 4, "emulated": emulated,
-              "wrong": wrong, "iterations": 20, "reason": None if ok else "fake failure",
-              "time_us": {"mean": time_us, "min": time_us, "p50": time_us * 1.5, "p95": time_us * 2,
-                          "p99": time_us * 2, "max": time_us * 2, "cv_pct": 1.0} if ok else None,
-              "gated_time_us": time_us if ok and gated and backend == "nccl" and not emulated else None,
-              "batch_time_us": time_us if ok else None}
-    result.update(extra)
-    return result
+    extra.setdefault("requested_bytes", 8192)
+    return case_record(point, case_id, extra.pop("requested_bytes"),
+                       {"mean": time_us, "min": time_us, "p50": time_us * 1.5, "p95": time_us * 2,
+                        "p99": time_us * 2, "max": time_us * 2, "cv_pct": 1.0} if ok else None,
+                       time_us if ok and gated and backend == "nccl" and not emulated else None,
+                       status=status, reason=None if ok else "fake failure", backend=backend, emulated=emulated,
+                       wrong=wrong, schema_version="1.1.0", iterations=20, batch_time_us=time_us if ok else None,
+                       **extra)
 
 
 def repeats(point, case_id, times, **kwargs):
     """One record per repeat, named as the baseline names them (.repN when there is more than one)."""
-    if len(times) == 1:
-        return [record(point, case_id, times[0], **kwargs)]
-    return [record(f"{point}.rep{k}", case_id, t, **kwargs) for k, t in enumerate(times, 1)]
+    return repeat_records(point, times, lambda name, time_us: record(name, case_id, time_us, **kwargs),
+                          suffix_single=False)
 
 
 class Compare(TempDirTest):
@@ -78,7 +81,9 @@ class Compare(TempDirTest):
         # The bandwidth time is compared (the records' p50 is 1.5x it): A's median 100 us.
         self.assertIn("| 100.00 | 110.00 | 1.100 | +10.0 |", self.row(text, "injected"))
         self.assertIn("slower (REGRESSION)", self.row(text, "injected"))
-        self.assertIn("| slower |", self.row(text, "slower_small"), "beyond the 2% threshold, below --fail-above")
+        # 4% with quiet repeats: beyond the 2% threshold, inside one run's 1% drift either side,
+        # 4 x sqrt(2 x 1%^2 + (1.2533 x 0.076%)^2 x 2/3) = 5.66%.
+        self.assertIn("| +4.0 | 5.7 | same within noise |", self.row(text, "slower_small"))
         self.assertIn("same within noise", self.row(text, "noisy"), "10% spread across repeats hides a 10% change")
         self.assertIn("REGRESSION: failed (fake failure) in B", self.row(text, "broken"))
         self.assertIn("REGRESSION: 3 wrong element(s) in B", self.row(text, "wrong"))
@@ -103,20 +108,48 @@ class Compare(TempDirTest):
         self.assertIn("same within noise", self.row(result.stdout, "all_reduce.float.sum.out.64M"))
 
     def test_band_from_repeats_and_its_boundary(self):
-        # Both sides: relative standard deviation exactly 1% (sd 1 around 100, sd 1.1 around 110), 3 repeats.
-        # band = 3 x 1.2533 x 1% x sqrt(1/3 + 1/3) = 3.070%, by hand.
+        # Both sides: relative standard deviation exactly 1% (sd 1 around 100, sd 1.1 around 110), 3 repeats, times
+        # from 20 us (1% drift a run): band = 4 x sqrt((1.2533 x 1%)^2 x (1/3 + 1/3) + 2 x 1%^2) = 6.98%, by hand.
         a = repeats("p", "banded", [99.0, 100.0, 101.0])
         b = repeats("p", "banded", [108.9, 110.0, 111.1])
         # Identical repeats: no spread, so the band is the threshold; 25 us on 100 is exactly 25%.
         a += repeats("p", "edge", [100.0, 100.0, 100.0]) + repeats("p", "over", [100.0, 100.0, 100.0])
         b += repeats("p", "edge", [125.0, 125.0, 125.0]) + repeats("p", "over", [125.5, 125.5, 125.5])
+        # No spread and a threshold of 1%: the band is the drift's alone, 4 x sqrt(2) x d = 5.657% at 20 us and up
+        # (d = 1%), 8.485% below 20 us (d = 1.5%, the faster time decides). Each side of each boundary, slower
+        # (t_B = (1 + c) t_A) and faster (t_A = (1 + c) t_B) alike.
+        for case_id, time_a, time_b in (("big_in", 100.0, 105.6), ("big_out", 100.0, 105.7),
+                                        ("big_fast_in", 105.6, 100.0), ("big_fast_out", 105.7, 100.0),
+                                        ("tiny_in", 10.0, 10.84), ("tiny_out", 10.0, 10.85),
+                                        ("tiny_fast_in", 10.84, 10.0), ("tiny_fast_out", 10.85, 10.0),
+                                        ("straddle", 19.0, 20.5)):
+            a += repeats("p", case_id, [time_a] * 3)
+            b += repeats("p", case_id, [time_b] * 3)
         run_a, run_b = self.write_run("A", a), self.write_run("B", b)
         result = run_cli(["compare", run_a, run_b, "--threshold", "25%", "--fail-above", "50%"])
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertIn("| +25.0 | 25.0 | same within noise |", self.row(result.stdout, "edge"), "|diff| == band is same")
         self.assertIn("| +25.5 | 25.0 | slower |", self.row(result.stdout, "over"))
         result = run_cli(["compare", run_a, run_b, "--threshold", "1%"])
-        self.assertIn("| +10.0 | 3.1 | slower (REGRESSION) |", self.row(result.stdout, "banded"))
+        text = result.stdout
+        self.assertIn("| +10.0 | 7.0 | slower (REGRESSION) |", self.row(text, "banded"))
+        self.assertIn("| +5.6 | 5.7 | same within noise |", self.row(text, "big_in"))
+        self.assertIn("| +5.7 | 5.7 | slower (REGRESSION) |", self.row(text, "big_out"))
+        self.assertIn("| -5.3 | 5.7 | same within noise |", self.row(text, "big_fast_in"))  # 100 / 105.6 - 1
+        self.assertIn("| -5.4 | 5.7 | faster |", self.row(text, "big_fast_out"))
+        self.assertIn("| +8.4 | 8.5 | same within noise |", self.row(text, "tiny_in"))
+        self.assertIn("| +8.5 | 8.5 | slower (REGRESSION) |", self.row(text, "tiny_out"))
+        self.assertIn("| -7.7 | 8.5 | same within noise |", self.row(text, "tiny_fast_in"))  # 10 / 10.84 - 1
+        self.assertIn("| -7.8 | 8.5 | faster |", self.row(text, "tiny_fast_out"))
+        self.assertIn("| +7.9 | 8.5 | same within noise |", self.row(text, "straddle"), "19 us: the tiny band")
+        # Swapping the runs mirrors every verdict and keeps every band.
+        swapped = run_cli(["compare", run_b, run_a, "--threshold", "1%"]).stdout
+        mirror = {"slower (REGRESSION)": "faster", "faster": "slower", "same within noise": "same within noise"}
+        for case_id in ("banded", "big_in", "big_out", "big_fast_in", "big_fast_out", "tiny_in", "tiny_out",
+                        "tiny_fast_in", "tiny_fast_out", "straddle"):
+            there, back = self.row(text, case_id).split(" | "), self.row(swapped, case_id).split(" | ")
+            self.assertEqual(there[6], back[6], case_id)
+            self.assertTrue(back[7].startswith(mirror[there[7].rstrip(" |")]), (there, back))
 
     def test_neighbours_set_a_floor_under_a_lucky_case(self):
         # Same point and collective: two sizes whose repeats spread ~5%, one whose three repeats agreed by
@@ -174,18 +207,19 @@ class Compare(TempDirTest):
         self.assertIn("5 regression(s)", judged.stderr)
 
     def test_thresholds_and_out_file(self):
+        # Identical repeats, 100 us: the band is max(4 x sqrt(2) x 1% drift = 5.66%, --threshold).
         run_a = self.write_run("A", repeats("p", "c1", [100.0, 100.0, 100.0]) + repeats("p", "c2", [100.0, 100.0, 100.0]))
-        run_b = self.write_run("B", repeats("p", "c1", [103.0, 103.0, 103.0]) + repeats("p", "c2", [99.0, 99.0, 99.0]))
+        run_b = self.write_run("B", repeats("p", "c1", [107.0, 107.0, 107.0]) + repeats("p", "c2", [99.0, 99.0, 99.0]))
         out = os.path.join(self.tmp, "cmp.md")
-        result = run_cli(["compare", run_a, run_b, "--out", out])
+        result = run_cli(["compare", run_a, run_b, "--out", out, "--fail-above", "10%"])
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertEqual(result.stdout, "")
         text = read_text(out)
-        self.assertIn("| slower |", self.row(text, "c1"))
+        self.assertIn("| slower |", self.row(text, "c1"), "beyond the band, below --fail-above")
         self.assertIn("same within noise", self.row(text, "c2"))
-        strict = run_cli(["compare", run_a, run_b, "--fail-above", "2%"])
+        strict = run_cli(["compare", run_a, run_b])  # --fail-above 5% (the default)
         self.assertEqual(strict.returncode, 1)
-        loose = run_cli(["compare", run_a, run_b, "--threshold", "5%"])
+        loose = run_cli(["compare", run_a, run_b, "--threshold", "8%"])
         self.assertEqual(loose.returncode, 0)
         self.assertIn("same within noise", self.row(loose.stdout, "c1"))
 
@@ -195,6 +229,130 @@ class Compare(TempDirTest):
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertIn("0 faster, 0 slower, 2 same within noise", result.stdout)
 
+
+# A/A model: two back-to-back baselines of one healthy machine, drawn from one distribution. Each run carries
+# drift that all its repeats share (clocks, temperature, placement, host load: its repeats cannot show it) and
+# each repeat its own noise, multiplicative, larger on small times ("small": below 20 us):
+#   time = t(size) x (1 + shift) x (1 + drift) x (1 + noise)
+#   shift ~ N(0, 0.5%): one per run, every case alike;
+#   drift ~ N(0, 1.3% small, 0.7% else): one per run and case (1.3%: what three back-to-back single-GPU H200
+#           baselines at three repeats imply, after the repeats' own 1.5% spread, 2026-12-01);
+#   noise ~ N(0, 1.8% small, 1% else): one per repeat (the same H200 runs: a median spread of 1.46% over three
+#           repeats, which underestimates the standard deviation by about a sixth).
+# Calibration: at one repeat it reproduces the A/A compare of two single-GPU H200 baselines (issue 15's
+# closing note: 54 of 112 cases within 2%, 58 "inconclusive", none beyond 15%; on 2026-12-01, 19 within 2%,
+# 92 "inconclusive", 1 beyond 15%);
+# test_the_model_is_as_noisy_as_the_h200 holds it there. Times: the one-rank point of an H200 (3 us + a
+# 2 TB/s copy: 3-37 us) and an 8-rank point (25 us + 40 GB/s: 25 us-1.7 ms).
+SMALL_US = 20.0
+COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall")
+MODEL_SIZES = [8192 << k for k in range(14)]  # 8K..64M, factor 2
+MODEL_POINTS = {"local.gpu1": lambda size: 3.0 + size / 2.0e6, "intra.gpus8": lambda size: 25.0 + size / 4.0e4}
+
+
+def model_run(rng, repeat_count, points=MODEL_POINTS, quiet=False, change=None):
+    """Records of one synthetic baseline. quiet: no shift or drift, 1% noise per repeat; change:
+    {(point, size): factor} on the true time (an injected slowdown, speedup or dead rail)."""
+    shift = 0.0 if quiet else rng.gauss(0, 0.005)
+    records = []
+    for point, time_of in points.items():
+        for collective in COLLECTIVES:
+            for size in MODEL_SIZES:
+                small = time_of(size) < SMALL_US
+                drift = 0.0 if quiet else rng.gauss(0, 0.013 if small else 0.007)
+                noise = 0.01 if quiet or not small else 0.018
+                true_us = time_of(size) * (change or {}).get((point, size), 1.0)
+                times = [true_us * (1 + shift) * (1 + drift) * (1 + rng.gauss(0, noise)) for _ in range(repeat_count)]
+                records += repeats(point, f"{collective}.float.sum.out.{size}", times, requested_bytes=size)
+    return records
+
+
+class AaModel(TempDirTest):
+    """Identical runs (the A/A model above) call nothing faster or slower; real changes are still called."""
+
+    def compare(self, name, records_a, records_b):
+        runs = []
+        for side, records in (("A", records_a), ("B", records_b)):
+            run = os.path.join(self.tmp, f"{name}-{side}")
+            os.makedirs(run)
+            with open(os.path.join(run, "cases.jsonl"), "w") as handle:
+                handle.write("".join(json.dumps(r) + "\n" for r in records))
+            runs.append(run)
+        text, regressions = compare_runs(runs[0], runs[1], 2.0, 5.0)
+        summary = re.search(r"Summary: (\d+) faster, (\d+) slower, (\d+) same within noise, (\d+) inconclusive",
+                            text)
+        self.assertIsNotNone(summary, text)
+        counts = dict(zip(("faster", "slower", "same", "inconclusive"), map(int, summary.groups())))
+        rows = {tuple(line.split(" | ")[:2]): line for line in text.splitlines() if line.startswith("| intra") or
+                line.startswith("| local")}
+        return counts, regressions, rows
+
+    def aa_totals(self, repeat_count, pairs=10, points=MODEL_POINTS):
+        totals = {"faster": 0, "slower": 0, "same": 0, "inconclusive": 0, "regressions": 0}
+        for seed in range(pairs):
+            rng = random.Random(1000 * repeat_count + seed)
+            counts, regressions, _ = self.compare(f"aa{seed}", model_run(rng, repeat_count, points),
+                                                  model_run(rng, repeat_count, points))
+            for key, value in counts.items():
+                totals[key] += value
+            totals["regressions"] += len(regressions)
+        return totals
+
+    def test_identical_runs_at_three_repeats_call_nothing(self):
+        totals = self.aa_totals(3)  # 10 pairs x 112 cases
+        self.assertEqual(totals["same"], 1120, totals)
+        self.assertEqual((totals["faster"], totals["slower"], totals["regressions"]), (0, 0, 0), totals)
+
+    def test_identical_runs_at_one_repeat_call_nothing(self):
+        totals = self.aa_totals(1)
+        self.assertEqual((totals["faster"], totals["slower"], totals["regressions"]), (0, 0, 0), totals)
+
+    def test_the_model_is_as_noisy_as_the_h200(self):
+        # One repeat a side (a rule this change leaves alone), the one-rank point alone as on the single-GPU H200:
+        # about half the cases or more "inconclusive" (H200: 58 and 92 of 112), the rest mostly within 2%.
+        # A quieter model would prove nothing above.
+        totals = self.aa_totals(1, points={"local.gpu1": MODEL_POINTS["local.gpu1"]})  # 10 pairs x 56 cases
+        self.assertGreater(totals["inconclusive"], 0.4 * 560, totals)
+        self.assertGreater(totals["same"], 0.15 * 560, totals)
+
+    def test_a_ten_percent_slowdown_and_speedup_are_called_at_one_percent_noise(self):
+        # 1% noise per repeat, no drift. From 20 us (the 8-rank point, 25 us and up) a 10% slowdown of every case
+        # (t_B = 1.1 t_A) is a regression and a 10% speedup (t_A = 1.1 t_B) "faster": band ~7% (4 x sqrt(1.2533^2
+        # x 1%^2 x 2/3 + 2 x 1%^2) = 6.98%), the measured change 10% +- 1% (medians of three). A case whose three
+        # repeats land 3 sigmas off may miss: at most 2 of these 336. Below 20 us (the one-rank point) the rule
+        # allows 1.5% drift a run (band >= 8.5%): a 20% change there is called, every time.
+        misses = 0
+        for seed in range(3):
+            for factor, verdict in ((1.10, "slower"), (1 / 1.10, "faster"), (1.20, "slower"), (1 / 1.20, "faster")):
+                rng = random.Random(seed)
+                points = ("intra.gpus8", "local.gpu1") if factor in (1.20, 1 / 1.20) else ("intra.gpus8",)
+                change = {(point, size): factor for point in points for size in MODEL_SIZES}
+                counts, regressions, rows = self.compare(f"d{seed}{verdict}{factor:.2f}", model_run(rng, 3, quiet=True),
+                                                         model_run(rng, 3, quiet=True, change=change))
+                self.assertEqual(counts["slower" if verdict == "faster" else "faster"], 0, counts)
+                self.assertEqual(counts[verdict] + counts["same"], 112, counts)
+                if len(points) == 2:
+                    self.assertEqual(counts[verdict], 112, counts)
+                misses += 56 * len(points) - counts[verdict]
+                self.assertEqual(len(regressions), counts["slower"], regressions)
+        self.assertLessEqual(misses, 2)
+
+    def test_a_dead_rail_is_a_regression_on_the_bandwidth_bound_sizes(self):
+        # One of two rails down: half the bandwidth, so t = 25 us + S / 20 GB/s instead of 25 us + S / 40 GB/s:
+        # +21% at 256K, +51% at 1M, +99% at 64M; +1% at 8K and +2% at 16K, lost in the noise. Model noise and drift.
+        change = {("intra.gpus8", size): (25.0 + size / 2.0e4) / (25.0 + size / 4.0e4) for size in MODEL_SIZES}
+        for repeat_count in (3, 1):
+            rng = random.Random(7 + repeat_count)
+            counts, regressions, rows = self.compare(f"rail{repeat_count}", model_run(rng, repeat_count),
+                                                     model_run(rng, repeat_count, change=change))
+            for collective in COLLECTIVES:
+                for size in MODEL_SIZES[5:]:  # 256K .. 64M
+                    self.assertIn("slower (REGRESSION)", rows[("| intra.gpus8", f"{collective}.float.sum.out.{size}")])
+                for size in MODEL_SIZES[:2]:  # 8K, 16K: no verdict ("inconclusive" at one repeat)
+                    self.assertNotIn("slower", rows[("| intra.gpus8", f"{collective}.float.sum.out.{size}")])
+            self.assertEqual(counts["faster"], 0, counts)
+            self.assertFalse([row for key, row in rows.items() if key[0] == "| local.gpu1" and "same" not in row
+                              and "inconclusive" not in row])
 
 if __name__ == "__main__":
     unittest.main()

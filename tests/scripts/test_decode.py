@@ -7,6 +7,7 @@ import shlex
 import shutil
 import unittest
 
+from case_records import case_record, repeat_records
 from helpers import BINARY_DIR, TempDirTest, read_jsonl, read_text, run_cli, validate
 
 from cclbench_lib.decode import ab_verdicts, band_sentence
@@ -157,17 +158,37 @@ class LocalPlans(TempDirTest):
         emulated = points["decode.all_reduce.share-gpu4"]
         self.assertEqual((words(emulated, "-np"), words(emulated, "-G")), ("4", "1"))  # correctness only: one replay
         self.assertIn("--share-gpu", emulated)
+        # With --ab the emulated point is judged against its variants: the baseline's iterations, not the check's.
+        self.assertEqual(words(emulated, "-n"), words(one, "-n"))
+        for argv in (one, emulated):
+            self.assertEqual(words(argv, "--placement"), "out", "pynccl calls NCCL out of place inside graphs")
         # A/B only where NCCL has a choice: the emulated ranks, not the single rank.
         self.assertEqual(sorted(name for name in points if ".ab." in name),
                          ["decode.all_reduce.share-gpu4.ab.PROTO-LL", "decode.all_reduce.share-gpu4.ab.PROTO-Simple"])
 
+    def test_one_gpu_emulated_decode_without_ab_is_a_single_short_check(self):
+        result = run_cli(["plan", "--results", self.results, "--run-id", "L", "--bin-dir", "/opt/cclbench/bin",
+                          "--mpirun", "mpirun", "--repeat", "3", "-n", "20", "-w", "5", "--decode",
+                          "hidden=7168,batches=1,64"], env={"CCLBENCH_FAKE_GPU_COUNT": "1"})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        points = [words(argv, "--point") for argv in map(shlex.split, result.stdout.splitlines())
+                  if "--tuning-probe" not in argv and words(argv, "--point")]
+        argv_of = {words(argv, "--point"): argv for argv in map(shlex.split, result.stdout.splitlines())}
+        # The one-rank decode point is timed three times; the emulated one runs once, 2 iterations after 1 warmup.
+        self.assertEqual([p for p in points if p.startswith("decode.all_reduce.local.gpu1")],
+                         [f"decode.all_reduce.local.gpu1.rep{k}" for k in (1, 2, 3)])
+        self.assertEqual([p for p in points if p.startswith("decode.all_reduce.share-gpu4")],
+                         ["decode.all_reduce.share-gpu4"])
+        emulated = argv_of["decode.all_reduce.share-gpu4"]
+        self.assertEqual((words(emulated, "-n"), words(emulated, "-w")), ("2", "1"))
+        self.assertEqual(words(argv_of["decode.all_reduce.local.gpu1.rep2"], "-n"), "20")
+
 
 def rec(point, size, time_us, collective="all_reduce", status="ok", reason=None, emulated=False):
-    return {"point": point, "case_id": f"{collective}.bfloat16.sum.out.{size}", "collective": collective,
-            "requested_bytes": size, "status": status, "reason": reason, "backend": "nccl", "nranks": 8,
-            "emulated": emulated, "in_place": False, "wrong": 0, "graph_launches": 10,
-            "time_us": {"mean": time_us, "p50": time_us, "p99": time_us} if status == "ok" else None,
-            "gated_time_us": time_us if status == "ok" else None, "busbw_gbps": 1.0}
+    ok = status == "ok"
+    return case_record(point, f"{collective}.bfloat16.sum.out.{size}", size,
+                       {"mean": time_us, "p50": time_us, "p99": time_us} if ok else None, time_us if ok else None,
+                       status=status, reason=reason, nranks=8, emulated=emulated, graph_launches=10)
 
 
 def ab_launches(variants):
@@ -184,11 +205,11 @@ class AbVerdict(unittest.TestCase):
     """ab_verdicts + band_sentence on synthetic records; three repeats a side, spread +-1%."""
 
     def repeats(self, point, size, centre, spread=0.01, **kwargs):
-        return [rec(f"{point}.rep{k}", size, centre * factor, **kwargs)
-                for k, factor in enumerate((1 - spread, 1.0, 1 + spread), 1)]
+        return repeat_records(point, [centre * (1 - spread), centre, centre * (1 + spread)],
+                              lambda name, time_us: rec(name, size, time_us, **kwargs))
 
     def test_within_noise(self):
-        # Repeats +-2%: s = 0.02 both sides, band = 3 x 1.2533 x 0.02 x sqrt(2/3) = 6.1%; automatic is 3% slower
+        # Repeats +-2%: s = 0.02 both sides, band = 4 x 1.2533 x 0.02 x sqrt(2/3) = 8.2%; automatic is 3% slower
         # than Ring (10.3 against 10.0), beyond the 2% threshold but inside the band: within noise.
         records = []
         for size in SIZES:
@@ -245,6 +266,38 @@ class AbVerdict(unittest.TestCase):
         bands, _ = ab_verdicts(records, ab_launches({"ll": {"NCCL_PROTO": "LL"}}))
         self.assertEqual(band_sentence(bands[0]), "automatic is 40% slower than NCCL_PROTO=LL at 16K")
 
+    def test_repeats_that_scatter_widely_are_inconclusive_not_within_noise(self):
+        # Repeats that scatter 2x (as 4 emulated ranks time-slicing one H200 did): 20% apart in the medians, far
+        # inside the noise band, so no verdict may call the two alike.
+        records = [rec(f"auto.rep{k}", 917504, t, emulated=True) for k, t in enumerate((30.0, 30.0, 60.0), 1)]
+        records += [rec(f"simple.rep{k}", 917504, t, emulated=True) for k, t in enumerate((25.0, 25.0, 50.0), 1)]
+        bands, _ = ab_verdicts(records, ab_launches({"simple": {"NCCL_PROTO": "Simple"}}))
+        self.assertEqual(bands[0]["verdict"], "inconclusive")
+        sentence = band_sentence(bands[0])
+        self.assertTrue(sentence.startswith("inconclusive at 896K: the repeats scatter too much"), sentence)
+        self.assertIn("(+20%)", sentence)  # medians 30 / 25
+
+    def test_forced_ll_on_emulated_ranks_is_called_slower(self):
+        # The H200 run (4 emulated ranks, NCCL_PROTO=LL forced, all_reduce 896K, gated us): every automatic repeat
+        # is slower than every Simple one and the medians differ 4x, beyond the scatter.
+        auto = [108268.2, 108278.4, 54182.52]
+        simple = [27112.52, 27115.71, 40624.26]
+        records = [rec(f"auto.rep{k}", 917504, t, emulated=True) for k, t in enumerate(auto, 1)]
+        records += [rec(f"simple.rep{k}", 917504, t, emulated=True) for k, t in enumerate(simple, 1)]
+        bands, _ = ab_verdicts(records, ab_launches({"simple": {"NCCL_PROTO": "Simple"}}))
+        self.assertEqual(band_sentence(bands[0]), "automatic is 299% slower than NCCL_PROTO=Simple at 896K (emulated "
+                                                  "ranks: about this emulation over sockets on one GPU, not a fabric)")
+
+    def test_probe_launches_of_a_variant_are_not_variants(self):
+        records = []
+        for size in SIZES[:1]:
+            records += self.repeats("auto", size, 20.0) + self.repeats("simple", size, 10.0)
+        launches = ab_launches({"simple": {"NCCL_PROTO": "Simple"}})
+        launches.append({"name": "tuning.simple", "kind": "tuning", "ab": {"of": "auto", "variant": {"NCCL_PROTO": "Simple"}}})
+        bands, unmeasured = ab_verdicts(records, launches)
+        self.assertEqual(unmeasured, [], "the TUNING probe of a variant is no unmeasured variant")
+        self.assertEqual([band_sentence(band) for band in bands], ["automatic is 100% slower than NCCL_PROTO=Simple at 16K"])
+
 
 class DecodeReport(TempDirTest):
     def test_decode_table_and_ab_section(self):
@@ -263,6 +316,9 @@ class DecodeReport(TempDirTest):
                 plan.append(dict({"name": f"{name}.rep{k}", "base_point": name, "kind": "local", "nranks": 8,
                                   "argv": ["coll_perf", "-G", "10"], "hosts": ["h"], "env": {}, "outputs": [],
                                   "collectives": ["all_reduce"], "sizes": [14336, 917504], "decode": decode}, **extra))
+                if k == 1 and extra:  # the variant's untimed TUNING probe carries 'ab' too, and no base_point
+                    plan.append(dict({"name": f"tuning.{name}", "kind": "tuning", "nranks": 8, "argv": ["coll_perf"],
+                                      "hosts": ["h"], "env": {}, "outputs": []}, **extra))
             for size, auto in ((14336, 20.0), (917504, 40.0)):
                 records.append(dict(rec(f"d.rep{k}", size, auto + 0.1 * k),
                                     evidence={"tuning": [{"algorithm": "RING", "protocol": "LL"}]}))
@@ -287,8 +343,32 @@ class DecodeReport(TempDirTest):
         self.assertIn("automatic is within noise of the best variant at 14K", ab)
         self.assertIn("automatic is 99% slower than NCCL_PROTO=LL at 896K", ab)  # 40.2 / 20.2 - 1
         self.assertIn("| all_reduce | 896K | 40.20 | 20.20 (-50%) | - |", ab)
+        self.assertIn("| collective | size | automatic | NCCL_PROTO=LL | NCCL_ALGO=Tree |", ab)
         self.assertIn("NCCL_ALGO=Tree beside d: not measured: Error : no algorithm/protocol available for function "
                       "AllGather", ab)
+
+
+class DecodeOneRankReport(TempDirTest):
+    def test_one_rank_busbw_is_no_figure(self):
+        run = os.path.join(self.tmp, "R1")
+        os.makedirs(run)
+        decode = {"collective": "all_reduce", "hidden": 7168, "dtype": "bfloat16", "element_bytes": 2, "topk": None,
+                  "per_step": None, "batches": [1], "sizes": [14336]}
+        plan = [{"name": "d1", "base_point": "d1", "kind": "local", "nranks": 1, "argv": ["coll_perf", "-G", "10"],
+                 "hosts": ["h"], "env": {}, "outputs": [], "collectives": ["all_reduce"], "sizes": [14336],
+                 "decode": decode}]
+        record = dict(rec("d1", 14336, 1.5), nranks=1, busbw_gbps=0.0)
+        manifest = {"schema_version": "1.0.0", "run_id": "R1", "status": "complete", "plan": plan,
+                    "points": {"d1": {"kind": "local", "status": "complete"}},
+                    "gates": {"cv_gate_pct": 3.0, "repeat_cv_failures": []}}
+        with open(os.path.join(run, "run_manifest.json"), "w") as handle:
+            json.dump(manifest, handle)
+        with open(os.path.join(run, "cases.jsonl"), "w") as handle:
+            handle.write(json.dumps(record) + "\n")
+        result = run_cli(["report", run], env={"CCLBENCH_NO_MATPLOTLIB": "1"})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        text = read_text(os.path.join(run, "report.md"))
+        self.assertIn("| 1 | 14336 | 1.50 | 1.50 / 1.50 | - (1 rank) | - |", text)
 
 
 class FakeTwoNodeRun(TempDirTest):

@@ -4,6 +4,7 @@ import json
 import os
 import unittest
 
+from case_records import case_record, repeat_records
 from helpers import TempDirTest, read_text, run_cli
 
 from cclbench_lib.records import bandwidth_time_us, repeat_verdict
@@ -14,16 +15,15 @@ def record(point, case_id, gated, batch=None, mean=None, backend="nccl", emulate
            status="ok", size=8192):
     """A record whose GPU (gated) time is `gated`; per-iteration mean deliberately different."""
     mean = mean if mean is not None else (gated * 1.3 if gated else 50.0)
-    return {"schema_version": "1.1.0", "point": point, "case_id": case_id, "collective": case_id.split(".")[0],
-            "requested_bytes": size, "status": status, "backend": backend, "nranks": 4, "emulated": emulated,
-            "in_place": ".in." in case_id, "wrong": wrong, "iterations": 20, "reason": None,
-            "time_us": {"mean": mean, "min": mean, "p50": mean, "p95": mean, "p99": mean, "max": mean, "cv_pct": cv},
-            "gated_time_us": gated, "batch_time_us": batch if batch is not None else (gated or mean),
-            "busbw_gbps": 1.0}
+    return case_record(point, case_id, size,
+                       {"mean": mean, "min": mean, "p50": mean, "p95": mean, "p99": mean, "max": mean, "cv_pct": cv},
+                       gated, status=status, backend=backend, emulated=emulated, wrong=wrong,
+                       schema_version="1.1.0", iterations=20,
+                       batch_time_us=batch if batch is not None else (gated or mean))
 
 
 def case(times, **kwargs):
-    return [record(f"p.rep{k}", "all_reduce.float.sum.out.8K", t, **kwargs) for k, t in enumerate(times, 1)]
+    return repeat_records("p", times, lambda name, time_us: record(name, "all_reduce.float.sum.out.8K", time_us, **kwargs))
 
 
 class RepeatRule(unittest.TestCase):

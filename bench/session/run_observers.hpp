@@ -1,0 +1,75 @@
+#pragma once
+// What coll_perf does around every case: the test stall hook, rail counters and --tuning-from.
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/core/config.hpp"
+#include "bench/core/errors.hpp"
+#include "bench/core/mpi_context.hpp"
+#include "bench/core/runner.hpp"
+#include "bench/core/units.hpp"
+#include "bench/evidence/rail_observer.hpp"
+#include "bench/evidence/tuning_run.hpp"
+
+namespace cclbench {
+
+// Test-only fault hook: CCLBENCH_TEST_STALL=<rank>:<case index> makes that rank hang inside the
+// watched phase of that case, so tests can prove that the watchdog ends every rank. It is read
+// once, only by coll_perf, and does nothing unless set.
+class TestStallHook final : public CaseObserver {
+ public:
+  TestStallHook(const MpiContext& context, PhaseMonitor& monitor) : context_(context), monitor_(monitor) {
+    const char* value = std::getenv("CCLBENCH_TEST_STALL");
+    if (value == nullptr) return;
+    const std::string text = value;
+    const auto colon = text.find(':');
+    if (colon == std::string::npos) throw UsageError("CCLBENCH_TEST_STALL: expected <rank>:<case index>");
+    stall_rank_ = static_cast<int>(parse_integer(text.substr(0, colon), "CCLBENCH_TEST_STALL rank", 0, 1 << 20));
+    stall_case_ = static_cast<int>(parse_integer(text.substr(colon + 1), "CCLBENCH_TEST_STALL case", 0, 1 << 20));
+  }
+  void before_case(const CaseSpec& spec) override {
+    if (stall_rank_ == context_.world_rank && case_index_ == stall_case_) {
+      monitor_.enter(spec, "test stall (CCLBENCH_TEST_STALL)");
+      for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+    ++case_index_;
+  }
+  void after_case(CaseResult&) override {}
+
+ private:
+  const MpiContext& context_;
+  PhaseMonitor& monitor_;
+  int stall_rank_ = -1;
+  int stall_case_ = -1;
+  int case_index_ = 0;
+};
+
+// The observers in their order: the stall hook, rail counters, then --tuning-from.
+class CollPerfObservers final : public CaseObserver {
+ public:
+  CollPerfObservers(const Config& config, const MpiContext& context, PhaseMonitor& monitor,
+                    const nlohmann::json& tuning_document)
+      : stall_hook_(context, monitor), rails_(config, context), tuning_(config.tuning_from_path, tuning_document) {}
+  void before_case(const CaseSpec& spec) override {
+    stall_hook_.before_case(spec);
+    rails_.before_case(spec);
+    tuning_.before_case(spec);
+  }
+  void after_case(CaseResult& result) override {
+    stall_hook_.after_case(result);
+    rails_.after_case(result);
+    tuning_.after_case(result);
+  }
+  nlohmann::json rails_options_json() const { return rails_.options_json(); }
+
+ private:
+  TestStallHook stall_hook_;
+  RailCounterObserver rails_;
+  TuningAttacher tuning_;
+};
+
+}  // namespace cclbench

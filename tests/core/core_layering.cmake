@@ -1,0 +1,23 @@
+# cmake -DSOURCE_DIR=<repo> -P core_layering.cmake
+# The core sits at the bottom: its sources include only bench/core headers (never bench/collectives,
+# whose descriptors the app hands in, nor any other area above it). Fails naming each upward include.
+file(GLOB _core_sources "${SOURCE_DIR}/bench/core/*.hpp" "${SOURCE_DIR}/bench/core/*.cpp" "${SOURCE_DIR}/bench/core/*.in")
+if(NOT _core_sources)
+  message(FATAL_ERROR "core_layering: no sources under ${SOURCE_DIR}/bench/core")
+endif()
+set(_upward "")
+foreach(_source IN LISTS _core_sources)
+  file(STRINGS "${_source}" _includes REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
+  foreach(_line IN LISTS _includes)
+    if(NOT _line MATCHES "\"bench/core/")
+      file(RELATIVE_PATH _relative "${SOURCE_DIR}" "${_source}")
+      list(APPEND _upward "${_relative}: ${_line}")
+    endif()
+  endforeach()
+endforeach()
+if(_upward)
+  list(JOIN _upward "\n  " _report)
+  message(FATAL_ERROR "core_layering: bench/core includes headers from above it:\n  ${_report}")
+endif()
+list(LENGTH _core_sources _count)
+message(STATUS "core_layering: ${_count} bench/core files include only bench/core headers")

@@ -1,0 +1,122 @@
+"""What the end-to-end checkers of coll_perf share (tests/nccl/coll_perf_gpu.py,
+tests/core/coll_perf_inject_wrong.py): running coll_perf and mpirun with a hard timeout, the
+environment they run under, the GPU probe that decides a skip, and the `--only NAME` driver that
+prints PASS/FAIL/SKIP and exits 0/1/77 (CTest's SKIP_RETURN_CODE).
+"""
+import argparse
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+
+from gpu_presence import skip_or_fail_reason
+
+SKIP = 77
+CRASH = re.compile(r"terminate called|what\(\):|Segmentation fault|core dumped|Traceback \(most recent")
+
+
+class Failure(AssertionError):
+    pass
+
+
+def check(condition, message):
+    if not condition:
+        raise Failure(message)
+
+
+def describe(out, err, stderr_chars=3000):
+    return f"stdout:\n{out[-3000:]}\nstderr:\n{err[-stderr_chars:]}"
+
+
+def base_env(**extra):
+    """This environment, never NVLink multicast unless asked (NCCL_NVLS_ENABLE=0 when unset), mpirun allowed
+    as root and yielding when idle (the CI machine is shared); extra on top."""
+    env = dict(os.environ)
+    env.setdefault("NCCL_NVLS_ENABLE", "0")
+    env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+                "OMPI_MCA_mpi_yield_when_idle": "1"})
+    env.update(extra)
+    return env
+
+
+def run_process(cmd, env, timeout):
+    """(exit code, stdout, stderr, seconds). On timeout the whole process group (mpirun and its ranks) is
+    killed and the run is a Failure that names the command."""
+    started = time.monotonic()
+    process = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        out, err = process.communicate()
+        raise Failure(f"timed out after {timeout} s: {' '.join(cmd)}\n{describe(out, err)}")
+    return process.returncode, out, err, time.monotonic() - started
+
+
+def mpirun_prefix(mpiexec, nranks, env, exported):
+    """mpirun on this host, oversubscribed and unbound; each name in exported is passed on with -x when set."""
+    cmd = [mpiexec, "-np", str(nranks), "--oversubscribe", "--allow-run-as-root", "--bind-to", "none"]
+    for name in exported:
+        if name in env:
+            cmd += ["-x", name]
+    return cmd
+
+
+def coll_perf(args):
+    return os.path.join(args.bin_dir, "coll_perf")
+
+
+def work_dir(args, name):
+    # coll_perf may write subdirectories next to -J (NCCL log capture): start from nothing.
+    path = os.path.join(args.work_dir, name)
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    return path
+
+
+def probe_nccl(args, env):
+    """One 1K AllReduce on the NCCL backend: None when coll_perf sees a GPU, else why not (exit 7: no CUDA
+    device; exit 2: built without CUDA/NCCL). Any other outcome is a Failure."""
+    work = work_dir(args, "probe_" + args.only)  # per check: CTest may run two checks side by side
+    code, out, err, _ = run_process([coll_perf(args), "--backend", "nccl", "--coll", "all_reduce", "-b", "1K", "-e",
+                                     "1K", "-n", "1", "-w", "0", "--quiet", "-J", os.path.join(work, "probe.json")],
+                                    env, 300)
+    if code == 7 and "no CUDA device" in err:
+        return err.strip().splitlines()[-1]
+    if code == 2 and "no CUDA/NCCL support" in err:
+        return "coll_perf was built without CUDA/NCCL"
+    check(code == 0, f"probe run failed (exit {code})\n" + describe(out, err))
+    return None
+
+
+def main(checks, needs_gpu, env):
+    """The checker's command line: --bin-dir B --mpiexec M --work-dir W --only NAME. needs_gpu(name): whether
+    that check runs on the NCCL backend; then, when coll_perf finds no GPU, it is skipped (77) only when no GPU
+    is here by an independent check (tests/tools/gpu_presence.py) or coll_perf was built without CUDA, and
+    fails otherwise. Returns the exit status."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bin-dir", required=True)
+    parser.add_argument("--mpiexec", default="mpirun")
+    parser.add_argument("--work-dir", required=True)
+    parser.add_argument("--only", required=True, choices=sorted(checks))
+    args = parser.parse_args()
+    os.makedirs(args.work_dir, exist_ok=True)
+    try:
+        if needs_gpu(args.only):
+            reason = probe_nccl(args, env)
+            if reason is not None:
+                verdict, why = ("skip", reason) if "without CUDA" in reason else skip_or_fail_reason(reason)
+                if verdict == "fail":
+                    print(f"FAIL {args.only}: {why}")
+                    return 1
+                print(f"SKIP: no GPU for the NCCL backend: {why}")
+                return SKIP
+        summary = checks[args.only](args)
+    except Failure as failure:
+        print(f"FAIL {args.only}: {failure}")
+        return 1
+    print(f"PASS {args.only}: {summary}")
+    return 0
