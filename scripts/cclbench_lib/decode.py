@@ -12,8 +12,10 @@
   rule (compare.noise_verdict).
 """
 import itertools
+import math
 import os
 import re
+import statistics
 
 from .common import UsageError, format_size
 
@@ -42,8 +44,8 @@ AB_THRESHOLD_PCT = 2.0
 # one H200 scattered 2x between repeats, and a 4x difference fell inside their band).
 AB_NOISY_BAND_PCT = 25.0
 PRODUCTION_NOTE = ("decode over the rails: NCCL_IB_HCA = all --hcas rails with NCCL_CROSS_NIC=1, the user's production "
-                   "binding (SGLang's NCCL_IB_HCA==mlx5_0:1,mlx5_3:1, NCCL_CROSS_NIC=1): the sweep's best binding is "
-                   "only known after the run")
+                   "binding (SGLang's NCCL_IB_HCA==mlx5_0:1,mlx5_3:1, NCCL_CROSS_NIC=1); the sentence under the table "
+                   "sets it against the sweep's fastest binding at these sizes")
 MPI_DECODE_NOTE = ("decode on the MPI backend (no GPU visible): eager (CUDA graphs need NCCL), host memory, and int8 "
                    "elements at the same byte sizes (MPI has no bfloat16 or half type); correctness of the decode sizes "
                    "only, not GPU or NCCL figures")
@@ -322,7 +324,57 @@ def decode_section(data):
         if correctness_only:
             lines += ["_Correctness only (emulated ranks or MPI backend): no times are shown._", ""]
         lines += [md_table(header, rows), ""]
+        if launch.get("kind") == "inter":
+            lines += [binding_sentence(data, launch, spec), ""]
     return lines
+
+
+def binding_sentence(data, launch, spec):
+    """Over the rails: which binding of the eager sweep (inter.* points, one per NCCL_CROSS_NIC x NCCL_IB_HCA)
+    was fastest at the sweep sizes spanning this decode point's sizes, and how the binding this point ran with
+    compares there. Each size counts alike: geometric mean of the per-size medians."""
+    from .compare import noise_verdict, summarize
+    from .records import group_repeats
+    bindings = {}
+    for other in data.plan:
+        if other.get("kind") == "inter" and not other.get("decode") and not other.get("ab"):
+            bindings.setdefault(other.get("base_point") or other["name"], other.get("env") or {})
+    collective = spec["collective"]
+    per_binding = {}
+    for (base, _case_id), group in group_repeats(data.records).items():
+        record = group[0]
+        if base in bindings and record.get("collective") == collective and not record.get("in_place"):
+            side = summarize(group)
+            if side["time"] is not None:
+                per_binding.setdefault(base, {})[record.get("requested_bytes")] = side
+    low, high = min(spec["sizes"]), max(spec["sizes"])
+    common = set.intersection(*(set(sizes) for sizes in per_binding.values())) if per_binding else set()
+    below = [size for size in common if size <= low]
+    above = [size for size in common if size >= high]
+    band = sorted(size for size in common if (max(below) if below else min(common or [0])) <= size <=
+                  (min(above) if above else max(common or [0])))
+    prefix = f"Binding over the rails at the decode sizes ({collective})"
+    if len(per_binding) < 2 or not band:
+        return f"_{prefix}: no comparison (the sweep measured fewer than two bindings at these sizes)._"
+
+    def geomean(base):
+        return math.exp(statistics.fmean(math.log(per_binding[base][size]["time"]) for size in band))
+
+    best = min(per_binding, key=geomean)
+    this = next((base for base, env in bindings.items() if env == (launch.get("env") or {}) and base in per_binding),
+                None)
+    where = (f"eager sweep, {format_size(band[0])}-{format_size(band[-1])}, {len(band)} size(s), "
+             f"{len(per_binding)} bindings")
+    best_text = f"{best} ({variant_text(bindings[best])})"
+    if this is None:
+        return f"_{prefix} ({where}): the sweep's fastest is {best_text}; it has no point with this binding._"
+    if this == best:
+        return f"_{prefix} ({where}): this point's binding, {best_text}, is the sweep's fastest._"
+    slower = (geomean(this) / geomean(best) - 1) * 100
+    beyond = sum(noise_verdict(per_binding[best][size], per_binding[this][size], AB_THRESHOLD_PCT)[0] == "slower"
+                 for size in band)
+    return (f"_{prefix} ({where}): the sweep's fastest is {best_text}; this point's binding, {this}, is "
+            f"{slower:.0f}% slower there (geometric mean), beyond noise at {beyond} of {len(band)} size(s)._")
 
 
 def nccl_rejection(run_dir, point_names):

@@ -371,6 +371,58 @@ class DecodeOneRankReport(TempDirTest):
         self.assertIn("| 1 | 14336 | 1.50 | 1.50 / 1.50 | - (1 rank) | - |", text)
 
 
+class DecodeBindingSentence(TempDirTest):
+    """Over the rails the decode point runs with the production binding; the report says how that binding did
+    against the sweep's fastest at the sweep sizes spanning the decode sizes."""
+
+    def report(self, cross1_us):
+        run = os.path.join(self.tmp, "RB")
+        os.makedirs(run)
+        both = "=mlx5_0:1,mlx5_3:1"
+        sweep = {"inter.cross0.rails-both": {"NCCL_CROSS_NIC": "0", "NCCL_IB_HCA": both},
+                 "inter.cross1.rails-both": {"NCCL_CROSS_NIC": "1", "NCCL_IB_HCA": both}}
+        decode = {"collective": "all_reduce", "hidden": 7168, "dtype": "bfloat16", "element_bytes": 2, "topk": None,
+                  "per_step": None, "batches": [1, 64], "sizes": [14336, 917504]}
+        plan, records = [], []
+        for k in (1, 2, 3):
+            for base, env in sweep.items():
+                plan.append({"name": f"{base}.rep{k}", "base_point": base, "kind": "inter", "nranks": 16,
+                             "argv": ["coll_perf"], "hosts": ["a", "b"], "env": env, "outputs": []})
+            plan.append({"name": f"d.rep{k}", "base_point": "d", "kind": "inter", "nranks": 16,
+                         "argv": ["coll_perf", "-G", "10"], "hosts": ["a", "b"], "env": sweep["inter.cross1.rails-both"],
+                         "outputs": [], "collectives": ["all_reduce"], "sizes": decode["sizes"], "decode": decode})
+            spread = (0.99, 1.0, 1.01)[k - 1]
+            for size in [4096 << n for n in range(11)]:  # 4K .. 4M
+                records.append(rec(f"inter.cross0.rails-both.rep{k}", size, 10.0 * spread))
+                records.append(rec(f"inter.cross1.rails-both.rep{k}", size, cross1_us * spread))
+            for size in decode["sizes"]:
+                records.append(rec(f"d.rep{k}", size, 11.0 * spread))
+        manifest = {"schema_version": "1.0.0", "run_id": "RB", "status": "complete", "plan": plan,
+                    "points": {l["name"]: {"kind": "inter", "status": "complete"} for l in plan},
+                    "gates": {"cv_gate_pct": 3.0, "repeat_cv_failures": []}}
+        with open(os.path.join(run, "run_manifest.json"), "w") as handle:
+            json.dump(manifest, handle)
+        with open(os.path.join(run, "cases.jsonl"), "w") as handle:
+            handle.write("".join(json.dumps(r) + "\n" for r in records))
+        result = run_cli(["report", run], env={"CCLBENCH_NO_MATPLOTLIB": "1"})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return read_text(os.path.join(run, "report.md"))
+
+    def test_production_binding_slower_than_the_sweeps_fastest(self):
+        # Sweep sizes spanning 14336..917504: 8K (largest <= 14336) to 1M (smallest >= 917504), 8 sizes. Every one
+        # 12 against 10 us: 20% slower, beyond a band of 4 x 1.2533 x 1% x sqrt(2/3) = 4.1% at each size.
+        text = self.report(12.0)
+        self.assertIn("_Binding over the rails at the decode sizes (all_reduce) (eager sweep, 8K-1M, 8 size(s), "
+                      "2 bindings): the sweep's fastest is inter.cross0.rails-both (NCCL_CROSS_NIC=0 "
+                      "NCCL_IB_HCA==mlx5_0:1,mlx5_3:1); this point's binding, inter.cross1.rails-both, is 20% slower "
+                      "there (geometric mean), beyond noise at 8 of 8 size(s)._", text)
+
+    def test_production_binding_that_is_the_fastest_says_so(self):
+        text = self.report(9.0)
+        self.assertIn("this point's binding, inter.cross1.rails-both (NCCL_CROSS_NIC=1 NCCL_IB_HCA==mlx5_0:1,"
+                      "mlx5_3:1), is the sweep's fastest._", text)
+
+
 class FakeTwoNodeRun(TempDirTest):
     """The whole path with the test doubles (fake mpirun and coll_perf), two 'nodes': decode points, an A/B whose
     NCCL_PROTO=Simple variant is 2x faster and whose NCCL_ALGO=Tree variant NCCL refuses."""
