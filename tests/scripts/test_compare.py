@@ -178,6 +178,16 @@ class Compare(TempDirTest):
         self.assertIn("1 regression(s)", result.stderr, "only the difference beyond the floor")
         self.assertIn("2 inconclusive (rerun with --repeat 3)", text)
 
+    def test_one_repeat_floor_is_wider_below_20_us(self):
+        # One repeat a side, +17% either way: inconclusive on a few-us point (floor 20%: identical H200 runs
+        # differed by up to 16.9% there), called at 100 us (floor 15%); +25% is called on both.
+        a = [record("p", c, t) for c, t in (("tiny17", 10.0), ("big17", 100.0), ("tiny25", 10.0))]
+        b = [record("p", c, t) for c, t in (("tiny17", 11.7), ("big17", 117.0), ("tiny25", 12.5))]
+        text = run_cli(["compare", self.write_run("A", a), self.write_run("B", b)]).stdout
+        self.assertIn("| 20.0 (one repeat: floor) | inconclusive - rerun with --repeat 3 |", self.row(text, "tiny17"))
+        self.assertIn("| 15.0 (one repeat: floor) | slower (REGRESSION) |", self.row(text, "big17"))
+        self.assertIn("| 20.0 (one repeat: floor) | slower (REGRESSION) |", self.row(text, "tiny25"))
+
     def test_emulated_and_mpi_backend_are_correctness_only(self):
         a, b = [], []
         for backend, emulated, tag in (("nccl", True, "emu"), ("mpi", False, "mpi")):
