@@ -513,7 +513,7 @@ def ab_section(data):
              "size, with compare's noise rule (median over repeats of the bandwidth time; change = larger / smaller - 1; "
              f"band = max(4 x 1.2533 x s x sqrt(1/r_a + 1/r_b), {AB_THRESHOLD_PCT:g}%), s the median pooled repeat "
              "spread of the point's sizes, a size's own where over twice that; no run-drift term: the variants run "
-             "interleaved in one run; one repeat a side: only a difference beyond 15% is called; a band over "
+             "interleaved in one run; one repeat a side: only a difference beyond 15% (20% below 20 us) is called; a band over "
              f"{AB_NOISY_BAND_PCT:g}% supports no 'within noise').", ""]
     if bands:
         rows = [[band["point"], band["collective"], _bands_text(band["sizes"]), band_sentence(band)] for band in bands]
