@@ -493,7 +493,8 @@ def _band_sentence(band):
     widest = max(band["band_pct"])
     if widest > AB_NOISY_BAND_PCT:
         return (f"inconclusive at {sizes}: the repeats scatter too much (noise band up to {widest:.0f}%, above "
-                f"{AB_NOISY_BAND_PCT:g}%) to call the difference ({_pct_range(band['slower_pct'])})")
+                f"{AB_NOISY_BAND_PCT:g}%) to call the difference (automatic {_pct_range(band['slower_pct'])} against "
+                f"the best variant)")
     return f"inconclusive at {sizes} (one repeat: rerun with --repeat 3)"
 
 

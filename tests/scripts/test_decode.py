@@ -275,7 +275,7 @@ class AbVerdict(unittest.TestCase):
         self.assertEqual(bands[0]["verdict"], "inconclusive")
         sentence = band_sentence(bands[0])
         self.assertTrue(sentence.startswith("inconclusive at 896K: the repeats scatter too much"), sentence)
-        self.assertIn("(+20%)", sentence)  # medians 30 / 25
+        self.assertIn("(automatic +20% against the best variant)", sentence)  # medians 30 / 25
 
     def test_forced_ll_on_emulated_ranks_is_called_slower(self):
         # The H200 run (4 emulated ranks, NCCL_PROTO=LL forced, all_reduce 896K, gated us): every automatic repeat
