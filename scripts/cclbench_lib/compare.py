@@ -56,6 +56,15 @@ TINY_TIME_US = 20.0
 # sides of three repeats (4 degrees of freedom), the same noise exceeds 2x by chance about 3 times in 1000.
 OWN_SPREAD_FACTOR = 2.0
 RERUN = "inconclusive - rerun with --repeat 3"
+# Point-wide shift: per-case bands must allow each case its own drift, so a change that moves every size of a
+# point alike (a slower driver, clocks, a throttled GPU) can hide under them: +10% on every case of a one-GPU
+# H200 baseline was called on 7 of 112 cases. The median of a point's per-size changes averages that drift
+# away. Judged where a point has at least SHIFT_MIN_CASES sizes of one collective; band = max(NOISE_SIGMAS x
+# 1.2533 x sd / sqrt(n), SHIFT_FLOOR_PCT), sd = 1.4826 x MAD of the per-size log changes. The floor allows for
+# a whole run's state (clocks, temperature): three back-to-back H200 baselines at three repeats shifted by
+# 0.00-0.07% against each other (median over 112 cases), two at one repeat by 3.5% (2.6-4.4% per collective).
+SHIFT_MIN_CASES = 4
+SHIFT_FLOOR_PCT = 6.0
 
 
 def _load(path):
@@ -155,6 +164,20 @@ def correctness_verdict(side_a, side_b):
     return f"not ok in either (A {side_a['problem']}, B {side_b['problem']})", False
 
 
+def point_shift(log_changes, threshold_pct):
+    """(verdict, median change %, band %) of one point and collective from its per-size ln(t_B / t_A), or None
+    with fewer than SHIFT_MIN_CASES sizes. verdict: 'same within noise', 'slower' or 'faster' (B against A)."""
+    n = len(log_changes)
+    if n < SHIFT_MIN_CASES:
+        return None
+    centre = median(log_changes)
+    sd = 1.4826 * median([abs(value - centre) for value in log_changes])
+    band = max(NOISE_SIGMAS * MEDIAN_SE_FACTOR * sd / math.sqrt(n) * 100, SHIFT_FLOOR_PCT, threshold_pct)
+    change = (math.exp(abs(centre)) - 1) * 100  # symmetric, as per case
+    verdict = "same within noise" if change <= band else ("slower" if centre > 0 else "faster")
+    return verdict, (math.exp(centre) - 1) * 100, band
+
+
 def compare_runs(path_a, path_b, threshold_pct, fail_above_pct, host_times=False):
     groups_a, groups_b = _load(path_a), _load(path_b)
     rows = []
@@ -166,6 +189,7 @@ def compare_runs(path_a, path_b, threshold_pct, fail_above_pct, host_times=False
         records = groups_a[key] + groups_b[key]
         pairs[key] = (summarize(groups_a[key]), summarize(groups_b[key]), records[0].get("collective"))
     floors = neighbour_floors(pairs)
+    log_changes = {}
     for (point, case_id), (side_a, side_b, collective) in pairs.items():
         time_a, time_b = side_a["time"], side_b["time"]
         cells = [point, case_id, fmt_number(time_a), fmt_number(time_b)]
@@ -193,6 +217,7 @@ def compare_runs(path_a, path_b, threshold_pct, fail_above_pct, host_times=False
             continue
         verdict, diff, band, band_text = noise_verdict(side_a, side_b, threshold_pct, floors.get((point, collective)),
                                                        run_drift_pct(time_a, time_b))
+        log_changes.setdefault((point, collective), []).append(math.log(time_b / time_a))
         shown = RERUN if verdict == "inconclusive" else None
         counts[verdict] += 1
         shown = shown or verdict
@@ -200,6 +225,21 @@ def compare_runs(path_a, path_b, threshold_pct, fail_above_pct, host_times=False
             regressions.append(f"{point} {case_id}: {diff:+.1f}% (band {band:.1f}%)")
             shown = "slower (REGRESSION)"
         rows.append(cells + [f"{time_b / time_a:.3f}", f"{diff:+.1f}", band_text, shown])
+    shift_rows = []
+    shifts = {"faster": 0, "slower": 0}
+    for (point, collective), values in sorted(log_changes.items()):
+        judged = point_shift(values, threshold_pct)
+        if judged is None:
+            continue
+        verdict, diff, band = judged
+        shown = verdict
+        if verdict in shifts:
+            shifts[verdict] += 1
+        if verdict == "slower" and diff > fail_above_pct:
+            regressions.append(f"{point} {collective}: every size {diff:+.1f}% (median of {len(values)}, band "
+                               f"{band:.1f}%)")
+            shown = "slower (REGRESSION)"
+        shift_rows.append([point, collective, str(len(values)), f"{diff:+.1f}", f"{band:.1f}", shown])
     only_a = sorted(set(groups_a) - set(groups_b))
     only_b = sorted(set(groups_b) - set(groups_a))
     lines = ["# cclbench compare", "", f"- A: `{path_a}`", f"- B: `{path_b}`", "",
@@ -219,7 +259,15 @@ def compare_runs(path_a, path_b, threshold_pct, fail_above_pct, host_times=False
              f"Summary: {counts['faster']} faster, {counts['slower']} slower, {counts['same within noise']} same "
              f"within noise, {counts['inconclusive']} inconclusive (rerun with --repeat 3), "
              f"{counts['correctness only']} correctness only, {counts['not comparable']} not comparable, "
-             f"{len(only_a)} only in A, {len(only_b)} only in B; {len(regressions)} regression(s).", ""]
+             f"{len(only_a)} only in A, {len(only_b)} only in B; point-wide: {shifts['faster']} faster, "
+             f"{shifts['slower']} slower; {len(regressions)} regression(s).", ""]
+    if shift_rows:
+        lines += ["## Point-wide shifts", "",
+                  f"Per point and collective with >= {SHIFT_MIN_CASES} timed sizes: the median of the per-size changes "
+                  f"(a change every size shares, which per-size drift cannot hide); band = max({NOISE_SIGMAS:g} x "
+                  f"{MEDIAN_SE_FACTOR} x sd / sqrt(n), {SHIFT_FLOOR_PCT:g}%), sd = 1.4826 x MAD of the per-size log "
+                  "changes.", "", md_table(["point", "collective", "sizes", "median diff %", "band %", "verdict"],
+                                           shift_rows), "", "## Cases", ""]
     if rows:
         lines.append(md_table(["point", "case", "A time us", "B time us", "B/A", "diff %", "band %", "verdict"], rows))
     for label, keys in (("Only in A", only_a), ("Only in B", only_b)):
