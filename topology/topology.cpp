@@ -13,6 +13,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -150,6 +151,31 @@ Path pci_path(hwloc_topology_t topology, hwloc_obj_t a, hwloc_obj_t b) {
 // NUMANode without complete_nodeset crashes hwloc_topology_load with SIGSEGV), and gives a PU or
 // NUMANode without os_index the index 0xFFFFFFFF (a 512 MiB bitmap): refuse such objects first.
 // Found by tests/fuzz/fuzz_topology_xml (regression inputs in tests/fuzz/regressions/).
+// The value of attribute `key` (`cpuset`, not `complete_cpuset`) in an element's tag, if present.
+std::optional<std::string_view> attribute_value(std::string_view tag, std::string_view key) {
+  const std::string needle = std::string(key) + "=\"";
+  for (std::size_t at = tag.find(needle); at != std::string_view::npos; at = tag.find(needle, at + 1)) {
+    if (at == 0 || !std::isspace(static_cast<unsigned char>(tag[at - 1]))) continue;
+    const std::size_t begin = at + needle.size();
+    const std::size_t end = tag.find('"', begin);
+    return tag.substr(begin, end == std::string_view::npos ? std::string_view::npos : end - begin);
+  }
+  return std::nullopt;
+}
+
+// Whether bitmap `part` lies within bitmap `whole`, both in hwloc's format (already screened), read
+// with hwloc's own parser.
+bool bitmap_within(std::string_view part, std::string_view whole) {
+  const std::unique_ptr<hwloc_bitmap_s, void (*)(hwloc_bitmap_t)> a(hwloc_bitmap_alloc(), hwloc_bitmap_free);
+  const std::unique_ptr<hwloc_bitmap_s, void (*)(hwloc_bitmap_t)> b(hwloc_bitmap_alloc(), hwloc_bitmap_free);
+  if (!a || !b) throw FatalError(ExitCode::runtime_error, "hwloc_bitmap_alloc failed");
+  if (hwloc_bitmap_sscanf(a.get(), std::string(part).c_str()) != 0 ||
+      hwloc_bitmap_sscanf(b.get(), std::string(whole).c_str()) != 0) {
+    return false;
+  }
+  return hwloc_bitmap_isincluded(a.get(), b.get()) != 0;
+}
+
 void screen_object(std::string_view tag, const std::string& what) {
   const auto has_attribute = [&](std::string_view key) {
     for (std::size_t at = tag.find(key); at != std::string_view::npos; at = tag.find(key, at + 1)) {
@@ -184,6 +210,17 @@ void screen_object(std::string_view tag, const std::string& what) {
       word_start = comma + 1;
     }
     if (!ok) throw UsageError(what + ": malformed hwloc XML (bad bitmap '" + std::string(value.substr(0, 40)) + "')");
+  }
+  // hwloc's exports keep cpuset within complete_cpuset and nodeset within complete_nodeset. hwloc
+  // 2.9 dereferences NULL loading a cpuset outside (found by fuzz_topology_xml); no export has either.
+  for (const auto& [part, whole] : {std::pair<std::string_view, std::string_view>{"cpuset", "complete_cpuset"},
+                                    std::pair<std::string_view, std::string_view>{"nodeset", "complete_nodeset"}}) {
+    const auto part_value = attribute_value(tag, part);
+    const auto whole_value = attribute_value(tag, whole);
+    if (part_value && whole_value && !bitmap_within(*part_value, *whole_value)) {
+      throw UsageError(what + ": malformed hwloc XML (object " + std::string(type.substr(0, 32)) + ": " +
+                       std::string(part) + " is not within " + std::string(whole) + ")");
+    }
   }
   if ((type == "PU" || type == "NUMANode") && !has_attribute("os_index=\"")) {
     throw UsageError(what + ": malformed hwloc XML (object " + std::string(type) + " has no os_index)");

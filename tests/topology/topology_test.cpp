@@ -263,6 +263,12 @@ TEST(TopologyXml, BadInputIsAUsageErrorOnOneLine) {
       {"not_xml", "hello world"},
       {"quoted_truncated", "<topology version=\"2.0\"><object type=\"Machine\" name=\"a>b"},
       {"hwloc_rejects", "<topology version=\"2.0\">\n  <object type=\"Bogus\"/>\n</topology>\n"},
+      // A set beyond its complete set, which no hwloc export has: hwloc 2.9 dereferences NULL on the first (found by
+      // fuzz_topology_xml in CI).
+      {"cpuset_outside", "<topology><object type=\"Machine\" cpuset=\"0x0f\" complete_cpuset=\"0x0\" "
+                         "nodeset=\"0x1\" complete_nodeset=\"0x1\"></object></topology>"},
+      {"nodeset_outside", "<topology><object type=\"Machine\" cpuset=\"0x0f\" complete_cpuset=\"0x0f\" "
+                          "nodeset=\"0x3\" complete_nodeset=\"0x1\"></object></topology>"},
       {"entities", "<?xml version=\"1.0\"?>\n<!DOCTYPE t [<!ENTITY a \"x\"><!ENTITY b \"&a;&a;&a;\">]>\n"
                    "<topology version=\"2.0\" x=\"&b;\"></topology>\n"},
   };
