@@ -1,5 +1,8 @@
 """Synthetic coll_perf case records for the scripts tests (compare, verdicts, decode): one builder of a
-record and one of its repeats, so that the tests agree on what a record holds."""
+record and one of its repeats, so that the tests agree on what a record holds; and one writer of a finished
+run directory from them (manifest and cases.jsonl), for the tests that run `cclbench report` on it."""
+import json
+import os
 
 
 def case_record(point, case_id, size, time_us, gated_time_us, status="ok", reason=None, backend="nccl", nranks=4,
@@ -21,3 +24,18 @@ def repeat_records(point, values, build, suffix_single=True):
     if len(values) == 1 and not suffix_single:
         return [build(point, values[0])]
     return [build(f"{point}.rep{k}", value) for k, value in enumerate(values, 1)]
+
+
+def write_run_dir(run, plan, records, point_kind=None):
+    """A finished baseline's run directory at `run`: run_manifest.json with this plan (every launch complete,
+    of kind point_kind or its own) and cases.jsonl with these records. Returns `run`."""
+    os.makedirs(run, exist_ok=True)
+    manifest = {"schema_version": "1.0.0", "run_id": os.path.basename(run), "status": "complete", "plan": plan,
+                "points": {launch["name"]: {"kind": point_kind or launch["kind"], "status": "complete"}
+                           for launch in plan},
+                "gates": {"cv_gate_pct": 3.0, "repeat_cv_failures": []}}
+    with open(os.path.join(run, "run_manifest.json"), "w") as handle:
+        json.dump(manifest, handle)
+    with open(os.path.join(run, "cases.jsonl"), "w") as handle:
+        handle.write("".join(json.dumps(record) + "\n" for record in records))
+    return run

@@ -7,7 +7,7 @@ import shlex
 import shutil
 import unittest
 
-from case_records import case_record, repeat_records
+from case_records import case_record, repeat_records, write_run_dir
 from helpers import BINARY_DIR, TempDirTest, read_jsonl, read_text, run_cli, validate
 
 from cclbench_lib.decode import ab_verdicts, band_sentence
@@ -324,13 +324,7 @@ class DecodeReport(TempDirTest):
                                     evidence={"tuning": [{"algorithm": "RING", "protocol": "LL"}]}))
                 records.append(rec(f"d.ab.PROTO-LL.rep{k}", size, auto * (0.5 if size == 917504 else 1.0) + 0.1 * k))
                 records.append(rec(f"d.ab.ALGO-Tree.rep{k}", size, None, status="error", reason="internal error"))
-        manifest = {"schema_version": "1.0.0", "run_id": "R", "status": "complete", "plan": plan,
-                    "points": {l["name"]: {"kind": "local", "status": "complete"} for l in plan},
-                    "gates": {"cv_gate_pct": 3.0, "repeat_cv_failures": []}}
-        with open(os.path.join(run, "run_manifest.json"), "w") as handle:
-            json.dump(manifest, handle)
-        with open(os.path.join(run, "cases.jsonl"), "w") as handle:
-            handle.write("".join(json.dumps(r) + "\n" for r in records))
+        write_run_dir(run, plan, records, point_kind="local")
         result = run_cli(["report", run], env={"CCLBENCH_NO_MATPLOTLIB": "1"})
         self.assertEqual(result.returncode, 0, result.stderr)
         text = read_text(os.path.join(run, "report.md"))
@@ -351,20 +345,13 @@ class DecodeReport(TempDirTest):
 class DecodeOneRankReport(TempDirTest):
     def test_one_rank_busbw_is_no_figure(self):
         run = os.path.join(self.tmp, "R1")
-        os.makedirs(run)
         decode = {"collective": "all_reduce", "hidden": 7168, "dtype": "bfloat16", "element_bytes": 2, "topk": None,
                   "per_step": None, "batches": [1], "sizes": [14336]}
         plan = [{"name": "d1", "base_point": "d1", "kind": "local", "nranks": 1, "argv": ["coll_perf", "-G", "10"],
                  "hosts": ["h"], "env": {}, "outputs": [], "collectives": ["all_reduce"], "sizes": [14336],
                  "decode": decode}]
         record = dict(rec("d1", 14336, 1.5), nranks=1, busbw_gbps=0.0)
-        manifest = {"schema_version": "1.0.0", "run_id": "R1", "status": "complete", "plan": plan,
-                    "points": {"d1": {"kind": "local", "status": "complete"}},
-                    "gates": {"cv_gate_pct": 3.0, "repeat_cv_failures": []}}
-        with open(os.path.join(run, "run_manifest.json"), "w") as handle:
-            json.dump(manifest, handle)
-        with open(os.path.join(run, "cases.jsonl"), "w") as handle:
-            handle.write(json.dumps(record) + "\n")
+        write_run_dir(run, plan, [record])
         result = run_cli(["report", run], env={"CCLBENCH_NO_MATPLOTLIB": "1"})
         self.assertEqual(result.returncode, 0, result.stderr)
         text = read_text(os.path.join(run, "report.md"))
@@ -377,7 +364,6 @@ class DecodeBindingSentence(TempDirTest):
 
     def report(self, cross1_us):
         run = os.path.join(self.tmp, "RB")
-        os.makedirs(run)
         both = "=mlx5_0:1,mlx5_3:1"
         sweep = {"inter.cross0.rails-both": {"NCCL_CROSS_NIC": "0", "NCCL_IB_HCA": both},
                  "inter.cross1.rails-both": {"NCCL_CROSS_NIC": "1", "NCCL_IB_HCA": both}}
@@ -397,13 +383,7 @@ class DecodeBindingSentence(TempDirTest):
                 records.append(rec(f"inter.cross1.rails-both.rep{k}", size, cross1_us * spread))
             for size in decode["sizes"]:
                 records.append(rec(f"d.rep{k}", size, 11.0 * spread))
-        manifest = {"schema_version": "1.0.0", "run_id": "RB", "status": "complete", "plan": plan,
-                    "points": {l["name"]: {"kind": "inter", "status": "complete"} for l in plan},
-                    "gates": {"cv_gate_pct": 3.0, "repeat_cv_failures": []}}
-        with open(os.path.join(run, "run_manifest.json"), "w") as handle:
-            json.dump(manifest, handle)
-        with open(os.path.join(run, "cases.jsonl"), "w") as handle:
-            handle.write("".join(json.dumps(r) + "\n" for r in records))
+        write_run_dir(run, plan, records, point_kind="inter")
         result = run_cli(["report", run], env={"CCLBENCH_NO_MATPLOTLIB": "1"})
         self.assertEqual(result.returncode, 0, result.stderr)
         return read_text(os.path.join(run, "report.md"))

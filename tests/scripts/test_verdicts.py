@@ -1,10 +1,9 @@
 """The repeat rule (records.repeat_verdict) and the report's rules for emulated and MPI-backend points, on
 synthetic records. Expected figures are worked out by hand from the README's rule."""
-import json
 import os
 import unittest
 
-from case_records import case_record, repeat_records
+from case_records import case_record, repeat_records, write_run_dir
 from helpers import TempDirTest, read_text, run_cli
 
 from cclbench_lib.records import bandwidth_time_us, repeat_verdict
@@ -79,16 +78,8 @@ class RepeatRule(unittest.TestCase):
 
 class ReportRules(TempDirTest):
     def write_run(self, records, launches):
-        run = os.path.join(self.tmp, "R")
-        os.makedirs(run)
         plan = [dict(launch, argv=["coll_perf"], hosts=["h"], env={}, outputs=[]) for launch in launches]
-        manifest = {"schema_version": "1.0.0", "run_id": "R", "status": "complete", "plan": plan,
-                    "points": {launch["name"]: {"kind": launch["kind"], "status": "complete"} for launch in launches},
-                    "gates": {"cv_gate_pct": 3.0, "repeat_cv_failures": []}}
-        with open(os.path.join(run, "run_manifest.json"), "w") as handle:
-            json.dump(manifest, handle)
-        with open(os.path.join(run, "cases.jsonl"), "w") as handle:
-            handle.write("".join(json.dumps(r) + "\n" for r in records))
+        run = write_run_dir(os.path.join(self.tmp, "R"), plan, records)
         result = run_cli(["report", run], env={"CCLBENCH_NO_MATPLOTLIB": "1"})
         self.assertEqual(result.returncode, 0, result.stderr)
         text = read_text(os.path.join(run, "report.md"))
