@@ -129,19 +129,23 @@ def cclbench_cmd(*args):
 
 
 def processes_mentioning(marker):
-    """pids whose command line contains `marker` (the run's unique results folder)."""
+    """pids of the ranks of the run whose unique results folder is `marker`: the fake coll_perf's own
+    processes, not srun (two processes whose command lines name the same program and folder: counting
+    them once let a test kill rank 1 of 4 while slurmstepd was still starting ranks 2 and 3, which
+    proctrack/linuxproc then missed, and the step never ended)."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == os.getpid():
             continue
         try:
             with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                cmdline = handle.read().replace(b"\0", b" ").decode(errors="replace")
+                argv = handle.read().decode(errors="replace").split("\0")
             with open(f"/proc/{entry}/stat") as handle:
                 zombie = handle.read().rsplit(")", 1)[1].split()[0] == "Z"
         except OSError:
             continue
-        if marker in cmdline and not zombie and "fake_bin/coll_perf" in cmdline:
+        program = argv[1] if argv and os.path.basename(argv[0]).startswith("python") and len(argv) > 1 else argv[0]
+        if not zombie and program.endswith("fake_bin/coll_perf") and any(marker in arg for arg in argv):
             found.append(int(entry))
     return found
 
@@ -282,7 +286,7 @@ class RealSlurm(unittest.TestCase):
         process = self.hanging_baseline("C")
         marker = os.path.join(self.results, "C")
         try:
-            started = wait_for(lambda: len(processes_mentioning(marker)) >= 4 and
+            started = wait_for(lambda: len(processes_mentioning(marker)) == 4 and
                                os.path.exists(os.path.join(marker, "sanity.jsonl")), 120)
             self.assertTrue(started, "the four ranks did not start and write")
             os.killpg(process.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole foreground group
@@ -302,7 +306,7 @@ class RealSlurm(unittest.TestCase):
         process = self.hanging_baseline("K")
         marker = os.path.join(self.results, "K")
         try:
-            ranks = wait_for(lambda: processes_mentioning(marker) if len(processes_mentioning(marker)) >= 4 else None,
+            ranks = wait_for(lambda: processes_mentioning(marker) if len(processes_mentioning(marker)) == 4 else None,
                              120)
             self.assertTrue(ranks, "the four ranks did not start")
             os.kill(ranks[-1], signal.SIGKILL)
