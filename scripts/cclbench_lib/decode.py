@@ -302,6 +302,7 @@ def decode_section(data):
             header.append(f"per step us (x{spec['per_step']})")
         rows = []
         correctness_only = False
+        no_choice = False
         for batch, size in zip(spec["batches"], spec["sizes"]):
             group = records.get(size, [])
             correctness_only = correctness_only or any(is_correctness_only(r) for r in group)
@@ -309,6 +310,7 @@ def decode_section(data):
             headline = median_of(timed, bandwidth_time_us)
             p50, p99 = median_of(timed, time_of("p50")), median_of(timed, time_of("p99"))
             choices = sorted({c for c in (algo_proto(r) for r in group) if c})
+            no_choice = no_choice or (bool(group) and not choices)
             # One rank moves nothing over a bus: nccl-tests' factor (n-1)/n makes busbw 0, which is no figure.
             busbw = "- (1 rank)" if launch.get("nranks") == 1 and timed else fmt_number(median_of(timed, busbw_of))
             row = [batch, size, fmt_number(headline), "-" if p50 is None and p99 is None else
@@ -324,9 +326,25 @@ def decode_section(data):
         if correctness_only:
             lines += ["_Correctness only (emulated ranks or MPI backend): no times are shown._", ""]
         lines += [md_table(header, rows), ""]
+        if no_choice:
+            lines += [f"_NCCL algo/proto '-': {no_choice_reason(launch, records)}_", ""]
         if launch.get("kind") == "inter":
             lines += [binding_sentence(data, launch, spec), ""]
     return lines
+
+
+def no_choice_reason(launch, records):
+    """Why a decode table shows no algorithm/protocol: one rank (NCCL chooses none and no probe runs), or
+    the records' own evidence.tuning_reason (e.g. alltoall is grouped send/recv), or no probe planned."""
+    if launch.get("nranks") == 1:
+        return "one rank: NCCL runs no algorithm across ranks, so no tuning probe is run"
+    reasons = sorted({(r.get("evidence") or {}).get("tuning_reason") for group in records.values() for r in group}
+                     - {None})
+    if reasons:
+        return "; ".join(reasons)
+    if not any(arg == "--tuning-from" for arg in launch.get("argv") or []):
+        return "no tuning probe was planned for this point (MPI backend, --no-tuning-probe, or an older coll_perf)"
+    return "the records carry no algorithm/protocol"
 
 
 def binding_sentence(data, launch, spec):

@@ -356,6 +356,30 @@ class DecodeOneRankReport(TempDirTest):
         self.assertEqual(result.returncode, 0, result.stderr)
         text = read_text(os.path.join(run, "report.md"))
         self.assertIn("| 1 | 14336 | 1.50 | 1.50 / 1.50 | - (1 rank) | - |", text)
+        self.assertIn("_NCCL algo/proto '-': one rank: NCCL runs no algorithm across ranks", text)
+
+    def test_alltoall_without_a_choice_says_why_from_the_records(self):
+        run = os.path.join(self.tmp, "R4")
+        decode = {"collective": "alltoall", "hidden": 7168, "dtype": "bfloat16", "element_bytes": 2, "topk": 8,
+                  "per_step": None, "batches": [1, 2], "sizes": [114688, 229376]}
+        plan = [{"name": "a4", "base_point": "a4", "kind": "local", "nranks": 4,
+                 "argv": ["coll_perf", "-G", "10", "--tuning-from", "t.json"], "hosts": ["h"], "env": {},
+                 "outputs": [], "collectives": ["alltoall"], "sizes": [114688, 229376], "decode": decode}]
+        why = "NCCL runs alltoall as grouped send/recv: no algorithm choice is logged"  # the H200 record's words
+        records = [dict(rec("a4", size, 9.0, collective="alltoall"), nranks=4,
+                        evidence={"tuning": None, "tuning_reason": why}) for size in (114688, 229376)]
+        write_run_dir(run, plan, records)
+        result = run_cli(["report", run], env={"CCLBENCH_NO_MATPLOTLIB": "1"})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        text = read_text(os.path.join(run, "report.md"))
+        section = text[text.index("## Decode communication"):]
+        self.assertIn(f"_NCCL algo/proto '-': {why}_", section)
+        # A table whose every size has NCCL's choice carries no such line.
+        chosen = [dict(r, evidence={"tuning": [{"algorithm": "RING", "protocol": "LL"}]}) for r in records]
+        write_run_dir(run, plan, chosen)
+        result = run_cli(["report", run], env={"CCLBENCH_NO_MATPLOTLIB": "1"})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertNotIn("NCCL algo/proto '-'", read_text(os.path.join(run, "report.md")))
 
 
 class DecodeBindingSentence(TempDirTest):
