@@ -43,9 +43,10 @@ AB_THRESHOLD_PCT = 2.0
 # A noise band wider than this cannot support "within noise": such sizes are inconclusive (emulated ranks on
 # one H200 scattered 2x between repeats, and a 4x difference fell inside their band).
 AB_NOISY_BAND_PCT = 25.0
-PRODUCTION_NOTE = ("decode over the rails: NCCL_IB_HCA = all --hcas rails with NCCL_CROSS_NIC=1, the user's production "
-                   "binding (SGLang's NCCL_IB_HCA==mlx5_0:1,mlx5_3:1, NCCL_CROSS_NIC=1); the sentence under the table "
-                   "sets it against the sweep's fastest binding at these sizes")
+PRODUCTION_NOTE = ("decode over the rails: the binding (NCCL_CROSS_NIC x NCCL_IB_HCA) the sweep found best at these "
+                   "sizes, chosen at run time from the sweep's records measured before it: the production binding "
+                   "(NCCL_IB_HCA = all --hcas rails with NCCL_CROSS_NIC=1, as SGLang runs; the command shown) unless "
+                   "another binding is faster beyond noise at most of these sizes")
 MPI_DECODE_NOTE = ("decode on the MPI backend (no GPU visible): eager (CUDA graphs need NCCL), host memory, and int8 "
                    "elements at the same byte sizes (MPI has no bfloat16 or half type); correctness of the decode sizes "
                    "only, not GPU or NCCL figures")
@@ -347,52 +348,104 @@ def no_choice_reason(launch, records):
     return "the records carry no algorithm/protocol"
 
 
-def binding_sentence(data, launch, spec):
-    """Over the rails: which binding of the eager sweep (inter.* points, one per NCCL_CROSS_NIC x NCCL_IB_HCA)
-    was fastest at the sweep sizes spanning this decode point's sizes, and how the binding this point ran with
-    compares there. Each size counts alike: geometric mean of the per-size medians."""
-    from .compare import noise_verdict, summarize
-    from .records import group_repeats
+def sweep_bindings(launches):
+    """{base point: env} of the eager sweep over the rails (inter.* points, one per NCCL_CROSS_NIC x NCCL_IB_HCA)."""
     bindings = {}
-    for other in data.plan:
-        if other.get("kind") == "inter" and not other.get("decode") and not other.get("ab"):
-            bindings.setdefault(other.get("base_point") or other["name"], other.get("env") or {})
-    collective = spec["collective"]
+    for launch in launches:
+        if launch.get("kind") == "inter" and not launch.get("decode") and not launch.get("ab"):
+            bindings.setdefault(launch.get("base_point") or launch["name"], launch.get("env") or {})
+    return bindings
+
+
+def binding_comparison(records, bindings, collective, sizes):
+    """(band, per_binding): the sweep sizes spanning `sizes` (the nearest at or below the smallest to the nearest at
+    or above the largest) that every measured binding has, and per binding its summarized side at each size."""
+    from .compare import summarize
+    from .records import group_repeats
     per_binding = {}
-    for (base, _case_id), group in group_repeats(data.records).items():
+    for (base, _case_id), group in group_repeats(records).items():
         record = group[0]
         if base in bindings and record.get("collective") == collective and not record.get("in_place"):
             side = summarize(group)
             if side["time"] is not None:
                 per_binding.setdefault(base, {})[record.get("requested_bytes")] = side
-    low, high = min(spec["sizes"]), max(spec["sizes"])
-    common = set.intersection(*(set(sizes) for sizes in per_binding.values())) if per_binding else set()
+    low, high = min(sizes), max(sizes)
+    common = set.intersection(*(set(found) for found in per_binding.values())) if per_binding else set()
     below = [size for size in common if size <= low]
     above = [size for size in common if size >= high]
     band = sorted(size for size in common if (max(below) if below else min(common or [0])) <= size <=
                   (min(above) if above else max(common or [0])))
-    prefix = f"Binding over the rails at the decode sizes ({collective})"
+    return band, per_binding
+
+
+def _geomean(per_binding, base, band):
+    """Each size counts alike: the geometric mean of a binding's per-size median times over the band."""
+    return math.exp(statistics.fmean(math.log(per_binding[base][size]["time"]) for size in band))
+
+
+def _beyond_noise(per_binding, fast, slow, band):
+    """At how many of the band's sizes `slow` is slower than `fast` beyond noise (the A/B rule)."""
+    from .compare import noise_verdict
+    return sum(noise_verdict(per_binding[fast][size], per_binding[slow][size], AB_THRESHOLD_PCT)[0] == "slower"
+               for size in band)
+
+
+def choose_binding(records, bindings, collective, sizes, production_env):
+    """The binding a decode point over the rails runs with: (base or None, env, reason). The sweep's fastest at the
+    sizes spanning the decode sizes when it beats the production binding beyond noise at most of them; else the
+    production binding (a difference the repeats cannot tell from noise is no reason to leave what the model
+    runs with). With no sweep records at these sizes yet, the production binding."""
+    band, per_binding = binding_comparison(records, bindings, collective, sizes)
+    production = next((base for base, env in bindings.items() if env == production_env), None)
+    if not band or not per_binding:
+        return production, dict(production_env), "the sweep has no records at these sizes: the production binding"
+    best = min(per_binding, key=lambda base: _geomean(per_binding, base, band))
+    where = f"{format_size(band[0])}-{format_size(band[-1])}, {len(per_binding)} binding(s)"
+    if production not in per_binding:
+        return best, dict(bindings[best]), f"the sweep's fastest ({where}); the production binding was not measured"
+    if best == production:
+        return production, dict(production_env), f"the production binding is the sweep's fastest ({where})"
+    slower = (_geomean(per_binding, production, band) / _geomean(per_binding, best, band) - 1) * 100
+    beyond = _beyond_noise(per_binding, best, production, band)
+    if 2 * beyond > len(band):
+        return best, dict(bindings[best]), (f"the sweep's fastest ({where}): the production binding is {slower:.0f}% "
+                                            f"slower, beyond noise at {beyond} of {len(band)} size(s)")
+    return production, dict(production_env), (f"the production binding: the sweep's fastest, {best}, is {slower:.0f}% "
+                                               f"faster but beyond noise at only {beyond} of {len(band)} size(s) "
+                                               f"({where})")
+
+
+def binding_sentence(data, launch, spec):
+    """Over the rails: which binding of the eager sweep was fastest at the sweep sizes spanning this decode
+    point's sizes, the binding this point ran with (chosen at run time, choose_binding) and how it compares."""
+    bindings = sweep_bindings(data.plan)
+    band, per_binding = binding_comparison(data.records, bindings, spec["collective"], spec["sizes"])
+    prefix = f"Binding over the rails at the decode sizes ({spec['collective']})"
+    chosen = (launch.get("binding") or {}).get("chosen")
+    ran = f"; this point ran with {chosen['from'] or variant_text(chosen['env'])}, {chosen['reason']}" if chosen else ""
     if len(per_binding) < 2 or not band:
-        return f"_{prefix}: no comparison (the sweep measured fewer than two bindings at these sizes)._"
-
-    def geomean(base):
-        return math.exp(statistics.fmean(math.log(per_binding[base][size]["time"]) for size in band))
-
-    best = min(per_binding, key=geomean)
+        return f"_{prefix}: no comparison (the sweep measured fewer than two bindings at these sizes){ran}._"
+    best = min(per_binding, key=lambda base: _geomean(per_binding, base, band))
     this = next((base for base, env in bindings.items() if env == (launch.get("env") or {}) and base in per_binding),
                 None)
     where = (f"eager sweep, {format_size(band[0])}-{format_size(band[-1])}, {len(band)} size(s), "
              f"{len(per_binding)} bindings")
     best_text = f"{best} ({variant_text(bindings[best])})"
     if this is None:
-        return f"_{prefix} ({where}): the sweep's fastest is {best_text}; it has no point with this binding._"
+        return f"_{prefix} ({where}): the sweep's fastest is {best_text}; it has no point with this binding{ran}._"
+    production_env = (launch.get("binding") or {}).get("production_env")
+    production = next((base for base, env in bindings.items() if env == production_env and base in per_binding), None)
     if this == best:
-        return f"_{prefix} ({where}): this point's binding, {best_text}, is the sweep's fastest._"
-    slower = (geomean(this) / geomean(best) - 1) * 100
-    beyond = sum(noise_verdict(per_binding[best][size], per_binding[this][size], AB_THRESHOLD_PCT)[0] == "slower"
-                 for size in band)
+        text = f"_{prefix} ({where}): this point's binding, {best_text}, is the sweep's fastest"
+        if production and production != this:
+            slower = (_geomean(per_binding, production, band) / _geomean(per_binding, best, band) - 1) * 100
+            text += (f"; the production binding, {production}, is {slower:.0f}% slower there (geometric mean), "
+                     f"beyond noise at {_beyond_noise(per_binding, best, production, band)} of {len(band)} size(s)")
+        return text + "._"
+    slower = (_geomean(per_binding, this, band) / _geomean(per_binding, best, band) - 1) * 100
+    beyond = _beyond_noise(per_binding, best, this, band)
     return (f"_{prefix} ({where}): the sweep's fastest is {best_text}; this point's binding, {this}, is "
-            f"{slower:.0f}% slower there (geometric mean), beyond noise at {beyond} of {len(band)} size(s)._")
+            f"{slower:.0f}% slower there (geometric mean), beyond noise at {beyond} of {len(band)} size(s){ran}._")
 
 
 def nccl_rejection(run_dir, point_names):

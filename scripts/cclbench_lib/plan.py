@@ -196,6 +196,8 @@ class Planner:
                                                       point.get("collectives")))
                     if point.get("ab"):
                         launches[-1]["ab"] = point["ab"]  # NCCL refusing the variant fails its probe too: a finding
+                    if point.get("binding"):
+                        launches[-1]["binding"] = dict(point["binding"])  # probed with the binding it runs with
                 name = base if repeats == 1 or point.get("once") else f"{base}.rep{k}"
                 argv = point["mpirun"] + self.coll_args(name, expect=point["expect"], tuning_from=probe,
                                                         collectives=point.get("collectives"),
@@ -204,9 +206,9 @@ class Planner:
                 entry = self.launch(name, point["kind"], argv, point["nranks"], point["hosts"], point["env"],
                                     base_point=base, repeat=k, mode_note=point.get("note"), tuning_from=probe,
                                     sizes=point.get("sizes"), collectives=point.get("collectives"))
-                for key in ("decode", "ab"):
+                for key in ("decode", "ab", "binding"):
                     if point.get(key):
-                        entry[key] = point[key]
+                        entry[key] = dict(point[key])
                 launches.append(entry)
         return launches
 
@@ -285,21 +287,26 @@ class Planner:
         return launches
 
     def _decode_and_ab(self, points, hosts, all_hosts, expect):
-        """--decode points (8 ranks per node on each node; over the rails with the production binding) and
+        """--decode points (8 ranks per node on each node; over the rails with the binding the sweep finds best) and
         the --ab variants beside the decode points, else beside the first intra and first all-rails inter point."""
         inputs = self.inputs
         gpn = inputs["gpus_per_node"]
         scopes = [dict(point, base=point["base"]) for point in points if point["kind"] == "intra"]
         if len(hosts) > 1:
-            env = {"NCCL_CROSS_NIC": "1"}
-            base = "inter.cross1"
+            env = {"NCCL_CROSS_NIC": "1"}  # the production binding, until the run chooses (apply_binding)
             if inputs["hcas"]:
                 env["NCCL_IB_HCA"] = "=" + ",".join(inputs["hcas"])
-                base += "." + hca_label(inputs["hcas"], inputs["hcas"])
-            scopes.append({"base": base, "kind": "inter", "nranks": gpn * len(hosts), "hosts": hosts, "env": env,
+            scopes.append({"base": "inter.best", "kind": "inter", "nranks": gpn * len(hosts), "hosts": hosts, "env": env,
                            "mpirun": self.mpirun(gpn * len(hosts), all_hosts, env), "expect": expect,
                            "host_spec": all_hosts, "note": decode.PRODUCTION_NOTE})
         added = decode.decode_points(self, scopes)
+        for point in added:
+            if point["kind"] == "inter":
+                # The binding is chosen at run time from the sweep's records (runner: decode.choose_binding); the
+                # command carries the production binding until then. A/B variants beside it inherit the rule.
+                point["binding"] = {"rule": "sweep_fastest", "point": point["base"],
+                                    "collective": point["decode"]["collective"], "sizes": list(point["sizes"]),
+                                    "production_env": dict(point["env"]), "host_spec": all_hosts, "chosen": None}
         # Variants beside the first node's points and the points over the rails (the other nodes repeat the first).
         beside = [p for p in added if p["kind"] == "inter" or p["hosts"] == hosts[:1]] or \
             [p for p in points if p["kind"] == "intra"][:1] + [p for p in points if p["kind"] == "inter"][:1]

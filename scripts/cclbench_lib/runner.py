@@ -12,7 +12,7 @@ import sys
 import threading
 import time
 
-from . import SCHEMA_VERSION, TOOL_VERSION
+from . import SCHEMA_VERSION, TOOL_VERSION, decode, launcher
 from .common import (CclbenchError, UsageError, allowlisted_env, format_size, make_dirs, open_append, read_json,
                      terminate_last_line, utc_now, write_atomic, write_json_atomic)
 from .plan import Planner, format_launch, plan_mode
@@ -135,6 +135,7 @@ class Baseline:
         self.log = None
         self.child = None
         self.interrupted_by = None
+        self.binding_choices = {}  # decode point over the rails -> the binding chosen for it (apply_binding)
 
     # -- manifest -------------------------------------------------------------------------------
     def manifest_path(self):
@@ -193,6 +194,15 @@ class Baseline:
                                                  "elapsed_s": None}
             for launch in self.launches:
                 self.manifest["points"][launch["name"]]["kind"] = launch["kind"]
+            # A decode point over the rails keeps the binding chosen when it first ran: its repeats, probe and
+            # A/B variants all run with one binding.
+            for entry in self.manifest.get("plan") or []:
+                chosen = (entry.get("binding") or {}).get("chosen") if isinstance(entry, dict) else None
+                if isinstance(chosen, dict) and isinstance(chosen.get("env"), dict):
+                    self.binding_choices.setdefault(entry["binding"].get("point"), chosen)
+            for launch in self.launches:
+                if launch.get("binding") and launch["binding"]["point"] in self.binding_choices:
+                    self.apply_binding(launch)
             self.manifest["plan"] = [self.public_launch(launch) for launch in self.launches]
             self.manifest["status"] = "running"
         else:
@@ -284,6 +294,31 @@ class Baseline:
         if self.interrupted_by:
             raise Interrupted(self.interrupted_by)
         return code, None
+
+    def apply_binding(self, launch):
+        """A decode point over the rails (and its probe and A/B variants) runs with the binding the sweep found
+        best at its sizes, chosen once from the records measured before it (decode.choose_binding): its
+        environment and launcher prefix are rebuilt with that binding, and the plan in the manifest says so."""
+        rule = launch["binding"]
+        choice = self.binding_choices.get(rule["point"])
+        if choice is None:
+            path = os.path.join(self.run_dir, "cases.jsonl")
+            records = load_cases(path, "case records")[0] if os.path.exists(path) else []
+            base, env, reason = decode.choose_binding(records, decode.sweep_bindings(self.launches), rule["collective"],
+                                                      rule["sizes"], rule["production_env"])
+            choice = {"from": base, "env": env, "reason": reason}
+            self.binding_choices[rule["point"]] = choice
+            self.log_line(f"# {rule['point']}: binding {base or decode.variant_text(env)}: {reason}")
+        env = dict(choice["env"], **((launch.get("ab") or {}).get("variant") or {}))
+        old_prefix = launcher.command(self.inputs, launch["nranks"], rule["host_spec"], launch.get("env") or {})
+        if launch["argv"][:len(old_prefix)] != old_prefix:
+            raise CclbenchError(f"{launch['name']}: its command does not start with the launcher prefix its binding "
+                                f"rule expects; re-plan the run", 2)
+        launch["argv"] = launcher.command(self.inputs, launch["nranks"], rule["host_spec"], env) + \
+            launch["argv"][len(old_prefix):]
+        launch["env"] = env
+        rule["chosen"] = choice
+        self.manifest["plan"] = [self.public_launch(entry) for entry in self.launches]
 
     def runnable_argv(self, launch):
         """The planned argv, less `--tuning-from FILE` when its probe left no usable file: the timed run
@@ -392,6 +427,8 @@ class Baseline:
         old_term = signal.signal(signal.SIGTERM, self.on_signal)
         try:
             for launch in self.launches:
+                if launch.get("binding") and not self.already_complete(launch):
+                    self.apply_binding(launch)
                 ok = self.run_launch(launch, progress)
                 if launch["kind"] == "topology" and ok:
                     self.check_gpu_count(launch)

@@ -10,7 +10,7 @@ import unittest
 from case_records import case_record, repeat_records, write_run_dir
 from helpers import BINARY_DIR, TempDirTest, read_jsonl, read_text, run_cli, validate
 
-from cclbench_lib.decode import ab_verdicts, band_sentence
+from cclbench_lib.decode import ab_verdicts, band_sentence, choose_binding
 
 # Hand-computed: DeepSeek hidden 7168, bfloat16 (2 bytes): 7168 x 2 = 14336 bytes per token.
 ALL_REDUCE_7168 = {1: 14336, 2: 28672, 4: 57344, 8: 114688, 16: 229376, 32: 458752, 64: 917504}
@@ -42,7 +42,7 @@ class ClusterPlan(TempDirTest):
         points = self.decode_launches(every)
         self.assertEqual(sorted(points), sorted(
             f"decode.{c}.{scope}" for c in ("all_reduce", "alltoall")
-            for scope in ("intra.node5", "intra.node7", "inter.cross1.rails-both")))
+            for scope in ("intra.node5", "intra.node7", "inter.best")))
         for name, argv in points.items():
             expected = ALL_REDUCE_7168 if ".all_reduce." in name else ALLTOALL_7168_TOP8
             self.assertEqual([int(s) for s in words(argv, "--sizes").split(",")], [expected[b] for b in sorted(expected)])
@@ -78,7 +78,7 @@ class ClusterPlan(TempDirTest):
         self.assertEqual(len(variants), 12)
         self.assertFalse([name for name in variants if "node7" in name])
         expected = {f"NCCL_ALGO={a} NCCL_PROTO={p}" for a in ("Ring", "Tree") for p in ("Simple", "LL", "LL128")}
-        for base in ("decode.all_reduce.intra.node5", "decode.all_reduce.inter.cross1.rails-both"):
+        for base in ("decode.all_reduce.intra.node5", "decode.all_reduce.inter.best"):
             mine = [argv for name, argv in variants.items() if name.startswith(base + ".ab.")]
             seen = {" ".join(sorted(argv[i + 1] for i, w in enumerate(argv) if w == "-x" and argv[i + 1].startswith(
                 ("NCCL_ALGO", "NCCL_PROTO")))) for argv in mine}
@@ -91,7 +91,7 @@ class ClusterPlan(TempDirTest):
             document = json.load(handle)
         ab = [launch for launch in document["launches"] if launch.get("ab")]
         self.assertEqual({launch["ab"]["of"] for launch in ab},
-                         {"decode.all_reduce.intra.node5", "decode.all_reduce.inter.cross1.rails-both"})
+                         {"decode.all_reduce.intra.node5", "decode.all_reduce.inter.best"})
         ok, errors = validate("plan.schema.json", os.path.join(self.tmp, "plan.json"))
         self.assertTrue(ok, errors)
 
@@ -447,18 +447,120 @@ class FakeTwoNodeRun(TempDirTest):
         self.assertTrue(failed and all(".ab.ALGO-Tree" in name for name in failed), failed)
         records = read_jsonl(os.path.join(run, "cases.jsonl"))
         decode = {(r["point"], r["requested_bytes"]) for r in records if r["point"].startswith("decode.") and not r["in_place"]}
-        self.assertIn(("decode.all_reduce.inter.cross1.rails-both.rep1", 14336), decode)
+        self.assertIn(("decode.all_reduce.inter.best.rep1", 14336), decode)
         self.assertIn(("decode.all_reduce.intra.localhost.rep2", 917504), decode)
         self.assertEqual({r["dtype"] for r in records if r["point"].startswith("decode.")}, {"bfloat16"})
         text = read_text(os.path.join(run, "report.md"))
         self.assertIn("## Decode communication", text)
         ab = text[text.index("## Algorithm / protocol A/B"):]
-        for base in ("decode.all_reduce.intra.localhost", "decode.all_reduce.inter.cross1.rails-both"):
+        for base in ("decode.all_reduce.intra.localhost", "decode.all_reduce.inter.best"):
             self.assertIn(f"| {base} | all_reduce | 14K-896K | automatic is 100% slower than NCCL_ALGO=Ring "
                           "NCCL_PROTO=Simple at 14K-896K |", ab)
             self.assertIn(f"- NCCL_ALGO=Tree NCCL_PROTO=Simple beside {base}: not measured: Error : no algorithm/protocol "
                           "available for function AllReduce with datatype ncclBfloat16. NCCL_ALGO was set to Tree. "
                           "(NCCL's log)", ab)
+
+
+BOTH = {"NCCL_CROSS_NIC": "1", "NCCL_IB_HCA": "=mlx5_0:1,mlx5_3:1"}  # the production binding
+RAIL0 = {"NCCL_CROSS_NIC": "1", "NCCL_IB_HCA": "=mlx5_0:1"}
+CROSS0 = {"NCCL_CROSS_NIC": "0", "NCCL_IB_HCA": "=mlx5_0:1,mlx5_3:1"}
+SWEEP = {"inter.cross1.rails-both": BOTH, "inter.cross1.rail-mlx5_0": RAIL0, "inter.cross0.rails-both": CROSS0}
+
+
+def sweep_records(times_us, repeats=3, sizes=(8192, 16384, 1048576, 2097152)):
+    """{binding: time} -> records of each sweep binding at `sizes`, `repeats` repeats with a 1% spread."""
+    return [rec(f"{base}.rep{k}", size, time_us * (1 + 0.01 * (k - 2)))
+            for base, time_us in times_us.items() for size in sizes for k in range(1, repeats + 1)]
+
+
+class BindingChoice(unittest.TestCase):
+    """decode.choose_binding: the binding a decode point over the rails runs with, from the sweep's records."""
+
+    def choose(self, records, production=BOTH, sizes=(14336, 917504)):
+        return choose_binding(records, SWEEP, "all_reduce", list(sizes), production)
+
+    def test_a_binding_faster_beyond_noise_at_every_size_is_chosen(self):
+        base, env, reason = self.choose(sweep_records({"inter.cross1.rails-both": 30.0, "inter.cross1.rail-mlx5_0": 20.0,
+                                                       "inter.cross0.rails-both": 25.0}))
+        self.assertEqual((base, env), ("inter.cross1.rail-mlx5_0", RAIL0))
+        # 30 / 20 - 1 = 50% at all three spanning sizes (8K, 16K, 1M; 2M lies beyond the nearest size above 896K).
+        self.assertIn("production binding is 50% slower, beyond noise at 3 of 3 size(s)", reason)
+
+    def test_a_difference_within_noise_keeps_the_production_binding(self):
+        base, env, reason = self.choose(sweep_records({"inter.cross1.rails-both": 20.2, "inter.cross1.rail-mlx5_0": 20.0,
+                                                       "inter.cross0.rails-both": 20.1}))
+        self.assertEqual((base, env), ("inter.cross1.rails-both", BOTH))
+        self.assertIn("beyond noise at only 0 of 3", reason)
+        # One repeat a side: a 10% difference lies inside the one-repeat floor (20% below 20 us): production kept.
+        base, _, _ = self.choose(sweep_records({"inter.cross1.rails-both": 11.0, "inter.cross1.rail-mlx5_0": 10.0,
+                                                "inter.cross0.rails-both": 12.0}, repeats=1))
+        self.assertEqual(base, "inter.cross1.rails-both")
+
+    def test_production_that_is_the_fastest_and_no_records(self):
+        base, env, reason = self.choose(sweep_records({"inter.cross1.rails-both": 10.0, "inter.cross1.rail-mlx5_0": 20.0,
+                                                       "inter.cross0.rails-both": 25.0}))
+        self.assertEqual((base, env, reason[:45]), ("inter.cross1.rails-both", BOTH,
+                                                    "the production binding is the sweep's fastest"))
+        base, env, reason = self.choose([])
+        self.assertEqual((base, env), ("inter.cross1.rails-both", BOTH))
+        self.assertIn("no records at these sizes", reason)
+
+    def test_production_not_swept_takes_the_fastest(self):
+        base, env, reason = self.choose(sweep_records({"inter.cross1.rail-mlx5_0": 21.0, "inter.cross0.rails-both": 20.0}),
+                                        production={"NCCL_CROSS_NIC": "2"})
+        self.assertEqual((base, env), ("inter.cross0.rails-both", CROSS0))
+        self.assertIn("the production binding was not measured", reason)
+
+
+class FakeTwoNodeBindingRun(TempDirTest):
+    """The whole path with the doubles: rail mlx5_0 alone is 2x faster in the sweep, so the decode point over the
+    rails runs with it (its probe and every repeat), and a resumed run keeps that choice."""
+
+    def test_decode_over_the_rails_runs_with_the_sweeps_fastest_binding_and_resume_keeps_it(self):
+        args = ["baseline", "--hosts", "localhost,127.0.0.1", "--gpus-per-node", "8", "--hcas", "mlx5_0:1,mlx5_3:1",
+                "-b", "8K", "-e", "1M", "-f", "8", "-n", "3", "-w", "1", "--repeat", "2", "--cross-nic", "1",
+                "--decode", "hidden=7168,batches=1,64"] + self.fake_args("B")
+        result = run_cli(args, env={"FAKE_COLL_FAST_ENV": "NCCL_IB_HCA==mlx5_0:1:0.5", "CCLBENCH_NO_MATPLOTLIB": "1",
+                                    "FAKE_COLL_FAIL_POINT": "decode.all_reduce.inter.best.rep2"})
+        self.assertNotEqual(result.returncode, 0, "the failed repeat fails the run")
+        run = os.path.join(self.results, "B")
+
+        def decode_launches():
+            with open(os.path.join(run, "run_manifest.json")) as handle:
+                manifest = json.load(handle)
+            ok, errors = validate("run_manifest.schema.json", os.path.join(run, "run_manifest.json"))
+            self.assertTrue(ok, errors)
+            return manifest, {launch["name"]: launch for launch in manifest["plan"]
+                              if "decode.all_reduce.inter.best" in launch["name"]}
+
+        manifest, launches = decode_launches()
+        self.assertEqual(sorted(launches), ["decode.all_reduce.inter.best.rep1", "decode.all_reduce.inter.best.rep2",
+                                            "tuning.decode.all_reduce.inter.best"])
+        for launch in launches.values():
+            self.assertEqual(launch["binding"]["chosen"]["from"], "inter.cross1.rail-mlx5_0", launch["name"])
+            self.assertEqual(launch["env"], RAIL0)
+            exported = [launch["argv"][i + 1] for i, w in enumerate(launch["argv"]) if w == "-x"]
+            self.assertEqual(sorted(exported), ["NCCL_CROSS_NIC=1", "NCCL_IB_HCA==mlx5_0:1"])
+        self.assertEqual(manifest["points"]["decode.all_reduce.inter.best.rep1"]["status"], "complete")
+        self.assertEqual(manifest["points"]["decode.all_reduce.inter.best.rep2"]["status"], "failed")
+        # Resumed: the repeat left runs with the binding chosen before (from the manifest, not chosen again).
+        resumed = run_cli(["baseline", "--resume", "B", "--results", self.results],
+                          env={"FAKE_COLL_FAST_ENV": "NCCL_IB_HCA==mlx5_0:1:0.5", "CCLBENCH_NO_MATPLOTLIB": "1"})
+        self.assertEqual(resumed.returncode, 0, resumed.stderr)
+        manifest, launches = decode_launches()
+        self.assertEqual(manifest["points"]["decode.all_reduce.inter.best.rep2"]["status"], "complete")
+        self.assertEqual(launches["decode.all_reduce.inter.best.rep2"]["env"], RAIL0)
+        log = read_text(os.path.join(run, "run.log"))
+        rep2 = [line for line in log.splitlines() if line.startswith("$ ") and "inter.best.rep2" in line]
+        self.assertEqual(len(rep2), 2)
+        self.assertTrue(all("NCCL_IB_HCA==mlx5_0:1 " in line for line in rep2), rep2)
+        chosen = [line for line in log.splitlines() if line.startswith("# decode.all_reduce.inter.best: binding ")]
+        self.assertEqual(chosen, ["# decode.all_reduce.inter.best: binding inter.cross1.rail-mlx5_0: the sweep's "
+                                  "fastest (8K-512K, 3 binding(s)): the production binding is 100% slower, beyond noise "
+                                  "at 3 of 3 size(s)"])
+        text = read_text(os.path.join(run, "report.md"))
+        self.assertIn("this point's binding, inter.cross1.rail-mlx5_0 (NCCL_CROSS_NIC=1 NCCL_IB_HCA==mlx5_0:1), is the "
+                      "sweep's fastest; the production binding, inter.cross1.rails-both, is 100% slower there", text)
 
 
 APPS = os.path.join(BINARY_DIR, "bench", "apps")
