@@ -23,6 +23,7 @@ The rule (also printed in the output and stated in the README, "Compare"):
   judged on correctness only (--host-times opts the MPI backend into time verdicts); records measured in
   different modes (backend, ranks, emulation, CUDA graph or eager) are never compared.
 """
+import json
 import math
 import os
 import statistics
@@ -79,6 +80,26 @@ def _load(path):
     if not records:
         raise CclbenchError(f"{path} holds no case records")
     return group_repeats(records)
+
+
+def chosen_bindings(path):
+    """{point: binding text} of a run directory's points whose binding was chosen at run time (decode over the
+    rails, manifest plan binding.chosen); empty for a records file or a run without such points."""
+    manifest_path = os.path.join(path, "run_manifest.json") if os.path.isdir(path) else None
+    if not manifest_path or not os.path.exists(manifest_path):
+        return {}
+    try:
+        with open(manifest_path) as handle:
+            plan = json.load(handle).get("plan") or []
+    except (OSError, ValueError, AttributeError):
+        return {}
+    found = {}
+    for launch in plan:
+        chosen = (launch.get("binding") or {}).get("chosen") if isinstance(launch, dict) else None
+        if isinstance(chosen, dict) and isinstance(chosen.get("env"), dict) and not launch.get("ab"):
+            text = " ".join(f"{name}={value}" for name, value in sorted(chosen["env"].items()))
+            found[launch.get("base_point") or launch.get("name")] = f"{chosen.get('from') or '-'} ({text})"
+    return found
 
 
 def summarize(group):
@@ -270,6 +291,13 @@ def compare_runs(path_a, path_b, threshold_pct, fail_above_pct, host_times=False
                                            shift_rows), "", "## Cases", ""]
     if rows:
         lines.append(md_table(["point", "case", "A time us", "B time us", "B/A", "diff %", "band %", "verdict"], rows))
+    bindings_a, bindings_b = chosen_bindings(path_a), chosen_bindings(path_b)
+    differ = sorted(point for point in set(bindings_a) & set(bindings_b) if bindings_a[point] != bindings_b[point])
+    if differ:
+        lines += ["", "## Bindings that differ", "",
+                  "These decode points over the rails ran with the binding each run's own sweep found best; the runs "
+                  "chose differently, so a time change there may be the binding's:", ""]
+        lines += [f"- {point}: A {bindings_a[point]}; B {bindings_b[point]}" for point in differ]
     for label, keys in (("Only in A", only_a), ("Only in B", only_b)):
         if keys:
             lines += ["", f"## {label}", ""] + [f"- {point} {case_id}" for point, case_id in keys]

@@ -239,6 +239,28 @@ class Compare(TempDirTest):
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertIn("0 faster, 0 slower, 2 same within noise", result.stdout)
 
+    def test_decode_points_that_chose_different_bindings_are_named(self):
+        point = "decode.all_reduce.inter.best"
+
+        def manifest(run, chosen_from, hca):
+            launch = {"name": f"{point}.rep1", "base_point": point, "kind": "inter", "binding": {
+                "rule": "sweep_fastest", "point": point, "chosen": {
+                    "from": chosen_from, "env": {"NCCL_CROSS_NIC": "1", "NCCL_IB_HCA": hca}, "reason": "r"}}}
+            with open(os.path.join(run, "run_manifest.json"), "w") as handle:
+                json.dump({"plan": [launch]}, handle)
+
+        records = repeats(point, "all_reduce.bfloat16.sum.out.14336", [20.0, 20.1, 19.9])
+        run_a, run_b = self.write_run("A", records), self.write_run("B", records)
+        manifest(run_a, "inter.cross1.rails-both", "=mlx5_0:1,mlx5_3:1")
+        manifest(run_b, "inter.cross1.rail-mlx5_0", "=mlx5_0:1")
+        text, _ = compare_runs(run_a, run_b, 2.0, 5.0)
+        self.assertIn("## Bindings that differ", text)
+        self.assertIn(f"- {point}: A inter.cross1.rails-both (NCCL_CROSS_NIC=1 NCCL_IB_HCA==mlx5_0:1,mlx5_3:1); "
+                      "B inter.cross1.rail-mlx5_0 (NCCL_CROSS_NIC=1 NCCL_IB_HCA==mlx5_0:1)", text)
+        manifest(run_b, "inter.cross1.rails-both", "=mlx5_0:1,mlx5_3:1")  # the same choice: nothing to say
+        text, _ = compare_runs(run_a, run_b, 2.0, 5.0)
+        self.assertNotIn("Bindings that differ", text)
+
 
 # A/A model: two back-to-back baselines of one healthy machine, drawn from one distribution. Each run carries
 # drift that all its repeats share (clocks, temperature, placement, host load: its repeats cannot show it) and
