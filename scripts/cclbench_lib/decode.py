@@ -322,7 +322,11 @@ def decode_section(data):
         mode = "CUDA graph (-G)" if "-G" in (launch.get("argv") or []) else "eager"
         lines += [f"### {base} ({spec['collective']}, hidden {spec['hidden']}, {spec['dtype']}, {launch.get('nranks')} "
                   f"rank(s), {mode})", ""]
-        if launch.get("note"):
+        chosen = (launch.get("binding") or {}).get("chosen")
+        if chosen:
+            lines += [f"_Binding: {chosen['from'] or '-'} ({variant_text(chosen['env'])}), chosen at run time: "
+                      f"{chosen['reason']}._", ""]
+        elif launch.get("note"):
             lines += [f"_{launch['note']}_", ""]
         if correctness_only:
             lines += ["_Correctness only (emulated ranks or MPI backend): no times are shown._", ""]
@@ -421,10 +425,8 @@ def binding_sentence(data, launch, spec):
     bindings = sweep_bindings(data.plan)
     band, per_binding = binding_comparison(data.records, bindings, spec["collective"], spec["sizes"])
     prefix = f"Binding over the rails at the decode sizes ({spec['collective']})"
-    chosen = (launch.get("binding") or {}).get("chosen")
-    ran = f"; this point ran with {chosen['from'] or variant_text(chosen['env'])}, {chosen['reason']}" if chosen else ""
     if len(per_binding) < 2 or not band:
-        return f"_{prefix}: no comparison (the sweep measured fewer than two bindings at these sizes){ran}._"
+        return f"_{prefix}: no comparison (the sweep measured fewer than two bindings at these sizes)._"
     best = min(per_binding, key=lambda base: _geomean(per_binding, base, band))
     this = next((base for base, env in bindings.items() if env == (launch.get("env") or {}) and base in per_binding),
                 None)
@@ -432,7 +434,7 @@ def binding_sentence(data, launch, spec):
              f"{len(per_binding)} bindings")
     best_text = f"{best} ({variant_text(bindings[best])})"
     if this is None:
-        return f"_{prefix} ({where}): the sweep's fastest is {best_text}; it has no point with this binding{ran}._"
+        return f"_{prefix} ({where}): the sweep's fastest is {best_text}; it has no point with this binding._"
     production_env = (launch.get("binding") or {}).get("production_env")
     production = next((base for base, env in bindings.items() if env == production_env and base in per_binding), None)
     if this == best:
@@ -445,7 +447,7 @@ def binding_sentence(data, launch, spec):
     slower = (_geomean(per_binding, this, band) / _geomean(per_binding, best, band) - 1) * 100
     beyond = _beyond_noise(per_binding, best, this, band)
     return (f"_{prefix} ({where}): the sweep's fastest is {best_text}; this point's binding, {this}, is "
-            f"{slower:.0f}% slower there (geometric mean), beyond noise at {beyond} of {len(band)} size(s){ran}._")
+            f"{slower:.0f}% slower there (geometric mean), beyond noise at {beyond} of {len(band)} size(s)._")
 
 
 def nccl_rejection(run_dir, point_names):

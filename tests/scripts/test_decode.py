@@ -559,6 +559,8 @@ class FakeTwoNodeBindingRun(TempDirTest):
                                   "fastest (8K-512K, 3 binding(s)): the production binding is 100% slower, beyond noise "
                                   "at 3 of 3 size(s)"])
         text = read_text(os.path.join(run, "report.md"))
+        self.assertIn("_Binding: inter.cross1.rail-mlx5_0 (NCCL_CROSS_NIC=1 NCCL_IB_HCA==mlx5_0:1), chosen at run time: "
+                      "the sweep's fastest (8K-512K, 3 binding(s)): the production binding is 100% slower", text)
         self.assertIn("this point's binding, inter.cross1.rail-mlx5_0 (NCCL_CROSS_NIC=1 NCCL_IB_HCA==mlx5_0:1), is the "
                       "sweep's fastest; the production binding, inter.cross1.rails-both, is 100% slower there", text)
 
