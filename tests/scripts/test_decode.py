@@ -512,6 +512,43 @@ class BindingChoice(unittest.TestCase):
         self.assertIn("the production binding was not measured", reason)
 
 
+class BindingUnderSrun(TempDirTest):
+    """Inside a Slurm allocation the variables ride in front of srun (`env NAME=VALUE srun ...`): the chosen
+    binding rebuilds that prefix, and the coll_perf arguments after it stay as planned."""
+
+    def test_the_chosen_binding_rebuilds_the_srun_prefix(self):
+        from cclbench_lib.runner import Baseline
+        fake = os.path.join(self.tmp, "bin")
+        os.makedirs(fake)
+        with open(os.path.join(fake, "srun"), "w") as handle:
+            handle.write('#!/bin/sh\n[ "$1" = "--mpi=list" ] && printf "MPI plugin types are...\\n\\tpmix\\n" && exit 0\n'
+                         "exit 1\n")
+        os.chmod(os.path.join(fake, "srun"), 0o755)
+        plan_json = os.path.join(self.tmp, "plan.json")
+        result = run_cli(["plan", "--gpus-per-node", "8", "--hcas", "mlx5_0:1,mlx5_3:1", "--decode",
+                          "hidden=7168,batches=1,64", "--ab", "NCCL_PROTO=LL", "--results", self.results,
+                          "--run-id", "S", "--json", plan_json],
+                         env={"PATH": fake + ":/usr/bin:/bin", "SLURM_JOB_ID": "42", "SLURM_JOB_NODELIST": "node[5,7]"})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        with open(plan_json) as handle:
+            document = json.load(handle)
+        launches = {launch["name"]: launch for launch in document["launches"]}
+        planned = launches["decode.all_reduce.inter.best.ab.PROTO-LL.rep1"]
+        self.assertEqual(planned["argv"][:3], ["env", "NCCL_CROSS_NIC=1", "NCCL_IB_HCA==mlx5_0:1,mlx5_3:1"])
+        tail = planned["argv"][planned["argv"].index("srun"):]
+        baseline = Baseline(document["plan_inputs"], os.path.join(self.tmp, "S"), False,
+                            launches=list(launches.values()))
+        baseline.manifest = {"plan": []}
+        baseline.binding_choices["decode.all_reduce.inter.best"] = {"from": "inter.cross0.rail-mlx5_3", "reason": "r",
+                                                                    "env": {"NCCL_CROSS_NIC": "0", "NCCL_IB_HCA": "=mlx5_3:1"}}
+        baseline.apply_binding(planned)
+        # The variant's own NCCL_PROTO stays; the binding's variables replace the production ones.
+        self.assertEqual(planned["argv"][:5], ["env", "NCCL_CROSS_NIC=0", "NCCL_IB_HCA==mlx5_3:1", "NCCL_PROTO=LL", "srun"])
+        self.assertEqual(planned["argv"][4:], tail)
+        self.assertEqual(planned["env"], {"NCCL_CROSS_NIC": "0", "NCCL_IB_HCA": "=mlx5_3:1", "NCCL_PROTO": "LL"})
+        self.assertEqual(planned["binding"]["chosen"]["from"], "inter.cross0.rail-mlx5_3")
+
+
 class FakeTwoNodeBindingRun(TempDirTest):
     """The whole path with the doubles: rail mlx5_0 alone is 2x faster in the sweep, so the decode point over the
     rails runs with it (its probe and every repeat), and a resumed run keeps that choice."""
