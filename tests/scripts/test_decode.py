@@ -476,8 +476,8 @@ def sweep_records(times_us, repeats=3, sizes=(8192, 16384, 1048576, 2097152)):
 class BindingChoice(unittest.TestCase):
     """decode.choose_binding: the binding a decode point over the rails runs with, from the sweep's records."""
 
-    def choose(self, records, production=BOTH, sizes=(14336, 917504)):
-        return choose_binding(records, SWEEP, "all_reduce", list(sizes), production)
+    def choose(self, records, production=BOTH, sizes=(14336, 917504), sweep=None):
+        return choose_binding(records, sweep or SWEEP, "all_reduce", list(sizes), production)
 
     def test_a_binding_faster_beyond_noise_at_every_size_is_chosen(self):
         base, env, reason = self.choose(sweep_records({"inter.cross1.rails-both": 30.0, "inter.cross1.rail-mlx5_0": 20.0,
@@ -485,6 +485,23 @@ class BindingChoice(unittest.TestCase):
         self.assertEqual((base, env), ("inter.cross1.rail-mlx5_0", RAIL0))
         # 30 / 20 - 1 = 50% at all three spanning sizes (8K, 16K, 1M; 2M lies beyond the nearest size above 896K).
         self.assertIn("production binding is 50% slower, beyond noise at 3 of 3 size(s)", reason)
+
+    def test_of_bindings_within_noise_of_the_fastest_the_closest_to_production_is_chosen(self):
+        # A dead rail mlx5_3: every binding without it is about equally fast; the 1% between the two that use
+        # mlx5_0 alone is inside the noise (3 repeats, 1% spread), so the one that keeps NCCL_CROSS_NIC=1 is taken.
+        sweep = dict(SWEEP, **{"inter.cross0.rail-mlx5_0": {"NCCL_CROSS_NIC": "0", "NCCL_IB_HCA": "=mlx5_0:1"}})
+        base, env, reason = self.choose(sweep_records({"inter.cross1.rails-both": 30.0, "inter.cross1.rail-mlx5_0": 20.2,
+                                                       "inter.cross0.rail-mlx5_0": 20.0, "inter.cross0.rails-both": 30.0}),
+                                        sweep=sweep)
+        self.assertEqual((base, env), ("inter.cross1.rail-mlx5_0", RAIL0))
+        self.assertIn("within noise of the sweep's fastest, inter.cross0.rail-mlx5_0, and the closest to the production "
+                      "binding (1 variable(s) changed", reason)
+        self.assertIn("the production binding is 49% slower, beyond noise at 3 of 3", reason)  # 30 / 20.2 - 1
+        # 10% apart is beyond that noise: the fastest is taken although it changes two variables.
+        base, _, _ = self.choose(sweep_records({"inter.cross1.rails-both": 30.0, "inter.cross1.rail-mlx5_0": 22.0,
+                                                "inter.cross0.rail-mlx5_0": 20.0, "inter.cross0.rails-both": 30.0}),
+                                 sweep=sweep)
+        self.assertEqual(base, "inter.cross0.rail-mlx5_0")
 
     def test_a_difference_within_noise_keeps_the_production_binding(self):
         base, env, reason = self.choose(sweep_records({"inter.cross1.rails-both": 20.2, "inter.cross1.rail-mlx5_0": 20.0,
