@@ -23,12 +23,11 @@ The rule (also printed in the output and stated in the README, "Compare"):
   judged on correctness only (--host-times opts the MPI backend into time verdicts); records measured in
   different modes (backend, ranks, emulation, CUDA graph or eager) are never compared.
 """
-import json
 import math
 import os
 import statistics
 
-from .common import CclbenchError, write_atomic
+from .common import CclbenchError, read_json, write_atomic
 from .records import (CLASS_LABELS, GPU_TIMED, MPI_HOST, bandwidth_time_us, describe_problem, group_repeats,
                       load_cases, measurement_class, measurement_mode, median, record_is_sound, was_skipped)
 from .report import fmt_number, md_table
@@ -85,20 +84,20 @@ def _load(path):
 def chosen_bindings(path):
     """{point: binding text} of a run directory's points whose binding was chosen at run time (decode over the
     rails, manifest plan binding.chosen); empty for a records file or a run without such points."""
+    from .decode import variant_text
     manifest_path = os.path.join(path, "run_manifest.json") if os.path.isdir(path) else None
     if not manifest_path or not os.path.exists(manifest_path):
         return {}
     try:
-        with open(manifest_path) as handle:
-            plan = json.load(handle).get("plan") or []
-    except (OSError, ValueError, AttributeError):
-        return {}
+        manifest = read_json(manifest_path, "run manifest")
+    except CclbenchError:
+        return {}  # compare judges the records; a manifest it cannot read only loses this note
     found = {}
-    for launch in plan:
+    for launch in (manifest.get("plan") if isinstance(manifest, dict) else None) or []:
         chosen = (launch.get("binding") or {}).get("chosen") if isinstance(launch, dict) else None
         if isinstance(chosen, dict) and isinstance(chosen.get("env"), dict) and not launch.get("ab"):
-            text = " ".join(f"{name}={value}" for name, value in sorted(chosen["env"].items()))
-            found[launch.get("base_point") or launch.get("name")] = f"{chosen.get('from') or '-'} ({text})"
+            found[launch.get("base_point") or launch.get("name")] = \
+                f"{chosen.get('from') or '-'} ({variant_text(chosen['env'])})"
     return found
 
 

@@ -387,11 +387,21 @@ def _geomean(per_binding, base, band):
     return math.exp(statistics.fmean(math.log(per_binding[base][size]["time"]) for size in band))
 
 
+def _fastest(per_binding, band):
+    return min(per_binding, key=lambda base: _geomean(per_binding, base, band))
+
+
 def _beyond_noise(per_binding, fast, slow, band):
     """At how many of the band's sizes `slow` is slower than `fast` beyond noise (the A/B rule)."""
     from .compare import noise_verdict
     return sum(noise_verdict(per_binding[fast][size], per_binding[slow][size], AB_THRESHOLD_PCT)[0] == "slower"
                for size in band)
+
+
+def _slower(per_binding, fast, slow, band):
+    """(how much slower `slow` is than `fast` over the band in %, geometric mean; at how many sizes beyond noise)."""
+    return ((_geomean(per_binding, slow, band) / _geomean(per_binding, fast, band) - 1) * 100,
+            _beyond_noise(per_binding, fast, slow, band))
 
 
 def choose_binding(records, bindings, collective, sizes, production_env):
@@ -404,14 +414,13 @@ def choose_binding(records, bindings, collective, sizes, production_env):
     production = next((base for base, env in bindings.items() if env == production_env), None)
     if not band or not per_binding:
         return production, dict(production_env), "the sweep has no records at these sizes: the production binding"
-    best = min(per_binding, key=lambda base: _geomean(per_binding, base, band))
+    best = _fastest(per_binding, band)
     where = f"{format_size(band[0])}-{format_size(band[-1])}, {len(per_binding)} binding(s)"
     if production not in per_binding:
         return best, dict(bindings[best]), f"the sweep's fastest ({where}); the production binding was not measured"
     if best == production:
         return production, dict(production_env), f"the production binding is the sweep's fastest ({where})"
-    slower = (_geomean(per_binding, production, band) / _geomean(per_binding, best, band) - 1) * 100
-    beyond = _beyond_noise(per_binding, best, production, band)
+    slower, beyond = _slower(per_binding, best, production, band)
     if 2 * beyond > len(band):
         # Among the bindings the repeats cannot tell from the fastest, and that beat the production binding as
         # clearly, the one that changes the fewest of its variables: the smallest change that gets the speed (a
@@ -423,8 +432,7 @@ def choose_binding(records, bindings, collective, sizes, production_env):
                  if 2 * _beyond_noise(per_binding, best, base, band) <= len(band)
                  and 2 * _beyond_noise(per_binding, base, production, band) > len(band)]
         chosen = min(peers, key=lambda base: (changed(base), _geomean(per_binding, base, band)))
-        slower = (_geomean(per_binding, production, band) / _geomean(per_binding, chosen, band) - 1) * 100
-        beyond = _beyond_noise(per_binding, chosen, production, band)
+        slower, beyond = _slower(per_binding, chosen, production, band)
         what = (f"the sweep's fastest ({where})" if chosen == best else
                 f"within noise of the sweep's fastest, {best}, and the closest to the production binding "
                 f"({changed(chosen)} variable(s) changed; {where})")
@@ -443,7 +451,7 @@ def binding_sentence(data, launch, spec):
     prefix = f"Binding over the rails at the decode sizes ({spec['collective']})"
     if len(per_binding) < 2 or not band:
         return f"_{prefix}: no comparison (the sweep measured fewer than two bindings at these sizes)._"
-    best = min(per_binding, key=lambda base: _geomean(per_binding, base, band))
+    best = _fastest(per_binding, band)
     this = next((base for base, env in bindings.items() if env == (launch.get("env") or {}) and base in per_binding),
                 None)
     where = (f"eager sweep, {format_size(band[0])}-{format_size(band[-1])}, {len(band)} size(s), "
@@ -456,12 +464,11 @@ def binding_sentence(data, launch, spec):
     if this == best:
         text = f"_{prefix} ({where}): this point's binding, {best_text}, is the sweep's fastest"
         if production and production != this:
-            slower = (_geomean(per_binding, production, band) / _geomean(per_binding, best, band) - 1) * 100
+            slower, beyond = _slower(per_binding, best, production, band)
             text += (f"; the production binding, {production}, is {slower:.0f}% slower there (geometric mean), "
-                     f"beyond noise at {_beyond_noise(per_binding, best, production, band)} of {len(band)} size(s)")
+                     f"beyond noise at {beyond} of {len(band)} size(s)")
         return text + "._"
-    slower = (_geomean(per_binding, this, band) / _geomean(per_binding, best, band) - 1) * 100
-    beyond = _beyond_noise(per_binding, best, this, band)
+    slower, beyond = _slower(per_binding, best, this, band)
     return (f"_{prefix} ({where}): the sweep's fastest is {best_text}; this point's binding, {this}, is "
             f"{slower:.0f}% slower there (geometric mean), beyond noise at {beyond} of {len(band)} size(s)._")
 

@@ -173,6 +173,8 @@ class Baseline:
         return entry
 
     def save_manifest(self):
+        # The plan as it stands: apply_binding rebuilds the commands of decode points over the rails at run time.
+        self.manifest["plan"] = [self.public_launch(launch) for launch in self.launches]
         self.manifest["updated_utc"] = utc_now()
         write_json_atomic(self.manifest_path(), self.manifest)
 
@@ -203,7 +205,6 @@ class Baseline:
             for launch in self.launches:
                 if launch.get("binding") and launch["binding"]["point"] in self.binding_choices:
                     self.apply_binding(launch)
-            self.manifest["plan"] = [self.public_launch(launch) for launch in self.launches]
             self.manifest["status"] = "running"
         else:
             self.manifest = self.new_manifest()
@@ -318,7 +319,6 @@ class Baseline:
             launch["argv"][len(old_prefix):]
         launch["env"] = env
         rule["chosen"] = choice
-        self.manifest["plan"] = [self.public_launch(entry) for entry in self.launches]
 
     def runnable_argv(self, launch):
         """The planned argv, less `--tuning-from FILE` when its probe left no usable file: the timed run
@@ -363,6 +363,8 @@ class Baseline:
             progress.report(launch, "complete", None)
             self.log_line(f"# {utc_now()} skip {launch['name']}: complete and its records parse")
             return True
+        if launch.get("binding"):
+            self.apply_binding(launch)
         state.update(status="running", attempts=state.get("attempts", 0) + 1, started_utc=utc_now(),
                      finished_utc=None, exit_code=None, reason=None, elapsed_s=None)
         self.save_manifest()
@@ -427,8 +429,6 @@ class Baseline:
         old_term = signal.signal(signal.SIGTERM, self.on_signal)
         try:
             for launch in self.launches:
-                if launch.get("binding") and not self.already_complete(launch):
-                    self.apply_binding(launch)
                 ok = self.run_launch(launch, progress)
                 if launch["kind"] == "topology" and ok:
                     self.check_gpu_count(launch)
