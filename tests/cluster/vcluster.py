@@ -188,6 +188,7 @@ class Cluster:
         self.use_reaper = reaper
         self._old_handlers = {}
         self._live = False
+        self._reaper = None
 
     @staticmethod
     def _numbers(nodes):
@@ -328,13 +329,17 @@ class Cluster:
         if not self.owner:
             self.owner = owner
             self._write_state()
-        subprocess.Popen([self.tools["python"], os.path.abspath(__file__), "_reap", self.state_dir],
+        self._reaper = subprocess.Popen([self.tools["python"], os.path.abspath(__file__), "_reap", self.state_dir],
                          start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, close_fds=True)
+                                        stderr=subprocess.DEVNULL, close_fds=True)
 
     def down(self):
         teardown(self.state_dir, self.tools)
         self._live = False
+        if self._reaper is not None:  # it sees the state folder gone within its poll interval
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._reaper.wait(timeout=5)
+            self._reaper = None
 
     def __enter__(self):
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
