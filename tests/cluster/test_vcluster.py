@@ -75,13 +75,13 @@ class VirtualCluster(unittest.TestCase):
 
     # --- mpirun and the agent -------------------------------------------------------------------
     def test_mpirun_runs_hostname_on_both_nodes(self):
-        result = self.run_on("node5", mpirun_argv(self.cluster, "node5:2,node7:2", ["hostname"], 4))
+        result = self.run_on("node5", mpirun_argv(self.cluster, "node5:2,node7:2", ["uname", "-n"], 4))
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertEqual(sorted(result.stdout.split()), ["node5", "node5", "node7", "node7"])
 
     def test_agent_gives_a_login_environment_the_hostname_and_the_nodes_sys(self):
         # Run from node5 with the caller's whole environment (mpi_env): none of it may arrive.
-        result = self.agent("-x", "-o", "BatchMode=yes", "node7", "hostname;", "env;", "ls", "/sys/class/net")
+        result = self.agent("-x", "-o", "BatchMode=yes", "node7", "uname", "-n;", "env;", "ls", "/sys/class/net")
         self.assertEqual(result.returncode, 0, result.stderr)
         lines = result.stdout.split()
         self.assertEqual(lines[0], "node7")
@@ -91,7 +91,7 @@ class VirtualCluster(unittest.TestCase):
         self.assertIn("198.18.0.7", self.agent("node7", "cat", "/etc/hosts").stdout)
 
     def test_agent_unknown_host_fails_like_ssh(self):
-        result = self.agent("node9", "hostname")
+        result = self.agent("node9", "uname", "-n")
         self.assertEqual(result.returncode, 255)
         self.assertIn("ssh: Could not resolve hostname node9: Name or service not known", result.stderr)
 
@@ -99,13 +99,13 @@ class VirtualCluster(unittest.TestCase):
         self.cluster.set_link("node7", "mgmt0", up=False)
         try:
             started = time.monotonic()
-            result = self.agent("-o", "ConnectTimeout=2", "node7", "hostname")
+            result = self.agent("-o", "ConnectTimeout=2", "node7", "uname", "-n")
             self.assertEqual(result.returncode, 255)
             self.assertRegex(result.stderr, r"ssh: connect to host node7 port 22: (Connection timed out|No route to host)")
             self.assertLess(time.monotonic() - started, 20)
         finally:
             self.cluster.set_link("node7", "mgmt0", up=True)
-        self.assertEqual(self.agent("node7", "hostname").stdout.strip(), "node7")
+        self.assertEqual(self.agent("node7", "uname", "-n").stdout.strip(), "node7")
 
     # --- rails ----------------------------------------------------------------------------------
     def rail_bytes(self, node):

@@ -98,6 +98,7 @@ def tools_from_environment():
         "bridge": _find("bridge", "CCLBENCH_VC_BRIDGE"),
         "nsenter": _find("nsenter", "CCLBENCH_VC_NSENTER"),
         "unshare": _find("unshare", "CCLBENCH_VC_UNSHARE"),
+        "umount": _find("umount", "CCLBENCH_VC_UMOUNT"),
         "tool_ld_library_path": os.environ.get("CCLBENCH_VC_TOOL_LD_LIBRARY_PATH", ""),
         "node_path": os.environ.get("CCLBENCH_VC_NODE_PATH", DEFAULT_NODE_PATH),
         "node_ld_library_path": os.environ.get("CCLBENCH_VC_NODE_LD_LIBRARY_PATH", ""),
@@ -110,7 +111,9 @@ def check_supported(tools=None):
     tools = tools or tools_from_environment()
     if os.geteuid() != 0:
         raise Unsupported("the virtual cluster needs root (network and UTS namespaces, bridges)")
-    missing = [name for name in ("ip", "tc", "nsenter", "unshare") if not tools.get(name)]
+    missing = [f"{name} ({tools.get(name)} is not executable)" if tools.get(name) else name
+               for name in ("ip", "tc", "nsenter", "unshare")
+               if not tools.get(name) or not os.access(tools[name], os.X_OK)]
     if missing:
         raise Unsupported(f"missing {', '.join(missing)} (iproute2, util-linux; or set CCLBENCH_VC_IP etc.)")
     if not os.path.exists("/proc/self/ns/net") or not os.path.exists("/proc/self/ns/uts"):
@@ -129,6 +132,11 @@ def check_supported(tools=None):
                                 capture_output=True, text=True, env=env)
         if result.returncode != 0:
             raise Unsupported(f"no bridge in a namespace: {(result.stderr or result.stdout).strip()}")
+        # `ip netns exec` makes a mount namespace and remounts /sys: a restricted container cannot.
+        result = subprocess.run([tools["ip"], "netns", "exec", probe, "true"], capture_output=True, text=True,
+                                env=env)
+        if result.returncode != 0:
+            raise Unsupported(f"`ip netns exec` fails here: {(result.stderr or result.stdout).strip()}")
     finally:
         subprocess.run([tools["ip"], "netns", "del", probe], capture_output=True, env=env)
 
@@ -310,7 +318,9 @@ class Cluster:
                 self.ip("-n", ns, "link", "set", link, "up")
             uts = self.uts_file(node)
             write_file(uts, "")
-            result = subprocess.run([self.tools["unshare"], f"--uts={uts}", "hostname", node],
+            # Python sets the name: a minimal image may have no hostname(1).
+            result = subprocess.run([self.tools["unshare"], f"--uts={uts}", self.tools["python"], "-c",
+                                     "import socket, sys; socket.sethostname(sys.argv[1])", node],
                                     capture_output=True, text=True)
             if result.returncode != 0:
                 raise Unsupported(f"no persistent UTS namespace (unshare --uts): {result.stderr.strip()}")
@@ -477,7 +487,8 @@ def teardown(state_dir, tools=None):
     if os.path.isdir(state_dir):
         for name in os.listdir(state_dir):
             if name.endswith(".uts"):
-                subprocess.run(["umount", "-l", os.path.join(state_dir, name)], capture_output=True)
+                subprocess.run([tools.get("umount") or "umount", "-l", os.path.join(state_dir, name)],
+                               capture_output=True)
         shutil.rmtree(state_dir, ignore_errors=True)
 
 
