@@ -17,6 +17,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import vcluster  # noqa: E402
+import vslurm  # noqa: E402
 
 SOURCE_DIR = os.environ.get("CCLBENCH_SOURCE_DIR") or os.path.dirname(os.path.dirname(HERE))
 BINARY_DIR = os.environ.get("CCLBENCH_BINARY_DIR") or os.path.join(SOURCE_DIR, "build")
@@ -215,6 +216,59 @@ class VirtualCluster(unittest.TestCase):
               file=sys.stderr)
         self.assertLess(to_node7, 75, f"node5->node7 throttled to 50mbit: {to_node7:.0f} Mbit/s")
         self.assertGreater(to_node6, 400, f"node5->node6 not throttled: {to_node6:.0f} Mbit/s")
+
+
+class SlurmAcrossNodes(unittest.TestCase):
+    """One slurmd per node namespace (vslurm.py): srun from node5 starts ranks on both nodes."""
+
+    @classmethod
+    def setUpClass(cls):
+        reason = skip_reason()
+        if reason:
+            raise unittest.SkipTest(reason)
+        cls.cluster = vcluster.Cluster(["node5", "node7"])
+        cls.cluster.__enter__()
+        try:
+            cls.slurm = vslurm.VirtualSlurm(cls.cluster).start()
+        except BaseException:
+            cls.cluster.__exit__(None, None, None)
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            cls.slurm.stop()
+        finally:
+            cls.cluster.__exit__(None, None, None)
+
+    def srun(self, *args):
+        return self.cluster.exec("node5", ["srun"] + list(args), env=self.slurm.env(), capture_output=True,
+                                 text=True, timeout=120)
+
+    def test_srun_places_tasks_on_both_nodes(self):
+        result = self.srun("-N", "2", "--ntasks-per-node", "2", "uname", "-n")
+        self.assertEqual(result.returncode, 0, result.stderr + self.slurm.logs_tail())
+        self.assertEqual(sorted(result.stdout.split()), ["node5", "node5", "node7", "node7"])
+
+    def test_srun_pmix_coll_perf_across_nodes_uses_both_rails(self):
+        if not os.access(COLL_PERF, os.X_OK):
+            self.skipTest(f"coll_perf not built ({COLL_PERF})")
+        mpi = self.srun("--mpi=list").stdout + self.srun("--mpi=list").stderr
+        if "pmix" not in mpi:
+            self.skipTest(f"srun offers no PMIx ({mpi.strip()})")
+        before = {link: self.cluster.counters("node7", link)["rx_bytes"] for link in vcluster.RAILS}
+        result = self.cluster.exec("node5", ["srun", "-N", "2", "--ntasks-per-node", "1", "--mpi=pmix", COLL_PERF,
+                                             "--backend", "mpi", "--coll", "all_reduce", "-b", "4M", "-e", "4M",
+                                             "-n", "10", "-w", "1"],
+                                   env=self.slurm.env(OMPI_MCA_btl="tcp,self", OMPI_MCA_btl_tcp_if_include=RAIL_SUBNETS),
+                                   capture_output=True, text=True, timeout=180)
+        self.assertEqual(result.returncode, 0, result.stdout[-1500:] + result.stderr[-1500:])
+        received = {link: self.cluster.counters("node7", link)["rx_bytes"] - before[link] for link in vcluster.RAILS}
+        print(f"\n  srun: node7 rx bytes per rail: {received}", file=sys.stderr)
+        total = sum(received.values())
+        self.assertGreater(total, 11 * 2 * 1024 * 1024, received)
+        for link, count in received.items():
+            self.assertGreater(count / total, 0.3, f"{link} carried {count} of {total} bytes")
 
 
 class Teardown(unittest.TestCase):
