@@ -519,6 +519,8 @@ def down_stale(state_root=STATE_ROOT, prefix=DEFAULT_PREFIX):
     tools = tools_from_environment()
     for state_dir in instances(state_root):
         state = load_state(state_dir)
+        if state is None and _age_s(state_dir) < 60:
+            continue  # an `up` in progress writes its state.json first thing
         if state is None or not owner_alive(state.get("owner")):
             teardown(state_dir)
             removed.append(os.path.basename(state_dir))
@@ -533,6 +535,13 @@ def down_stale(state_root=STATE_ROOT, prefix=DEFAULT_PREFIX):
         teardown(os.path.join(state_root, instance), tools)
         removed.append(instance)
     return removed
+
+
+def _age_s(path):
+    try:
+        return time.time() - os.stat(path).st_mtime
+    except OSError:
+        return 0.0
 
 
 def reap(state_dir):
