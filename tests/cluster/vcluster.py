@@ -249,15 +249,20 @@ class Cluster:
     def enter_argv(self, node):
         """argv prefix that runs a command on the node: its UTS namespace (hostname), then `ip netns
         exec` (network namespace, its own /sys, /etc/netns/<ns>/hosts)."""
-        return [self.tools["nsenter"], f"--uts={self.uts_file(node)}", "--",
-                self.tools["ip"], "netns", "exec", self.ns(node)]
+        # The tools' libraries reach `ip` only (not nsenter): a carried lib folder may hold a libc
+        # that the image's own programs must not load.
+        libs = self.tools.get("tool_ld_library_path")
+        return ([self.tools["nsenter"], f"--uts={self.uts_file(node)}", "--"] +
+                (["env", f"LD_LIBRARY_PATH={libs}"] if libs else []) +
+                [self.tools["ip"], "netns", "exec", self.ns(node)])
 
-    def exec_argv(self, node, argv, clean_env=False):
+    def exec_argv(self, node, argv, clean_env=False, env=None):
+        """argv running `argv` on the node; env: the environment it will be started with."""
         prefix = self.enter_argv(node)
         if clean_env:
             return prefix + ["env", "-i"] + node_login_env(self.tools, node) + list(argv)
         restore = ["env"]
-        original = os.environ.get("LD_LIBRARY_PATH")
+        original = (os.environ if env is None else env).get("LD_LIBRARY_PATH")
         if self.tools.get("tool_ld_library_path"):
             restore += [f"LD_LIBRARY_PATH={original}"] if original else ["-u", "LD_LIBRARY_PATH"]
         return prefix + restore + list(argv)
@@ -265,15 +270,11 @@ class Cluster:
     def exec(self, node, argv, env=None, clean_env=False, **kwargs):
         """subprocess.run of argv on the node; env: the caller's environment (default os.environ)."""
         full_env = dict(os.environ if env is None else env)
-        if self.tools.get("tool_ld_library_path"):
-            full_env["LD_LIBRARY_PATH"] = self.tools["tool_ld_library_path"]
-        return subprocess.run(self.exec_argv(node, argv, clean_env), env=full_env, **kwargs)
+        return subprocess.run(self.exec_argv(node, argv, clean_env, full_env), env=full_env, **kwargs)
 
     def popen(self, node, argv, env=None, **kwargs):
         full_env = dict(os.environ if env is None else env)
-        if self.tools.get("tool_ld_library_path"):
-            full_env["LD_LIBRARY_PATH"] = self.tools["tool_ld_library_path"]
-        return subprocess.Popen(self.exec_argv(node, argv), env=full_env, **kwargs)
+        return subprocess.Popen(self.exec_argv(node, argv, False, full_env), env=full_env, **kwargs)
 
     # up / down -------------------------------------------------------------------------------------
     def up(self):
