@@ -179,6 +179,11 @@ class Definitions(unittest.TestCase):
         self.assertEqual(third["consistent_fraction"], 1.0)
         self.assertEqual(verdict["status"], "fail")
         self.assertEqual(verdict["code"], rule.REPEAT_SHIFT)
+        # A 10% gate allows it: one repeat of three 10% off gives a CV of 0.1 / sqrt(3) / (1 + 0.1 / 3) = 5.6%
+        # at every case, within the gate, and 10% is within sqrt(3) x 10%.
+        loose = rule.judge_point(cases, 10.0)
+        self.assertAlmostEqual(loose["cases"]["c0"]["cv_pct"], 0.1 / math.sqrt(3) / (1 + 0.1 / 3) * 100, places=9)
+        self.assertEqual((loose["status"], loose["code"]), ("pass", None))
 
 
 class MeasuredRuns(unittest.TestCase):

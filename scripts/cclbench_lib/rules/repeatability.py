@@ -14,7 +14,8 @@ tests/scripts/tools/extract_repeat_noise.py):
   repeat.systematic_spread  the median CV over the point's cases above max(gate, SPREAD_LIMIT_PCT);
   repeat.cases_above_gate   more cases above the gate than chance explains: P(X >= count) below
                             FALSE_ALARM for X ~ Binomial(cases, CASE_GATE_RATE);
-  repeat.repeat_shift       one repeat off the others' median by more than SHIFT_LIMIT_PCT (the median over
+  repeat.repeat_shift       one repeat off the others' median by more than max(SHIFT_LIMIT_PCT,
+                            SHIFT_GATE_FACTOR x gate) (the median over
                             the cases of log(t_repeat / median of the other repeats)), in the same direction
                             on at least SHIFT_CONSISTENT_FRACTION of the cases.
 """
@@ -45,6 +46,9 @@ FALSE_ALARM = 1e-4
 # a healthy process-level shift), up to 2.5% over all 112 cases. A repeat 10% slower gives 9.5%
 # (log 1.1); 6% is between the two, and twice the default gate.
 SHIFT_LIMIT_PCT = 6.0
+# Never below the shift that a looser gate allows: at three repeats one repeat off by s alone gives a CV of
+# s / sqrt(3), so a shift within sqrt(3) x the gate keeps every case within the gate.
+SHIFT_GATE_FACTOR = math.sqrt(3.0)
 # "At every size": the share of a point's cases off in the direction of the shift. The healthy shifts above
 # are sign-consistent on 93-98% of the cases, so this only keeps one or two far-off cases from making a shift.
 SHIFT_CONSISTENT_FRACTION = 0.8
@@ -158,7 +162,7 @@ def judge_point(cases, gate_pct, repeats=None, dispersion=case_dispersion):
                     warning code (WARN_CODES order), else None
       reasons       [{code, severity ('fail'/'warn'), and the numbers behind it}], fails first
       cases         {case_id: judge_case(...)} for the judged cases
-      judged_cases, median_cv_pct, spread_limit_pct, cases_above_target, cases_above_gate,
+      judged_cases, median_cv_pct, spread_limit_pct, shift_limit_pct, cases_above_target, cases_above_gate,
       cases_above_gate_limit (the count that fails) and its tail probability, shifts (repeat_shifts, named)."""
     judged = {}
     for case_id, (times, host_bound) in cases.items():
@@ -179,13 +183,14 @@ def judge_point(cases, gate_pct, repeats=None, dispersion=case_dispersion):
         if shift is not None:
             shifts.append(dict(shift, repeat=names[k] if names and k < len(names) else k))
     reasons = []
-    off = [s for s in shifts if abs(s["shift_pct"]) > SHIFT_LIMIT_PCT
+    shift_limit = max(SHIFT_LIMIT_PCT, SHIFT_GATE_FACTOR * gate_pct)
+    off = [s for s in shifts if abs(s["shift_pct"]) > shift_limit
            and s["consistent_fraction"] >= SHIFT_CONSISTENT_FRACTION]
     if off:
         worst = max(off, key=lambda s: abs(s["shift_pct"]))
         reasons.append({"code": REPEAT_SHIFT, "severity": "fail", "repeat": worst["repeat"],
                         "shift_pct": worst["shift_pct"], "consistent_fraction": worst["consistent_fraction"],
-                        "cases": worst["cases"], "limit_pct": SHIFT_LIMIT_PCT,
+                        "cases": worst["cases"], "limit_pct": shift_limit,
                         "consistent_limit": SHIFT_CONSISTENT_FRACTION})
     if median_cv > spread_limit:
         reasons.append({"code": SYSTEMATIC_SPREAD, "severity": "fail", "median_cv_pct": median_cv,
@@ -206,5 +211,5 @@ def judge_point(cases, gate_pct, repeats=None, dispersion=case_dispersion):
     warn = next((c for c in WARN_CODES if c in codes), None)
     return {"status": "fail" if fail else "warn" if warn else "pass", "code": fail or warn, "reasons": reasons,
             "cases": judged, "judged_cases": count, "median_cv_pct": median_cv, "spread_limit_pct": spread_limit,
-            "cases_above_target": len(above_target), "cases_above_gate": len(above_gate),
+            "shift_limit_pct": shift_limit, "cases_above_target": len(above_target), "cases_above_gate": len(above_gate),
             "cases_above_gate_limit": gate_limit, "cases_above_gate_limit_p": gate_tail, "shifts": shifts}
