@@ -211,5 +211,6 @@ def judge_point(cases, gate_pct, repeats=None, dispersion=case_dispersion):
     warn = next((c for c in WARN_CODES if c in codes), None)
     return {"status": "fail" if fail else "warn" if warn else "pass", "code": fail or warn, "reasons": reasons,
             "cases": judged, "judged_cases": count, "median_cv_pct": median_cv, "spread_limit_pct": spread_limit,
-            "shift_limit_pct": shift_limit, "cases_above_target": len(above_target), "cases_above_gate": len(above_gate),
+            "shift_limit_pct": shift_limit, "cases_above_target": len(above_target),
+            "cases_above_gate": len(above_gate),
             "cases_above_gate_limit": gate_limit, "cases_above_gate_limit_p": gate_tail, "shifts": shifts}
