@@ -239,6 +239,9 @@ class Faults(unittest.TestCase):
         self.assertEqual([(row["a"], row["b"], row["verdict"], row["reasons"][0]["code"]) for row in verdicts["links"]],
                          [("node2", "node4", "suspect", rules.LINK_NOT_REPRODUCED)])
         self.assertEqual(verdicts["retest"]["repeat_pairs"], [["node2", "node4"]])
+        self.assertEqual(verdicts["retest"]["suspects"], ["node2", "node4"])
+        self.assertIn("node4", verdicts["retest"]["met"]["node2"])  # its failing partner: not a retest partner
+        self.assertEqual(verdicts["retest"]["known_good"], ["node0", "node1", "node3", "node5", "node6", "node7"])
         self.assertEqual(sorted(by_verdict(verdicts)["suspect"]), ["node2", "node4"])
         self.assertEqual((verdicts["result"], verdicts["exit_code"]), ("suspect", 3))
 
@@ -277,6 +280,8 @@ class Faults(unittest.TestCase):
         self.assertEqual(by_verdict(verdicts)["bad"], ["node0", "node1"])
         self.assertEqual(by_verdict(verdicts)["suspect"], ["node2"])
         self.assertTrue(any("node2" in (p["a"], p["b"]) for p in pairs))
+        self.assertNotIn("node2", verdicts["retest"]["suspects"])  # a retest with partners cannot settle it
+        self.assertNotIn("node2", verdicts["retest"]["known_good"])
         self.assertFalse(any({"node0", "node1"} & {p["a"], p["b"]} for p in pairs))
 
 

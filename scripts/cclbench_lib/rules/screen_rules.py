@@ -235,17 +235,17 @@ def rail_lows(pair, ratio=RAIL_LOW_RATIO):
     """{rail: [host, ...]} of the rails that carried less than ratio x their busiest sibling on a host of this pair
     (rail_bytes {host: {rail: bytes}}; a host with one rail or nothing counted has no sibling to compare)."""
     lows = {}
-    for host, counts in sorted((pair.get("rail_bytes") or {}).items()):
+    for host, counts in (pair.get("rail_bytes") or {}).items():
         if not isinstance(counts, dict) or len(counts) < 2:
             continue
-        values = {rail: value for rail, value in counts.items()
-                  if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0}
-        busiest = max(values.values(), default=0)
-        if busiest <= 0:
-            continue
-        for rail, value in sorted(values.items()):
-            if value < ratio * busiest:
+        values = [(rail, value) for rail, value in counts.items()
+                  if type(value) in (int, float) and value >= 0]  # bool is not a byte count
+        busiest = max((value for _, value in values), default=0)
+        for rail, value in values:
+            if busiest > 0 and value < ratio * busiest:
                 lows.setdefault(rail, []).append(host)
+    for hosts in lows.values():
+        hosts.sort()
     return lows
 
 
@@ -304,7 +304,8 @@ def classify(nodes, node_stage, pairs, bands=None):
     {"nodes": [{"name", "verdict", "paired", "reasons": [{"code", "detail", "pairs": [index]}]}],
      "links": [{"a", "b", "verdict", "reasons"}], "rails": [{"node", "rail", "verdict", "reasons"}],
      "pair_outcomes": [outcome per pair], "bands": {...}, "result": "pass"|"suspect"|"fail", "exit_code",
-     "retest": {"suspects", "known_good", "met", "repeat_pairs"}} - retest feeds plan.screen_schedule.retest_rounds.
+     "retest": {"suspects", "known_good", "met", "repeat_pairs"}} - retest feeds plan.screen_schedule.retest_rounds
+    (suspects: the nodes suspect from their pairs, which a retest can settle; a node-stage suspicion is not).
     Indices in "pairs" point into the pairs given."""
     nodes = list(nodes)
     findings, paired = node_stage_verdicts(nodes, node_stage)
@@ -314,6 +315,7 @@ def classify(nodes, node_stage, pairs, bands=None):
     found = _attribute(paired, edges)
     reasons = {node: [] for node in nodes}
     verdicts = {node: [] for node in nodes}
+    from_pairs = set()  # suspect from the pairs: what a retest against known-good nodes can settle
     rails = {}
     for node in nodes:
         for verdict, code, detail, rail in findings[node]:
@@ -335,11 +337,13 @@ def classify(nodes, node_stage, pairs, bands=None):
         partners = sorted({key[0] if key[1] == node else key[1] for key in keys})
         reasons[node].append(_reason(NODE_UNRESOLVED, {"partners_failed": partners}, indices(keys)))
         verdicts[node].append(SUSPECT)
+        from_pairs.add(node)
     in_edges = {node for key in edges for node in key}
     untested = [node for node in paired if len(nodes) >= 2 and node not in in_edges]  # never met anyone
     for node in found["no_good_partner"] + untested:
         reasons[node].append(_reason(NODE_NO_GOOD_PARTNER, {}, indices(k for k in edges if node in k)))
         verdicts[node].append(SUSPECT)
+        from_pairs.add(node)
     links = []
     for key in found["links_bad"]:
         slow = [i for i in edges[key]["pairs"] if outcomes[i] in (PAIR_SLOW_BUSBW, PAIR_SLOW_SMALL)]
@@ -355,6 +359,7 @@ def classify(nodes, node_stage, pairs, bands=None):
                 reasons[node].append(_reason(LINK_NOT_REPRODUCED, {"partner": key[1] if node == key[0] else key[0]},
                                              edges[key]["pairs"]))
                 verdicts[node].append(SUSPECT)
+                from_pairs.add(node)
     # Rails from the pairs' counters: the same attribution per rail name.
     rail_failed = {}
     for index, pair in enumerate(pairs):
@@ -375,6 +380,7 @@ def classify(nodes, node_stage, pairs, bands=None):
             detail = {"rail": rail, "low_on_hosts": sorted({host for i in behind for host in failed_at.get(i, [])})}
             reasons[node].append(_reason(RAIL_UNBALANCED_UNRESOLVED, detail, behind))
             verdicts[node].append(SUSPECT)
+            from_pairs.add(node)
             rails.setdefault((node, rail), []).append((SUSPECT, _reason(RAIL_UNBALANCED_UNRESOLVED, detail, behind)))
         for key in rail_found["links_bad"] + rail_found["links_suspect"]:
             for node in key:  # a rail low on one pair only: that pair's rail, both nodes in question
@@ -382,6 +388,7 @@ def classify(nodes, node_stage, pairs, bands=None):
                 detail = {"rail": rail, "partner": key[1] if node == key[0] else key[0]}
                 reasons[node].append(_reason(RAIL_UNBALANCED_UNRESOLVED, detail, behind))
                 verdicts[node].append(SUSPECT)
+                from_pairs.add(node)
                 rails.setdefault((node, rail), []).append((SUSPECT, _reason(RAIL_UNBALANCED_UNRESOLVED, detail,
                                                                             behind)))
     node_rows = [{"name": node, "verdict": _worst(verdicts[node]), "paired": node in paired,
@@ -391,7 +398,7 @@ def classify(nodes, node_stage, pairs, bands=None):
     every = [row["verdict"] for row in node_rows] + [row["verdict"] for row in links] + \
         [row["verdict"] for row in rail_rows]
     result = "fail" if BAD in every else ("suspect" if SUSPECT in every else "pass")
-    suspects = [row["name"] for row in node_rows if row["verdict"] == SUSPECT and row["paired"]]
+    suspects = [row["name"] for row in node_rows if row["verdict"] == SUSPECT and row["name"] in from_pairs]
     met = {}
     for key in edges:
         met.setdefault(key[0], set()).add(key[1])
