@@ -229,6 +229,48 @@ class Faults(unittest.TestCase):
                     self.assertEqual({pairs[index]["a"], pairs[index]["b"]}, set(throttled))
                 self.assertEqual((verdicts["result"], verdicts["exit_code"]), ("fail", 1))
 
+    def test_several_faults_in_sixteen(self):
+        for quick in (False, True):
+            with self.subTest(quick=quick):
+                fleet = Fleet(16, seed=31)
+                fleet.node_factor.update({"node2": 0.5, "node5": 0.55})
+                fleet.link_factor[frozenset(("node8", "node12"))] = 0.4
+                fleet.dead_rail["node14"] = "eth3"
+                seed = next(s for s in range(2000) if ["node8", "node12"] in
+                            schedule.pair_schedule(fleet.nodes, quick=True, seed=s)["rounds"][0]["pairs"]) if quick else 0
+                verdicts, _, _ = screen(fleet, quick=quick, seed=seed)
+                self.assertEqual(sorted(by_verdict(verdicts)["bad"]), ["node14", "node2", "node5"])
+                self.assertEqual(len(by_verdict(verdicts)["accept"]), 13)
+                self.assertEqual([({row["a"], row["b"]}, row["verdict"]) for row in verdicts["links"]],
+                                 [({"node8", "node12"}, "bad")])
+                self.assertEqual([(row["node"], row["rail"], row["verdict"]) for row in verdicts["rails"]],
+                                 [("node14", "eth3", "bad")])
+
+    def test_taking_a_bad_node_clears_its_partners(self):
+        # Hand-built pairs: g1..g6 all healthy with each other; x and y slow (half the bandwidth) with every partner;
+        # node a met x, y and g1 only, so before x and y are taken it fails 2 of its 3 pairs. Taking x and y must
+        # drop those failures from a's count: a is then accepted, not taken for a bad node itself.
+        rng = random.Random(41)
+        goods = [f"g{i}" for i in range(1, 7)]
+        links = [(p, q, 1.0) for i, p in enumerate(goods) for q in goods[i + 1:]]
+        links += [("a", "g1", 1.0), ("a", "x", 0.5), ("a", "y", 0.5), ("x", "y", 0.5), ("x", "g2", 0.5),
+                  ("x", "g3", 0.5), ("y", "g4", 0.5), ("y", "g5", 0.5)]
+        pairs = [{"a": p, "b": q, "busbw_gbps": BUSBW_GBPS * factor * (1 + rng.gauss(0, 0.02)),
+                  "small_time_us": SMALL_US, "rail_bytes": None} for p, q, factor in links]
+        nodes = goods + ["a", "x", "y"]
+        stage = {node: {"doctor": "pass", "intra_busbw_gbps": 48.0, "intra_small_time_us": 14.0} for node in nodes}
+        verdicts = rules.classify(nodes, stage, pairs)
+        self.assertEqual(sorted(by_verdict(verdicts)["bad"]), ["x", "y"])
+        self.assertEqual(sorted(by_verdict(verdicts)["accept"]), ["a"] + goods)
+
+    def test_a_dead_node(self):
+        fleet = Fleet(8, seed=4)
+        fleet.dead_pairs.update(frozenset(("node0", node)) for node in fleet.nodes[1:])
+        verdicts, _, _ = screen(fleet, quick=True, seed=1)
+        self.assertEqual(by_verdict(verdicts)["bad"], ["node0"])
+        self.assertEqual(codes(verdicts, "node0"), [rules.NODE_FAILED_WITH_GOOD_PARTNERS])
+        self.assertEqual(verdicts["links"], [])
+
     def test_a_slow_pair_seen_once_is_retested_not_condemned(self):
         fleet = Fleet(8, seed=17)
         pairs = [fleet.measure(a, b, entry["round"], "pair")
