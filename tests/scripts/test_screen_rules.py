@@ -285,6 +285,7 @@ class Faults(unittest.TestCase):
         self.assertIn("node4", verdicts["retest"]["met"]["node2"])  # its failing partner: not a retest partner
         self.assertEqual(verdicts["retest"]["known_good"], ["node0", "node1", "node3", "node5", "node6", "node7"])
         self.assertEqual(sorted(by_verdict(verdicts)["suspect"]), ["node2", "node4"])
+        self.assertEqual(codes(verdicts, "node2"), [rules.LINK_NOT_REPRODUCED])  # the link is in question, alone
         self.assertEqual((verdicts["result"], verdicts["exit_code"]), ("suspect", 3))
 
     def test_two_nodes_pair_failure_is_suspect_not_bad(self):

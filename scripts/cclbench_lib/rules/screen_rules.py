@@ -185,6 +185,14 @@ def _attribute(nodes, edges):
     good = {node for node, keys in unexplained.items() if not keys and passes[node] > 0}
     links_bad, links_suspect, not_reproduced = [], [], []
     decided = set()
+
+    def vouched(mine, theirs):  # passes with a known-good node other than theirs
+        for k in adjacency[mine]:
+            other = k[0] if k[1] == mine else k[1]
+            if not edges[k]["failed"] and other != theirs and other in good:
+                return True
+        return False
+
     changed = True
     while changed:  # 3. links; a node cleared by its link can vouch for another link
         changed = False
@@ -195,10 +203,6 @@ def _attribute(nodes, edges):
             a, b = key
             if len(unexplained.get(a, ())) != 1 or len(unexplained.get(b, ())) != 1:
                 continue
-
-            def vouched(mine, theirs):
-                return any(not edges[k]["failed"] and (k[0] if k[1] == mine else k[1]) in good
-                           and (k[0] if k[1] == mine else k[1]) != theirs for k in adjacency[mine])
             if vouched(a, b) and vouched(b, a):
                 decided.add(key)
                 changed = True
@@ -215,18 +219,20 @@ def _attribute(nodes, edges):
             bad[node] = failed_good
         else:
             suspect[node] = [key for key in adjacency[node] if edges[key]["failed"]]
-    for node in sorted(unexplained):  # 5.
-        if node in good:
-            continue
+    listed = set()
+    for node in sorted(unexplained):  # 5. (a link failing once: its nodes are judged with the link, not here)
         keys = unexplained[node]
+        if node in good or (keys and all(key in decided for key in keys)):
+            continue
         if keys:
             suspect[node] = keys
             for key in keys:
-                if key not in decided and key not in links_suspect:
+                if key not in decided and key not in listed:
                     links_suspect.append(key)
+                    listed.add(key)
         elif adjacency[node]:
             no_good.append(node)
-    links_suspect += [key for key in not_reproduced if key not in links_suspect]
+    links_suspect += not_reproduced
     return {"bad": bad, "suspect": suspect, "no_good_partner": no_good, "good": good, "links_bad": links_bad,
             "links_suspect": links_suspect, "link_not_reproduced": not_reproduced}
 
