@@ -21,7 +21,8 @@ The rules, as data (reason codes below; the report renders them):
       2. known good: a node not taken, with no unexplained failure and at least one pass;
       3. link: an unexplained failure that is the only one of both its nodes, both of which pass with a known-good
          node other than each other, is a bad link once it was measured failing at least twice (else suspect and
-         repeated on retest); both nodes are then known good;
+         repeated on retest: link.not_reproduced, its two nodes suspect for that reason alone); both nodes of a
+         bad link are then known good;
       4. a taken node is bad when it failed with >= MIN_GOOD_FAILS distinct known-good nodes and with more of them
          than it passed with; otherwise it stays suspect;
       5. every other node with an unexplained failure, or with no pass against a known-good node, is suspect.
@@ -258,7 +259,9 @@ def rail_lows(pair, ratio=RAIL_LOW_RATIO):
 def node_stage_verdicts(nodes, node_stage):
     """The node stage's verdicts: {node: [(verdict, code, detail, rail or None)]} and the nodes that go on to the
     pair stage. node_stage: {node: {"doctor": "pass"|"warn"|"fail"|None, "intra_busbw_gbps": x|None,
-    "intra_small_time_us": y|None, "loopback_busbw_gbps": {rail: x|None}}} (absent node: no doctor result)."""
+    "intra_small_time_us": y|None, "loopback_busbw_gbps": {rail: x|None}, optional "intra_reason": text and
+    "loopback_reason": {rail: text} (why a value is missing: carried into the reason's detail)}} (a node absent:
+    no doctor result and no intra-node values)."""
     findings = {node: [] for node in nodes}
     intra_band = fleet_band([(node_stage.get(n) or {}).get("intra_busbw_gbps") for n in nodes], True,
                             bw_floor_ratio=SINGLE_VALUE_FLOOR_RATIO)
@@ -312,7 +315,7 @@ def classify(nodes, node_stage, pairs, bands=None):
      "pair_outcomes": [outcome per pair], "bands": {...}, "result": "pass"|"suspect"|"fail", "exit_code",
      "retest": {"suspects", "known_good", "met", "repeat_pairs"}} - retest feeds plan.screen_schedule.retest_rounds
     (suspects: the nodes suspect from their pairs, which a retest can settle; a node-stage suspicion is not).
-    Indices in "pairs" point into the pairs given."""
+    Indices in "pairs" point into the pairs given; a link's a and b are in name order."""
     nodes = list(nodes)
     findings, paired = node_stage_verdicts(nodes, node_stage)
     outcomes, bands = judge_pairs(pairs, bands)
