@@ -56,6 +56,7 @@ class Fleet:
         self.link_factor = {}      # frozenset pair -> busbw factor (throttled link)
         self.dead_rail = {}        # node -> rail carrying nothing
         self.dead_pairs = set()    # frozenset pair -> the point fails (no value)
+        self.node_latency = {}     # node -> small-message time factor of its pairs
         self.loopback_rails = loopback_rails
         self.stage = {node: {"doctor": "pass",
                              "intra_busbw_gbps": 48.0 * (1 + self.rng.gauss(0, BUSBW_SD)),
@@ -79,7 +80,8 @@ class Fleet:
                 counts = {name: (4.0e5 if name == rail else POINT_BYTES) for name in RAILS}
             rail_bytes[host] = counts
         return dict(row, busbw_gbps=BUSBW_GBPS * factor * (1 + self.rng.gauss(0, BUSBW_SD)),
-                    small_time_us=SMALL_US * (1 + self.rng.gauss(0, SMALL_SD)), rail_bytes=rail_bytes)
+                    small_time_us=SMALL_US * max(self.node_latency.get(a, 1.0), self.node_latency.get(b, 1.0))
+                    * (1 + self.rng.gauss(0, SMALL_SD)), rail_bytes=rail_bytes)
 
 
 def screen(fleet, quick=False, repeats=1, seed=0, passes=3):
@@ -181,6 +183,20 @@ class Faults(unittest.TestCase):
                 self.assertGreaterEqual(len(reason["detail"]["good_partners_failed"]), 2)
                 self.assertEqual(verdicts["links"], [])
                 self.assertEqual((verdicts["result"], verdicts["exit_code"]), ("fail", 1))
+
+    def test_slow_small_messages_name_that_node(self):
+        # 3x the small-message time (beyond ClusterKit's 2.1x), bandwidth intact: a latency fault, not a rate.
+        fleet = Fleet(8, seed=43)
+        fleet.node_latency["node6"] = 3.0
+        verdicts, pairs, _ = screen(fleet)
+        self.assertEqual(by_verdict(verdicts)["bad"], ["node6"])
+        reason = next(row for row in verdicts["nodes"] if row["name"] == "node6")["reasons"][0]
+        self.assertEqual(reason["code"], rules.NODE_SLOW_WITH_GOOD_PARTNERS)
+        self.assertEqual({verdicts["pair_outcomes"][i] for i in reason["pairs"]}, {rules.PAIR_SLOW_SMALL})
+        # 1.8x stays inside the 2.1x floor: not flagged at all.
+        fleet = Fleet(8, seed=43)
+        fleet.node_latency["node6"] = 1.8
+        self.assertEqual(screen(fleet)[0]["result"], "pass")
 
     def test_eth3_down_names_the_rail(self):
         for quick in (False, True):
