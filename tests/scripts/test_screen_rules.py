@@ -344,6 +344,15 @@ class Faults(unittest.TestCase):
         self.assertFalse(any({"node0", "node1"} & {p["a"], p["b"]} for p in pairs))
 
 
+class BadInput(unittest.TestCase):
+    def test_pairs_must_name_fleet_nodes(self):
+        stage = {"n1": {}, "n2": {}}
+        for pairs in ([{"a": "n1", "b": "n9", "busbw_gbps": 1.0, "small_time_us": 1.0}],
+                      [{"a": "n1", "b": "n1", "busbw_gbps": 1.0, "small_time_us": 1.0}], [{"a": "n1"}]):
+            with self.assertRaises(ValueError):
+                rules.classify(["n1", "n2"], stage, pairs)
+
+
 class Document(unittest.TestCase):
     def test_validates_against_schema(self):
         cases = []

@@ -317,6 +317,12 @@ def classify(nodes, node_stage, pairs, bands=None):
     (suspects: the nodes suspect from their pairs, which a retest can settle; a node-stage suspicion is not).
     Indices in "pairs" point into the pairs given; a link's a and b are in name order."""
     nodes = list(nodes)
+    _check_pairs(pairs)
+    fleet = set(nodes)
+    for index, pair in enumerate(pairs):
+        for node in (pair["a"], pair["b"]):
+            if node not in fleet:
+                raise ValueError(f"screen: pair {index} names {node}, which is not in the fleet")
     findings, paired = node_stage_verdicts(nodes, node_stage)
     outcomes, bands = judge_pairs(pairs, bands)
     excluded = set(nodes) - set(paired)
