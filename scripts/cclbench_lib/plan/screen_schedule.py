@@ -1,0 +1,198 @@
+"""The schedule of `cclbench screen` (issue 28) as plain data: which jobs run, in which round, with whom.
+
+Stages:
+  node stage: every node at once, alone: the doctor, one intra-node point (one large and one small size) and,
+      where the node has RDMA NICs, one loopback point per rail (NCCL with P2P and SHM disabled and NCCL_IB_HCA
+      pinned to that rail, so that all traffic leaves through that one NIC and comes back: Azure NHC's check).
+      A node that fails here is not paired.
+  pair stage: rounds of disjoint pairs that run at the same time.
+      full: the circle (round-robin) method, n - 1 rounds of n / 2 pairs (odd n: n rounds of (n - 1) / 2 pairs,
+          one node sitting out each round); every pair exactly once.
+      quick: one shuffled round (random.Random(seed): reproducible), repeated `repeats` times.
+  retest: each suspect with nodes already known good, partners it has not met; disjoint per round and a good
+      node used once per round; pairs to repeat (a failure to reproduce) go first.
+Wall time: the node stage (its jobs one after the other on each node, nodes in parallel) + rounds x the time of
+one pair job + retest rounds x the same. The planner's cost is linear in the number of pairs it writes.
+
+No I/O and no text: the CLI prints and runs what these functions return.
+"""
+import random
+
+# One pair job's wall time used for the scale table: one two-node launch measuring a large and a small size
+# (launch, NCCL init, both sizes). The issue's figure; the CLI takes the measured time where it has one.
+PER_PAIR_S = 20.0
+SCALE_NODE_COUNTS = (2, 16, 128, 1024)
+# Node-stage jobs, each about one launch like a pair job.
+NODE_JOB_S = PER_PAIR_S
+# Retest: good partners per suspect; two good partners that both fail is what makes a node bad (screen_rules).
+RETEST_PARTNERS = 2
+# Loopback: all traffic through the node's NICs (Azure NHC: NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1), one rail;
+# "=" is NCCL_IB_HCA's exact-match prefix (mlx5_1 would otherwise also match mlx5_10).
+LOOPBACK_ENV = {"NCCL_P2P_DISABLE": "1", "NCCL_SHM_DISABLE": "1"}
+
+
+def _check_nodes(nodes):
+    nodes = list(nodes)
+    if not nodes:
+        raise ValueError("screen: no nodes")
+    for node in nodes:
+        if not isinstance(node, str) or not node:
+            raise ValueError(f"screen: a node name must be a non-empty string, not {node!r}")
+    seen = set()
+    for node in nodes:
+        if node in seen:
+            raise ValueError(f"screen: node {node} is listed twice")
+        seen.add(node)
+    return nodes
+
+
+def node_stage(nodes, rails_by_node=None, large_bytes=64 << 20, small_bytes=8 << 10):
+    """The node stage's jobs: {node: [job, ...]} in the order they run on that node (all nodes at once).
+    rails_by_node: {node: [HCA port, e.g. "mlx5_0:1", ...]}; a node absent or with [] has no RDMA NIC and gets no
+    loopback job. A job: {"kind": "doctor"} | {"kind": "intra", "sizes_bytes": [large, small]} |
+    {"kind": "loopback", "rail": port, "sizes_bytes": [large, small], "env": {...}}."""
+    nodes = _check_nodes(nodes)
+    rails_by_node = rails_by_node or {}
+    jobs = {}
+    for node in nodes:
+        node_jobs = [{"kind": "doctor"}, {"kind": "intra", "sizes_bytes": [large_bytes, small_bytes]}]
+        for rail in rails_by_node.get(node) or []:
+            env = dict(LOOPBACK_ENV)
+            env["NCCL_IB_HCA"] = "=" + rail
+            node_jobs.append({"kind": "loopback", "rail": rail, "sizes_bytes": [large_bytes, small_bytes], "env": env})
+        jobs[node] = node_jobs
+    return jobs
+
+
+def node_stage_s(jobs, job_s=NODE_JOB_S):
+    """Wall time of the node stage: the longest node's jobs one after the other (nodes run in parallel)."""
+    return max((len(node_jobs) for node_jobs in jobs.values()), default=0) * job_s
+
+
+def circle_rounds(nodes):
+    """The circle method: a list of rounds {"pairs": [[a, b], ...], "bye": node | None}; every pair of nodes exactly
+    once, pairs of a round disjoint. Even n: n - 1 rounds of n / 2 pairs; odd n: n rounds of (n - 1) / 2 pairs and
+    one bye each. Node m - 1 (of m = n, or n + 1 with a phantom for the bye) stays fixed; in round r it meets
+    node r, and the others pair as (r + k, r - k) mod (m - 1), k = 1 .. m / 2 - 1."""
+    nodes = _check_nodes(nodes)
+    count = len(nodes)
+    if count < 2:
+        return []  # one node: nobody to pair with
+    slots = count + (count % 2)  # the phantom slot, index count, is the bye
+    spin = slots - 1
+    rounds = []
+    for turn in range(spin):
+        pairs = []
+        bye = None
+        for first, second in [(turn, spin)] + [((turn + k) % spin, (turn - k) % spin) for k in range(1, slots // 2)]:
+            if first == count or second == count:
+                bye = nodes[second if first == count else first]
+                continue
+            a, b = (first, second) if first < second else (second, first)
+            pairs.append([nodes[a], nodes[b]])
+        rounds.append({"pairs": pairs, "bye": bye})
+    return rounds
+
+
+def quick_rounds(nodes, repeats=1, seed=0):
+    """`--quick`: `repeats` rounds, each a fresh shuffle of the nodes paired off in order (odd n: the last node of
+    the shuffle sits out). random.Random(seed): the same seed gives the same rounds."""
+    nodes = _check_nodes(nodes)
+    if not isinstance(repeats, int) or isinstance(repeats, bool) or repeats < 1:
+        raise ValueError(f"screen: --quick repeats must be a positive integer, not {repeats!r}")
+    rng = random.Random(seed)
+    position = {node: index for index, node in enumerate(nodes)}
+    rounds = []
+    for _ in range(repeats):
+        order = list(nodes)
+        rng.shuffle(order)
+        pairs = [sorted(order[i:i + 2], key=position.get) for i in range(0, len(order) - 1, 2)]
+        rounds.append({"pairs": pairs, "bye": order[-1] if len(order) % 2 else None})
+    return rounds
+
+
+def pair_schedule(nodes, quick=False, repeats=1, seed=0):
+    """The pair stage: {"mode": "full" | "quick", "seed": int | None, "repeats": int, "rounds": [round, ...],
+    "pair_count": int, "concurrent_jobs": the most pairs of one round}; round as in circle_rounds plus "round"
+    (its 0-based number). seed and repeats only mean something for quick (full: seed None, repeats 1)."""
+    rounds = quick_rounds(nodes, repeats, seed) if quick else circle_rounds(nodes)
+    for number, entry in enumerate(rounds):
+        entry["round"] = number
+    return {"mode": "quick" if quick else "full", "seed": seed if quick else None, "repeats": repeats if quick else 1,
+            "rounds": rounds, "pair_count": sum(len(entry["pairs"]) for entry in rounds),
+            "concurrent_jobs": max((len(entry["pairs"]) for entry in rounds), default=0)}
+
+
+def retest_rounds(suspects, known_good, met=None, partners=RETEST_PARTNERS, repeat_pairs=()):
+    """Retest rounds: [{"pairs": [[suspect, good], ...], "repeats": [[a, b], ...]}]. Each suspect meets up to
+    `partners` nodes of known_good it has not met before (met: {node: iterable of nodes it was paired with; the
+    failing partner among them}); in one round every node is in at most one pair and a good node partners one
+    suspect. repeat_pairs: pairs to run again (a failure seen once), placed first, in the earliest round where both
+    of their nodes are free. Suspects are never paired with each other. A suspect that runs out of unmet good
+    nodes gets fewer partners (its verdict then stays unclear). Cost: O(suspects x good nodes) at worst."""
+    suspects = _check_nodes(suspects) if suspects else []
+    suspect_set = set(suspects)
+    good = [node for node in _check_nodes(known_good) if node not in suspect_set] if known_good else []
+    met = {node: set(partners_met) for node, partners_met in (met or {}).items()}
+    needed = {node: partners for node in suspects}
+    rounds = []
+    repeats = [list(pair) for pair in repeat_pairs]
+    cursor = 0  # where the next round starts looking among the good nodes, to spread the load over them
+    while repeats or any(needed.values()):
+        busy = set()
+        entry = {"pairs": [], "repeats": []}
+        waiting = []
+        for pair in repeats:
+            if pair[0] in busy or pair[1] in busy:
+                waiting.append(pair)
+            else:
+                entry["repeats"].append(pair)
+                busy.update(pair)
+        repeats = waiting
+        progressed = bool(entry["repeats"])
+        for suspect in suspects:
+            if not needed[suspect] or suspect in busy:
+                continue
+            seen = met.setdefault(suspect, set())
+            for step in range(len(good)):
+                partner = good[(cursor + step) % len(good)]
+                if partner not in busy and partner not in seen and partner != suspect:
+                    entry["pairs"].append([suspect, partner])
+                    busy.update((suspect, partner))
+                    seen.add(partner)
+                    needed[suspect] -= 1
+                    cursor = (cursor + step + 1) % len(good)
+                    progressed = True
+                    break
+            else:
+                if not any(partner not in seen for partner in good):
+                    needed[suspect] = 0  # no unmet good node is left for it
+        if not progressed:
+            break
+        if entry["pairs"] or entry["repeats"]:
+            rounds.append(entry)
+    return rounds
+
+
+def wall_time_s(pair_rounds, node_stage_wall_s, per_pair_s=PER_PAIR_S, retest_round_count=0):
+    """node stage + (pair rounds + retest rounds) x per_pair_s: the pairs of a round run at the same time."""
+    return node_stage_wall_s + (pair_rounds + retest_round_count) * per_pair_s
+
+
+def scale_table(node_counts=SCALE_NODE_COUNTS, per_pair_s=PER_PAIR_S, rails=2, quick_repeats=1, seed=0):
+    """Rows for the README and --dry-run, from schedules really planned (nodes named node0, node1, ...):
+    {"nodes", "mode", "rounds", "concurrent_jobs", "pairs", "node_stage_s", "pair_stage_s", "wall_s",
+    "retest_round_s"} for each count, full then quick. Node stage: doctor + intra + one loopback per rail, each
+    per_pair_s; wall_s leaves retests out (each retest round adds retest_round_s)."""
+    rows = []
+    for count in node_counts:
+        nodes = [f"node{i}" for i in range(count)]
+        stage_s = node_stage_s(node_stage(nodes[:1], {nodes[0]: [f"rail{i}" for i in range(rails)]}), per_pair_s)
+        for quick in (False, True):
+            schedule = pair_schedule(nodes, quick=quick, repeats=quick_repeats, seed=seed)
+            rounds = len(schedule["rounds"])
+            rows.append({"nodes": count, "mode": schedule["mode"], "rounds": rounds,
+                         "concurrent_jobs": schedule["concurrent_jobs"], "pairs": schedule["pair_count"],
+                         "node_stage_s": stage_s, "pair_stage_s": rounds * per_pair_s,
+                         "wall_s": wall_time_s(rounds, stage_s, per_pair_s), "retest_round_s": per_pair_s})
+    return rows

@@ -1,0 +1,406 @@
+"""The verdicts of `cclbench screen` (scripts/cclbench_lib/rules/screen_rules.py) on synthetic fleets.
+
+A fleet here is a model of the measured runs: every pair's large-size bus bandwidth scatters with a 4% standard
+deviation (the upper end of the 2-4% seen on repeated points), its small-message time with 5%, its two rails
+each carry half of the bytes within 2% (1.44 GB each over eth0 and eth3 on the virtual cluster, issue 26).
+Faults are what the issue's fleet cases inject: a node's eth0 rate-limited (its pairs at half the bandwidth),
+a node's eth3 down (that rail carries nothing, on both hosts of its pairs; with RDMA its loopback fails), one
+link throttled (that pair alone slow), a dead pair in a two-node fleet. screen() composes the schedule, the
+measurements and the rules the way `cclbench screen` is to: node stage, pair rounds, then retests against known
+good nodes while there are suspects. Expected verdicts are written from the injected fault, not from the code.
+"""
+import importlib.util
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import unittest
+
+from helpers import SCHEMA_DIR, SOURCE_DIR, VALIDATOR, validate
+
+from cclbench_lib.rules import screen_rules as rules
+
+
+def load_schedule():
+    """cclbench_lib.plan.screen_schedule, from its file while plan.py shadows the plan/ package (issue 25)."""
+    try:
+        from cclbench_lib.plan import screen_schedule
+        return screen_schedule
+    except ImportError:
+        path = os.path.join(SOURCE_DIR, "scripts", "cclbench_lib", "plan", "screen_schedule.py")
+        spec = importlib.util.spec_from_file_location("screen_schedule", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+
+schedule = load_schedule()
+
+BUSBW_GBPS = 24.0
+BUSBW_SD = 0.04
+SMALL_US = 40.0
+SMALL_SD = 0.05
+POINT_BYTES = 2.9e9
+RAILS = ("eth0", "eth3")
+
+
+class Fleet:
+    """count nodes node0.. with seeded noise; faults set by the tests."""
+
+    def __init__(self, count, seed, loopback_rails=()):
+        self.nodes = [f"node{i}" for i in range(count)]
+        self.rng = random.Random(seed)
+        self.node_factor = {}      # node -> busbw factor of its pairs (eth0 rate-limited: 0.5)
+        self.link_factor = {}      # frozenset pair -> busbw factor (throttled link)
+        self.dead_rail = {}        # node -> rail carrying nothing
+        self.dead_pairs = set()    # frozenset pair -> the point fails (no value)
+        self.node_latency = {}     # node -> small-message time factor of its pairs
+        self.loopback_rails = loopback_rails
+        self.stage = {node: {"doctor": "pass",
+                             "intra_busbw_gbps": 48.0 * (1 + self.rng.gauss(0, BUSBW_SD)),
+                             "intra_small_time_us": 14.0 * (1 + self.rng.gauss(0, SMALL_SD)),
+                             "loopback_busbw_gbps": {rail: 45.0 * (1 + self.rng.gauss(0, BUSBW_SD))
+                                                     for rail in loopback_rails}} for node in self.nodes}
+
+    def measure(self, a, b, number, stage):
+        key = frozenset((a, b))
+        row = {"a": a, "b": b, "round": number, "stage": stage, "reason": None,
+               "transport": {"inter": "NET/Socket"}}
+        if key in self.dead_pairs:
+            return dict(row, busbw_gbps=None, small_time_us=None, reason="timeout", rail_bytes=None)
+        factor = min(self.node_factor.get(a, 1.0), self.node_factor.get(b, 1.0)) * self.link_factor.get(key, 1.0)
+        dead = {self.dead_rail[node] for node in (a, b) if node in self.dead_rail}
+        rail_bytes = {}
+        for host in (a, b):
+            share = 0.5 * (1 + self.rng.gauss(0, 0.02))
+            counts = {"eth0": POINT_BYTES * share, "eth3": POINT_BYTES * (1 - share)}
+            for rail in dead:
+                counts = {name: (4.0e5 if name == rail else POINT_BYTES) for name in RAILS}
+            rail_bytes[host] = counts
+        return dict(row, busbw_gbps=BUSBW_GBPS * factor * (1 + self.rng.gauss(0, BUSBW_SD)),
+                    small_time_us=SMALL_US * max(self.node_latency.get(a, 1.0), self.node_latency.get(b, 1.0))
+                    * (1 + self.rng.gauss(0, SMALL_SD)), rail_bytes=rail_bytes)
+
+
+def screen(fleet, quick=False, repeats=1, seed=0, passes=3):
+    """Node stage, pair stage, retests: (verdicts, pairs, plan) as `cclbench screen` will compose them."""
+    _, paired = rules.node_stage_verdicts(fleet.nodes, fleet.stage)
+    plan = schedule.pair_schedule(paired, quick=quick, repeats=repeats, seed=seed) if len(paired) >= 2 else \
+        {"mode": "quick" if quick else "full", "seed": seed if quick else None, "repeats": repeats, "rounds": [],
+         "pair_count": 0, "concurrent_jobs": 0}
+    pairs = [fleet.measure(a, b, entry["round"], "pair") for entry in plan["rounds"] for a, b in entry["pairs"]]
+    verdicts = rules.classify(fleet.nodes, fleet.stage, pairs)
+    plan["retest_rounds"] = []
+    for _ in range(passes):
+        retest = verdicts["retest"]
+        rounds = schedule.retest_rounds(retest["suspects"], retest["known_good"], retest["met"],
+                                        repeat_pairs=retest["repeat_pairs"])
+        if not rounds:
+            break
+        for entry in rounds:
+            number = len(plan["rounds"]) + len(plan["retest_rounds"])
+            plan["retest_rounds"].append({"round": number, "pairs": entry["pairs"], "repeats": entry["repeats"]})
+            pairs += [fleet.measure(a, b, number, "retest") for a, b in entry["repeats"] + entry["pairs"]]
+        verdicts = rules.classify(fleet.nodes, fleet.stage, pairs)
+    return verdicts, pairs, plan
+
+
+def by_verdict(verdicts):
+    found = {}
+    for row in verdicts["nodes"]:
+        found.setdefault(row["verdict"], []).append(row["name"])
+    return found
+
+
+def codes(verdicts, node):
+    return [reason["code"] for row in verdicts["nodes"] if row["name"] == node for reason in row["reasons"]]
+
+
+class Band(unittest.TestCase):
+    def test_robust_band_by_hand(self):
+        # median 100; |ln(v/100)| = 0.1054, 0.0513, 0, 0.0488, 0.0953: MAD 0.05129, sd 1.4826 x that = 0.07605,
+        # limit 100 x exp(-4 x 0.07605) = 73.77 (below the 93% floor, so the band decides).
+        band = rules.fleet_band([90, 95, 100, 105, 110], higher_is_better=True)
+        self.assertAlmostEqual(band["median"], 100.0)
+        self.assertAlmostEqual(band["robust_sd_log"], 0.076047, places=5)
+        self.assertAlmostEqual(band["limit"], 73.772, places=2)
+
+    def test_floors(self):
+        # A tight fleet: no scatter at all, so ClusterKit's floors decide: below 93% / above 2.1x the median.
+        self.assertAlmostEqual(rules.fleet_band([50.0] * 6, True)["limit"], 46.5)
+        self.assertAlmostEqual(rules.fleet_band([10.0] * 6, False)["limit"], 21.0)
+        # Times 10, 10.5, 11, 12, 30: median 11, 4 sd gives 18.43 < 2.1 x 11 = 23.1: the floor decides.
+        self.assertAlmostEqual(rules.fleet_band([10, 10.5, 11, 12, 30], False)["limit"], 23.1)
+        # A 1% slower pair in a tight fleet is not low.
+        outcomes, _ = rules.judge_pairs([{"a": "x", "b": f"y{i}", "busbw_gbps": 50.0 - (i == 0) * 0.5,
+                                          "small_time_us": 10.0} for i in range(8)])
+        self.assertEqual(set(outcomes), {rules.PAIR_OK})
+
+    def test_too_few_values_no_band(self):
+        self.assertIsNone(rules.fleet_band([40.0, 20.0], True))
+        self.assertIsNone(rules.fleet_band([40.0, None, 0, float("nan")], True))  # missing is not a value
+
+
+class HealthyFleets(unittest.TestCase):
+    def test_healthy_eight(self):
+        verdicts, pairs, plan = screen(Fleet(8, seed=1))
+        self.assertEqual(by_verdict(verdicts), {"accept": [f"node{i}" for i in range(8)]})
+        self.assertEqual(len(pairs), 28)
+        self.assertEqual((verdicts["links"], verdicts["rails"], verdicts["result"], verdicts["exit_code"]),
+                         ([], [], "pass", 0))
+
+    def test_a_thousand_healthy_fleets_never_bad(self):
+        suspect_fleets = 0
+        for count in (8, 16):
+            for seed in range(1000):
+                quick = seed % 4 == 3  # a quarter of them --quick with three rounds
+                verdicts, _, _ = screen(Fleet(count, seed=seed + 1000 * count), quick=quick, repeats=3, seed=seed)
+                bad = by_verdict(verdicts).get("bad", [])
+                self.assertEqual(bad, [], f"{count} nodes, seed {seed}")
+                self.assertNotIn("bad", [row["verdict"] for row in verdicts["links"] + verdicts["rails"]])
+                suspect_fleets += verdicts["result"] != "pass"
+        # Retests clear what noise flags once: at most a handful of 2,000 healthy fleets stay unclear.
+        self.assertLessEqual(suspect_fleets, 10)
+
+
+class Faults(unittest.TestCase):
+    def test_rate_limited_eth0_names_that_node(self):
+        for quick in (False, True):
+            with self.subTest(quick=quick):
+                fleet = Fleet(8, seed=7)
+                fleet.node_factor["node3"] = 0.5
+                verdicts, pairs, _ = screen(fleet, quick=quick, seed=5)
+                self.assertEqual(by_verdict(verdicts), {"bad": ["node3"], "accept": [n for n in fleet.nodes
+                                                                                     if n != "node3"]})
+                self.assertEqual(codes(verdicts, "node3"), [rules.NODE_SLOW_WITH_GOOD_PARTNERS])
+                reason = next(row for row in verdicts["nodes"] if row["name"] == "node3")["reasons"][0]
+                self.assertTrue(reason["pairs"])
+                for index in reason["pairs"]:  # the pairs behind it: node3's, slow
+                    self.assertIn("node3", (pairs[index]["a"], pairs[index]["b"]))
+                    self.assertEqual(verdicts["pair_outcomes"][index], rules.PAIR_SLOW_BUSBW)
+                self.assertGreaterEqual(len(reason["detail"]["good_partners_failed"]), 2)
+                self.assertEqual(verdicts["links"], [])
+                self.assertEqual((verdicts["result"], verdicts["exit_code"]), ("fail", 1))
+
+    def test_slow_small_messages_name_that_node(self):
+        # 3x the small-message time (beyond ClusterKit's 2.1x), bandwidth intact: a latency fault, not a rate.
+        fleet = Fleet(8, seed=43)
+        fleet.node_latency["node6"] = 3.0
+        verdicts, pairs, _ = screen(fleet)
+        self.assertEqual(by_verdict(verdicts)["bad"], ["node6"])
+        reason = next(row for row in verdicts["nodes"] if row["name"] == "node6")["reasons"][0]
+        self.assertEqual(reason["code"], rules.NODE_SLOW_WITH_GOOD_PARTNERS)
+        self.assertEqual({verdicts["pair_outcomes"][i] for i in reason["pairs"]}, {rules.PAIR_SLOW_SMALL})
+        # 1.8x stays inside the 2.1x floor: not flagged at all.
+        fleet = Fleet(8, seed=43)
+        fleet.node_latency["node6"] = 1.8
+        self.assertEqual(screen(fleet)[0]["result"], "pass")
+
+    def test_eth3_down_names_the_rail(self):
+        for quick in (False, True):
+            with self.subTest(quick=quick):
+                fleet = Fleet(8, seed=11)
+                fleet.dead_rail["node5"] = "eth3"
+                verdicts, _, _ = screen(fleet, quick=quick, seed=2)
+                bad_rails = [(row["node"], row["rail"]) for row in verdicts["rails"] if row["verdict"] == "bad"]
+                self.assertEqual(bad_rails, [("node5", "eth3")])
+                self.assertEqual([row for row in verdicts["rails"] if row["verdict"] != "bad"], [])
+                self.assertIn(rules.RAIL_UNBALANCED, codes(verdicts, "node5"))
+                self.assertEqual(by_verdict(verdicts).get("bad"), ["node5"])
+                self.assertEqual(len(by_verdict(verdicts)["accept"]), 7)
+
+    def test_eth3_loopback_failed_names_the_rail_and_keeps_it_unpaired(self):
+        fleet = Fleet(8, seed=3, loopback_rails=("mlx5_0:1", "mlx5_3:1"))
+        fleet.stage["node5"]["loopback_busbw_gbps"]["mlx5_3:1"] = None
+        verdicts, pairs, plan = screen(fleet)
+        self.assertEqual([(row["node"], row["rail"], row["verdict"]) for row in verdicts["rails"]],
+                         [("node5", "mlx5_3:1", "bad")])
+        self.assertEqual(codes(verdicts, "node5"), [rules.RAIL_LOOPBACK_FAILED])
+        self.assertFalse(any("node5" in (pair["a"], pair["b"]) for pair in pairs))  # not paired
+        self.assertEqual(plan["pair_count"], 21)  # the other 7: 7 x 6 / 2
+        self.assertEqual(by_verdict(verdicts)["bad"], ["node5"])
+        self.assertEqual(len(by_verdict(verdicts)["accept"]), 7)
+
+    def test_throttled_link_names_the_link_not_the_nodes(self):
+        for quick in (False, True):
+            with self.subTest(quick=quick):
+                fleet = Fleet(8, seed=13)
+                throttled = ("node1", "node6")
+                fleet.link_factor[frozenset(throttled)] = 0.4
+                if quick:  # make the shuffled round contain the throttled pair
+                    seed = next(s for s in range(1000) if list(throttled) in
+                                schedule.pair_schedule(fleet.nodes, quick=True, seed=s)["rounds"][0]["pairs"])
+                else:
+                    seed = 0
+                verdicts, pairs, _ = screen(fleet, quick=quick, seed=seed)
+                self.assertEqual(by_verdict(verdicts), {"accept": fleet.nodes})
+                self.assertEqual([(row["a"], row["b"], row["verdict"]) for row in verdicts["links"]],
+                                 [("node1", "node6", "bad")])
+                reason = verdicts["links"][0]["reasons"][0]
+                self.assertEqual(reason["code"], rules.LINK_SLOW_PAIR)
+                self.assertGreaterEqual(len(reason["pairs"]), 2)  # reproduced on retest
+                for index in reason["pairs"]:
+                    self.assertEqual({pairs[index]["a"], pairs[index]["b"]}, set(throttled))
+                self.assertEqual((verdicts["result"], verdicts["exit_code"]), ("fail", 1))
+
+    def test_several_faults_in_sixteen(self):
+        for quick in (False, True):
+            with self.subTest(quick=quick):
+                fleet = Fleet(16, seed=31)
+                fleet.node_factor.update({"node2": 0.5, "node5": 0.55})
+                fleet.link_factor[frozenset(("node8", "node12"))] = 0.4
+                fleet.dead_rail["node14"] = "eth3"
+                seed = next(s for s in range(2000) if ["node8", "node12"] in
+                            schedule.pair_schedule(fleet.nodes, quick=True, seed=s)["rounds"][0]["pairs"]) if quick else 0
+                verdicts, _, _ = screen(fleet, quick=quick, seed=seed)
+                self.assertEqual(sorted(by_verdict(verdicts)["bad"]), ["node14", "node2", "node5"])
+                self.assertEqual(len(by_verdict(verdicts)["accept"]), 13)
+                self.assertEqual([({row["a"], row["b"]}, row["verdict"]) for row in verdicts["links"]],
+                                 [({"node8", "node12"}, "bad")])
+                self.assertEqual([(row["node"], row["rail"], row["verdict"]) for row in verdicts["rails"]],
+                                 [("node14", "eth3", "bad")])
+
+    def test_taking_a_bad_node_clears_its_partners(self):
+        # Hand-built pairs: g1..g6 all healthy with each other; x and y slow (half the bandwidth) with every partner;
+        # node a met x, y and g1 only, so before x and y are taken it fails 2 of its 3 pairs. Taking x and y must
+        # drop those failures from a's count: a is then accepted, not taken for a bad node itself.
+        rng = random.Random(41)
+        goods = [f"g{i}" for i in range(1, 7)]
+        links = [(p, q, 1.0) for i, p in enumerate(goods) for q in goods[i + 1:]]
+        links += [("a", "g1", 1.0), ("a", "x", 0.5), ("a", "y", 0.5), ("x", "y", 0.5), ("x", "g2", 0.5),
+                  ("x", "g3", 0.5), ("y", "g4", 0.5), ("y", "g5", 0.5)]
+        pairs = [{"a": p, "b": q, "busbw_gbps": BUSBW_GBPS * factor * (1 + rng.gauss(0, 0.02)),
+                  "small_time_us": SMALL_US, "rail_bytes": None} for p, q, factor in links]
+        nodes = goods + ["a", "x", "y"]
+        stage = {node: {"doctor": "pass", "intra_busbw_gbps": 48.0, "intra_small_time_us": 14.0} for node in nodes}
+        verdicts = rules.classify(nodes, stage, pairs)
+        self.assertEqual(sorted(by_verdict(verdicts)["bad"]), ["x", "y"])
+        self.assertEqual(sorted(by_verdict(verdicts)["accept"]), ["a"] + goods)
+
+    def test_a_dead_node(self):
+        fleet = Fleet(8, seed=4)
+        fleet.dead_pairs.update(frozenset(("node0", node)) for node in fleet.nodes[1:])
+        verdicts, _, _ = screen(fleet, quick=True, seed=1)
+        self.assertEqual(by_verdict(verdicts)["bad"], ["node0"])
+        self.assertEqual(codes(verdicts, "node0"), [rules.NODE_FAILED_WITH_GOOD_PARTNERS])
+        self.assertEqual(verdicts["links"], [])
+
+    def test_a_slow_pair_seen_once_is_retested_not_condemned(self):
+        fleet = Fleet(8, seed=17)
+        pairs = [fleet.measure(a, b, entry["round"], "pair")
+                 for entry in schedule.pair_schedule(fleet.nodes)["rounds"] for a, b in entry["pairs"]]
+        target = next(i for i, pair in enumerate(pairs) if {pair["a"], pair["b"]} == {"node2", "node4"})
+        pairs[target]["busbw_gbps"] *= 0.5
+        verdicts = rules.classify(fleet.nodes, fleet.stage, pairs)
+        self.assertEqual([(row["a"], row["b"], row["verdict"], row["reasons"][0]["code"]) for row in verdicts["links"]],
+                         [("node2", "node4", "suspect", rules.LINK_NOT_REPRODUCED)])
+        self.assertEqual(verdicts["retest"]["repeat_pairs"], [["node2", "node4"]])
+        self.assertEqual(verdicts["retest"]["suspects"], ["node2", "node4"])
+        self.assertIn("node4", verdicts["retest"]["met"]["node2"])  # its failing partner: not a retest partner
+        self.assertEqual(verdicts["retest"]["known_good"], ["node0", "node1", "node3", "node5", "node6", "node7"])
+        self.assertEqual(sorted(by_verdict(verdicts)["suspect"]), ["node2", "node4"])
+        self.assertEqual(codes(verdicts, "node2"), [rules.LINK_NOT_REPRODUCED])  # the link is in question, alone
+        self.assertEqual((verdicts["result"], verdicts["exit_code"]), ("suspect", 3))
+
+    def test_two_nodes_pair_failure_is_suspect_not_bad(self):
+        fleet = Fleet(2, seed=19)
+        fleet.dead_pairs.add(frozenset(fleet.nodes))
+        verdicts, _, _ = screen(fleet)
+        self.assertEqual(by_verdict(verdicts), {"suspect": ["node0", "node1"]})
+        self.assertEqual(codes(verdicts, "node0"), [rules.NODE_UNRESOLVED])
+        self.assertEqual([row["verdict"] for row in verdicts["links"]], ["suspect"])
+        self.assertEqual((verdicts["result"], verdicts["exit_code"]), ("suspect", 3))
+        # Half the bandwidth on the only pair: nothing to compare with, so no verdict from it at all.
+        fleet = Fleet(2, seed=19)
+        fleet.node_factor["node1"] = 0.5
+        self.assertEqual(by_verdict(screen(fleet)[0]), {"accept": ["node0", "node1"]})
+
+    def test_two_nodes_with_node_stage_evidence(self):
+        fleet = Fleet(2, seed=23)
+        fleet.stage["node1"]["doctor"] = "fail"
+        verdicts, pairs, _ = screen(fleet)
+        self.assertEqual(pairs, [])
+        self.assertEqual(by_verdict(verdicts), {"suspect": ["node0"], "bad": ["node1"]})
+        self.assertEqual(codes(verdicts, "node1"), [rules.NODE_DOCTOR_FAIL])
+        self.assertEqual(codes(verdicts, "node0"), [rules.NODE_NO_GOOD_PARTNER])
+
+    def test_node_stage_failures(self):
+        fleet = Fleet(8, seed=29)
+        fleet.stage["node0"]["intra_busbw_gbps"] = None
+        fleet.stage["node0"]["intra_reason"] = "exit 1"
+        del fleet.stage["node1"]
+        fleet.stage["node2"]["intra_busbw_gbps"] = 20.0  # slow against the fleet's ~48: suspect, still paired
+        verdicts, pairs, _ = screen(fleet)
+        self.assertEqual(codes(verdicts, "node0"), [rules.NODE_INTRA_FAILED])
+        self.assertEqual(codes(verdicts, "node1"), [rules.NODE_DOCTOR_NO_RESULT, rules.NODE_INTRA_FAILED])
+        self.assertEqual(codes(verdicts, "node2"), [rules.NODE_INTRA_SLOW])
+        self.assertEqual(by_verdict(verdicts)["bad"], ["node0", "node1"])
+        self.assertEqual(by_verdict(verdicts)["suspect"], ["node2"])
+        self.assertTrue(any("node2" in (p["a"], p["b"]) for p in pairs))
+        self.assertNotIn("node2", verdicts["retest"]["suspects"])  # a retest with partners cannot settle it
+        self.assertNotIn("node2", verdicts["retest"]["known_good"])
+        self.assertFalse(any({"node0", "node1"} & {p["a"], p["b"]} for p in pairs))
+
+
+class BadInput(unittest.TestCase):
+    def test_pairs_must_name_fleet_nodes(self):
+        stage = {"n1": {}, "n2": {}}
+        for pairs in ([{"a": "n1", "b": "n9", "busbw_gbps": 1.0, "small_time_us": 1.0}],
+                      [{"a": "n1", "b": "n1", "busbw_gbps": 1.0, "small_time_us": 1.0}], [{"a": "n1"}]):
+            with self.assertRaises(ValueError):
+                rules.classify(["n1", "n2"], stage, pairs)
+
+
+class Document(unittest.TestCase):
+    def test_validates_against_schema(self):
+        cases = []
+        fleet = Fleet(8, seed=7)
+        fleet.node_factor["node3"] = 0.5
+        fleet.dead_rail["node5"] = "eth3"
+        fleet.link_factor[frozenset(("node1", "node6"))] = 0.4
+        cases.append(screen(fleet, quick=True, repeats=2, seed=3) + (fleet,))
+        fleet = Fleet(2, seed=19)
+        fleet.dead_pairs.add(frozenset(fleet.nodes))
+        cases.append(screen(fleet) + (fleet,))
+        fleet = Fleet(4, seed=5, loopback_rails=("mlx5_0:1", "mlx5_3:1"))
+        fleet.stage["node2"]["loopback_busbw_gbps"]["mlx5_0:1"] = None
+        fleet.stage["node3"]["doctor"] = None
+        cases.append(screen(fleet) + (fleet,))
+        with tempfile.TemporaryDirectory() as folder:
+            paths = []
+            for number, (verdicts, pairs, plan, fleet) in enumerate(cases):
+                document = rules.to_document(plan, fleet.stage, pairs, verdicts, "0.0-test", "2026-12-02T01:00:00Z")
+                self.assertEqual(document["result"], verdicts["result"])
+                self.assertEqual(len(document["pairs"]), len(pairs))
+                for row in document["pairs"]:
+                    if row["busbw_gbps"] is None:
+                        self.assertTrue(row["reason"])  # missing is null with a reason
+                path = os.path.join(folder, f"screen{number}.json")
+                with open(path, "w", encoding="utf-8") as handle:
+                    json.dump(document, handle, allow_nan=False)
+                paths.append(path)
+            ok, errors = validate("screen.schema.json", *paths)
+            self.assertTrue(ok, errors)
+            stdlib = subprocess.run([sys.executable, VALIDATOR, "--engine", "stdlib",
+                                     os.path.join(SCHEMA_DIR, "screen.schema.json")] + paths,
+                                    capture_output=True, text=True, timeout=120)
+            self.assertEqual(stdlib.returncode, 0, stdlib.stderr)  # the GPU machine's validator, too
+            # The schema has teeth: a verdict outside accept|suspect|bad and a reason without a code are refused.
+            with open(paths[0], encoding="utf-8") as handle:
+                document = json.load(handle)
+            document["nodes"][0]["verdict"] = "maybe"
+            broken = os.path.join(folder, "broken.json")
+            with open(broken, "w", encoding="utf-8") as handle:
+                json.dump(document, handle)
+            self.assertFalse(validate("screen.schema.json", broken)[0])
+            document["nodes"][0]["verdict"] = "accept"
+            document["pairs"][0]["busbw_gbps"] = 0
+            with open(broken, "w", encoding="utf-8") as handle:
+                json.dump(document, handle)
+            self.assertFalse(validate("screen.schema.json", broken)[0])  # never 0 for missing
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,206 @@
+"""The schedule of `cclbench screen` (scripts/cclbench_lib/plan/screen_schedule.py): node stage, circle-method
+rounds, --quick shuffles, retest rounds, the wall-time estimate and the scale table. Expected counts come from
+closed forms written out here (n(n-1)/2 pairs, n-1 rounds for even n, n for odd, floor(n/2) pairs a round),
+not from the planner."""
+import importlib.util
+import itertools
+import os
+import time
+import unittest
+
+from helpers import SOURCE_DIR
+
+
+def load_schedule():
+    """cclbench_lib.plan.screen_schedule; until the package layering (issue 25) turns plan.py into the plan/
+    package, plan/ is shadowed by plan.py, so the module (stdlib only) is loaded from its file."""
+    try:
+        from cclbench_lib.plan import screen_schedule
+        return screen_schedule
+    except ImportError:
+        path = os.path.join(SOURCE_DIR, "scripts", "cclbench_lib", "plan", "screen_schedule.py")
+        spec = importlib.util.spec_from_file_location("screen_schedule", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+
+schedule = load_schedule()
+
+
+def names(count):
+    return [f"node{i}" for i in range(count)]
+
+
+def expected_rounds(count):
+    return count - 1 if count % 2 == 0 else count
+
+
+class NodeStage(unittest.TestCase):
+    def test_jobs_per_node(self):
+        jobs = schedule.node_stage(["node5", "node7", "cpu1"], {"node5": ["mlx5_0:1", "mlx5_3:1"],
+                                                               "node7": ["mlx5_0:1", "mlx5_3:1"]},
+                                   large_bytes=64 << 20, small_bytes=8192)
+        self.assertEqual(sorted(jobs), ["cpu1", "node5", "node7"])
+        self.assertEqual([job["kind"] for job in jobs["node5"]], ["doctor", "intra", "loopback", "loopback"])
+        self.assertEqual([job["kind"] for job in jobs["cpu1"]], ["doctor", "intra"])  # no RDMA NIC: no loopback
+        self.assertEqual(jobs["node5"][1]["sizes_bytes"], [67108864, 8192])
+        loop = jobs["node7"][3]
+        self.assertEqual(loop["rail"], "mlx5_3:1")
+        # Azure NHC's loopback: no P2P, no SHM, one rail by NCCL's exact-match prefix.
+        self.assertEqual(loop["env"], {"NCCL_P2P_DISABLE": "1", "NCCL_SHM_DISABLE": "1", "NCCL_IB_HCA": "=mlx5_3:1"})
+        # Nodes in parallel, jobs in turn: the longest node (4 jobs) sets the stage's time.
+        self.assertEqual(schedule.node_stage_s(jobs, 20.0), 80.0)
+
+    def test_bad_names(self):
+        for bad in ([], ["a", "a"], ["a", ""], ["a", None]):
+            with self.assertRaises(ValueError):
+                schedule.node_stage(bad)
+
+
+class FullSchedule(unittest.TestCase):
+    def check(self, count):
+        plan = schedule.pair_schedule(names(count))
+        rounds = plan["rounds"]
+        self.assertEqual(plan["mode"], "full")
+        self.assertEqual(len(rounds), expected_rounds(count) if count >= 2 else 0)
+        seen = []
+        for number, entry in enumerate(rounds):
+            self.assertEqual(entry["round"], number)
+            in_round = [node for pair in entry["pairs"] for node in pair]
+            self.assertEqual(len(in_round), len(set(in_round)), f"round {number} is not disjoint")
+            self.assertEqual(len(entry["pairs"]), count // 2)
+            if count % 2:
+                self.assertIsNotNone(entry["bye"])
+                self.assertEqual(set(in_round) | {entry["bye"]}, set(names(count)))
+            else:
+                self.assertIsNone(entry["bye"])
+                self.assertEqual(set(in_round), set(names(count)))
+            seen += [frozenset(pair) for pair in entry["pairs"]]
+        every = {frozenset(pair) for pair in itertools.combinations(names(count), 2)}
+        self.assertEqual(len(seen), count * (count - 1) // 2)
+        self.assertEqual(set(seen), every)  # every pair, and (with the count) exactly once
+        self.assertEqual(plan["pair_count"], count * (count - 1) // 2)
+        self.assertEqual(plan["concurrent_jobs"], count // 2)
+        if count % 2 and count > 1:
+            self.assertEqual(sorted(entry["bye"] for entry in rounds), sorted(names(count)))  # each sits out once
+
+    def test_even_and_odd(self):
+        for count in (1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 30, 33):
+            with self.subTest(nodes=count):
+                self.check(count)
+
+    def test_1024_nodes_plan_fast(self):
+        start = time.monotonic()
+        plan = schedule.pair_schedule(names(1024))
+        elapsed = time.monotonic() - start
+        self.assertEqual(plan["pair_count"], 523776)
+        self.assertEqual(len(plan["rounds"]), 1023)
+        self.assertTrue(all(len(entry["pairs"]) == 512 for entry in plan["rounds"]))
+        self.assertEqual(len({frozenset(p) for entry in plan["rounds"] for p in entry["pairs"]}), 523776)
+        # A hang detector for a shared machine, not a benchmark: linear planning takes about 1 s here, an O(n^3)
+        # planner (1e9 steps) minutes.
+        self.assertLess(elapsed, 15.0)
+
+
+class QuickSchedule(unittest.TestCase):
+    def test_seeded_and_covering(self):
+        for count in (2, 7, 8, 16):
+            with self.subTest(nodes=count):
+                first = schedule.pair_schedule(names(count), quick=True, repeats=3, seed=42)
+                again = schedule.pair_schedule(names(count), quick=True, repeats=3, seed=42)
+                self.assertEqual(first, again)
+                self.assertEqual(first["mode"], "quick")
+                self.assertEqual(first["seed"], 42)
+                self.assertEqual(len(first["rounds"]), 3)
+                for entry in first["rounds"]:
+                    in_round = [node for pair in entry["pairs"] for node in pair]
+                    self.assertEqual(len(entry["pairs"]), count // 2)
+                    covered = in_round + ([entry["bye"]] if entry["bye"] else [])
+                    self.assertEqual(sorted(covered), sorted(names(count)))  # each node once a round
+                self.assertEqual(first["pair_count"], 3 * (count // 2))
+
+    def test_seed_changes_the_shuffle(self):
+        plans = {str(schedule.pair_schedule(names(16), quick=True, seed=seed)["rounds"]) for seed in range(5)}
+        self.assertGreater(len(plans), 1)
+        rounds = schedule.pair_schedule(names(16), quick=True, repeats=2, seed=1)["rounds"]
+        self.assertNotEqual(rounds[0]["pairs"], rounds[1]["pairs"])  # a fresh shuffle each repeat
+
+    def test_bad_repeats(self):
+        for bad in (0, -1, 1.5, True):
+            with self.assertRaises(ValueError):
+                schedule.pair_schedule(names(4), quick=True, repeats=bad)
+
+
+class Retest(unittest.TestCase):
+    def test_partners_known_good_distinct_and_disjoint(self):
+        good = [f"g{i}" for i in range(5)]
+        suspects = ["x", "y", "z"]
+        met = {"x": ["y", "g0"], "y": ["x"], "z": ["g1"]}
+        rounds = schedule.retest_rounds(suspects, good, met, partners=2)
+        partners = {node: [] for node in suspects}
+        for entry in rounds:
+            in_round = [node for pair in entry["pairs"] + entry["repeats"] for node in pair]
+            self.assertEqual(len(in_round), len(set(in_round)), "a node twice in one round")
+            for suspect, partner in entry["pairs"]:
+                self.assertIn(suspect, suspects)
+                self.assertIn(partner, good)  # never suspect with suspect
+                partners[suspect].append(partner)
+        for suspect in suspects:
+            self.assertEqual(len(partners[suspect]), 2)
+            self.assertEqual(len(set(partners[suspect])), 2)
+            self.assertFalse(set(partners[suspect]) & set(met.get(suspect, [])), "met before")
+        # 3 suspects x 2 partners over 5 good nodes: 2 rounds suffice and are used.
+        self.assertEqual(len(rounds), 2)
+
+    def test_more_suspects_than_good_nodes(self):
+        rounds = schedule.retest_rounds(["s1", "s2", "s3", "s4"], ["g1", "g2"], partners=2)
+        per_round_goods = [[pair[1] for pair in entry["pairs"]] for entry in rounds]
+        for goods in per_round_goods:
+            self.assertEqual(len(goods), len(set(goods)))  # a good node partners one suspect a round
+        self.assertEqual(sum(len(goods) for goods in per_round_goods), 8)
+        self.assertEqual(len(rounds), 4)
+
+    def test_runs_out_of_unmet_good_nodes(self):
+        rounds = schedule.retest_rounds(["x"], ["g1", "g2"], {"x": ["g1"]}, partners=2)
+        self.assertEqual([entry["pairs"] for entry in rounds], [[["x", "g2"]]])
+        self.assertEqual(schedule.retest_rounds(["x"], [], {}, partners=2), [])
+
+    def test_repeat_pairs_first_and_disjoint(self):
+        rounds = schedule.retest_rounds(["a", "b"], ["g1", "g2", "g3"], {"a": ["b"], "b": ["a"]},
+                                        partners=1, repeat_pairs=[["a", "b"]])
+        self.assertEqual(rounds[0]["repeats"], [["a", "b"]])
+        self.assertEqual(rounds[0]["pairs"], [])  # a and b are busy with their repeat
+        self.assertEqual(sorted(pair[0] for entry in rounds[1:] for pair in entry["pairs"]), ["a", "b"])
+
+
+class ScaleTable(unittest.TestCase):
+    def test_figures(self):
+        per_pair = 20.0
+        node_stage = 4 * per_pair  # doctor + intra + two loopbacks, one after the other
+        rows = {(row["nodes"], row["mode"]): row for row in schedule.scale_table((2, 16, 128, 1024), per_pair)}
+        for count in (2, 16, 128, 1024):
+            full = rows[(count, "full")]
+            self.assertEqual(full["rounds"], count - 1)
+            self.assertEqual(full["concurrent_jobs"], count // 2)
+            self.assertEqual(full["pairs"], count * (count - 1) // 2)
+            self.assertEqual(full["node_stage_s"], node_stage)
+            self.assertEqual(full["wall_s"], node_stage + (count - 1) * per_pair)
+            quick = rows[(count, "quick")]
+            self.assertEqual((quick["rounds"], quick["concurrent_jobs"], quick["pairs"]), (1, count // 2, count // 2))
+            self.assertEqual(quick["wall_s"], node_stage + per_pair)
+        # Written out: 1,024 nodes, full: 523,776 pairs in 1,023 rounds of 512, 80 + 20,460 s = 20,540 s (5.7 h).
+        self.assertEqual((rows[(1024, "full")]["pairs"], rows[(1024, "full")]["wall_s"]), (523776, 20540.0))
+        self.assertEqual((rows[(128, "full")]["pairs"], rows[(128, "full")]["wall_s"]), (8128, 2620.0))
+        self.assertEqual((rows[(16, "full")]["pairs"], rows[(16, "full")]["wall_s"]), (120, 380.0))
+        self.assertEqual((rows[(2, "full")]["pairs"], rows[(2, "full")]["wall_s"]), (1, 100.0))
+
+    def test_wall_time_with_retests(self):
+        self.assertEqual(schedule.wall_time_s(15, 80.0, 20.0, retest_round_count=2), 80.0 + 17 * 20.0)
+        odd = schedule.pair_schedule(names(17))
+        self.assertEqual(len(odd["rounds"]), 17)
+        self.assertEqual(schedule.wall_time_s(len(odd["rounds"]), 80.0, 20.0), 80.0 + 17 * 20.0)
+
+
+if __name__ == "__main__":
+    unittest.main()
