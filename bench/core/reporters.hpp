@@ -18,7 +18,8 @@ namespace cclbench {
 // (notes), zero-delta netdevs counted, not listed. 1.3: a field that holds its documented default
 // is left out of the record (record_defaults(); the schema's "default" annotations), and so is
 // per_rank at one rank where it only repeats time_us.mean and iterations.
-// 1.4: busbw_gbps is null at one rank (busbw_null_reason), and busbw_reason says why.
+// 1.4: busbw_gbps is null at one rank (busbw_null_reason), and busbw_reason says why; the -J
+// manifest has env_by_host and env_rank_disagreements (gather_environment_by_host).
 inline constexpr const char* kResultsSchemaVersion = "1.4.0";
 
 // One record as written to JSONL and to the "cases" array: to_json() plus schema_version, point
