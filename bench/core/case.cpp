@@ -46,6 +46,8 @@ const char* bandwidth_source(const CaseResult& result) {
   return graph_batch_time(result) ? "batch_time_us" : "time_us.mean";
 }
 
+const char* busbw_null_reason(int nranks) { return nranks == 1 ? "1 rank: no link is crossed" : nullptr; }
+
 const CollectiveDescriptor& CaseSpec::collective_descriptor() const {
   if (descriptor == nullptr || descriptor->kind != collective) {
     throw std::logic_error("case of " + std::string(name_of(collective)) + " without its collective descriptor");
@@ -102,6 +104,8 @@ nlohmann::json to_json(const CaseResult& result) {
   record["bandwidth_from"] = result.algbw_gbps ? nlohmann::json(bandwidth_source(result)) : nlohmann::json(nullptr);
   record["algbw_gbps"] = optional_json(result.algbw_gbps);
   record["busbw_gbps"] = optional_json(result.busbw_gbps);
+  // Schema 1.4: present exactly where the rank count leaves busbw without meaning (then always null).
+  if (const char* why = busbw_null_reason(spec.nranks)) record["busbw_reason"] = why;
   record["wrong"] = optional_json(result.wrong);
   record["status"] = name_of(result.status);
   record["reason"] = result.reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(result.reason);

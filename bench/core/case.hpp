@@ -63,7 +63,7 @@ struct CaseResult {
   std::optional<double> batch_time_us;  // nccl-tests method: host clock around the loop / iterations
   std::optional<double> gated_time_us;  // back to back behind the blocker, one event pair around all / iterations
   std::optional<double> algbw_gbps;     // from bandwidth_time_us()
-  std::optional<double> busbw_gbps;
+  std::optional<double> busbw_gbps;     // null where busbw_null_reason() says why, and when not timed
   std::optional<std::int64_t> wrong;    // null when not checked
   CaseStatus status = CaseStatus::error;
   std::string reason;                   // empty when ok
@@ -83,6 +83,12 @@ struct CaseResult {
 std::optional<double> bandwidth_time_us(const CaseResult& result);
 // Its name in records ("gated_time_us" or "time_us.mean").
 const char* bandwidth_source(const CaseResult& result);
+
+// Why a case of this many communicator ranks has no busbw, or nullptr where it has one. busbw is
+// what crosses the links between ranks; at one rank (one process with one GPU) no link is crossed
+// and nccl-tests' (n-1)/n factor makes it 0.00, which is no figure. The participants of the
+// communicator count, not the processes: one process with -g 4 has 4 ranks and a busbw.
+const char* busbw_null_reason(int nranks);
 
 // nccl-tests' record layout, plus our percentiles. Missing values are null.
 nlohmann::json to_json(const CaseResult& result);

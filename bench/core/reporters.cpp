@@ -149,6 +149,10 @@ void ConsoleTable::print_header(const CaseResult& first) {
   if (first.emulated) {
     out_ << "# EMULATED: ranks share GPUs (--share-gpu): correctness only; times and bandwidths are not performance figures\n";
   }
+  if (const char* why = busbw_null_reason(first.spec.nranks); why != nullptr && !busbw_reason_printed_) {
+    out_ << "# busbw: - (" << why << ")\n";
+    busbw_reason_printed_ = true;
+  }
   out_
        << "# time: the time algbw/busbw come from, in us: gated_time_us (all iterations back to back on the GPU, one event\n"
        << "#   pair around them) where the backend has it, else the mean per-iteration time; each iteration ends with the\n"
@@ -216,7 +220,7 @@ std::string csv_header() {
   return "point,case_id,collective,backend,nranks,dtype,op,root,in_place,bytes,count,requested_bytes,iterations,warmup,"
          "time_us_mean,time_us_min,time_us_p50,time_us_p95,time_us_p99,time_us_max,time_us_cv_pct,batch_time_us,"
          "algbw_gbps,busbw_gbps,wrong,status,reason,emulated,gated_time_us,bandwidth_from,samples_from,graph_launches,"
-         "ops_per_launch,registration,unalign_elements,cta_policy,cycle";
+         "ops_per_launch,registration,unalign_elements,cta_policy,cycle,busbw_reason";
 }
 
 std::string csv_row(const nlohmann::json& lean_record) {
@@ -239,7 +243,8 @@ std::string csv_row(const nlohmann::json& lean_record) {
                                    record.value("bandwidth_from", null_json), record.value("samples_from", null_json),
                                    record.at("graph_launches"), record.at("ops_per_launch"),
                                    record.at("registration"),  record.at("unalign_elements"),
-                                   record.at("cta_policy"),    record.at("cycle")};
+                                   record.at("cta_policy"),    record.at("cycle"),
+                                   record.value("busbw_reason", null_json)};
   bool first = true;
   for (const auto& field : fields) {
     if (!first) row << ',';

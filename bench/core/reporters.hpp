@@ -18,7 +18,9 @@ namespace cclbench {
 // (notes), zero-delta netdevs counted, not listed. 1.3: a field that holds its documented default
 // is left out of the record (record_defaults(); the schema's "default" annotations), and so is
 // per_rank at one rank where it only repeats time_us.mean and iterations.
-inline constexpr const char* kResultsSchemaVersion = "1.3.0";
+// 1.4: busbw_gbps is null at one rank (busbw_null_reason), and busbw_reason says why; the -J
+// manifest has env_by_host and env_rank_disagreements (gather_environment_by_host).
+inline constexpr const char* kResultsSchemaVersion = "1.4.0";
 
 // One record as written to JSONL and to the "cases" array: to_json() plus schema_version, point
 // and emulated, with the fields that hold their default left out (schema 1.3).
@@ -32,7 +34,8 @@ const nlohmann::json& record_defaults();
 nlohmann::json with_record_defaults(const nlohmann::json& record);
 
 // Prints nccl-tests' two-half table: a line per (collective, dtype, op, size), out-of-place then
-// in-place, each half with time algbw busbw #wrong p50 p99. Missing values print as "-".
+// in-place, each half with time algbw busbw #wrong p50 p99. Missing values print as "-"; where busbw
+// has no meaning (busbw_null_reason: one rank) the first header says why, once.
 class ConsoleTable {
  public:
   explicit ConsoleTable(std::ostream& out) : out_(out) {}
@@ -49,6 +52,7 @@ class ConsoleTable {
   double busbw_sum_ = 0;
   int busbw_count_ = 0;
   bool emulated_ = false;  // the current table's results came from --share-gpu ranks
+  bool busbw_reason_printed_ = false;  // "busbw: - (why)" once per run, not per collective
 };
 
 std::string csv_header();

@@ -209,7 +209,7 @@ CaseResult Runner::run_case(const CaseSpec& spec) {
   if (bandwidth_time > 0) {
     const Bandwidth bandwidth = bandwidth_of(spec, bandwidth_time);
     result.algbw_gbps = bandwidth.algbw_gbps;
-    result.busbw_gbps = bandwidth.busbw_gbps;
+    if (busbw_null_reason(spec.nranks) == nullptr) result.busbw_gbps = bandwidth.busbw_gbps;
   }
 
   // Phase 2: checked runs, each on fresh data, never timed.

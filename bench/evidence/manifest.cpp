@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <map>
+#include <set>
 
 #include "bench/core/version.hpp"
 
@@ -81,6 +83,53 @@ nlohmann::json allowed_environment(const std::vector<std::string>& environment) 
   nlohmann::json result = nlohmann::json::object();
   for (const auto& [name, value] : kept) result[name] = value;
   return result;
+}
+
+bool is_measurement_environment_name(std::string_view name) {
+  return is_allowed_environment_name(name) &&
+         (name.starts_with("NCCL_") || name.starts_with("CUDA_") || name.starts_with("UCX_"));
+}
+
+nlohmann::json measurement_environment(const std::vector<std::string>& environment) {
+  const nlohmann::json allowed = allowed_environment(environment);  // items() would not keep a temporary alive
+  nlohmann::json kept = nlohmann::json::object();
+  for (const auto& [name, value] : allowed.items()) {
+    if (is_measurement_environment_name(name)) kept[name] = value;
+  }
+  return kept;
+}
+
+nlohmann::json environment_by_host(std::vector<RankEnvironment> ranks) {
+  std::sort(ranks.begin(), ranks.end(), [](const RankEnvironment& a, const RankEnvironment& b) { return a.rank < b.rank; });
+  std::set<std::string> names;
+  std::map<std::string, std::vector<const RankEnvironment*>> by_host;
+  for (const RankEnvironment& rank : ranks) {
+    if (rank.environment.is_object()) {
+      for (const auto& [name, value] : rank.environment.items()) names.insert(name);
+    }
+    by_host[rank.host].push_back(&rank);
+  }
+  const auto value_of = [](const RankEnvironment& rank, const std::string& name) {
+    const auto found = rank.environment.is_object() ? rank.environment.find(name) : rank.environment.end();
+    return found != rank.environment.end() ? *found : nlohmann::json(nullptr);
+  };
+  nlohmann::json hosts = nlohmann::json::object();
+  nlohmann::json disagreements = nlohmann::json::array();
+  for (const auto& [host, members] : by_host) {
+    nlohmann::json variables = nlohmann::json::object();
+    for (const std::string& name : names) {
+      const nlohmann::json first = value_of(*members.front(), name);
+      variables[name] = first;
+      const bool differ = std::any_of(members.begin(), members.end(),
+                                      [&](const RankEnvironment* rank) { return value_of(*rank, name) != first; });
+      if (!differ) continue;
+      nlohmann::json values = nlohmann::json::array();
+      for (const RankEnvironment* rank : members) values.push_back({{"rank", rank->rank}, {"value", value_of(*rank, name)}});
+      disagreements.push_back({{"host", host}, {"variable", name}, {"ranks", values}});
+    }
+    hosts[host] = variables;
+  }
+  return {{"env_by_host", hosts}, {"env_rank_disagreements", disagreements}};
 }
 
 std::vector<std::string> current_environment() {

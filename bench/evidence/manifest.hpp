@@ -26,6 +26,29 @@ bool looks_secret(std::string_view name);
 // secret-looking names get "<redacted>". Entries without '=' are ignored.
 nlohmann::json allowed_environment(const std::vector<std::string>& environment);
 
+// The allowlisted names that shape a measurement: NCCL_*, CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER,
+// UCX_NET_DEVICES, UCX_TLS (the NCCL_/CUDA_/UCX_ names of the allowlist). Launch geometry
+// (OMPI_COMM_WORLD_*, SLURM_*) differs per rank by design and is not one of them.
+bool is_measurement_environment_name(std::string_view name);
+
+// allowed_environment() of just those names (secret-looking names still "<redacted>").
+nlohmann::json measurement_environment(const std::vector<std::string>& environment);
+
+// One rank's measurement environment as its own process saw it.
+struct RankEnvironment {
+  int rank = 0;
+  std::string host;
+  nlohmann::json environment = nlohmann::json::object();  // measurement_environment()
+};
+
+// What each host's ranks ran with, from every rank's RankEnvironment:
+//   "env_by_host": {host: {NAME: value or null}}, NAME over every name any rank of the run has, the
+//     value of the host's lowest rank, null where that rank does not have it set;
+//   "env_rank_disagreements": [{"host", "variable", "ranks": [{"rank", "value" (null: unset)}]}],
+//     one entry per host and name on which that host's ranks differ, every rank of the host listed
+//     in rank order; empty when each host's ranks agree.
+nlohmann::json environment_by_host(std::vector<RankEnvironment> ranks);
+
 // This process's environment as "NAME=value" strings (for callers; tests pass their own).
 std::vector<std::string> current_environment();
 

@@ -446,6 +446,8 @@ struct Engine::State {
       transfers.push_back(device_transfer(op, read ? src : dst, 0, *backward_dst, *backward_src, bytes));
     }
     m.details["issued_by"] = read ? "destination" : "source";
+    // The diagonal: a copy within one GPU (bytes copied / time, as nvbandwidth's device_local_copy).
+    if (src == dst) m.details["local_copy"] = true;
     if (sm) m.details["sm_copy_blocks"] = dev(transfers.front().issuer).copy_blocks;
     if (test.metric == Metric::latency_us) return sample_loop(m, transfers, options.latency_copies, test.metric, 0);
     sample_loop(m, transfers, copies_for(bytes), test.metric, bi ? 2 * bytes : bytes, staged ? Timing::host_clock : Timing::gated_events);
@@ -550,7 +552,8 @@ struct Engine::State {
       DeviceBuffer dst(d, bytes);
       const Op op = test.id == device_local_copy_sm ? Op::sm_copy : Op::ce_local;
       if (op == Op::sm_copy) m.details["sm_copy_blocks"] = dev(d).copy_blocks;
-      return sample_loop(m, {device_transfer(op, d, 0, dst, src, bytes)}, copies_for(bytes), test.metric, 2 * bytes);
+      // Bytes copied / time, as nvbandwidth's device_local_copy (and the pair tests' diagonal).
+      return sample_loop(m, {device_transfer(op, d, 0, dst, src, bytes)}, copies_for(bytes), test.metric, bytes);
     }
     const bool remote = test.id == h2d_ce_remote_numa || test.id == d2h_ce_remote_numa || test.id == bi_h2d_d2h_ce_remote_numa;
     const bool to_device = test.id == h2d_ce_local_numa || test.id == h2d_ce_remote_numa;

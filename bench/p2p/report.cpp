@@ -103,6 +103,10 @@ std::string bytes_counted_text(BytesCounted counted) {
 std::string axes_text(const TestInfo& info) {
   if (info.scope == Scope::device) return "columns = GPU";
   if (info.metric == Metric::load_latency_ns) return "rows = GPU issuing the loads, columns = GPU holding the memory";
+  if (info.diagonal && info.metric == Metric::bandwidth_gbps) {
+    return "rows = source GPU, columns = destination GPU; diagonal = copy within the GPU (bytes copied / time, as "
+           "nvbandwidth's device_local_copy)";
+  }
   return "rows = source GPU, columns = destination GPU";
 }
 

@@ -9,7 +9,9 @@
 
 namespace cclbench::p2p {
 
-inline constexpr const char* kSchemaVersion = "1.0.0";
+// 1.1: the one-way d2d bandwidth tests measure their diagonal (the local copy, details.local_copy),
+// and device-local copies count the bytes copied (one_direction), not read + write.
+inline constexpr const char* kSchemaVersion = "1.1.0";
 
 // One block per test: a title line (name, what it measures), a line with the unit, what bytes are
 // counted and the size, then the matrix (rows = source, columns = destination; `-` where absent or

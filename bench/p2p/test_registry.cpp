@@ -19,18 +19,18 @@ std::vector<TestInfo> make_registry() {
   const auto one = BytesCounted::one_direction;
   const auto both = BytesCounted::both_directions;
   return {
-      {d2d_ce_write_uni, "d2d_ce_write_uni", pair, bw, one, false, 256 * kMiB,
-       "copy engine, cudaMemcpyPeerAsync on the source GPU's stream (push), P2P enabled"},
-      {d2d_ce_read_uni, "d2d_ce_read_uni", pair, bw, one, false, 256 * kMiB,
-       "copy engine, cudaMemcpyPeerAsync on the destination GPU's stream (pull), P2P enabled"},
+      {d2d_ce_write_uni, "d2d_ce_write_uni", pair, bw, one, true, 256 * kMiB,
+       "copy engine, cudaMemcpyPeerAsync on the source GPU's stream (push), P2P enabled (diagonal: local copy)"},
+      {d2d_ce_read_uni, "d2d_ce_read_uni", pair, bw, one, true, 256 * kMiB,
+       "copy engine, cudaMemcpyPeerAsync on the destination GPU's stream (pull), P2P enabled (diagonal: local copy)"},
       {d2d_ce_write_bi, "d2d_ce_write_bi", pair, bw, both, false, 256 * kMiB,
        "copy engine, src->dst and dst->src at once, each issued by its source (push), P2P enabled"},
       {d2d_ce_read_bi, "d2d_ce_read_bi", pair, bw, both, false, 256 * kMiB,
        "copy engine, src->dst and dst->src at once, each issued by its destination (pull), P2P enabled"},
-      {d2d_sm_write_uni, "d2d_sm_write_uni", pair, bw, one, false, 256 * kMiB,
-       "SM copy kernel on the source GPU storing into peer memory, P2P enabled"},
-      {d2d_sm_read_uni, "d2d_sm_read_uni", pair, bw, one, false, 256 * kMiB,
-       "SM copy kernel on the destination GPU loading from peer memory, P2P enabled"},
+      {d2d_sm_write_uni, "d2d_sm_write_uni", pair, bw, one, true, 256 * kMiB,
+       "SM copy kernel on the source GPU storing into peer memory, P2P enabled (diagonal: local copy)"},
+      {d2d_sm_read_uni, "d2d_sm_read_uni", pair, bw, one, true, 256 * kMiB,
+       "SM copy kernel on the destination GPU loading from peer memory, P2P enabled (diagonal: local copy)"},
       {d2d_sm_write_bi, "d2d_sm_write_bi", pair, bw, both, false, 256 * kMiB,
        "SM copy kernels on both GPUs at once, each storing into the other's memory, P2P enabled"},
       {d2d_sm_read_bi, "d2d_sm_read_bi", pair, bw, both, false, 256 * kMiB,
@@ -55,10 +55,10 @@ std::vector<TestInfo> make_registry() {
        "copy engine, GPU -> pinned host memory on another NUMA node"},
       {bi_h2d_d2h_ce_remote_numa, "bi_h2d_d2h_ce_remote_numa", device, bw, both, false, 256 * kMiB,
        "copy engine, host->GPU and GPU->host at once, pinned host memory on another NUMA node"},
-      {device_local_copy_ce, "device_local_copy_ce", device, bw, BytesCounted::read_plus_write, false, kGiB,
-       "copy engine, cudaMemcpyAsync device->device within one GPU"},
-      {device_local_copy_sm, "device_local_copy_sm", device, bw, BytesCounted::read_plus_write, false, kGiB,
-       "SM copy kernel (16-byte vectors) within one GPU"},
+      {device_local_copy_ce, "device_local_copy_ce", device, bw, one, false, kGiB,
+       "copy engine, cudaMemcpyAsync device->device within one GPU (bytes copied; memory traffic is 2x)"},
+      {device_local_copy_sm, "device_local_copy_sm", device, bw, one, false, kGiB,
+       "SM copy kernel (16-byte vectors) within one GPU (bytes copied; memory traffic is 2x)"},
   };
 }
 

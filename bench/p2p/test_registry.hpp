@@ -26,6 +26,9 @@ enum class Scope { pair, device };
 // bandwidth in GB/s (1e9 bytes/s); copy latency in microseconds per copy; load latency in
 // nanoseconds per dependent load.
 enum class Metric { bandwidth_gbps, latency_us, load_latency_ns };
+// read_plus_write (2 x size for a copy within one GPU) is what device_local_copy_* counted in
+// p2p_matrix schema 1.0; from 1.1 a local copy counts the bytes copied (one_direction), as
+// nvbandwidth does. The value stays so that readers of old files know it.
 enum class BytesCounted { one_direction, both_directions, read_plus_write, not_applicable };
 
 struct TestInfo {
@@ -34,7 +37,11 @@ struct TestInfo {
   Scope scope;
   Metric metric;
   BytesCounted bytes_counted;
-  bool diagonal;                  // pair tests: the GPU with itself is measured too (latency)
+  // Pair tests: the GPU with itself is measured too. Latency: a local copy / local loads; one-way
+  // bandwidth (d2d_{ce,sm}_{write,read}_uni): the local device copy, bytes copied / time as
+  // nvbandwidth's device_local_copy (each byte is read and written, so memory traffic is twice
+  // the figure). Not for bi (two copies on one GPU) or staged (no peer access to disable).
+  bool diagonal;
   std::uint64_t default_bytes;    // size per copy when no -b/-e sweep is given
   std::string_view description;   // one line: engine, who issues the copy, direction
 };

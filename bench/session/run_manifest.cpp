@@ -37,8 +37,22 @@ std::vector<std::string> gather_hostnames(const MpiContext& context) {
   return unique;
 }
 
+nlohmann::json gather_environment_by_host(const MpiContext& context) {
+  const nlohmann::json own = {{"host", context.hostname}, {"environment", measurement_environment(current_environment())}};
+  const std::vector<std::string> gathered = gather_strings(context, context.world, own.dump());
+  if (context.world_rank != 0) return nullptr;
+  std::vector<RankEnvironment> ranks;
+  for (std::size_t rank = 0; rank < gathered.size(); ++rank) {
+    const nlohmann::json entry = nlohmann::json::parse(gathered[rank], nullptr, false);
+    if (!entry.is_object()) continue;  // our own dump: cannot happen short of memory corruption
+    ranks.push_back({static_cast<int>(rank), entry.value("host", std::string()),
+                     entry.value("environment", nlohmann::json::object())});
+  }
+  return environment_by_host(std::move(ranks));
+}
+
 nlohmann::json run_manifest(const Config& config, const MpiContext& context, const std::vector<std::string>& hostnames,
-                            const Backend& backend) {
+                            const Backend& backend, const nlohmann::json& environment_by_host) {
   ManifestInput input;
   input.argv = config.argv;
   input.hostnames = hostnames;
@@ -75,6 +89,11 @@ nlohmann::json run_manifest(const Config& config, const MpiContext& context, con
   manifest["backend"] = backend.name();
   manifest["nranks"] = backend.nranks();
   manifest["emulated"] = backend.emulated();
+  const bool gathered = environment_by_host.is_object();
+  manifest["env_by_host"] = gathered ? environment_by_host.value("env_by_host", nlohmann::json::object())
+                                     : nlohmann::json::object();
+  manifest["env_rank_disagreements"] =
+      gathered ? environment_by_host.value("env_rank_disagreements", nlohmann::json::array()) : nlohmann::json::array();
   return manifest;
 }
 

@@ -12,7 +12,9 @@ std::unique_ptr<ResultSink> open_result_sink(const Config& config, const MpiCont
                                              const BackendChoice& choice, const std::string& program) {
   const bool writer = context.world_rank == 0;
   const std::vector<std::string> hostnames = gather_hostnames(context);
-  nlohmann::json manifest = writer ? run_manifest(config, context, hostnames, backend) : nlohmann::json(nullptr);
+  const nlohmann::json environment = gather_environment_by_host(context);  // collective: every rank
+  nlohmann::json manifest =
+      writer ? run_manifest(config, context, hostnames, backend, environment) : nlohmann::json(nullptr);
   const nlohmann::json bindings = gather_bindings(config, context, backend, program);
   auto sink = std::make_unique<ResultSink>(config, program, writer, manifest);
   sink->set_section("bindings", bindings);

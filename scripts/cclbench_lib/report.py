@@ -817,10 +817,12 @@ def p2p_section(data, pyplot, plots_dir):
         matrices = p2p_matrices(document)
         if not matrices and not document.get("no_device_reason"):
             lines += ["_no GPU pair measured (one GPU, or every pair skipped)_", ""]
-        # One colour scale, from 0, for all the tests of one unit on this host.
+        # One colour scale, from 0, for all the tests of one unit on this host; from the GPU pairs where
+        # there are any: a diagonal (the local copy within a GPU, p2p_matrix schema 1.1) is ~30x a link.
         scale = {}
         for _name, unit, _description, _size, matrix in matrices:
-            scale[unit] = max([scale.get(unit) or 0] + [v for row in matrix for v in row if v is not None])
+            pairs = [v for i, row in enumerate(matrix) for j, v in enumerate(row) if v is not None and i != j]
+            scale[unit] = max([scale.get(unit) or 0] + (pairs or [v for row in matrix for v in row if v is not None]))
         for name, unit, description, size, matrix in matrices:
             lines += [f"**{name}** ({unit}{', ' + format_size(size) if size else ''})" +
                       (f": {description}" if description else ""), ""]
@@ -831,7 +833,8 @@ def p2p_section(data, pyplot, plots_dir):
                                    vmax=scale.get(unit) or None, higher_is_better=unit == "GB/s")
                 lines += [f"![{host} {name}](plots/{safe}.png)", ""]
             header = ["src \\ dst"] + [str(j) for j in range(len(matrix))]
-            rows = [[str(i)] + ["X" if i == j else fmt_number(v) for j, v in enumerate(row)] for i, row in enumerate(matrix)]
+            rows = [[str(i)] + ["X" if i == j and v is None else fmt_number(v) for j, v in enumerate(row)]
+                    for i, row in enumerate(matrix)]
             lines += [md_table(header, rows), ""]
         lines += outliers.p2p_section_lines(document, data.topology.get(host))
         others = {}

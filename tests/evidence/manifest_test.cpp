@@ -71,6 +71,44 @@ TEST(Manifest, EnvironmentKeepsOnlyTheAllowlistAndRedactsSecrets) {
   }
 }
 
+TEST(Manifest, MeasurementEnvironmentIsTheNcclCudaUcxPartOfTheAllowlist) {
+  const nlohmann::json kept = measurement_environment(kEnvironment);
+  const nlohmann::json expected = {{"CUDA_DEVICE_ORDER", "PCI_BUS_ID"}, {"CUDA_VISIBLE_DEVICES", "0,1"},
+                                   {"NCCL_API_TOKEN", "<redacted>"}, {"NCCL_CROSS_NIC", "1"},
+                                   {"NCCL_IB_HCA", "mlx5_0:1,mlx5_3:1"}, {"NCCL_IB_PKEY", "0x8001"},
+                                   {"NCCL_PLUGIN_KEY", "<redacted>"}, {"NCCL_RAS_PASSWORD", "<redacted>"},
+                                   {"NCCL_SOCKET_IFNAME", "eth0"}, {"UCX_NET_DEVICES", "mlx5_0:1"}, {"UCX_TLS", "rc,sm"}};
+  EXPECT_EQ(kept, expected);  // no OMPI_COMM_WORLD_*/SLURM_* geometry, no CCLBENCH_INJECT_WRONG, no UCX_IB_SECRET
+  EXPECT_FALSE(is_measurement_environment_name("OMPI_COMM_WORLD_RANK"));
+  EXPECT_FALSE(is_measurement_environment_name("CUDA_LAUNCH_BLOCKING"));  // CUDA_ but not allowlisted
+  EXPECT_TRUE(is_measurement_environment_name("NCCL_DEBUG"));
+}
+
+TEST(Manifest, EnvironmentByHostTakesTheLowestRankAndNotesRanksThatDiffer) {
+  // node7's ranks 2 and 3 disagree on NCCL_DEBUG, and rank 3 alone sets NCCL_SOCKET_IFNAME; node5's
+  // ranks agree; NCCL_IB_HCA is set on node5 only, so node7 holds it as null.
+  std::vector<RankEnvironment> ranks = {
+      {3, "node7", {{"NCCL_DEBUG", "INFO"}, {"NCCL_SOCKET_IFNAME", "eth3"}}},
+      {0, "node5", {{"NCCL_DEBUG", "WARN"}, {"NCCL_IB_HCA", "mlx5_0"}}},
+      {2, "node7", {{"NCCL_DEBUG", "WARN"}}},
+      {1, "node5", {{"NCCL_DEBUG", "WARN"}, {"NCCL_IB_HCA", "mlx5_0"}}},
+  };
+  const nlohmann::json result = environment_by_host(ranks);
+  const nlohmann::json by_host = {
+      {"node5", {{"NCCL_DEBUG", "WARN"}, {"NCCL_IB_HCA", "mlx5_0"}, {"NCCL_SOCKET_IFNAME", nullptr}}},
+      {"node7", {{"NCCL_DEBUG", "WARN"}, {"NCCL_IB_HCA", nullptr}, {"NCCL_SOCKET_IFNAME", nullptr}}}};
+  EXPECT_EQ(result.at("env_by_host"), by_host) << result.dump(2);
+  const nlohmann::json disagreements = nlohmann::json::parse(R"([
+    {"host": "node7", "variable": "NCCL_DEBUG", "ranks": [{"rank": 2, "value": "WARN"}, {"rank": 3, "value": "INFO"}]},
+    {"host": "node7", "variable": "NCCL_SOCKET_IFNAME", "ranks": [{"rank": 2, "value": null}, {"rank": 3, "value": "eth3"}]}
+  ])");
+  EXPECT_EQ(result.at("env_rank_disagreements"), disagreements) << result.dump(2);
+
+  const nlohmann::json alone = environment_by_host({{0, "node5", nlohmann::json::object()}});
+  EXPECT_EQ(alone.at("env_by_host"), (nlohmann::json{{"node5", nlohmann::json::object()}}));
+  EXPECT_EQ(alone.at("env_rank_disagreements"), nlohmann::json::array());
+}
+
 TEST(Manifest, BuildFillsToolSystemAndNullsWithReasons) {
   ManifestInput input;
   input.argv = {"coll_perf", "-b", "8K"};

@@ -145,6 +145,11 @@ def one_rank(args):
     dtypes = {c["dtype"] for c in cases if c["status"] == "ok"}
     check(len(dtypes) == (12 if fp8_ran else 10), f"dtypes that ran: {sorted(dtypes)}")
     check(all(c["emulated"] is False for c in cases), "a one-rank run is not emulated")
+    # Schema 1.4: one rank crosses no link, so busbw is null with its reason (never nccl-tests' 0.00); algbw stays.
+    ran = [c for c in cases if c["status"] == "ok"]
+    check(all(c["busbw_gbps"] is None and c.get("busbw_reason") == "1 rank: no link is crossed" for c in cases),
+          "a one-rank case has a busbw or no busbw_reason")
+    check(all(isinstance(c["algbw_gbps"], float) and c["algbw_gbps"] > 0 for c in ran), "a one-rank case lost its algbw")
     return (f"{len(cases)} cases in {elapsed:.0f} s, 0 wrong, fp8 {'ran' if fp8_ran else 'skipped (below sm_90)'}")
 
 
@@ -210,6 +215,13 @@ def g_path(args):
     document, _ = load(json_path)
     assert_all_ok(document, out, err, allowed_skips=[r"in-place AlltoAll"] if gpus > 1 else [])
     check(document["manifest"]["nranks"] == gpus, f"nranks {document['manifest']['nranks']}, expected {gpus}")
+    # One process, -g N: N communicator ranks cross links, so busbw exists for N > 1 (null with a reason at N = 1).
+    for case in (c for c in document["cases"] if c["status"] == "ok"):
+        if gpus > 1:
+            check(case["busbw_gbps"] is not None and "busbw_reason" not in case, f"-g {gpus}: {case['case_id']} lost busbw")
+        else:
+            check(case["busbw_gbps"] is None and case.get("busbw_reason"), f"-g 1: {case['case_id']} has a busbw")
+    check(("# busbw: - (1 rank" in out) == (gpus == 1), f"-g {gpus}: the busbw reason line\n" + describe(out, err))
     code, out, err, _ = run([coll_perf(args), "-g", str(gpus + 1), "-b", "8K", "-e", "8K"], base_env(), 300)
     check(code == 2, f"-g {gpus + 1}: exit {code}, expected 2\n" + describe(out, err))
     check("only" in err and "visible" in err and re.search(r"host \S+", err), f"-g {gpus + 1}: unclear message\n{err}")

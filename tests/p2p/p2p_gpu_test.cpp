@@ -1,7 +1,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -64,7 +66,7 @@ TEST_F(P2pMatrixGpuTest, SingleGpuTestsMeasureVerifiedNonZeroBandwidth) {
     const std::string test = r["test"];
     if (test.rfind("device_local_copy", 0) == 0) {
       EXPECT_GT(r["bandwidth_gbps"]["median"].get<double>(), 1.0) << r.dump();
-      EXPECT_EQ(r["bytes_counted_per_copy"], 2ull * (64ull << 20));
+      EXPECT_EQ(r["bytes_counted_per_copy"], 64ull << 20);  // schema 1.1: bytes copied, as nvbandwidth
     } else if (test == "d2d_ce_latency") {
       EXPECT_GT(r["latency_us"]["median"].get<double>(), 0.0);
     } else {
@@ -163,15 +165,64 @@ TEST_F(P2pMatrixGpuTest, OneGpuStillMeasuresItsOwnTestsAndExitsZero) {
   const auto j = nlohmann::json::parse(read("o.json"));
   ASSERT_EQ(j["results"].size(), 3u) << j.dump();
   for (const auto& r : j["results"]) {
-    if (r["test"] == "d2d_ce_write_uni") {
-      EXPECT_EQ(r["status"], "skipped");
-      EXPECT_EQ(r["reason"], "needs 2 GPUs (1 visible)");
-    } else {
-      EXPECT_EQ(r["status"], "ok") << r.dump();  // diagonal latency and the local copy run on one GPU
-    }
+    // Schema 1.1: the one-way bandwidth matrix of one GPU is 1 x 1 and holds the local copy.
+    EXPECT_EQ(r["status"], "ok") << r.dump();  // the diagonals and the local copy run on one GPU
+    EXPECT_EQ(r["src"], 0) << r.dump();
+    EXPECT_EQ(r["dst"], 0) << r.dump();
   }
   EXPECT_TRUE(j["binding"].is_object()) << j["binding_reason"];
   EXPECT_EQ(j["binding_gpu"], 0);
+}
+
+}  // namespace
+
+namespace {
+
+// The GPU's memory bandwidth from its properties (2 transfers per memory clock x bus width), GB/s;
+// nullopt where the device does not report them.
+std::optional<double> hbm_ceiling_gbps(int device) {
+  int clock_khz = 0;
+  int bus_bits = 0;
+  if (cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device) != cudaSuccess || clock_khz <= 0 ||
+      bus_bits <= 0) {
+    return std::nullopt;
+  }
+  return 2.0 * clock_khz * 1e3 * (bus_bits / 8.0) / 1e9;
+}
+
+TEST_F(P2pMatrixGpuTest, OneWayMatricesMeasureTheLocalCopyOnTheDiagonal) {
+  // 256 MiB per copy: several times any L2, so the copy streams through HBM.
+  const int rc = run("-t d2d_ce_write_uni,d2d_ce_read_uni,d2d_sm_write_uni,d2d_sm_read_uni -b 256M -n 3 -w 1 --json " +
+                     dir_ + "/d.json");
+  ASSERT_TRUE(rc == 0 || rc == 7) << read("stderr.txt") << read("stdout.txt");
+  EXPECT_EQ(validate("d.json"), 0);
+  const auto j = nlohmann::json::parse(read("d.json"));
+  EXPECT_EQ(j["schema_version"], "1.1.0");
+  int diagonals = 0;
+  for (const auto& r : j["results"]) {
+    if (!r["src"].is_number_integer() || r["src"] != r["dst"]) continue;
+    ++diagonals;
+    const int gpu = r["src"].get<int>();
+    ASSERT_EQ(r["status"], "ok") << r.dump();
+    EXPECT_EQ(r["details"]["local_copy"], true) << r.dump();
+    EXPECT_EQ(r["bytes_counted"], "one_direction") << r.dump();
+    EXPECT_EQ(r["bytes_counted_per_copy"], 256ull << 20) << "bytes copied, as nvbandwidth: " << r.dump();
+    EXPECT_EQ(r["verification"]["wrong_words"], 0) << r.dump();
+    const double median = r["bandwidth_gbps"]["median"].get<double>();
+    EXPECT_TRUE(std::isfinite(median)) << r.dump();
+    EXPECT_GT(median, 1.0) << r.dump();
+    // A local copy reads and writes each byte: HBM carries twice the figure, which cannot exceed the
+    // memory's peak. Where the device reports no memory clock, a bound above every GPU made so far.
+    const std::optional<double> ceiling = hbm_ceiling_gbps(gpu);
+    const double bound = ceiling ? *ceiling : 20000.0;
+    EXPECT_LT(median, bound) << "GPU " << gpu << " HBM ceiling " << bound << " GB/s: " << r.dump();
+    if (ceiling) {
+      EXPECT_LT(2.0 * median, 1.05 * *ceiling) << "read + write over HBM peak " << *ceiling << ": " << r.dump();
+    }
+  }
+  EXPECT_EQ(diagonals, 4 * device_count_) << "one diagonal per GPU and test: " << j["results"].dump();
+  EXPECT_NE(read("stdout.txt").find("diagonal = copy within the GPU"), std::string::npos) << read("stdout.txt");
 }
 
 }  // namespace

@@ -38,10 +38,24 @@ TEST(P2pRegistry, BytesCountedMatchesTheDirectionality) {
   EXPECT_EQ(test_info(TestId::d2d_ce_write_uni).bytes_counted, BytesCounted::one_direction);
   EXPECT_EQ(test_info(TestId::d2d_ce_write_bi).bytes_counted, BytesCounted::both_directions);
   EXPECT_EQ(test_info(TestId::bi_h2d_d2h_ce_local_numa).bytes_counted, BytesCounted::both_directions);
-  EXPECT_EQ(test_info(TestId::device_local_copy_sm).bytes_counted, BytesCounted::read_plus_write);
+  // Schema 1.1: a copy within one GPU counts the bytes copied, as nvbandwidth's device_local_copy.
+  EXPECT_EQ(test_info(TestId::device_local_copy_sm).bytes_counted, BytesCounted::one_direction);
+  EXPECT_EQ(test_info(TestId::device_local_copy_ce).bytes_counted, BytesCounted::one_direction);
   EXPECT_EQ(test_info(TestId::d2d_sm_latency).bytes_counted, BytesCounted::not_applicable);
   EXPECT_EQ(test_info(TestId::device_local_copy_ce).default_bytes, 1ull << 30);
   EXPECT_EQ(test_info(TestId::h2d_ce_local_numa).default_bytes, 256ull << 20);
+}
+
+TEST(P2pRegistry, OneWayBandwidthMatricesAndLatenciesMeasureTheirDiagonal) {
+  // Schema 1.1: the diagonal of a one-way matrix is the local device copy (nvbandwidth's
+  // device_local_copy); two copies at once on one GPU (bi) or a staged self copy mean nothing.
+  using enum TestId;
+  for (TestId id : {d2d_ce_write_uni, d2d_ce_read_uni, d2d_sm_write_uni, d2d_sm_read_uni, d2d_ce_latency, d2d_sm_latency}) {
+    EXPECT_TRUE(test_info(id).diagonal) << test_info(id).name;
+  }
+  for (TestId id : {d2d_ce_write_bi, d2d_ce_read_bi, d2d_sm_write_bi, d2d_sm_read_bi, d2d_staged_uni, d2d_staged_bi}) {
+    EXPECT_FALSE(test_info(id).diagonal) << test_info(id).name;
+  }
 }
 
 TEST(P2pRegistry, SelectionKeepsRegistryOrderAndDropsDuplicates) {

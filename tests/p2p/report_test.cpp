@@ -124,10 +124,33 @@ TEST(P2pText, PairMatrixHasTitleUnitDashesAndNotes) {
   EXPECT_NE(text.find("  skipped (1->0): peer access not supported"), std::string::npos) << text;
 }
 
+TEST(P2pText, PairMatrixShowsAMeasuredDiagonalAndSaysWhatItIs) {
+  Report r = synthetic_report();
+  auto local = ok_measurement(TestId::d2d_ce_write_uni, Endpoint::device(0), Endpoint::device(0), 256ull << 20,
+                              {1900, 1950, 1925});
+  local.details["local_copy"] = true;
+  r.results.push_back(local);
+  const std::string text = render_test_text(r, TestId::d2d_ce_write_uni);
+  EXPECT_NE(text.find("\n0          1925.00     20.00\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("diagonal = copy within the GPU (bytes copied / time, as nvbandwidth's device_local_copy)"),
+            std::string::npos) << text;
+  const nlohmann::json j = to_json(r);
+  EXPECT_EQ(j["schema_version"], "1.1.0");
+  bool found = false;
+  for (const auto& result : j["results"]) {
+    if (result["test"] != "d2d_ce_write_uni" || result["src"] != 0 || result["dst"] != 0) continue;
+    found = true;
+    EXPECT_EQ(result["bandwidth_gbps"]["median"], 1925.0);
+    EXPECT_EQ(result["bytes_counted"], "one_direction");
+    EXPECT_EQ(result["details"]["local_copy"], true);
+  }
+  EXPECT_TRUE(found) << j.dump();
+}
+
 TEST(P2pText, DeviceRowShowsFailAndNumaNode) {
   const Report r = synthetic_report();
   const std::string local = render_test_text(r, TestId::device_local_copy_sm);
-  EXPECT_NE(local.find("read + write (2 x size)"), std::string::npos) << local;
+  EXPECT_NE(local.find("bytes counted: one direction"), std::string::npos) << local;  // schema 1.1: bytes copied
   EXPECT_NE(local.find("   3925.00      FAIL\n"), std::string::npos) << local;
   EXPECT_NE(local.find("  failed (GPU1): verification failed: 17 wrong words"), std::string::npos) << local;
   EXPECT_EQ(local.find("numa"), std::string::npos) << local;

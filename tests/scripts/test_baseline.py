@@ -271,7 +271,8 @@ class TwoNodeRuns(BaselineRuns):
         self.assertIn("inter.cross2.rail-mlx5_3", text)
         self.assertIn("NCCL_IB_HCA==mlx5_0:1,mlx5_3:1", text)
         self.assertIn("**d2d_ce_write_uni** (GB/s, 256M)", text, "P2P matrices are reported")
-        self.assertIn("| 0 | X | 52.00 | 38.00 | 38.00 |", text, "from the real p2p_matrix layout, src row -> dst column")
+        self.assertIn("| 0 | 1,900 | 52.00 | 38.00 | 38.00 |", text,
+                      "from the real p2p_matrix layout, src row -> dst column; the diagonal is the local copy")
         self.assertIn("| mlx5_3 | eth3 |", text, "the GPU-NIC-NUMA table")
         self.assertIn("mlx5_0:1/eth0 PIX", text, "nearest NIC per GPU")
         self.assertIn("| GPU0 | X | PIX |", text, "path classes")

@@ -110,7 +110,9 @@ class FakesMatchTheRealTools(TempDirTest):
         for row, lean_case in zip(body, real["cases"]):
             case = with_defaults(lean_case)  # schema 1.3: a field left out holds its default, the CSV writes it
             for column, cell in zip(header, row):
-                value = case["time_us"][column[len("time_us_"):]] if column.startswith("time_us_") else case[column]
+                # busbw_reason (schema 1.4) is in a record only where busbw has no meaning; elsewhere its cell is empty.
+                value = case["time_us"][column[len("time_us_"):]] if column.startswith("time_us_") else \
+                    (case.get(column) if column == "busbw_reason" else case[column])
                 where = f"{case['case_id']} {column}"
                 if value is None:
                     self.assertEqual(cell, "", where)
@@ -120,6 +122,43 @@ class FakesMatchTheRealTools(TempDirTest):
                     self.assertAlmostEqual(float(cell), float(value), delta=abs(value) * 1e-12, msg=where)
                 else:
                     self.assertEqual(cell, str(value), where)
+
+    def test_one_rank_busbw_is_null_with_its_reason_in_the_real_coll_perf_and_the_fake(self):
+        """Schema 1.4: at one rank busbw has no meaning (no link is crossed): null with busbw_reason in the
+        records, an empty busbw_gbps cell and the reason in the CSV, '-' and the reason once on the console;
+        algbw and the times stay. The fake writes the same keys and CSV header."""
+        real_dir = os.path.join(self.tmp, "real1")
+        os.makedirs(real_dir)
+        real = subprocess.run([MPIRUN, "-np", "1", "--bind-to", "none", os.path.join(APPS, "coll_perf")] +
+                              [arg for arg in COLL_ARGS if arg != "--quiet"] + self.outputs(real_dir),
+                              capture_output=True, text=True, env=mpirun_env(), timeout=600)
+        self.assertEqual(real.returncode, 0, real.stderr)
+        self.assertEqual(real.stdout.count("# busbw: - (1 rank: no link is crossed)"), 1, real.stdout)
+        self.assertNotIn("Avg bus bandwidth", real.stdout)
+        fake_dir = os.path.join(self.tmp, "fake1")
+        os.makedirs(fake_dir)
+        self.run_fake("coll_perf", COLL_ARGS + self.outputs(fake_dir), env={"OMPI_COMM_WORLD_SIZE": "1"})
+        for folder in (real_dir, fake_dir):
+            for schema, name in (("coll_perf.schema.json", "r.json"), ("case_record.schema.json", "r.jsonl")):
+                ok, errors = validate(schema, os.path.join(folder, name))
+                self.assertTrue(ok, f"{folder}/{name}: {errors}")
+            document, lines, rows = self.load(folder)
+            self.assertTrue(document["cases"] and len(lines) == len(document["cases"]), folder)
+            for case in document["cases"] + lines:
+                self.assertEqual(case["nranks"], 1)
+                self.assertIsNone(case["busbw_gbps"], case["case_id"])
+                self.assertEqual(case["busbw_reason"], "1 rank: no link is crossed", case["case_id"])
+                self.assertGreater(case["algbw_gbps"], 0, case["case_id"])
+                self.assertGreater(case["time_us"]["mean"], 0, case["case_id"])
+            header = rows[0]
+            for row in rows[1:]:
+                self.assertEqual(row[header.index("busbw_gbps")], "", "null is an empty cell, never 0")
+                self.assertEqual(row[header.index("busbw_reason")], "1 rank: no link is crossed")
+                self.assertGreater(float(row[header.index("algbw_gbps")]), 0)
+        real_doc, _lines, real_rows = self.load(real_dir)
+        fake_doc, _lines, fake_rows = self.load(fake_dir)
+        self.assertEqual([set(c) for c in fake_doc["cases"]], [set(c) for c in real_doc["cases"]], "one-rank record keys")
+        self.assertEqual(fake_rows[0], real_rows[0], "CSV header")
 
     def test_fake_coll_perf_nccl_backend_validates(self):
         """No NCCL run here: the NCCL-only sections are held to the schema (and the transport evidence to
