@@ -11,7 +11,8 @@ import unittest
 import doctor_fixture
 from helpers import FAKE_BIN, FAKE_MPIRUN, TempDirTest, read_text, run_cli, validate
 
-from cclbench_lib import doctor, doctor_checks
+from cclbench_lib.execute import doctor
+from cclbench_lib.model import doctor_checks
 
 STATUSES = {"pass", "warn", "fail", "skip"}
 

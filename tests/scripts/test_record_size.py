@@ -12,7 +12,7 @@ import unittest
 
 from helpers import BINARY_DIR, SCHEMA_DIR, TempDirTest, main_for_ctest, read_jsonl, validate
 
-from cclbench_lib import records
+from cclbench_lib.model import records
 
 COLL_PERF = os.path.join(BINARY_DIR, "bench", "apps", "coll_perf")
 MPIRUN = shutil.which("mpirun")

@@ -1,7 +1,7 @@
 """`baseline`: runs a plan into results/<RUN_ID>/, resumable point by point."""
+
 import csv
 import io
-import json
 import os
 import platform
 import shlex
@@ -12,13 +12,21 @@ import sys
 import threading
 import time
 
-from . import SCHEMA_VERSION, TOOL_VERSION, decode, launcher
-from .common import (CclbenchError, UsageError, allowlisted_env, format_size, make_dirs, open_append, read_json,
-                     terminate_last_line, utc_now, write_atomic, write_json_atomic)
-from .plan import Planner, format_launch, plan_mode
-from .records import describe_problem, group_repeats, latest_by_case, load_cases, point_completeness, repeat_verdict
+from ..base import locations
+from ..base.environment import allowlisted_env
+from ..base.errors import CclbenchError
+from ..base.files import make_dirs, open_append, read_json, terminate_last_line, write_atomic, write_json_atomic
+from ..base.values import COLL_KINDS, format_size, utc_now, variant_text
+from ..base.version import SCHEMA_VERSION, TOOL_VERSION
+from ..execute.doctor import merge_run_directory
+from ..model import launcher
+from ..model.records import describe_problem, group_repeats, latest_by_case, load_cases, point_completeness
+from ..plan.baseline import Planner, format_launch, plan_mode
+from ..render.report import build_report
+from ..rules.ab import choose_binding, sweep_bindings
+from ..rules.repeat_rule import repeat_verdict
 
-COLL_KINDS = ("intra", "inter", "local")
+
 EXIT_MEANINGS = {0: "ok", 1: "some case failed or data was wrong", 2: "bad usage", 3: "transport expectation failed",
                  4: "timeout", 5: "runtime error", 6: "peer lost", 7: "nothing measured", 130: "interrupted",
                  143: "terminated"}
@@ -31,7 +39,6 @@ class Interrupted(Exception):
 
 
 def tool_commit():
-    from . import locations
     if locations.installed():  # never the commit of whatever repository an installation sits in
         return locations.installed_commit()
     here = os.path.dirname(os.path.abspath(__file__))
@@ -74,18 +81,6 @@ def local_versions(mpirun):
         except (OSError, subprocess.SubprocessError):
             pass
     return versions
-
-
-def resolve_program(name, what):
-    """mpirun must exist: a bare name is looked up on PATH, a path must be executable."""
-    if os.sep in name:
-        if os.path.isfile(name) and os.access(name, os.X_OK):
-            return name
-        raise CclbenchError(f"{what} '{name}' is not an executable file", 2)
-    found = shutil.which(name)
-    if not found:
-        raise CclbenchError(f"{what} '{name}' is not on PATH (install Open MPI or pass --mpirun PATH)", 2)
-    return name
 
 
 class Progress:
@@ -298,18 +293,18 @@ class Baseline:
 
     def apply_binding(self, launch):
         """A decode point over the rails (and its probe and A/B variants) runs with the binding the sweep found
-        best at its sizes, chosen once from the records measured before it (decode.choose_binding): its
+        best at its sizes, chosen once from the records measured before it (choose_binding): its
         environment and launcher prefix are rebuilt with that binding, and the plan in the manifest says so."""
         rule = launch["binding"]
         choice = self.binding_choices.get(rule["point"])
         if choice is None:
             path = os.path.join(self.run_dir, "cases.jsonl")
             records = load_cases(path, "case records")[0] if os.path.exists(path) else []
-            base, env, reason = decode.choose_binding(records, decode.sweep_bindings(self.launches), rule["collective"],
+            base, env, reason = choose_binding(records, sweep_bindings(self.launches), rule["collective"],
                                                       rule["sizes"], rule["production_env"])
             choice = {"from": base, "env": env, "reason": reason}
             self.binding_choices[rule["point"]] = choice
-            self.log_line(f"# {rule['point']}: binding {base or decode.variant_text(env)}: {reason}")
+            self.log_line(f"# {rule['point']}: binding {base or variant_text(env)}: {reason}")
         env = dict(choice["env"], **((launch.get("ab") or {}).get("variant") or {}))
         old_prefix = launcher.command(self.inputs, launch["nranks"], rule["host_spec"], launch.get("env") or {})
         if launch["argv"][:len(old_prefix)] != old_prefix:
@@ -406,7 +401,6 @@ class Baseline:
 
     def merge_doctor(self):
         """doctor/<host>.json -> doctor.json after each doctor launch; one stderr line with the verdict."""
-        from .doctor import merge_run_directory
         hosts = [launch["hosts"][0] for launch in self.launches if launch["kind"] == "doctor"]
         document = merge_run_directory(self.run_dir, hosts)
         done = all(os.path.exists(os.path.join(self.run_dir, "doctor", f"{host}.json")) for host in hosts)
@@ -487,7 +481,6 @@ class Baseline:
     def write_report(self):
         """report.md (and plots) at the end of every run that was not interrupted, failed ones included:
         their anomalies are what the reader needs first. A report problem never hides the run's outcome."""
-        from .report import build_report
         try:
             path, anomalies = build_report(self.run_dir, self.inputs["cv_gate_pct"])
         except CclbenchError as error:

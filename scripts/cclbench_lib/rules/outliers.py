@@ -18,11 +18,14 @@ The rules (README, "Report: outliers"):
     time is a tie-break, not a fault.
 Latency matrices are shown but not judged here: microsecond latencies jitter by more than 15%.
 """
+
 import math
 import statistics
 
-from .common import format_size
-from .records import base_point_of, is_correctness_only
+from ..base.values import format_size
+from ..model.records import base_point_of, is_correctness_only
+from ..model.run_dir import p2p_matrices
+
 
 LOW_RATIO = 0.85
 MIN_GROUP = 3
@@ -98,7 +101,6 @@ def pair_outliers(matrix, classes):
 
 
 def _bandwidth_matrices(document):
-    from .report import p2p_matrices  # report imports this module; the matrix reader is report's
     return [(name, size, matrix) for name, unit, _description, size, matrix in p2p_matrices(document) if unit == "GB/s"]
 
 

@@ -11,12 +11,14 @@ process-management interface the MPI library can use: PMIx (preferred) or PMI2 i
 Open MPI 5 always speaks PMIx). Otherwise mpirun runs inside the allocation, where Open MPI reads
 the allocation itself.
 """
+
 import os
 import re
 import shutil
 import subprocess
 
-from .common import UsageError
+from ..base.errors import UsageError
+
 
 LAUNCHER_CHOICES = ("auto", "mpirun", "srun")
 

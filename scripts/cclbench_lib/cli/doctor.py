@@ -1,0 +1,26 @@
+"""The `doctor` sub-parser."""
+
+import argparse
+
+
+def add_doctor_parser(sub):
+    doctor = sub.add_parser("doctor", help="preflight: PCIe links, GPUDirect RDMA, rails, GIDs, MTU, NUMA, ACS/IOMMU, "
+                            "versions, NCCL env, GPU health (exit 1 when a check fails)")
+    doctor.add_argument("--hosts", help="comma-separated hosts: one mpirun -np 1 per host, versions compared")
+    doctor.add_argument("--hostfile", help="Open MPI hostfile (host names only are used)")
+    doctor.add_argument("--sysfs-root", help="read this directory instead of /sys (fixtures)")
+    doctor.add_argument("--procfs-root", help="read this directory instead of /proc (fixtures)")
+    doctor.add_argument("--json", help="also write the result as JSON (doctor.schema.json)")
+    doctor.add_argument("--as-host", metavar="NAME", help="the name to report for this host (default: its hostname)")
+    doctor.add_argument("--mpirun", default="mpirun", help="launcher for --hosts (default: mpirun on PATH)")
+    doctor.add_argument("--mpirun-args", action="append", default=[], metavar="ARGS",
+                        help="extra launcher arguments for --hosts (= form, repeatable)")
+    # Internal: the per-host run that --hosts and baseline launch.
+    doctor.add_argument("--host-only", action="store_true", help=argparse_suppress())
+
+    doctor.add_argument("--emit-json-line", action="store_true", help=argparse_suppress())
+    return doctor
+
+
+def argparse_suppress():
+    return argparse.SUPPRESS
