@@ -4,15 +4,14 @@ import math
 import statistics
 
 
-def _finite_number(value):
+def is_finite(value):
+    """A JSON number that is finite: not a bool, not NaN or Infinity, not an integer too large for a float."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return False
     try:
         return math.isfinite(float(value))
     except OverflowError:  # JSON integers have no size limit
         return False
-
-
 
 
 def cv_pct(values):
@@ -25,11 +24,12 @@ def cv_pct(values):
     return statistics.stdev(values) / mean * 100.0
 
 
-def _positive(value):
-    return float(value) if _finite_number(value) and value > 0 else None
+def positive(value):
+    return float(value) if is_finite(value) and value > 0 else None
 
 
 def median(values):
+    """The median of the numbers (any iterable), None for none."""
     values = sorted(values)
     if not values:
         return None

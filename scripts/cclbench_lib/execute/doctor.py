@@ -21,6 +21,7 @@ from ..base.locations import resolve_program
 from ..base.values import split_mpirun_args, utc_now
 from ..base.version import TOOL_VERSION
 from ..model.doctor_checks import DOCTOR_SCHEMA_VERSION, JSON_LINE_PREFIX, Node, Reader, STATUSES, check_acs_iommu, check_gdr_module, check_gpu_state, check_nccl_env, check_netdev_mtu, check_numa_affinity, check_pcie_link, check_rdma_port, check_roce_gid, check_versions_local, compare_versions, host_versions, result
+from ..model.launcher import choose_launcher, command, mpirun_version
 from ..model.hosts import local_hostname, parse_host_list, parse_hostfile, validate_host
 from ..plan.doctor_point import cclbench_script, doctor_argv
 from ..render.doctor import render_table
@@ -161,12 +162,11 @@ def mpi_version():
     tool = shutil.which("mpirun")
     if not tool:
         return None, "mpirun is not on PATH"
-    try:
-        out = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=20, check=False)
-    except (OSError, subprocess.SubprocessError) as error:
-        return None, f"mpirun --version failed: {error}"
-    lines = (out.stdout or "").strip().splitlines()
-    if out.returncode != 0 or not lines:
+    text, problem = mpirun_version(tool)
+    if text is None:
+        return None, f"mpirun --version failed: {problem}"
+    lines = text.strip().splitlines()
+    if not lines:
         return None, "mpirun --version printed nothing"
     match = re.search(r"\(Open MPI\) (\S+)", lines[0])
     return (match.group(1) if match else lines[0].strip()[:80]), None
@@ -296,17 +296,17 @@ def cmd_doctor(args, hosts):
 
 
 def gather_hosts(args, hosts):
-    """One `mpirun -np 1 --host H` per host, each printing its document as one stdout line (no shared
-    filesystem needed), merged here."""
+    """One rank per host, started as baseline starts its ranks (`mpirun -np 1 --host H`, or `srun -n 1
+    --nodelist H` inside a Slurm allocation: model/launcher), each printing its document as one stdout line
+    (no shared filesystem needed), merged here."""
     mpirun = resolve_program(args.mpirun, "mpirun")
-    extra = split_mpirun_args(args.mpirun_args)
-    if os.geteuid() == 0 and "--allow-run-as-root" not in extra:
-        extra = ["--allow-run-as-root"] + extra
+    inputs = {"mpirun": mpirun, "mpirun_args": split_mpirun_args(args.mpirun_args), "as_root": os.geteuid() == 0,
+              "launcher": choose_launcher(args.launcher, mpirun,
+                                          srun_args=split_mpirun_args(args.srun_args, "--srun-args"))}
     script = cclbench_script()
     documents = {}
     for host in hosts:
-        argv = [mpirun] + extra + ["-np", "1", "--host", host] + doctor_argv(
-            script, args.sysfs_root, args.procfs_root, host, emit_line=True)
+        argv = command(inputs, 1, host) + doctor_argv(script, args.sysfs_root, args.procfs_root, host, emit_line=True)
         try:
             out = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False,
                                  stdin=subprocess.DEVNULL)

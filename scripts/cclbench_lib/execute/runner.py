@@ -20,11 +20,12 @@ from ..base.values import COLL_KINDS, format_size, utc_now, variant_text
 from ..base.version import SCHEMA_VERSION, TOOL_VERSION
 from ..execute.doctor import merge_run_directory
 from ..model import launcher
-from ..model.records import describe_problem, group_repeats, latest_by_case, load_cases, point_completeness
+from ..model.launcher import mpirun_version
+from ..model.records import CASES_FILE, SANITY_FILE, cases_path, describe_problem, latest_by_case, load_cases, point_completeness
 from ..plan.baseline import Planner, format_launch, plan_mode
 from ..render.report import build_report
 from ..rules.ab import choose_binding, sweep_bindings
-from ..rules.repeat_rule import repeat_verdict
+from ..rules.repeat_rule import repeat_failures
 
 
 EXIT_MEANINGS = {0: "ok", 1: "some case failed or data was wrong", 2: "bad usage", 3: "transport expectation failed",
@@ -68,7 +69,9 @@ def local_versions(mpirun):
     versions = {"python": platform.python_version(), "os": platform.platform(), "mpirun": None,
                 "nvidia_driver": None, "gpu_names": None}
     if shutil.which(mpirun) or os.path.isfile(mpirun):
-        versions["mpirun"] = _first_line([mpirun, "--version"])
+        text, _problem = mpirun_version(mpirun)
+        lines = (text or "").strip().splitlines()
+        versions["mpirun"] = lines[0].strip() if lines else None
     smi = shutil.which("nvidia-smi")
     if smi:
         line = _first_line([smi, "--query-gpu=driver_version", "--format=csv,noheader"])
@@ -204,7 +207,7 @@ class Baseline:
         else:
             self.manifest = self.new_manifest()
         self.manifest["invocations"].append({"argv": self.argv, "started_utc": utc_now(), "resume": self.resume})
-        for name in ("cases.jsonl", "sanity.jsonl"):
+        for name in (CASES_FILE, SANITY_FILE):
             terminate_last_line(os.path.join(self.run_dir, name))
         for sub in ("doctor", "topology", "p2p", "nccl", "raw", "tuning"):
             make_dirs(os.path.join(self.run_dir, sub))  # 0755 and no symlinks, whatever the umask
@@ -227,7 +230,7 @@ class Baseline:
                 if launch["kind"] == "doctor" and document.get("kind") != "doctor":
                     return False, f"{path} is not a cclbench doctor result"
             return True, None
-        jsonl = os.path.join(self.run_dir, "sanity.jsonl" if launch["kind"] == "sanity" else "cases.jsonl")
+        jsonl = os.path.join(self.run_dir, SANITY_FILE if launch["kind"] == "sanity" else CASES_FILE)
         if not os.path.exists(jsonl):
             return False, f"no case records ({os.path.basename(jsonl)} is missing)"
         records, _ = load_cases(jsonl, "case records")
@@ -298,7 +301,7 @@ class Baseline:
         rule = launch["binding"]
         choice = self.binding_choices.get(rule["point"])
         if choice is None:
-            path = os.path.join(self.run_dir, "cases.jsonl")
+            path = cases_path(self.run_dir)
             records = load_cases(path, "case records")[0] if os.path.exists(path) else []
             base, env, reason = choose_binding(records, sweep_bindings(self.launches), rule["collective"],
                                                       rule["sizes"], rule["production_env"])
@@ -410,7 +413,7 @@ class Baseline:
                   f"{counts['skip']} skip): {os.path.join(self.run_dir, 'doctor.json')}", file=sys.stderr, flush=True)
 
     def write_summary(self):
-        path = os.path.join(self.run_dir, "cases.jsonl")
+        path = cases_path(self.run_dir)
         records = load_cases(path, "case records")[0] if os.path.exists(path) else []
         write_summary_csv(os.path.join(self.run_dir, "summary.csv"), records)
         return records
@@ -456,11 +459,9 @@ class Baseline:
         cv_failures = []
         if self.inputs["repeat"] > 1:
             gate = self.inputs["cv_gate_pct"]
-            for (base, case_id), group in sorted(group_repeats(records).items()):
-                verdict = repeat_verdict(group, gate)  # None for emulated and MPI-backend records
-                if verdict is not None and not verdict["passed"]:
-                    cv_failures.append({"point": base, "case_id": case_id, "cv_pct": round(verdict["cv_pct"], 3),
-                                        "robust_pct": round(verdict["robust_pct"], 3)})
+            for base, case_id, verdict in repeat_failures(records, gate):
+                cv_failures.append({"point": base, "case_id": case_id, "cv_pct": round(verdict["cv_pct"], 3),
+                                    "robust_pct": round(verdict["robust_pct"], 3)})
             self.manifest["gates"]["repeat_cv_failures"] = cv_failures
         status = "complete" if not failures and not cv_failures else "failed"
         self.finish(status)

@@ -14,7 +14,7 @@ from ..base.errors import CclbenchError
 from ..base.files import write_atomic
 from ..base.values import sweep_sizes
 from ..execute.runner import Baseline, Progress
-from ..model.records import describe_problem, latest_by_case, load_cases, record_is_sound, was_skipped
+from ..model.records import cases_path, describe_problem, latest_by_case, load_cases, record_is_sound, was_skipped
 from ..plan.baseline import Planner
 
 
@@ -60,7 +60,7 @@ def smoke_launches(inputs, run_dir, have_gpu):
 
 def strict_problems(run_dir, launch):
     """Smoke demands checked data: every record ok with wrong == 0 (null means unchecked: fail)."""
-    path = os.path.join(run_dir, "cases.jsonl")
+    path = cases_path(run_dir)
     if not os.path.exists(path):
         return "no case records"
     records = [r for (point, _), r in latest_by_case(load_cases(path, "case records")[0]).items() if point == launch["name"]]
@@ -78,7 +78,7 @@ def strict_problems(run_dir, launch):
 def failed_cases(run_dir, launch):
     """'case_id: problem' for every case of the launch that ran and is not sound, so the JUnit
     failure names each one (the message names the first)."""
-    path = os.path.join(run_dir, "cases.jsonl")
+    path = cases_path(run_dir)
     if not os.path.exists(path):
         return []
     try:

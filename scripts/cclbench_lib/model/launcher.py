@@ -34,6 +34,12 @@ def _output(argv, environ):
     return result.stdout + result.stderr, None
 
 
+def mpirun_version(mpirun, environ=None):
+    """(the output of `mpirun --version`, None) or (None, why not): the one place it is run (the launcher
+    choice, the manifest's versions, the doctor's version check)."""
+    return _output([mpirun, "--version"], os.environ if environ is None else environ)
+
+
 def srun_mpi_plugin(srun, environ):
     """('pmix'|'pmi2', None) from `srun --mpi=list`, or (None, why not)."""
     text, problem = _output([srun, "--mpi=list"], environ)
@@ -48,7 +54,7 @@ def srun_mpi_plugin(srun, environ):
 
 def mpi_supports_direct_launch(mpirun, environ):
     """(True, None) when the MPI behind `mpirun` can be started by srun, else (False, why not)."""
-    version, problem = _output([mpirun, "--version"], environ)
+    version, problem = mpirun_version(mpirun, environ)
     if version is None:
         return False, f"`{mpirun} --version` failed ({problem})"
     match = re.search(r"Open MPI\)?\s+v?(\d+)", version) or re.search(r"\(OpenRTE\)\s+(\d+)", version)

@@ -2,16 +2,28 @@
 point against its plan, statistics across repeats.
 """
 
-import math
 import os
 import re
 
 from ..base.errors import CclbenchError
 from ..base.files import read_jsonl
-from ..base.numbers import _finite_number, _positive
+from ..base.numbers import is_finite, positive
 
 
 _REPEAT_RE = re.compile(r"^(.*)\.rep(\d+)$")
+
+
+CASES_FILE = "cases.jsonl"    # every timed case record of a run
+SANITY_FILE = "sanity.jsonl"  # the sanity pass's records
+
+
+def cases_path(run_dir):
+    return os.path.join(run_dir, CASES_FILE)
+
+
+def launch_base_point(launch):
+    """The base point of a plan launch: its base_point, else its name without .repN (as its records are grouped)."""
+    return launch.get("base_point") or base_point_of(launch.get("name") or "")
 
 
 def base_point_of(point):
@@ -33,10 +45,10 @@ def record_problem(record):
     if time_us is not None:
         if not isinstance(time_us, dict):
             return "time_us is not an object"
-        if any(value is not None and not _finite_number(value) for value in time_us.values()):
+        if any(value is not None and not is_finite(value) for value in time_us.values()):
             return "time_us holds a value that is not a finite number"
     samples = record.get("samples_us")
-    if samples is not None and (not isinstance(samples, list) or not all(_finite_number(v) for v in samples)):
+    if samples is not None and (not isinstance(samples, list) or not all(is_finite(v) for v in samples)):
         return "samples_us is not a list of finite numbers"
     return None
 
@@ -87,7 +99,7 @@ def load_cases(run_dir_or_file, what="case records", strict=False):
     strict)."""
     path = run_dir_or_file
     if os.path.isdir(path):
-        path = os.path.join(path, "cases.jsonl")
+        path = cases_path(path)
     records, bad = read_jsonl(path, what, strict=strict)
     kept = []
     for number, record in enumerate(records, 1):
@@ -126,7 +138,7 @@ def record_is_sound(record):
         return False
     for key in ("mean", "p50"):
         value = time_us.get(key)
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value <= 0:
+        if not is_finite(value) or value <= 0:
             return False
     wrong = record.get("wrong")
     if wrong not in (None, 0):
@@ -178,13 +190,13 @@ def bandwidth_time_us(record):
     """The time a record's busbw comes from, the headline the report plots and compare judges:
     gated_time_us (GPU time, no launch gaps) where coll_perf has one, else batch_time_us where the record
     says so (a -G run without a gated time: its per-iteration samples carry event nodes), else time_us.mean."""
-    gated = _positive(record.get("gated_time_us"))
+    gated = positive(record.get("gated_time_us"))
     if gated is not None:
         return gated
     if record.get("bandwidth_from") == "batch_time_us":
-        return _positive(record.get("batch_time_us"))
+        return positive(record.get("batch_time_us"))
     time_us = record.get("time_us")
-    return _positive(time_us.get("mean")) if isinstance(time_us, dict) else None
+    return positive(time_us.get("mean")) if isinstance(time_us, dict) else None
 
 
 # What a record measures. Emulated ranks (--share-gpu: several ranks time-slice one GPU over sockets)
@@ -212,6 +224,6 @@ def measurement_mode(record):
     """backend, ranks, emulation and launch mode: records of different modes are never compared.
     CUDA-graph records (graph_launches > 0) are never set against eager ones."""
     graph = record.get("graph_launches")
-    launch = "cuda-graph" if _finite_number(graph) and graph > 0 else "eager"
+    launch = "cuda-graph" if is_finite(graph) and graph > 0 else "eager"
     mode = f"{record.get('backend') or '?'} x{record.get('nranks') or '?'} {launch}"
     return mode + (" emulated" if record.get("emulated") else "")

@@ -3,14 +3,13 @@ case, grouped by point and repeat), topology, P2P matrices, doctor, transport an
 bindings and NCCL's own rejection lines. Used by report, compare and the decode tables."""
 
 import glob
-import math
 import os
-import statistics
 
 from ..base.errors import CclbenchError
 from ..base.files import read_json
 from ..base.values import COLL_KINDS, variant_text
-from ..model.records import base_point_of, group_repeats, latest_by_case, load_cases
+from ..base.numbers import is_finite, median
+from ..model.records import base_point_of, cases_path, group_repeats, latest_by_case, launch_base_point, load_cases
 
 
 def _load_optional(path, what, problems):
@@ -34,8 +33,8 @@ class RunData:
         self.plan = [launch for launch in self.manifest.get("plan") or [] if isinstance(launch, dict)]
         self.points_state = self.manifest.get("points") or {}
         self.problems = []
-        cases_path = os.path.join(run_dir, "cases.jsonl")
-        self.records, torn = load_cases(cases_path, "case records", strict=True) if os.path.exists(cases_path) else ([], [])
+        cases_file = cases_path(run_dir)
+        self.records, torn = load_cases(cases_file, "case records", strict=True) if os.path.exists(cases_file) else ([], [])
         if torn:
             self.problems.append(f"cases.jsonl line(s) {', '.join(map(str, torn[:10]))} hold torn records "
                                  "(an interrupted append); they are ignored")
@@ -63,7 +62,7 @@ class RunData:
     def base_points(self):
         seen = []
         for launch in self.coll_launches():
-            base = launch.get("base_point") or base_point_of(launch["name"])
+            base = launch_base_point(launch)
             if base not in seen:
                 seen.append(base)
         for (point, _case) in self.latest:
@@ -91,8 +90,7 @@ def pick_record(records):
 
 def median_of(records, getter):
     values = [getter(r) for r in records]
-    values = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)]
-    return statistics.median(values) if values else None
+    return median([v for v in values if is_finite(v)])
 
 
 def busbw_of(record):
@@ -110,13 +108,13 @@ def time_of(key):
 
 def point_binding(data, base):
     for launch in data.coll_launches():
-        if (launch.get("base_point") or launch["name"]) == base:
+        if launch_base_point(launch) == base:
             return launch
     return None
 
 
 def _count(value):
-    return value if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) else None
+    return value if is_finite(value) else None
 
 
 def rail_totals(records):
@@ -244,9 +242,10 @@ def p2p_matrices(document):
     return out
 
 
-def _load(path):
+def case_groups(path):
+    """{(base point, case_id): [records of each repeat]} of a run directory or a cases.jsonl, for compare."""
     if os.path.isdir(path):
-        cases = os.path.join(path, "cases.jsonl")
+        cases = cases_path(path)
         if not os.path.exists(cases):
             raise CclbenchError(f"{path} has no cases.jsonl (not a run directory?)")
         path = cases
@@ -272,7 +271,7 @@ def chosen_bindings(path):
     for launch in (manifest.get("plan") if isinstance(manifest, dict) else None) or []:
         chosen = (launch.get("binding") or {}).get("chosen") if isinstance(launch, dict) else None
         if isinstance(chosen, dict) and isinstance(chosen.get("env"), dict) and not launch.get("ab"):
-            found[launch.get("base_point") or launch.get("name")] = \
+            found[launch_base_point(launch)] = \
                 f"{chosen.get('from') or '-'} ({variant_text(chosen['env'])})"
     return found
 

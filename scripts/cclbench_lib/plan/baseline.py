@@ -10,6 +10,7 @@ import shlex
 
 from ..base.values import KNOWN_COLLECTIVES, format_size, sweep_sizes
 from ..model import launcher
+from ..model.records import CASES_FILE
 from ..plan.decode import AB_MPI_NOTE, PRODUCTION_NOTE, ab_points, decode_points
 from ..plan.doctor_point import cclbench_script, doctor_argv
 
@@ -83,7 +84,7 @@ class Planner:
         flags = self.inputs.get("coll_perf_flags")
         return flag in (NEWEST_COLL_PERF_FLAGS if flags is None else flags)
 
-    def coll_args(self, point, sizes=None, collectives=None, iterations=None, jsonl="cases.jsonl",
+    def coll_args(self, point, sizes=None, collectives=None, iterations=None, jsonl=CASES_FILE,
                   expect="", tuning_from=None, warmup=None, size_args=None):
         inputs = self.inputs
         min_b, max_b, factor = sizes or (inputs["min_bytes"], inputs["max_bytes"], inputs["step_factor"])

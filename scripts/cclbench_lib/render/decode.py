@@ -1,11 +1,12 @@
 """The report's decode and A/B sections: tables and sentences over the rules' verdicts (rules/ab.py)."""
 
 from ..base.values import format_size, variant_text
-from ..model.records import bandwidth_time_us, base_point_of, group_repeats, is_correctness_only
+from ..model.records import bandwidth_time_us, base_point_of, group_repeats, is_correctness_only, launch_base_point
 from ..model.run_dir import algo_proto, busbw_of, median_of, nccl_rejection, time_of
 from ..render.markdown import fmt_number, md_table
 from ..rules.ab import AB_NOISY_BAND_PCT, AB_THRESHOLD_PCT, _fastest, _slower, ab_variants_of, ab_verdicts, binding_comparison, sweep_bindings
-from ..rules.noise import summarize
+from ..rules.noise import (MEDIAN_SE_FACTOR, NOISE_SIGMAS, ONE_REPEAT_FLOOR_PCT, ONE_REPEAT_FLOOR_TINY_PCT, TINY_TIME_US,
+                           summarize)
 
 
 # --- report ------------------------------------------------------------------------------------------
@@ -19,7 +20,7 @@ def decode_section(data):
     launches = {}
     for launch in data.plan:
         if launch.get("decode") and not launch.get("ab"):
-            launches.setdefault(launch.get("base_point") or launch["name"], launch)
+            launches.setdefault(launch_base_point(launch), launch)
     if not launches:
         return []
     lines = ["## Decode communication", "",
@@ -157,9 +158,10 @@ def ab_section(data):
     lines = ["## Algorithm / protocol A/B (--ab)", "",
              "Per automatic point, collective and size band: the automatic choice against the fastest variant at each "
              "size, with compare's noise rule (median over repeats of the bandwidth time; change = larger / smaller - 1; "
-             f"band = max(4 x 1.2533 x s x sqrt(1/r_a + 1/r_b), {AB_THRESHOLD_PCT:g}%), s the median pooled repeat "
+             f"band = max({NOISE_SIGMAS:g} x {MEDIAN_SE_FACTOR:g} x s x sqrt(1/r_a + 1/r_b), {AB_THRESHOLD_PCT:g}%), s the median pooled repeat "
              "spread of the point's sizes, a size's own where over twice that; no run-drift term: the variants run "
-             "interleaved in one run; one repeat a side: only a difference beyond 15% (20% below 20 us) is called; a band over "
+             f"interleaved in one run; one repeat a side: only a difference beyond {ONE_REPEAT_FLOOR_PCT:g}% ({ONE_REPEAT_FLOOR_TINY_PCT:g}% "
+             f"below {TINY_TIME_US:g} us) is called; a band over "
              f"{AB_NOISY_BAND_PCT:g}% supports no 'within noise').", ""]
     if bands:
         rows = [[band["point"], band["collective"], _bands_text(band["sizes"]), band_sentence(band)] for band in bands]
@@ -168,7 +170,7 @@ def ab_section(data):
         lines += ["_No size has both an automatic and a variant measurement._", ""]
     lines += ab_detail(data)
     for item in unmeasured:
-        names = [l["name"] for l in data.plan if (l.get("base_point") or l["name"]) == item["variant_point"]]
+        names = [l["name"] for l in data.plan if launch_base_point(l) == item["variant_point"]]
         reason = nccl_rejection(data.run_dir, names)
         launch_reasons = [(data.points_state.get(name) or {}).get("reason") for name in names]
         fallback = next((r for r in launch_reasons if r), None) if item["reason"].startswith("no records") else None

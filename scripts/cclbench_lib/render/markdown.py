@@ -1,10 +1,10 @@
 """Markdown tables and number formatting."""
 
-import math
+from ..base.numbers import is_finite
 
 
 def fmt_number(value, digits=2):
-    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if not is_finite(value):
         return "-"
     if abs(value) >= 1000:
         return f"{value:,.0f}"

@@ -7,7 +7,7 @@ import os
 from ..base.errors import CclbenchError
 from ..base.files import make_dirs, write_atomic
 from ..base.values import COLL_KINDS, format_size
-from ..model.records import CLASS_LABELS, bandwidth_time_us, base_point_of, group_repeats, is_correctness_only, latest_by_case, load_cases, measurement_class, record_is_sound, was_skipped
+from ..model.records import CLASS_LABELS, bandwidth_time_us, base_point_of, group_repeats, is_correctness_only, latest_by_case, launch_base_point, load_cases, measurement_class, record_is_sound, was_skipped
 from ..model.run_dir import RunData, algo_proto, busbw_of, median_of, p2p_matrices, pick_record, point_binding, rail_totals, time_of, transport_observed
 from ..render import plots
 from ..render.decode import ab_section, decode_section
@@ -17,7 +17,7 @@ from ..rules import outliers
 from ..rules.anomalies import find_anomalies
 from ..rules.ceilings import LIMIT_ROWS, ceiling_for, rails_reason
 from ..rules.doctor import doctor_anomalies
-from ..rules.repeat_rule import HOST_BOUND_GATE_FACTOR, HOST_BOUND_RATIO, repeat_verdict
+from ..rules.repeat_rule import HOST_BOUND_GATE_FACTOR, HOST_BOUND_RATIO, MAD_TO_SIGMA, repeat_verdict
 
 
 def table_cells(data):
@@ -217,7 +217,7 @@ def bindings_section(data):
     grouped = {}
     reasons = set()
     for launch in data.coll_launches():
-        base = launch.get("base_point") or launch["name"]
+        base = launch_base_point(launch)
         document = data.raw.get(launch["name"])
         bindings = document.get("bindings") if isinstance(document, dict) else None
         if not isinstance(bindings, list) or not bindings:
@@ -242,7 +242,7 @@ def bindings_section(data):
             if base not in points:
                 points.append(base)
     rows = []
-    order = {launch.get("base_point") or launch["name"]: index for index, launch in enumerate(data.coll_launches())}
+    order = {launch_base_point(launch): index for index, launch in enumerate(data.coll_launches())}
     for key, points in sorted(grouped.items(), key=lambda item: (order.get(item[1][0], 0), str(item[0][1]),
                                                                  item[0][0] if isinstance(item[0][0], int) else -1)):
         shown = ", ".join(points) if len(points) <= 3 else f"{points[0]} and {len(points) - 1} more"
@@ -320,7 +320,7 @@ def collective_sections(data, plot_links):
                        {size for l in data.coll_launches() if collective in (l.get("collectives") or []) for size in l.get("sizes") or []})
         columns = [b for b in bases if b not in correctness_bases and (
                    any(c == collective and b2 == b for (c, b2, _s) in cells) or
-                   any((l.get("base_point") or l["name"]) == b and collective in (l.get("collectives") or []) for l in data.coll_launches()))]
+                   any(launch_base_point(l) == b and collective in (l.get("collectives") or []) for l in data.coll_launches()))]
         if not sizes or not columns:
             continue
         lines += [f"### {collective}", ""]
@@ -365,7 +365,7 @@ def repeats_section(data, cv_gate):
     summary = ", ".join(f"{counts[name]} {name}" for name in sorted(counts, key=order.get))
     return ["## Repeatability (the bandwidth time across repeats)", "",
             f"Headline: the median over repeats. Gate: CV <= {cv_gate:g}%; a case above it fails only when its "
-            f"robust dispersion (1.4826 x MAD / median, which one repeat of three cannot move) is above the gate too, "
+            f"robust dispersion ({MAD_TO_SIGMA:g} x MAD / median, which one repeat of three cannot move) is above the gate too, "
             f"or above {HOST_BOUND_GATE_FACTOR:g} x the gate where the case is host-bound (batch_time_us >= "
             f"{HOST_BOUND_RATIO:g} x gated_time_us: the GPU finishes before the host launches the next one). "
             f"Per-iteration CV is shown, never gated. {summary}.", "",

@@ -6,7 +6,7 @@ import math
 import statistics
 
 from ..base.values import format_size
-from ..model.records import EMULATED, GPU_TIMED, group_repeats
+from ..model.records import EMULATED, GPU_TIMED, group_repeats, launch_base_point
 from ..rules.noise import neighbour_floors, noise_verdict, summarize
 
 
@@ -22,7 +22,7 @@ def sweep_bindings(launches):
     bindings = {}
     for launch in launches:
         if launch.get("kind") == "inter" and not launch.get("decode") and not launch.get("ab"):
-            bindings.setdefault(launch.get("base_point") or launch["name"], launch.get("env") or {})
+            bindings.setdefault(launch_base_point(launch), launch.get("env") or {})
     return bindings
 
 

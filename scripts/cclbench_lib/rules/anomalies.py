@@ -1,20 +1,18 @@
 """The anomalies a report lists first: repeat gate, ceilings, rail balance, outliers, doctor, failed points."""
 
 from ..base.values import format_size
-from ..model.records import group_repeats, point_completeness, was_skipped
+from ..model.records import point_completeness, was_skipped
 from ..model.run_dir import rail_totals
 from ..rules import outliers
 from ..rules.ceilings import RAIL_IMBALANCE_RATIO, ceiling_for
-from ..rules.repeat_rule import repeat_verdict
+from ..rules.repeat_rule import repeat_failures
 
 
 def repeat_anomalies(data, cv_gate):
     """One row per case whose repeats fail the repeat rule (no reproducible median)."""
     rows = []
-    for (base, case_id), group in sorted(group_repeats(data.records).items()):
-        verdict = repeat_verdict(group, cv_gate)
-        if verdict is not None and not verdict["passed"]:
-            rows.append(("CV above gate", base, f"{case_id}: CV {verdict['cv_pct']:.2f}% and robust dispersion "
+    for base, case_id, verdict in repeat_failures(data.records, cv_gate):
+        rows.append(("CV above gate", base, f"{case_id}: CV {verdict['cv_pct']:.2f}% and robust dispersion "
                          f"{verdict['robust_pct']:.2f}% across {verdict['repeats']} repeats (limit {verdict['limit_pct']:g}%"
                          f"{', host-bound' if verdict['host_bound'] else ''})"))
     return rows

@@ -28,6 +28,7 @@ import math
 import statistics
 
 from ..base.numbers import median
+from ..rules.repeat_rule import MAD_TO_SIGMA
 from ..model.records import GPU_TIMED, bandwidth_time_us, describe_problem, measurement_class, measurement_mode, record_is_sound, was_skipped
 
 
@@ -156,7 +157,7 @@ def point_shift(log_changes, threshold_pct):
     if n < SHIFT_MIN_CASES:
         return None
     centre = median(log_changes)
-    sd = 1.4826 * median([abs(value - centre) for value in log_changes])
+    sd = MAD_TO_SIGMA * median([abs(value - centre) for value in log_changes])
     band = max(NOISE_SIGMAS * MEDIAN_SE_FACTOR * sd / math.sqrt(n) * 100, SHIFT_FLOOR_PCT, threshold_pct)
     change = (math.exp(abs(centre)) - 1) * 100  # symmetric, as per case
     verdict = "same within noise" if change <= band else ("slower" if centre > 0 else "faster")

@@ -1,8 +1,8 @@
 """The repeat rule: when a case's repeats agree (CV below the gate, else a stable median by the robust
 dispersion, MAD x MAD_TO_SIGMA), and when a case is host-bound."""
 
-from ..base.numbers import _positive, cv_pct, median
-from ..model.records import bandwidth_time_us, is_correctness_only, record_is_sound
+from ..base.numbers import cv_pct, median, positive
+from ..model.records import bandwidth_time_us, group_repeats, is_correctness_only, record_is_sound
 
 
 # The repeat rule (README "Baseline, report and compare"). A case's headline is the median over its
@@ -21,9 +21,20 @@ MAD_TO_SIGMA = 1.4826
 def is_host_bound(records):
     """GPU time below the host's launch interval, from the records' own two clocks; False when either
     is missing (no gated loop: nothing says the GPU outran the host)."""
-    gated = median([t for t in (_positive(r.get("gated_time_us")) for r in records) if t is not None])
-    batch = median([t for t in (_positive(r.get("batch_time_us")) for r in records) if t is not None])
+    gated = median([t for t in (positive(r.get("gated_time_us")) for r in records) if t is not None])
+    batch = median([t for t in (positive(r.get("batch_time_us")) for r in records) if t is not None])
     return gated is not None and batch is not None and batch >= HOST_BOUND_RATIO * gated
+
+
+def repeat_failures(records, gate_pct):
+    """[(base point, case_id, verdict)] of every case whose repeats fail the repeat rule, in that order.
+    Emulated and MPI-backend records have no verdict (repeat_verdict returns None) and never fail."""
+    failures = []
+    for (base, case_id), group in sorted(group_repeats(records).items()):
+        verdict = repeat_verdict(group, gate_pct)
+        if verdict is not None and not verdict["passed"]:
+            failures.append((base, case_id, verdict))
+    return failures
 
 
 def repeat_verdict(records_of_case, gate_pct):
