@@ -3,26 +3,22 @@
 import csv
 import io
 import os
-import platform
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
 import threading
 import time
 
-from ..base import locations
-from ..base.environment import allowlisted_env
 from ..base.errors import CclbenchError
-from ..base.files import make_dirs, open_append, read_json, terminate_last_line, write_atomic, write_json_atomic
-from ..base.values import COLL_KINDS, format_size, utc_now, variant_text
-from ..base.version import SCHEMA_VERSION, TOOL_VERSION
+from ..base.files import make_dirs, open_append, read_json, terminate_last_line, write_atomic
+from ..base.values import COLL_KINDS, utc_now, variant_text
 from ..execute.doctor import merge_run_directory
+from ..execute.manifest import manifest_path, new_manifest, pending_point, save_manifest
 from ..model import launcher
-from ..model.launcher import mpirun_version
-from ..model.records import CASES_FILE, SANITY_FILE, cases_path, describe_problem, latest_by_case, load_cases, point_completeness
-from ..plan.baseline import Planner, format_launch, plan_mode
+from ..model.records import CASES_FILE, SANITY_FILE, cases_path, latest_by_case, load_cases
+from ..model.run_dir import launch_outputs
+from ..plan.baseline import Planner
 from ..render.report import build_report
 from ..rules.ab import choose_binding, sweep_bindings
 from ..rules.repeat_rule import repeat_failures
@@ -37,53 +33,6 @@ class Interrupted(Exception):
     def __init__(self, signum):
         super().__init__(f"signal {signum}")
         self.signum = signum
-
-
-def tool_commit():
-    if locations.installed():  # never the commit of whatever repository an installation sits in
-        return locations.installed_commit()
-    here = os.path.dirname(os.path.abspath(__file__))
-    try:
-        result = subprocess.run(["git", "-C", here, "rev-parse", "HEAD"], capture_output=True, text=True,
-                                timeout=10, check=False)
-        if result.returncode == 0:
-            commit = result.stdout.strip()
-            dirty = subprocess.run(["git", "-C", here, "status", "--porcelain", "--untracked-files=no"],
-                                   capture_output=True, text=True, timeout=10, check=False)
-            return commit + ("-dirty" if dirty.returncode == 0 and dirty.stdout.strip() else "")
-    except (OSError, subprocess.SubprocessError):
-        pass
-    return None
-
-
-def _first_line(argv):
-    try:
-        result = subprocess.run(argv, capture_output=True, text=True, timeout=20, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    text = (result.stdout or result.stderr or "").strip()
-    return text.splitlines()[0].strip() if result.returncode == 0 and text else None
-
-
-def local_versions(mpirun):
-    versions = {"python": platform.python_version(), "os": platform.platform(), "mpirun": None,
-                "nvidia_driver": None, "gpu_names": None}
-    if shutil.which(mpirun) or os.path.isfile(mpirun):
-        text, _problem = mpirun_version(mpirun)
-        lines = (text or "").strip().splitlines()
-        versions["mpirun"] = lines[0].strip() if lines else None
-    smi = shutil.which("nvidia-smi")
-    if smi:
-        line = _first_line([smi, "--query-gpu=driver_version", "--format=csv,noheader"])
-        versions["nvidia_driver"] = line
-        try:
-            names = subprocess.run([smi, "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
-                                   text=True, timeout=20, check=False)
-            if names.returncode == 0:
-                versions["gpu_names"] = [n.strip() for n in names.stdout.splitlines() if n.strip()] or None
-        except (OSError, subprocess.SubprocessError):
-            pass
-    return versions
 
 
 class Progress:
@@ -135,46 +84,13 @@ class Baseline:
         self.interrupted_by = None
         self.binding_choices = {}  # decode point over the rails -> the binding chosen for it (apply_binding)
 
-    # -- manifest -------------------------------------------------------------------------------
+    # -- manifest (execute/manifest.py) -----------------------------------------------------------
     def manifest_path(self):
-        return os.path.join(self.run_dir, "run_manifest.json")
-
-    def new_manifest(self):
-        env, redacted = allowlisted_env()
-        return {
-            "schema_version": SCHEMA_VERSION,
-            "run_id": os.path.basename(self.run_dir),
-            "status": "running",
-            "created_utc": utc_now(),
-            "updated_utc": utc_now(),
-            "tool": {"name": "cclbench", "version": TOOL_VERSION, "git_commit": tool_commit()},
-            "invocations": [],
-            "mode": self.mode or plan_mode(self.inputs),
-            "hosts": self.inputs["hosts"] or [self.inputs["local_host"]],
-            "plan_inputs": self.inputs,
-            "plan": [self.public_launch(launch) for launch in self.launches],
-            "env": env,
-            "env_redacted": redacted,
-            "versions": local_versions(self.inputs["mpirun"]),
-            "notes": sorted({launch["note"] for launch in self.launches if launch.get("note")}),
-            "points": {launch["name"]: {"kind": launch["kind"], "status": "pending", "exit_code": None,
-                                        "reason": None, "attempts": 0, "started_utc": None,
-                                        "finished_utc": None, "elapsed_s": None}
-                       for launch in self.launches},
-            "gates": {"cv_gate_pct": self.inputs["cv_gate_pct"], "repeat_cv_failures": []},
-        }
-
-    @staticmethod
-    def public_launch(launch):
-        entry = dict(launch)
-        entry["command"] = format_launch(launch)
-        return entry
+        return manifest_path(self.run_dir)
 
     def save_manifest(self):
         # The plan as it stands: apply_binding rebuilds the commands of decode points over the rails at run time.
-        self.manifest["plan"] = [self.public_launch(launch) for launch in self.launches]
-        self.manifest["updated_utc"] = utc_now()
-        write_json_atomic(self.manifest_path(), self.manifest)
+        save_manifest(self.run_dir, self.manifest, self.launches)
 
     # -- logging --------------------------------------------------------------------------------
     def log_line(self, text):
@@ -189,9 +105,7 @@ class Baseline:
                 raise CclbenchError(f"{self.manifest_path()} is not a cclbench run manifest", 2)
             planned = {launch["name"] for launch in self.launches}
             for name in planned - set(self.manifest["points"]):
-                self.manifest["points"][name] = {"kind": None, "status": "pending", "exit_code": None, "reason": None,
-                                                 "attempts": 0, "started_utc": None, "finished_utc": None,
-                                                 "elapsed_s": None}
+                self.manifest["points"][name] = pending_point(None)
             for launch in self.launches:
                 self.manifest["points"][launch["name"]]["kind"] = launch["kind"]
             # A decode point over the rails keeps the binding chosen when it first ran: its repeats, probe and
@@ -205,7 +119,7 @@ class Baseline:
                     self.apply_binding(launch)
             self.manifest["status"] = "running"
         else:
-            self.manifest = self.new_manifest()
+            self.manifest = new_manifest(self.inputs, self.launches, self.run_dir, self.mode)
         self.manifest["invocations"].append({"argv": self.argv, "started_utc": utc_now(), "resume": self.resume})
         for name in (CASES_FILE, SANITY_FILE):
             terminate_last_line(os.path.join(self.run_dir, name))
@@ -216,35 +130,7 @@ class Baseline:
         self.log_line(f"# {utc_now()} cclbench {'resume' if self.resume else 'baseline'}: {shlex.join(self.argv)}")
 
     def check_outputs(self, launch):
-        """(ok, reason) for a launch's results, judged from the files, never from the exit code alone."""
-        if launch["kind"] in ("topology", "p2p", "tuning", "doctor"):
-            for path in launch["outputs"]:
-                try:
-                    document = read_json(path, f"{launch['kind']} result")
-                except CclbenchError as error:
-                    return False, str(error)
-                if not isinstance(document, dict) or "schema_version" not in document:
-                    return False, f"{path} has no schema_version"
-                if launch["kind"] == "tuning" and document.get("kind") != "tuning_probe":
-                    return False, f"{path} is not a coll_perf --tuning-probe file"
-                if launch["kind"] == "doctor" and document.get("kind") != "doctor":
-                    return False, f"{path} is not a cclbench doctor result"
-            return True, None
-        jsonl = os.path.join(self.run_dir, SANITY_FILE if launch["kind"] == "sanity" else CASES_FILE)
-        if not os.path.exists(jsonl):
-            return False, f"no case records ({os.path.basename(jsonl)} is missing)"
-        records, _ = load_cases(jsonl, "case records")
-        complete, missing, failed = point_completeness(records, launch)
-        if complete:
-            return True, None
-        parts = []
-        if failed:
-            first = failed[0]
-            parts.append(f"{len(failed)} case(s) not ok, e.g. {first.get('case_id')}: {describe_problem(first)}")
-        if missing:
-            collective, size = missing[0]
-            parts.append(f"{len(missing)} planned case(s) missing, e.g. {collective} {format_size(size)}")
-        return False, "; ".join(parts)
+        return launch_outputs(self.run_dir, launch)
 
     def already_complete(self, launch):
         state = self.manifest["points"].get(launch["name"], {})

@@ -7,9 +7,10 @@ import os
 
 from ..base.errors import CclbenchError
 from ..base.files import read_json
-from ..base.values import COLL_KINDS, variant_text
 from ..base.numbers import is_finite, median
-from ..model.records import base_point_of, cases_path, group_repeats, latest_by_case, launch_base_point, load_cases
+from ..base.values import COLL_KINDS, format_size, variant_text
+from ..model.records import (CASES_FILE, SANITY_FILE, base_point_of, cases_path, describe_problem, group_repeats,
+                             latest_by_case, launch_base_point, load_cases, point_completeness)
 
 
 def _load_optional(path, what, problems):
@@ -302,3 +303,35 @@ def load_run_doctor(run_dir):
     if not isinstance(document, dict) or not isinstance(document.get("checks"), list):
         return None, f"{path} is not a doctor result"
     return document, None
+
+
+def launch_outputs(run_dir, launch):
+    """(ok, reason) for a launch's results, judged from the files, never from the exit code alone."""
+    if launch["kind"] in ("topology", "p2p", "tuning", "doctor"):
+        for path in launch["outputs"]:
+            try:
+                document = read_json(path, f"{launch['kind']} result")
+            except CclbenchError as error:
+                return False, str(error)
+            if not isinstance(document, dict) or "schema_version" not in document:
+                return False, f"{path} has no schema_version"
+            if launch["kind"] == "tuning" and document.get("kind") != "tuning_probe":
+                return False, f"{path} is not a coll_perf --tuning-probe file"
+            if launch["kind"] == "doctor" and document.get("kind") != "doctor":
+                return False, f"{path} is not a cclbench doctor result"
+        return True, None
+    jsonl = os.path.join(run_dir, SANITY_FILE if launch["kind"] == "sanity" else CASES_FILE)
+    if not os.path.exists(jsonl):
+        return False, f"no case records ({os.path.basename(jsonl)} is missing)"
+    records, _ = load_cases(jsonl, "case records")
+    complete, missing, failed = point_completeness(records, launch)
+    if complete:
+        return True, None
+    parts = []
+    if failed:
+        first = failed[0]
+        parts.append(f"{len(failed)} case(s) not ok, e.g. {first.get('case_id')}: {describe_problem(first)}")
+    if missing:
+        collective, size = missing[0]
+        parts.append(f"{len(missing)} planned case(s) missing, e.g. {collective} {format_size(size)}")
+    return False, "; ".join(parts)

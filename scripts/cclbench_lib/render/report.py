@@ -10,6 +10,7 @@ from ..base.values import COLL_KINDS, format_size
 from ..model.records import CLASS_LABELS, bandwidth_time_us, base_point_of, group_repeats, is_correctness_only, latest_by_case, launch_base_point, load_cases, measurement_class, record_is_sound, was_skipped
 from ..model.run_dir import RunData, algo_proto, busbw_of, median_of, p2p_matrices, pick_record, point_binding, rail_totals, time_of, transport_observed
 from ..render import plots
+from ..render.anomalies import anomaly_rows
 from ..render.decode import ab_section, decode_section
 from ..render.doctor import doctor_section
 from ..render.markdown import fmt_number, md_table
@@ -483,7 +484,7 @@ def build_report(run_dir, cv_gate=None):
     plot_links = {}
     if pyplot is not None:
         plot_links = make_plots(data, pyplot, plots_dir)
-    anomalies = doctor_anomalies(data.run_dir) + find_anomalies(data, cv_gate)
+    anomalies = anomaly_rows(doctor_anomalies(data.run_dir) + find_anomalies(data, cv_gate))
     lines = [f"# cclbench report: {data.manifest.get('run_id')}", ""]
     lines += ["## Anomalies", ""]
     if anomalies:
