@@ -475,7 +475,7 @@ def sweep_records(times_us, repeats=3, sizes=(8192, 16384, 1048576, 2097152)):
 
 
 class BindingChoice(unittest.TestCase):
-    """decode.choose_binding: the binding a decode point over the rails runs with, from the sweep's records."""
+    """rules/ab.choose_binding: the binding a decode point over the rails runs with, from the sweep's records."""
 
     def choose(self, records, production=BOTH, sizes=(14336, 917504), sweep=None):
         return choose_binding(records, sweep or SWEEP, "all_reduce", list(sizes), production)

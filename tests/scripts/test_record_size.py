@@ -142,7 +142,7 @@ LEAN = {
 
 
 class ReadersTreatAbsentAsDefault(TempDirTest):
-    """No coll_perf needed: records.py, the one place readers get their defaults from."""
+    """No coll_perf needed: model/records.py, the one place readers get their defaults from."""
 
     def test_reader_defaults_are_the_schema_defaults(self):
         self.assertEqual(records.RECORD_DEFAULTS, SCHEMA_DEFAULTS)

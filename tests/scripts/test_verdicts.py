@@ -1,4 +1,4 @@
-"""The repeat rule (records.repeat_verdict) and the report's rules for emulated and MPI-backend points, on
+"""The repeat rule (rules/repeat_rule.repeat_verdict) and the report's rules for emulated and MPI-backend points, on
 synthetic records. Expected figures are worked out by hand from the README's rule."""
 import os
 import unittest

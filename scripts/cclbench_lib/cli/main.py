@@ -11,13 +11,15 @@ from ..base import locations
 from ..base.errors import CclbenchError, UsageError
 from ..base.files import read_json, write_json_atomic
 from ..base.locations import resolve_program
-from ..base.values import DEFAULT_COLLECTIVES, DEFAULT_CROSS_NIC, default_run_id, parse_collectives, parse_cross_nic, parse_hcas, parse_percent, parse_size, split_mpirun_args, sweep_sizes, validate_run_id
+from ..base.values import (DEFAULT_COLLECTIVES, DEFAULT_CROSS_NIC, default_run_id, parse_collectives, parse_cross_nic,
+                           parse_hcas, parse_percent, parse_size, split_mpirun_args, sweep_sizes, validate_run_id)
 from ..base.version import SCHEMA_VERSION, TOOL_VERSION
 from ..cli.doctor import add_doctor_parser
 from ..execute.doctor import run_doctor_command
 from ..execute.runner import Baseline
 from ..execute.smoke import run_smoke, smoke_launches
-from ..model.hosts import check_resolvable, local_gpu_count, local_hostname, parse_host_list, parse_hostfile, slurm_gpus_per_node, slurm_hosts
+from ..model.hosts import (check_resolvable, local_gpu_count, local_hostname, parse_host_list, parse_hostfile,
+                           slurm_gpus_per_node, slurm_hosts)
 from ..model.launcher import LAUNCHER_CHOICES, choose_launcher, launcher_of
 from ..plan.baseline import DEFAULT_EXPECT, Planner, format_launch, plan_mode
 from ..plan.decode import AB_MAX_VARIANTS, parse_ab, parse_decode, plan_notes

@@ -20,7 +20,10 @@ from ..base.files import read_json, write_json_atomic
 from ..base.locations import resolve_program
 from ..base.values import split_mpirun_args, utc_now
 from ..base.version import TOOL_VERSION
-from ..model.doctor_checks import DOCTOR_SCHEMA_VERSION, JSON_LINE_PREFIX, Node, Reader, STATUSES, check_acs_iommu, check_gdr_module, check_gpu_state, check_nccl_env, check_netdev_mtu, check_numa_affinity, check_pcie_link, check_rdma_port, check_roce_gid, check_versions_local, compare_versions, host_versions, result
+from ..model.doctor_checks import (DOCTOR_SCHEMA_VERSION, JSON_LINE_PREFIX, Node, Reader, STATUSES, check_acs_iommu,
+                                   check_gdr_module, check_gpu_state, check_nccl_env, check_netdev_mtu,
+                                   check_numa_affinity, check_pcie_link, check_rdma_port, check_roce_gid,
+                                   check_versions_local, compare_versions, host_versions, result)
 from ..model.launcher import choose_launcher, command, mpirun_version
 from ..model.hosts import local_hostname, parse_host_list, parse_hostfile, validate_host
 from ..plan.doctor_point import cclbench_script, doctor_argv

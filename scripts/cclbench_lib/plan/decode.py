@@ -9,7 +9,7 @@
 --ab NCCL_X=a,b [--ab NCCL_Y=c,d ...] runs every combination (the cross product, at most
   AB_MAX_VARIANTS) as points beside the automatic one, and the report says per collective and size band
   whether automatic is within noise of the best variant or how much slower it is, with compare's noise
-  rule (compare.noise_verdict).
+  rule (rules/noise.noise_verdict); its verdict is rules/ab.py's, its table render/decode.py's.
 """
 
 import itertools
@@ -172,7 +172,7 @@ def ab_variants(axes):
     return [dict(zip(names, combo)) for combo in itertools.product(*[items for _, items in axes])]
 
 
-# --- planning (called by plan.Planner) --------------------------------------------------------------
+# --- planning (called by plan/baseline.Planner) --------------------------------------------------------------
 
 def decode_points(planner, scopes):
     """Decode points for each scope {'base', 'kind', 'nranks', 'hosts', 'env', 'mpirun', 'expect', 'extra',

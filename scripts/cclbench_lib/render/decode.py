@@ -4,7 +4,8 @@ from ..base.values import format_size, variant_text
 from ..model.records import bandwidth_time_us, base_point_of, group_repeats, is_correctness_only, launch_base_point
 from ..model.run_dir import algo_proto, busbw_of, median_of, nccl_rejection, time_of
 from ..render.markdown import fmt_number, md_table
-from ..rules.ab import AB_NOISY_BAND_PCT, AB_THRESHOLD_PCT, _fastest, _slower, ab_variants_of, ab_verdicts, binding_comparison, sweep_bindings
+from ..rules.ab import (AB_NOISY_BAND_PCT, AB_THRESHOLD_PCT, ab_variants_of, ab_verdicts, fastest_binding, slower_than,
+                        binding_comparison, sweep_bindings)
 from ..rules.noise import (MEDIAN_SE_FACTOR, NOISE_SIGMAS, ONE_REPEAT_FLOOR_PCT, ONE_REPEAT_FLOOR_TINY_PCT, TINY_TIME_US,
                            summarize)
 
@@ -98,7 +99,7 @@ def binding_sentence(data, launch, spec):
     prefix = f"Binding over the rails at the decode sizes ({spec['collective']})"
     if len(per_binding) < 2 or not band:
         return f"_{prefix}: no comparison (the sweep measured fewer than two bindings at these sizes)._"
-    best = _fastest(per_binding, band)
+    best = fastest_binding(per_binding, band)
     this = next((base for base, env in bindings.items() if env == (launch.get("env") or {}) and base in per_binding),
                 None)
     where = (f"eager sweep, {format_size(band[0])}-{format_size(band[-1])}, {len(band)} size(s), "
@@ -111,11 +112,11 @@ def binding_sentence(data, launch, spec):
     if this == best:
         text = f"_{prefix} ({where}): this point's binding, {best_text}, is the sweep's fastest"
         if production and production != this:
-            slower, beyond = _slower(per_binding, best, production, band)
+            slower, beyond = slower_than(per_binding, best, production, band)
             text += (f"; the production binding, {production}, is {slower:.0f}% slower there (geometric mean), "
                      f"beyond noise at {beyond} of {len(band)} size(s)")
         return text + "._"
-    slower, beyond = _slower(per_binding, best, this, band)
+    slower, beyond = slower_than(per_binding, best, this, band)
     return (f"_{prefix} ({where}): the sweep's fastest is {best_text}; this point's binding, {this}, is "
             f"{slower:.0f}% slower there (geometric mean), beyond noise at {beyond} of {len(band)} size(s)._")
 

@@ -7,8 +7,11 @@ import os
 from ..base.errors import CclbenchError
 from ..base.files import make_dirs, write_atomic
 from ..base.values import COLL_KINDS, format_size
-from ..model.records import CLASS_LABELS, bandwidth_time_us, base_point_of, group_repeats, is_correctness_only, latest_by_case, launch_base_point, load_cases, measurement_class, record_is_sound, was_skipped
-from ..model.run_dir import RunData, algo_proto, busbw_of, median_of, p2p_matrices, pick_record, point_binding, rail_totals, time_of, transport_observed
+from ..model.records import (CLASS_LABELS, bandwidth_time_us, base_point_of, group_repeats, is_correctness_only,
+                             latest_by_case, launch_base_point, load_cases, measurement_class, record_is_sound,
+                             was_skipped)
+from ..model.run_dir import (RunData, algo_proto, busbw_of, median_of, p2p_matrices, pick_record, point_binding,
+                             rail_totals, time_of, transport_observed)
 from ..render import plots
 from ..render.anomalies import anomaly_rows
 from ..render.decode import ab_section, decode_section

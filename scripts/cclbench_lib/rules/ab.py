@@ -50,7 +50,7 @@ def _geomean(per_binding, base, band):
     return math.exp(statistics.fmean(math.log(per_binding[base][size]["time"]) for size in band))
 
 
-def _fastest(per_binding, band):
+def fastest_binding(per_binding, band):
     return min(per_binding, key=lambda base: _geomean(per_binding, base, band))
 
 
@@ -60,7 +60,7 @@ def _beyond_noise(per_binding, fast, slow, band):
                for size in band)
 
 
-def _slower(per_binding, fast, slow, band):
+def slower_than(per_binding, fast, slow, band):
     """(how much slower `slow` is than `fast` over the band in %, geometric mean; at how many sizes beyond noise)."""
     return ((_geomean(per_binding, slow, band) / _geomean(per_binding, fast, band) - 1) * 100,
             _beyond_noise(per_binding, fast, slow, band))
@@ -76,13 +76,13 @@ def choose_binding(records, bindings, collective, sizes, production_env):
     production = next((base for base, env in bindings.items() if env == production_env), None)
     if not band or not per_binding:
         return production, dict(production_env), "the sweep has no records at these sizes: the production binding"
-    best = _fastest(per_binding, band)
+    best = fastest_binding(per_binding, band)
     where = f"{format_size(band[0])}-{format_size(band[-1])}, {len(per_binding)} binding(s)"
     if production not in per_binding:
         return best, dict(bindings[best]), f"the sweep's fastest ({where}); the production binding was not measured"
     if best == production:
         return production, dict(production_env), f"the production binding is the sweep's fastest ({where})"
-    slower, beyond = _slower(per_binding, best, production, band)
+    slower, beyond = slower_than(per_binding, best, production, band)
     if 2 * beyond > len(band):
         # Among the bindings the repeats cannot tell from the fastest, and that beat the production binding as
         # clearly, the one that changes the fewest of its variables: the smallest change that gets the speed (a
@@ -94,7 +94,7 @@ def choose_binding(records, bindings, collective, sizes, production_env):
                  if 2 * _beyond_noise(per_binding, best, base, band) <= len(band)
                  and 2 * _beyond_noise(per_binding, base, production, band) > len(band)]
         chosen = min(peers, key=lambda base: (changed(base), _geomean(per_binding, base, band)))
-        slower, beyond = _slower(per_binding, chosen, production, band)
+        slower, beyond = slower_than(per_binding, chosen, production, band)
         what = (f"the sweep's fastest ({where})" if chosen == best else
                 f"within noise of the sweep's fastest, {best}, and the closest to the production binding "
                 f"({changed(chosen)} variable(s) changed; {where})")

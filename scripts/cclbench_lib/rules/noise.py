@@ -29,7 +29,8 @@ import statistics
 
 from ..base.numbers import median
 from ..rules.repeat_rule import MAD_TO_SIGMA
-from ..model.records import GPU_TIMED, bandwidth_time_us, describe_problem, measurement_class, measurement_mode, record_is_sound, was_skipped
+from ..model.records import (GPU_TIMED, bandwidth_time_us, describe_problem, measurement_class, measurement_mode,
+                             record_is_sound, was_skipped)
 
 
 NOISE_SIGMAS = 4.0
@@ -112,7 +113,7 @@ def noise_verdict(side_a, side_b, threshold_pct, floor_rel_sd=None, drift_pct=0.
     band text); verdict is 'same within noise', 'slower', 'faster' (B against A) or 'inconclusive'.
     drift_pct: the run-to-run drift of one run (compare: run_drift_pct; 0 for sides measured in one run).
     Symmetric: swapping A and B swaps 'slower' and 'faster' and leaves the band alone.
-    Also the A/B verdict's rule (decode.py), so that there is one."""
+    Also the A/B verdict's rule (rules/ab.py), so that there is one."""
     time_a, time_b = side_a["time"], side_b["time"]
     diff = (time_b / time_a - 1) * 100
     # The change judged: the larger time over the smaller, so that a 10% speedup (t_A = 1.1 x t_B) and a 10%
