@@ -28,7 +28,7 @@ nlohmann::json case_record(const CaseResult& result, const std::string& point, b
 
 // The defaults a schema 1.3 record leaves out: top-level fields, and the rails evidence's empty
 // arrays (evidence.rails.flags, evidence.rails.nodes[].flags/ib_ports/netdevs). The same values as
-// case_record.schema.json's "default" annotations and scripts/cclbench_lib/records.py RECORD_DEFAULTS.
+// case_record.schema.json's "default" annotations and scripts/cclbench_lib/model/records.py RECORD_DEFAULTS.
 const nlohmann::json& record_defaults();
 // A record with every left-out field filled back: what readers (csv_row) see.
 nlohmann::json with_record_defaults(const nlohmann::json& record);

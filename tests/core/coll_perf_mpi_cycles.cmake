@@ -15,7 +15,7 @@ execute_process(
   COMMAND ${PYTHON} -c "
 import csv, json, sys
 sys.path.insert(0, sys.argv[4])
-from cclbench_lib.records import with_defaults
+from cclbench_lib.model.records import with_defaults
 doc = json.load(open(sys.argv[1]))
 # Schema 1.3: a field at its default (cycle 0, the eager mode fields) is left out; read as every reader does.
 assert all('cycle' not in c and 'graph_launches' not in c for c in doc['cases'][:12]), doc['cases'][0]

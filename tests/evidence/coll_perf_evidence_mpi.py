@@ -32,7 +32,7 @@ def check(condition, message, proc=None):
 def main():
     mpiexec, coll_perf, source, work = sys.argv[1:5]
     sys.path.insert(0, os.path.join(source, "scripts"))
-    from cclbench_lib.records import with_defaults  # schema 1.3 leaves empty rail arrays out
+    from cclbench_lib.model.records import with_defaults  # schema 1.3 leaves empty rail arrays out
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     sysfs = os.path.join(source, "tests", "data", "evidence", "sysfs", "two_rails_after")

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Mutation fuzzer for the results reader behind `cclbench compare` (Python, stdlib only).
 
-The reader is Python (scripts/cclbench_lib: common.read_jsonl -> records.load_cases ->
-compare.compare_runs), so libFuzzer cannot drive it and a C++ copy of its rules would test the copy,
+The reader is Python (scripts/cclbench_lib: base.files.read_jsonl -> model.records.load_cases ->
+render.compare.compare_runs), so libFuzzer cannot drive it and a C++ copy of its rules would test the copy,
 not the code users run. This driver does what libFuzzer does, in process: it mutates a committed
 seed corpus (byte flips, inserts, deletions, splices between seeds, plus JSON-aware mutations that
 swap a field's value for a hostile one: NaN, Infinity, 1e400-sized integers, wrong types, deep
@@ -99,8 +99,8 @@ def main():
     parser.add_argument("--findings", default=None)
     args = parser.parse_args()
     sys.path.insert(0, os.path.join(args.source_dir, "scripts"))
-    from cclbench_lib.common import CclbenchError  # noqa: E402
-    from cclbench_lib.compare import run_compare  # noqa: E402
+    from cclbench_lib.base.errors import CclbenchError  # noqa: E402
+    from cclbench_lib.render.compare import run_compare  # noqa: E402
 
     corpus = args.corpus or os.path.join(args.source_dir, "tests", "fuzz", "corpus", "compare_reader")
     seeds = []

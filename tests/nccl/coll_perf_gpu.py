@@ -36,7 +36,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools"))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "scripts"))
-from cclbench_lib.records import with_defaults  # noqa: E402
+from cclbench_lib.model.records import with_defaults  # noqa: E402
 from coll_perf_runner import (CRASH, SKIP, Failure, base_env, check, coll_perf, main,  # noqa: E402
                               mpirun_prefix, run_process, work_dir)
 from coll_perf_runner import describe as describe_tails  # noqa: E402

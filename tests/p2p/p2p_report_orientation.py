@@ -24,7 +24,7 @@ def table_after(lines, marker):
 
 def main(argv):
     sys.path.insert(0, f"{argv[1]}/scripts")
-    from cclbench_lib import report  # noqa: E402
+    from cclbench_lib.render import report  # noqa: E402
     with open(argv[2]) as handle:
         document = json.load(handle)
     with tempfile.TemporaryDirectory() as plots:

@@ -4,8 +4,10 @@ import unittest
 
 from helpers import TempDirTest
 
-from cclbench_lib.common import (CclbenchError, UsageError, allowlisted_env, append_line, format_size, parse_percent,
-                                 parse_size, read_jsonl, sweep_sizes, validate_run_id, write_atomic)
+from cclbench_lib.base.environment import allowlisted_env
+from cclbench_lib.base.errors import CclbenchError, UsageError
+from cclbench_lib.base.files import append_line, read_jsonl, write_atomic
+from cclbench_lib.base.values import format_size, parse_percent, parse_size, sweep_sizes, validate_run_id
 
 
 class Common(TempDirTest):
@@ -82,7 +84,7 @@ class PointCompleteness(unittest.TestCase):
                 "reason": None if status == "ok" else "why"}
 
     def test_a_skip_with_its_reason_is_an_answer_but_wrong_data_and_errors_fail(self):
-        from cclbench_lib.records import point_completeness
+        from cclbench_lib.model.records import point_completeness
         launch = {"name": "p", "collectives": ["alltoall"], "sizes": [8192]}
         skipped_in_place = [self.record("alltoall", 8192, "out"), self.record("alltoall", 8192, "in", status="skipped")]
         self.assertEqual(point_completeness(skipped_in_place, launch), (True, [], []))

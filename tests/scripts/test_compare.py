@@ -9,7 +9,7 @@ import unittest
 from case_records import case_record, repeat_records
 from helpers import TempDirTest, read_text, run_cli
 
-from cclbench_lib.compare import compare_runs
+from cclbench_lib.render.compare import compare_runs
 
 
 def record(point, case_id, time_us, status="ok", wrong=0, emulated=False, backend="nccl", gated=True, **extra):

@@ -10,7 +10,8 @@ import unittest
 from case_records import case_record, repeat_records, write_run_dir
 from helpers import BINARY_DIR, TempDirTest, read_jsonl, read_text, run_cli, validate
 
-from cclbench_lib.decode import ab_verdicts, band_sentence, choose_binding
+from cclbench_lib.render.decode import band_sentence
+from cclbench_lib.rules.ab import ab_verdicts, choose_binding
 
 # Hand-computed: DeepSeek hidden 7168, bfloat16 (2 bytes): 7168 x 2 = 14336 bytes per token.
 ALL_REDUCE_7168 = {1: 14336, 2: 28672, 4: 57344, 8: 114688, 16: 229376, 32: 458752, 64: 917504}
@@ -474,7 +475,7 @@ def sweep_records(times_us, repeats=3, sizes=(8192, 16384, 1048576, 2097152)):
 
 
 class BindingChoice(unittest.TestCase):
-    """decode.choose_binding: the binding a decode point over the rails runs with, from the sweep's records."""
+    """rules/ab.choose_binding: the binding a decode point over the rails runs with, from the sweep's records."""
 
     def choose(self, records, production=BOTH, sizes=(14336, 917504), sweep=None):
         return choose_binding(records, sweep or SWEEP, "all_reduce", list(sizes), production)
@@ -534,7 +535,7 @@ class BindingUnderSrun(TempDirTest):
     binding rebuilds that prefix, and the coll_perf arguments after it stay as planned."""
 
     def test_the_chosen_binding_rebuilds_the_srun_prefix(self):
-        from cclbench_lib.runner import Baseline
+        from cclbench_lib.execute.runner import Baseline
         fake = os.path.join(self.tmp, "bin")
         os.makedirs(fake)
         with open(os.path.join(fake, "srun"), "w") as handle:

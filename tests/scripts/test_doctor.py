@@ -11,7 +11,8 @@ import unittest
 import doctor_fixture
 from helpers import FAKE_BIN, FAKE_MPIRUN, TempDirTest, read_text, run_cli, validate
 
-from cclbench_lib import doctor, doctor_checks
+from cclbench_lib.execute import doctor
+from cclbench_lib.model import doctor_checks
 
 STATUSES = {"pass", "warn", "fail", "skip"}
 
@@ -412,6 +413,47 @@ class Command(FixtureTest):
         self.assertEqual({c["host"] for c in document["checks"]}, {"node5", "node7", "*"})
         driver = next(c for c in document["checks"] if c["id"] == "versions" and c["subject"] == "nvidia_driver")
         self.assertEqual((driver["status"], driver["detail"]), ("pass", "all hosts: 580.95.05"))
+
+    def test_hosts_inside_slurm_use_srun_as_baseline_does(self):
+        """Inside an allocation (SLURM_JOB_ID, an srun offering pmix) `doctor --hosts` starts its ranks with srun,
+        the launcher baseline chooses there (model/launcher.choose_launcher); --launcher mpirun still forces mpirun."""
+        sysfs, procfs = self.fixture()
+        bin_dir = os.path.join(self.tmp, "slurm_bin")
+        os.makedirs(bin_dir)
+        srun = os.path.join(bin_dir, "srun")
+        with open(srun, "w") as handle:
+            handle.write(FAKE_SRUN)
+        os.chmod(srun, 0o755)
+        srun_log, mpirun_log = os.path.join(self.tmp, "srun.log"), os.path.join(self.tmp, "mpirun.log")
+        env = {"SLURM_JOB_ID": "4242", "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""),
+               "FAKE_SRUN_LOG": srun_log, "FAKE_MPIRUN_LOG": mpirun_log}
+        args = ["doctor", "--hosts", "node5,node7", "--mpirun", FAKE_MPIRUN, "--sysfs-root", sysfs, "--procfs-root", procfs]
+        result = run_cli(args, env=env)
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        launches = [json.loads(line) for line in read_text(srun_log).splitlines()]
+        self.assertEqual([argv[argv.index("--nodelist") + 1] for argv in launches], ["node5", "node7"])
+        self.assertTrue(all("--mpi=pmix" in argv and argv[argv.index("-n") + 1] == "1" for argv in launches), launches)
+        self.assertFalse(os.path.exists(mpirun_log), "mpirun was not used")
+        forced = run_cli(args + ["--launcher", "mpirun"], env=env)
+        self.assertEqual(forced.returncode, 0, forced.stdout + forced.stderr)
+        self.assertEqual(len(read_text(mpirun_log).splitlines()), 2)
+        self.assertEqual(len(read_text(srun_log).splitlines()), 2, "srun not used again")
+
+
+# A stand-in for Slurm's srun: `--mpi=list` offers pmix; a launch logs its argv and runs the program once.
+FAKE_SRUN = """#!/usr/bin/env python3
+import json, os, sys
+args = sys.argv[1:]
+if args == ["--mpi=list"]:
+    print("MPI plugin types are...\\n\\tnone\\n\\tpmix")
+    sys.exit(0)
+with open(os.environ["FAKE_SRUN_LOG"], "a") as handle:
+    handle.write(json.dumps(args) + "\\n")
+i = 0
+while i < len(args) and args[i].startswith("-"):
+    i += 2 if args[i] in ("-n", "--nodes", "--nodelist", "--ntasks-per-node") else 1
+os.execvp(args[i], args[i:])
+"""
 
 
 class Baseline(FixtureTest):

@@ -14,7 +14,7 @@ import unittest
 
 from helpers import BINARY_DIR, FAKE_BIN, SCHEMA_DIR, SOURCE_DIR, TempDirTest, main_for_ctest, read_jsonl, validate
 
-from cclbench_lib.records import with_defaults
+from cclbench_lib.model.records import with_defaults
 
 APPS = os.path.join(BINARY_DIR, "bench", "apps")
 MISSING = [tool for tool in ("coll_perf", "topo_map", "nccl_evidence") if not os.access(os.path.join(APPS, tool), os.X_OK)]

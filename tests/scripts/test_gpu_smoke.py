@@ -9,7 +9,7 @@ import unittest
 import xml.etree.ElementTree as ElementTree
 
 from helpers import BINARY_DIR, TempDirTest, main_for_ctest, read_text, run_cli
-from cclbench_lib.hosts import local_gpu_count  # noqa: E402 (helpers puts scripts/ on the path)
+from cclbench_lib.model.hosts import local_gpu_count  # noqa: E402 (helpers puts scripts/ on the path)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools"))
 from gpu_presence import independent_gpu_evidence  # noqa: E402

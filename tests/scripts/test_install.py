@@ -16,7 +16,10 @@ APPS = os.path.join(BINARY_DIR, "bench", "apps")
 HOST_PROGRAMS = ["coll_perf", "all_reduce_perf", "all_gather_perf", "reduce_scatter_perf", "alltoall_perf",
                  "broadcast_perf", "reduce_perf", "sendrecv_perf", "topo_map", "nccl_evidence", "cclbench"]
 SCHEMAS = sorted(name for name in os.listdir(os.path.join(SOURCE_DIR, "results_schema")) if name.endswith(".schema.json"))
-LIBRARY = sorted(name for name in os.listdir(os.path.join(SOURCE_DIR, "scripts", "cclbench_lib")) if name.endswith(".py"))
+# The package's modules in its layer subpackages (base/, model/, ...), as paths relative to cclbench_lib/.
+LIBRARY = sorted(os.path.relpath(os.path.join(directory, name), os.path.join(SOURCE_DIR, "scripts", "cclbench_lib"))
+                 for directory, _subdirs, files in os.walk(os.path.join(SOURCE_DIR, "scripts", "cclbench_lib"))
+                 for name in files if name.endswith(".py"))
 
 
 def clean_env(**extra):

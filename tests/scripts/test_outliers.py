@@ -1,4 +1,4 @@
-"""Outliers (scripts/cclbench_lib/outliers.py): P2P pairs and GPUs against their path class, host<->device
+"""Outliers (scripts/cclbench_lib/rules/outliers.py): P2P pairs and GPUs against their path class, host<->device
 per GPU, and the straggler rank. Synthetic matrices are shaped like the target node: 8 GPUs, GPU0-3 under
 one PCIe switch, GPU4-7 under another (PIX inside a sub-switch, PXB across it), NODE between the groups.
 Expected medians and names are written out by hand from the fixture numbers, not computed by the code."""
@@ -13,7 +13,8 @@ import unittest
 
 from helpers import FAKE_BIN, HERE, validate
 
-from cclbench_lib import outliers, report
+from cclbench_lib.model import run_dir
+from cclbench_lib.rules import outliers
 
 # Target-node bandwidths (GB/s) per class: PIX inside a sub-switch, PXB across it, NODE across switches.
 CLASS_GBPS = {"PIX": 52.0, "PXB": 50.0, "NODE": 38.0}
@@ -192,7 +193,7 @@ class DocumentRule(unittest.TestCase):
         for result in document["results"]:
             if result["test"] == "d2d_ce_write_uni" and (result["src"], result["dst"]) == (1, 2):
                 result["bandwidth_gbps"] = stats(26.0)
-        matrices = {name: matrix for name, _u, _d, _s, matrix in report.p2p_matrices(document)}
+        matrices = {name: matrix for name, _u, _d, _s, matrix in run_dir.p2p_matrices(document)}
         self.assertEqual((matrices["d2d_ce_write_uni"][1][2], matrices["d2d_ce_write_uni"][2][1]), (26.0, 52.0))
         rows = outliers.host_outliers(document)
         # The double: 52 GB/s inside a half (PIX, 24 pairs), 38 across (SYS).
@@ -231,7 +232,7 @@ def per_rank_records(nranks=8, cases=20, iterations=20, seed=0, straggler=None, 
 
 
 class FakeRun:
-    """The parts of report.RunData that outliers.anomaly_rows reads."""
+    """The parts of run_dir.RunData that outliers.anomaly_rows reads."""
 
     def __init__(self, records, bindings=None, p2p=None, topology=None):
         self.latest = {(r["point"], r["case_id"]): r for r in records}

@@ -6,8 +6,8 @@ import unittest
 
 from helpers import TempDirTest, run_cli, validate
 
-from cclbench_lib.common import UsageError
-from cclbench_lib.hosts import expand_nodelist, parse_hostfile
+from cclbench_lib.base.errors import UsageError
+from cclbench_lib.model.hosts import expand_nodelist, parse_hostfile
 
 
 class TwoNodePlan(TempDirTest):

@@ -1,4 +1,4 @@
-"""Plots people can read (scripts/cclbench_lib/plots.py), rendered by `cclbench report` from fixture records
+"""Plots people can read (scripts/cclbench_lib/render/plots.py), rendered by `cclbench report` from fixture records
 with matplotlib's Agg backend and read back from the figure objects: tick labels, colour limits, the colour
 bar formatter, the hatched missing cell, and that the plotted data equals the input. Skipped, with the reason,
 where matplotlib is missing (the GPU machine has none)."""
@@ -14,7 +14,7 @@ from unittest import mock
 
 from helpers import FAKE_BIN, main_for_ctest, read_text
 
-from cclbench_lib import plots, report
+from cclbench_lib.render import plots, report
 
 PYPLOT, WHY_NOT = report.load_pyplot()
 SIZES = [8192 << i for i in range(14)]  # 8K .. 64M
@@ -168,7 +168,7 @@ class ReportPlots(unittest.TestCase):
         axis = self.figures["all_reduce_busbw.png"].axes[0]
         dashed = [line for line in axis.get_lines() if line.get_linestyle() == "--"]
         self.assertEqual(len(dashed), 1)
-        self.assertEqual(list(dashed[0].get_ydata()), [64.0, 64.0])  # PCIe Gen5 x16, report.PCIE_GEN5_X16_GBPS
+        self.assertEqual(list(dashed[0].get_ydata()), [64.0, 64.0])  # PCIe Gen5 x16, rules.ceilings.PCIE_GEN5_X16_GBPS
         self.assertIn("64", dashed[0].get_label())
         self.assertEqual(list(axis.get_xticks()), SIZES)
         self.assertEqual([t.get_text() for t in axis.get_xticklabels()], SIZE_LABELS)

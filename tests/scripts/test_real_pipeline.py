@@ -15,7 +15,7 @@ import xml.etree.ElementTree as ElementTree
 from helpers import (BINARY_DIR, FAKE_BIN, SOURCE_DIR, TempDirTest, main_for_ctest, read_jsonl, read_text, run_cli,
                      validate)
 
-from cclbench_lib.records import with_defaults
+from cclbench_lib.model.records import with_defaults
 
 APPS = os.path.join(BINARY_DIR, "bench", "apps")
 MISSING = [tool for tool in ("coll_perf", "topo_map") if not os.access(os.path.join(APPS, tool), os.X_OK)]

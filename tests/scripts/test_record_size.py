@@ -12,7 +12,7 @@ import unittest
 
 from helpers import BINARY_DIR, SCHEMA_DIR, TempDirTest, main_for_ctest, read_jsonl, validate
 
-from cclbench_lib import records
+from cclbench_lib.model import records
 
 COLL_PERF = os.path.join(BINARY_DIR, "bench", "apps", "coll_perf")
 MPIRUN = shutil.which("mpirun")
@@ -142,7 +142,7 @@ LEAN = {
 
 
 class ReadersTreatAbsentAsDefault(TempDirTest):
-    """No coll_perf needed: records.py, the one place readers get their defaults from."""
+    """No coll_perf needed: model/records.py, the one place readers get their defaults from."""
 
     def test_reader_defaults_are_the_schema_defaults(self):
         self.assertEqual(records.RECORD_DEFAULTS, SCHEMA_DEFAULTS)

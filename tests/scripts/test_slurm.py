@@ -11,7 +11,7 @@ import tempfile
 import time
 import unittest
 
-from helpers import (BINARY_DIR, CCLBENCH, FAKE_BIN, FAKE_MPIRUN, TempDirTest, main_for_ctest, read_jsonl, run_cli,
+from helpers import (BINARY_DIR, CCLBENCH, FAKE_BIN, FAKE_MPIRUN, REAL_APPS, TempDirTest, main_for_ctest, read_jsonl, run_cli,
                      validate)
 
 COLL_PERF = os.path.join(BINARY_DIR, "bench", "apps", "coll_perf")
@@ -227,7 +227,8 @@ class RealSlurm(unittest.TestCase):
 
     def test_baseline_inside_an_allocation_uses_srun(self):
         self.need_coll_perf()
-        result = self.in_allocation(cclbench_cmd("baseline", "--results", self.results, "--run-id", "S", "-b", "8K",
+        # --bin-dir: the programs of the build under test (CCLBENCH_BINARY_DIR), not <repo>/build, the default
+        result = self.in_allocation(cclbench_cmd("baseline", "--bin-dir", REAL_APPS, "--results", self.results, "--run-id", "S", "-b", "8K",
                                                  "-e", "16K", "-n", "2", "-w", "1", "--coll", "all_reduce", "--repeat", "1"))
         self.assertEqual(result.returncode, 0, result.stderr[-3000:])
         manifest = self.manifest("S")
@@ -250,7 +251,7 @@ class RealSlurm(unittest.TestCase):
 
     def test_smoke_with_mpirun_inside_the_allocation(self):
         self.need_coll_perf()
-        result = self.in_allocation(cclbench_cmd("smoke", "--launcher", "mpirun", "--results", self.results,
+        result = self.in_allocation(cclbench_cmd("smoke", "--launcher", "mpirun", "--bin-dir", REAL_APPS, "--results", self.results,
                                                  "--run-id", "M"))
         self.assertEqual(result.returncode, 0, result.stderr[-3000:])
         manifest = self.manifest("M")

@@ -1,4 +1,4 @@
-"""The repeat rule (records.repeat_verdict) and the report's rules for emulated and MPI-backend points, on
+"""The repeat rule (rules/repeat_rule.repeat_verdict) and the report's rules for emulated and MPI-backend points, on
 synthetic records. Expected figures are worked out by hand from the README's rule."""
 import os
 import unittest
@@ -6,8 +6,10 @@ import unittest
 from case_records import case_record, repeat_records, write_run_dir
 from helpers import TempDirTest, read_text, run_cli
 
-from cclbench_lib.records import bandwidth_time_us, repeat_verdict
-from cclbench_lib.report import RunData, table_cells
+from cclbench_lib.model.records import bandwidth_time_us
+from cclbench_lib.rules.repeat_rule import repeat_verdict
+from cclbench_lib.model.run_dir import RunData
+from cclbench_lib.render.report import table_cells
 
 
 def record(point, case_id, gated, batch=None, mean=None, backend="nccl", emulated=False, wrong=0, cv=1.0,

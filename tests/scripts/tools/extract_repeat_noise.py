@@ -17,9 +17,10 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "scripts"))
 
-from cclbench_lib.common import write_atomic  # noqa: E402
-from cclbench_lib.records import (bandwidth_time_us, group_repeats, is_correctness_only, load_cases,  # noqa: E402
-                                  record_is_sound, repeat_verdict)
+from cclbench_lib.base.files import write_atomic  # noqa: E402
+from cclbench_lib.model.records import (bandwidth_time_us, group_repeats, is_correctness_only, load_cases,  # noqa: E402
+                                        record_is_sound)
+from cclbench_lib.rules.repeat_rule import repeat_verdict  # noqa: E402
 
 
 def extract_run(run_dir):

@@ -1,27 +1,34 @@
 """Reading case records (coll_perf's JSONL) and judging them: latest per case, completeness of a
-point against its plan, statistics across repeats."""
-import math
+point against its plan, statistics across repeats.
+"""
+
 import os
 import re
-import statistics
 
-from .common import CclbenchError, read_jsonl
+from ..base.errors import CclbenchError
+from ..base.files import read_jsonl
+from ..base.numbers import is_finite, positive
+
 
 _REPEAT_RE = re.compile(r"^(.*)\.rep(\d+)$")
+
+
+CASES_FILE = "cases.jsonl"    # every timed case record of a run
+SANITY_FILE = "sanity.jsonl"  # the sanity pass's records
+
+
+def cases_path(run_dir):
+    return os.path.join(run_dir, CASES_FILE)
+
+
+def launch_base_point(launch):
+    """The base point of a plan launch: its base_point, else its name without .repN (as its records are grouped)."""
+    return launch.get("base_point") or base_point_of(launch.get("name") or "")
 
 
 def base_point_of(point):
     match = _REPEAT_RE.match(point or "")
     return match.group(1) if match else (point or "")
-
-
-def _finite_number(value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return False
-    try:
-        return math.isfinite(float(value))
-    except OverflowError:  # JSON integers have no size limit
-        return False
 
 
 def record_problem(record):
@@ -38,10 +45,10 @@ def record_problem(record):
     if time_us is not None:
         if not isinstance(time_us, dict):
             return "time_us is not an object"
-        if any(value is not None and not _finite_number(value) for value in time_us.values()):
+        if any(value is not None and not is_finite(value) for value in time_us.values()):
             return "time_us holds a value that is not a finite number"
     samples = record.get("samples_us")
-    if samples is not None and (not isinstance(samples, list) or not all(_finite_number(v) for v in samples)):
+    if samples is not None and (not isinstance(samples, list) or not all(is_finite(v) for v in samples)):
         return "samples_us is not a list of finite numbers"
     return None
 
@@ -92,7 +99,7 @@ def load_cases(run_dir_or_file, what="case records", strict=False):
     strict)."""
     path = run_dir_or_file
     if os.path.isdir(path):
-        path = os.path.join(path, "cases.jsonl")
+        path = cases_path(path)
     records, bad = read_jsonl(path, what, strict=strict)
     kept = []
     for number, record in enumerate(records, 1):
@@ -131,7 +138,7 @@ def record_is_sound(record):
         return False
     for key in ("mean", "p50"):
         value = time_us.get(key)
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value <= 0:
+        if not is_finite(value) or value <= 0:
             return False
     wrong = record.get("wrong")
     if wrong not in (None, 0):
@@ -171,18 +178,6 @@ def point_completeness(records, launch):
 
 
 
-def cv_pct(values):
-    values = [v for v in values if v is not None]
-    if len(values) < 2:
-        return None
-    mean = statistics.fmean(values)
-    if mean <= 0:
-        return None
-    return statistics.stdev(values) / mean * 100.0
-
-
-
-
 def group_repeats(records):
     """{(base_point, case_id): [latest record of each repeat]}, repeats in name order."""
     groups = {}
@@ -191,21 +186,17 @@ def group_repeats(records):
     return groups
 
 
-def _positive(value):
-    return float(value) if _finite_number(value) and value > 0 else None
-
-
 def bandwidth_time_us(record):
     """The time a record's busbw comes from, the headline the report plots and compare judges:
     gated_time_us (GPU time, no launch gaps) where coll_perf has one, else batch_time_us where the record
     says so (a -G run without a gated time: its per-iteration samples carry event nodes), else time_us.mean."""
-    gated = _positive(record.get("gated_time_us"))
+    gated = positive(record.get("gated_time_us"))
     if gated is not None:
         return gated
     if record.get("bandwidth_from") == "batch_time_us":
-        return _positive(record.get("batch_time_us"))
+        return positive(record.get("batch_time_us"))
     time_us = record.get("time_us")
-    return _positive(time_us.get("mean")) if isinstance(time_us, dict) else None
+    return positive(time_us.get("mean")) if isinstance(time_us, dict) else None
 
 
 # What a record measures. Emulated ranks (--share-gpu: several ranks time-slice one GPU over sockets)
@@ -233,66 +224,6 @@ def measurement_mode(record):
     """backend, ranks, emulation and launch mode: records of different modes are never compared.
     CUDA-graph records (graph_launches > 0) are never set against eager ones."""
     graph = record.get("graph_launches")
-    launch = "cuda-graph" if _finite_number(graph) and graph > 0 else "eager"
+    launch = "cuda-graph" if is_finite(graph) and graph > 0 else "eager"
     mode = f"{record.get('backend') or '?'} x{record.get('nranks') or '?'} {launch}"
     return mode + (" emulated" if record.get("emulated") else "")
-
-
-def median(values):
-    values = sorted(values)
-    if not values:
-        return None
-    middle = len(values) // 2
-    return values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
-
-
-# The repeat rule (README "Baseline, report and compare"). A case's headline is the median over its
-# repeats of the bandwidth time; its CV across repeats is the bring-up figure (target <= the gate).
-# A CV above the gate fails the case only when the median itself is not reproducible:
-#  - robust dispersion = 1.4826 x MAD / median (MAD = median absolute deviation from the median; one
-#    repeat of three cannot move it, so a single off repeat leaves the median, and the verdict, alone);
-#  - host-bound cases (batch_time_us, the host's time per launch, >= HOST_BOUND_RATIO x the gated GPU
-#    time: the GPU finishes before the host can launch the next one, so scheduling of the launching
-#    thread shows) get HOST_BOUND_GATE_FACTOR x the gate for that robust dispersion.
-HOST_BOUND_RATIO = 1.25
-HOST_BOUND_GATE_FACTOR = 3.0
-MAD_TO_SIGMA = 1.4826
-
-
-def is_host_bound(records):
-    """GPU time below the host's launch interval, from the records' own two clocks; False when either
-    is missing (no gated loop: nothing says the GPU outran the host)."""
-    gated = median([t for t in (_positive(r.get("gated_time_us")) for r in records) if t is not None])
-    batch = median([t for t in (_positive(r.get("batch_time_us")) for r in records) if t is not None])
-    return gated is not None and batch is not None and batch >= HOST_BOUND_RATIO * gated
-
-
-def repeat_verdict(records_of_case, gate_pct):
-    """The repeat rule for one case: None with fewer than 2 sound, GPU-timed repeats; else a dict with
-    repeats, headline_us, cv_pct, robust_pct, host_bound, verdict ('ok', 'one repeat off',
-    'host-bound', 'FAIL') and passed."""
-    sound = [r for r in records_of_case if record_is_sound(r) and not is_correctness_only(r)]
-    times = [t for t in (bandwidth_time_us(r) for r in sound) if t is not None]
-    if len(times) < 2:
-        return None
-    middle = median(times)
-    cv = cv_pct(times)
-    robust = MAD_TO_SIGMA * median([abs(t - middle) for t in times]) / middle * 100.0
-    host_bound = is_host_bound(sound)
-    limit = gate_pct * (HOST_BOUND_GATE_FACTOR if host_bound else 1.0)
-    if cv <= gate_pct:
-        verdict = "ok"
-    elif robust <= limit:
-        verdict = "host-bound" if host_bound else "one repeat off"
-    else:
-        verdict = "FAIL"
-    return {"repeats": len(times), "headline_us": middle, "cv_pct": cv, "robust_pct": robust,
-            "host_bound": host_bound, "limit_pct": limit, "verdict": verdict, "passed": verdict != "FAIL"}
-
-
-
-
-def require_run_dir(path):
-    if not os.path.isdir(path):
-        raise CclbenchError(f"{path} is not a run directory", 2)
-    return path

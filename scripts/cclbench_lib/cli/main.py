@@ -1,23 +1,31 @@
 """Command line: plan, baseline, report, compare, smoke, doctor. Every failure is one stderr line."""
+
 import argparse
-import json
 import os
-import shlex
+import re
 import subprocess
 import sys
 import tempfile
 
-from . import SCHEMA_VERSION, TOOL_VERSION
-from .common import (CclbenchError, UsageError, default_run_id, parse_percent, parse_size, read_json,
-                     validate_run_id, write_json_atomic)
-from .hosts import (check_resolvable, local_gpu_count, local_hostname, parse_host_list, parse_hostfile,
-                    slurm_gpus_per_node, slurm_hosts)
-from .launcher import LAUNCHER_CHOICES, choose_launcher
-from .plan import (DEFAULT_COLLECTIVES, DEFAULT_CROSS_NIC, DEFAULT_EXPECT, Planner, format_launch, parse_collectives,
-                   parse_cross_nic, parse_hcas, plan_mode)
+from ..base import locations
+from ..base.errors import CclbenchError, UsageError
+from ..base.files import read_json, write_json_atomic
+from ..base.locations import resolve_program
+from ..base.values import (DEFAULT_COLLECTIVES, DEFAULT_CROSS_NIC, default_run_id, parse_collectives, parse_cross_nic,
+                           parse_hcas, parse_percent, parse_size, split_mpirun_args, sweep_sizes, validate_run_id)
+from ..base.version import SCHEMA_VERSION, TOOL_VERSION
+from ..cli.doctor import add_doctor_parser
+from ..execute.doctor import run_doctor_command
+from ..execute.runner import Baseline
+from ..execute.smoke import run_smoke, smoke_launches
+from ..model.hosts import (check_resolvable, local_gpu_count, local_hostname, parse_host_list, parse_hostfile,
+                           slurm_gpus_per_node, slurm_hosts)
+from ..model.launcher import LAUNCHER_CHOICES, choose_launcher, launcher_of
+from ..plan.baseline import DEFAULT_EXPECT, Planner, format_launch, plan_mode
+from ..plan.decode import AB_MAX_VARIANTS, parse_ab, parse_decode, plan_notes
+from ..render.compare import run_compare
+from ..render.report import build_report
 
-from . import locations
-from .decode import AB_MAX_VARIANTS, parse_ab, parse_decode, plan_notes
 
 # The build tree's programs in a checkout, PREFIX/bin when installed (locations.py).
 DEFAULT_BIN_DIR = locations.bin_dir()
@@ -146,19 +154,8 @@ def build_parser():
     smoke.add_argument("--junit", help="JUnit XML path (default RUN_DIR/smoke.junit.xml)")
     smoke.add_argument("--time-limit", type=seconds("--time-limit"), default=60.0, help="whole-test budget (default 60 s)")
     smoke.add_argument("--verbose", action="store_true")
-    from .doctor import add_doctor_parser
     add_doctor_parser(sub)
     return parser
-
-
-def split_mpirun_args(values, flag="--mpirun-args"):
-    args = []
-    for value in values:
-        try:
-            args += shlex.split(value)
-        except ValueError as error:
-            raise UsageError(f"{flag}: cannot split '{value}': {error}") from None
-    return args
 
 
 def launcher_choice(args):
@@ -202,7 +199,6 @@ def coll_perf_flags(bin_dir):
         return None
     if result.returncode != 0:
         return None
-    import re
     return sorted(set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", result.stdout)))
 
 
@@ -240,7 +236,6 @@ def plan_inputs(args):
         gpus = args.gpus_per_node or (min(granted, local_gpus) if granted else local_gpus)
     min_bytes = parse_size(args.minbytes, "-b")
     max_bytes = parse_size(args.maxbytes, "-e")
-    from .common import sweep_sizes
     sweep_sizes(min_bytes, max_bytes, args.stepfactor)
     bin_dir = os.path.abspath(args.bin_dir or DEFAULT_BIN_DIR)
     if len(hosts) > 1:
@@ -267,8 +262,6 @@ def run_dir_for(args, run_id):
 
 
 def check_tools(inputs, launches):
-    from .launcher import launcher_of
-    from .runner import resolve_program
     chosen = launcher_of(inputs)
     resolve_program(chosen["program"], chosen["name"])
     for launch in launches:
@@ -301,7 +294,6 @@ def cmd_plan(args, out):
 
 
 def cmd_baseline(args, argv):
-    from .runner import Baseline
     if args.dry_run:
         return cmd_plan(args, sys.stdout)
     if args.resume:
@@ -329,7 +321,6 @@ def cmd_baseline(args, argv):
 
 
 def cmd_report(args):
-    from .report import build_report
     cv_gate = parse_percent(args.cv_gate, "--cv-gate") if args.cv_gate else None
     path, anomalies = build_report(args.run_dir, cv_gate)
     print(f"cclbench: wrote {path} ({len(anomalies)} anomal{'y' if len(anomalies) == 1 else 'ies'})", file=sys.stderr)
@@ -337,7 +328,6 @@ def cmd_report(args):
 
 
 def cmd_compare(args):
-    from .compare import run_compare
     threshold = parse_percent(args.threshold, "--threshold")
     fail_above = parse_percent(args.fail_above, "--fail-above")
     regressions = run_compare(args.run_a, args.run_b, threshold, fail_above, args.out, sys.stdout, args.host_times)
@@ -348,8 +338,6 @@ def cmd_compare(args):
 
 
 def cmd_smoke(args, argv):
-    from .runner import resolve_program
-    from .smoke import run_smoke
     run_dir = run_dir_for(args, args.run_id or default_run_id("smoke-"))
     if os.path.lexists(run_dir):
         raise UsageError(f"{run_dir} already exists: choose another --run-id")
@@ -362,7 +350,6 @@ def cmd_smoke(args, argv):
               "cpu_count": os.cpu_count() or 1, "time_limit_s": args.time_limit, "tuning_probe": False,
               "sysfs_root": None, "launcher": launcher_choice(args)}
     inputs["coll_perf_flags"] = coll_perf_flags(inputs["bin_dir"])
-    from .smoke import smoke_launches
     check_tools(inputs, smoke_launches(inputs, run_dir, have_gpu)[0])
     junit = os.path.abspath(args.junit) if args.junit else os.path.join(run_dir, "smoke.junit.xml")
     return run_smoke(inputs, run_dir, junit, have_gpu, argv, args.verbose)
@@ -383,7 +370,6 @@ def main(argv=None):
         if args.command == "smoke":
             return cmd_smoke(args, ["cclbench"] + argv)
         if args.command == "doctor":
-            from .doctor import run_doctor_command
             return run_doctor_command(args)
         raise UsageError(f"unknown command {args.command}")
     except CclbenchError as error:

@@ -5,10 +5,15 @@ Two layouts: the source tree (scripts/cclbench_lib; programs in <repo>/build/ben
 install_layout.json that CMake installs beside this file with the relative paths of bin/ and the
 schemas, so an installed prefix can be moved anywhere.
 """
+
 import json
 import os
+import shutil
 
-LIB_DIR = os.path.dirname(os.path.abspath(__file__))
+from ..base.errors import CclbenchError
+
+
+LIB_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the package (this file is in its base/)
 LAYOUT_FILE = os.path.join(LIB_DIR, "install_layout.json")
 
 
@@ -46,3 +51,15 @@ def installed_commit():
     layout = _installed()
     commit = layout.get("git_commit") if layout else None
     return commit if isinstance(commit, str) and commit not in ("", "unknown") else None
+
+
+def resolve_program(name, what):
+    """mpirun must exist: a bare name is looked up on PATH, a path must be executable."""
+    if os.sep in name:
+        if os.path.isfile(name) and os.access(name, os.X_OK):
+            return name
+        raise CclbenchError(f"{what} '{name}' is not an executable file", 2)
+    found = shutil.which(name)
+    if not found:
+        raise CclbenchError(f"{what} '{name}' is not on PATH (install Open MPI or pass --mpirun PATH)", 2)
+    return name

@@ -1,24 +1,29 @@
 """`baseline`: runs a plan into results/<RUN_ID>/, resumable point by point."""
+
 import csv
 import io
-import json
 import os
-import platform
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
 import threading
 import time
 
-from . import SCHEMA_VERSION, TOOL_VERSION, decode, launcher
-from .common import (CclbenchError, UsageError, allowlisted_env, format_size, make_dirs, open_append, read_json,
-                     terminate_last_line, utc_now, write_atomic, write_json_atomic)
-from .plan import Planner, format_launch, plan_mode
-from .records import describe_problem, group_repeats, latest_by_case, load_cases, point_completeness, repeat_verdict
+from ..base.errors import CclbenchError
+from ..base.files import make_dirs, open_append, read_json, terminate_last_line, write_atomic
+from ..base.values import COLL_KINDS, utc_now, variant_text
+from ..execute.doctor import merge_run_directory
+from ..execute.manifest import manifest_path, new_manifest, pending_point, save_manifest
+from ..model import launcher
+from ..model.records import CASES_FILE, SANITY_FILE, cases_path, latest_by_case, load_cases
+from ..model.run_dir import launch_outputs
+from ..plan.baseline import Planner
+from ..render.report import build_report
+from ..rules.ab import choose_binding, sweep_bindings
+from ..rules.repeat_rule import repeat_failures
 
-COLL_KINDS = ("intra", "inter", "local")
+
 EXIT_MEANINGS = {0: "ok", 1: "some case failed or data was wrong", 2: "bad usage", 3: "transport expectation failed",
                  4: "timeout", 5: "runtime error", 6: "peer lost", 7: "nothing measured", 130: "interrupted",
                  143: "terminated"}
@@ -28,64 +33,6 @@ class Interrupted(Exception):
     def __init__(self, signum):
         super().__init__(f"signal {signum}")
         self.signum = signum
-
-
-def tool_commit():
-    from . import locations
-    if locations.installed():  # never the commit of whatever repository an installation sits in
-        return locations.installed_commit()
-    here = os.path.dirname(os.path.abspath(__file__))
-    try:
-        result = subprocess.run(["git", "-C", here, "rev-parse", "HEAD"], capture_output=True, text=True,
-                                timeout=10, check=False)
-        if result.returncode == 0:
-            commit = result.stdout.strip()
-            dirty = subprocess.run(["git", "-C", here, "status", "--porcelain", "--untracked-files=no"],
-                                   capture_output=True, text=True, timeout=10, check=False)
-            return commit + ("-dirty" if dirty.returncode == 0 and dirty.stdout.strip() else "")
-    except (OSError, subprocess.SubprocessError):
-        pass
-    return None
-
-
-def _first_line(argv):
-    try:
-        result = subprocess.run(argv, capture_output=True, text=True, timeout=20, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    text = (result.stdout or result.stderr or "").strip()
-    return text.splitlines()[0].strip() if result.returncode == 0 and text else None
-
-
-def local_versions(mpirun):
-    versions = {"python": platform.python_version(), "os": platform.platform(), "mpirun": None,
-                "nvidia_driver": None, "gpu_names": None}
-    if shutil.which(mpirun) or os.path.isfile(mpirun):
-        versions["mpirun"] = _first_line([mpirun, "--version"])
-    smi = shutil.which("nvidia-smi")
-    if smi:
-        line = _first_line([smi, "--query-gpu=driver_version", "--format=csv,noheader"])
-        versions["nvidia_driver"] = line
-        try:
-            names = subprocess.run([smi, "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
-                                   text=True, timeout=20, check=False)
-            if names.returncode == 0:
-                versions["gpu_names"] = [n.strip() for n in names.stdout.splitlines() if n.strip()] or None
-        except (OSError, subprocess.SubprocessError):
-            pass
-    return versions
-
-
-def resolve_program(name, what):
-    """mpirun must exist: a bare name is looked up on PATH, a path must be executable."""
-    if os.sep in name:
-        if os.path.isfile(name) and os.access(name, os.X_OK):
-            return name
-        raise CclbenchError(f"{what} '{name}' is not an executable file", 2)
-    found = shutil.which(name)
-    if not found:
-        raise CclbenchError(f"{what} '{name}' is not on PATH (install Open MPI or pass --mpirun PATH)", 2)
-    return name
 
 
 class Progress:
@@ -137,46 +84,13 @@ class Baseline:
         self.interrupted_by = None
         self.binding_choices = {}  # decode point over the rails -> the binding chosen for it (apply_binding)
 
-    # -- manifest -------------------------------------------------------------------------------
+    # -- manifest (execute/manifest.py) -----------------------------------------------------------
     def manifest_path(self):
-        return os.path.join(self.run_dir, "run_manifest.json")
-
-    def new_manifest(self):
-        env, redacted = allowlisted_env()
-        return {
-            "schema_version": SCHEMA_VERSION,
-            "run_id": os.path.basename(self.run_dir),
-            "status": "running",
-            "created_utc": utc_now(),
-            "updated_utc": utc_now(),
-            "tool": {"name": "cclbench", "version": TOOL_VERSION, "git_commit": tool_commit()},
-            "invocations": [],
-            "mode": self.mode or plan_mode(self.inputs),
-            "hosts": self.inputs["hosts"] or [self.inputs["local_host"]],
-            "plan_inputs": self.inputs,
-            "plan": [self.public_launch(launch) for launch in self.launches],
-            "env": env,
-            "env_redacted": redacted,
-            "versions": local_versions(self.inputs["mpirun"]),
-            "notes": sorted({launch["note"] for launch in self.launches if launch.get("note")}),
-            "points": {launch["name"]: {"kind": launch["kind"], "status": "pending", "exit_code": None,
-                                        "reason": None, "attempts": 0, "started_utc": None,
-                                        "finished_utc": None, "elapsed_s": None}
-                       for launch in self.launches},
-            "gates": {"cv_gate_pct": self.inputs["cv_gate_pct"], "repeat_cv_failures": []},
-        }
-
-    @staticmethod
-    def public_launch(launch):
-        entry = dict(launch)
-        entry["command"] = format_launch(launch)
-        return entry
+        return manifest_path(self.run_dir)
 
     def save_manifest(self):
         # The plan as it stands: apply_binding rebuilds the commands of decode points over the rails at run time.
-        self.manifest["plan"] = [self.public_launch(launch) for launch in self.launches]
-        self.manifest["updated_utc"] = utc_now()
-        write_json_atomic(self.manifest_path(), self.manifest)
+        save_manifest(self.run_dir, self.manifest, self.launches)
 
     # -- logging --------------------------------------------------------------------------------
     def log_line(self, text):
@@ -191,9 +105,7 @@ class Baseline:
                 raise CclbenchError(f"{self.manifest_path()} is not a cclbench run manifest", 2)
             planned = {launch["name"] for launch in self.launches}
             for name in planned - set(self.manifest["points"]):
-                self.manifest["points"][name] = {"kind": None, "status": "pending", "exit_code": None, "reason": None,
-                                                 "attempts": 0, "started_utc": None, "finished_utc": None,
-                                                 "elapsed_s": None}
+                self.manifest["points"][name] = pending_point(None)
             for launch in self.launches:
                 self.manifest["points"][launch["name"]]["kind"] = launch["kind"]
             # A decode point over the rails keeps the binding chosen when it first ran: its repeats, probe and
@@ -207,9 +119,9 @@ class Baseline:
                     self.apply_binding(launch)
             self.manifest["status"] = "running"
         else:
-            self.manifest = self.new_manifest()
+            self.manifest = new_manifest(self.inputs, self.launches, self.run_dir, self.mode)
         self.manifest["invocations"].append({"argv": self.argv, "started_utc": utc_now(), "resume": self.resume})
-        for name in ("cases.jsonl", "sanity.jsonl"):
+        for name in (CASES_FILE, SANITY_FILE):
             terminate_last_line(os.path.join(self.run_dir, name))
         for sub in ("doctor", "topology", "p2p", "nccl", "raw", "tuning"):
             make_dirs(os.path.join(self.run_dir, sub))  # 0755 and no symlinks, whatever the umask
@@ -218,35 +130,7 @@ class Baseline:
         self.log_line(f"# {utc_now()} cclbench {'resume' if self.resume else 'baseline'}: {shlex.join(self.argv)}")
 
     def check_outputs(self, launch):
-        """(ok, reason) for a launch's results, judged from the files, never from the exit code alone."""
-        if launch["kind"] in ("topology", "p2p", "tuning", "doctor"):
-            for path in launch["outputs"]:
-                try:
-                    document = read_json(path, f"{launch['kind']} result")
-                except CclbenchError as error:
-                    return False, str(error)
-                if not isinstance(document, dict) or "schema_version" not in document:
-                    return False, f"{path} has no schema_version"
-                if launch["kind"] == "tuning" and document.get("kind") != "tuning_probe":
-                    return False, f"{path} is not a coll_perf --tuning-probe file"
-                if launch["kind"] == "doctor" and document.get("kind") != "doctor":
-                    return False, f"{path} is not a cclbench doctor result"
-            return True, None
-        jsonl = os.path.join(self.run_dir, "sanity.jsonl" if launch["kind"] == "sanity" else "cases.jsonl")
-        if not os.path.exists(jsonl):
-            return False, f"no case records ({os.path.basename(jsonl)} is missing)"
-        records, _ = load_cases(jsonl, "case records")
-        complete, missing, failed = point_completeness(records, launch)
-        if complete:
-            return True, None
-        parts = []
-        if failed:
-            first = failed[0]
-            parts.append(f"{len(failed)} case(s) not ok, e.g. {first.get('case_id')}: {describe_problem(first)}")
-        if missing:
-            collective, size = missing[0]
-            parts.append(f"{len(missing)} planned case(s) missing, e.g. {collective} {format_size(size)}")
-        return False, "; ".join(parts)
+        return launch_outputs(self.run_dir, launch)
 
     def already_complete(self, launch):
         state = self.manifest["points"].get(launch["name"], {})
@@ -298,18 +182,18 @@ class Baseline:
 
     def apply_binding(self, launch):
         """A decode point over the rails (and its probe and A/B variants) runs with the binding the sweep found
-        best at its sizes, chosen once from the records measured before it (decode.choose_binding): its
+        best at its sizes, chosen once from the records measured before it (choose_binding): its
         environment and launcher prefix are rebuilt with that binding, and the plan in the manifest says so."""
         rule = launch["binding"]
         choice = self.binding_choices.get(rule["point"])
         if choice is None:
-            path = os.path.join(self.run_dir, "cases.jsonl")
+            path = cases_path(self.run_dir)
             records = load_cases(path, "case records")[0] if os.path.exists(path) else []
-            base, env, reason = decode.choose_binding(records, decode.sweep_bindings(self.launches), rule["collective"],
+            base, env, reason = choose_binding(records, sweep_bindings(self.launches), rule["collective"],
                                                       rule["sizes"], rule["production_env"])
             choice = {"from": base, "env": env, "reason": reason}
             self.binding_choices[rule["point"]] = choice
-            self.log_line(f"# {rule['point']}: binding {base or decode.variant_text(env)}: {reason}")
+            self.log_line(f"# {rule['point']}: binding {base or variant_text(env)}: {reason}")
         env = dict(choice["env"], **((launch.get("ab") or {}).get("variant") or {}))
         old_prefix = launcher.command(self.inputs, launch["nranks"], rule["host_spec"], launch.get("env") or {})
         if launch["argv"][:len(old_prefix)] != old_prefix:
@@ -406,7 +290,6 @@ class Baseline:
 
     def merge_doctor(self):
         """doctor/<host>.json -> doctor.json after each doctor launch; one stderr line with the verdict."""
-        from .doctor import merge_run_directory
         hosts = [launch["hosts"][0] for launch in self.launches if launch["kind"] == "doctor"]
         document = merge_run_directory(self.run_dir, hosts)
         done = all(os.path.exists(os.path.join(self.run_dir, "doctor", f"{host}.json")) for host in hosts)
@@ -416,7 +299,7 @@ class Baseline:
                   f"{counts['skip']} skip): {os.path.join(self.run_dir, 'doctor.json')}", file=sys.stderr, flush=True)
 
     def write_summary(self):
-        path = os.path.join(self.run_dir, "cases.jsonl")
+        path = cases_path(self.run_dir)
         records = load_cases(path, "case records")[0] if os.path.exists(path) else []
         write_summary_csv(os.path.join(self.run_dir, "summary.csv"), records)
         return records
@@ -462,11 +345,9 @@ class Baseline:
         cv_failures = []
         if self.inputs["repeat"] > 1:
             gate = self.inputs["cv_gate_pct"]
-            for (base, case_id), group in sorted(group_repeats(records).items()):
-                verdict = repeat_verdict(group, gate)  # None for emulated and MPI-backend records
-                if verdict is not None and not verdict["passed"]:
-                    cv_failures.append({"point": base, "case_id": case_id, "cv_pct": round(verdict["cv_pct"], 3),
-                                        "robust_pct": round(verdict["robust_pct"], 3)})
+            for base, case_id, verdict in repeat_failures(records, gate):
+                cv_failures.append({"point": base, "case_id": case_id, "cv_pct": round(verdict["cv_pct"], 3),
+                                    "robust_pct": round(verdict["robust_pct"], 3)})
             self.manifest["gates"]["repeat_cv_failures"] = cv_failures
         status = "complete" if not failures and not cv_failures else "failed"
         self.finish(status)
@@ -487,7 +368,6 @@ class Baseline:
     def write_report(self):
         """report.md (and plots) at the end of every run that was not interrupted, failed ones included:
         their anomalies are what the reader needs first. A report problem never hides the run's outcome."""
-        from .report import build_report
         try:
             path, anomalies = build_report(self.run_dir, self.inputs["cv_gate_pct"])
         except CclbenchError as error:

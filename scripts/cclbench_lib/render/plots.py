@@ -5,11 +5,15 @@ Heatmap: integer GPU ticks, the value written in every cell, a colour scale from
 value (the caller may share it across the tests of one unit), no offset or scientific notation on
 the colour bar, and unmeasured cells hatched and labelled "n/a" (never drawn as 0).
 Lines: one line per sweep point, physical ceilings as dashed horizontal lines, the x axis on
-powers of two labelled with the sizes (8K .. 64M)."""
+powers of two labelled with the sizes (8K .. 64M).
+"""
+
 import io
 import math
 
-from .common import format_size, write_atomic
+from ..base.files import write_atomic
+from ..base.values import format_size
+
 
 MISSING_LABEL = "n/a"
 MAX_SIZE_TICKS = 16

@@ -4,16 +4,17 @@ A plan is pure data computed from its inputs (hosts, GPUs per node, HCAs, sizes.
 prints exactly what `baseline` runs, and `baseline --resume` recomputes the same launches from the
 inputs stored in run_manifest.json.
 """
+
 import os
-import re
 import shlex
 
-from . import decode, launcher
-from .common import UsageError, format_size, sweep_sizes
+from ..base.values import KNOWN_COLLECTIVES, format_size, sweep_sizes
+from ..model import launcher
+from ..model.records import CASES_FILE
+from ..plan.decode import AB_MPI_NOTE, PRODUCTION_NOTE, ab_points, decode_points
+from ..plan.doctor_point import cclbench_script, doctor_argv
 
-DEFAULT_COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "alltoall"]
-KNOWN_COLLECTIVES = DEFAULT_COLLECTIVES + ["broadcast", "reduce", "sendrecv"]
-DEFAULT_CROSS_NIC = [0, 1, 2]
+
 # The gate of every multi-node point: inter-node traffic must be NET/IB (the RDMA rails), never a
 # silent NET/Socket fallback. Add GDRDMA or intra=P2P with --expect-transport when wanted.
 DEFAULT_EXPECT = "inter=NET/IB"
@@ -21,7 +22,6 @@ DEFAULT_EXPECT = "inter=NET/IB"
 # When coll_perf is not built (plan only), the newest set is assumed.
 NEWEST_COLL_PERF_FLAGS = ["--expect-transport", "--log-dir", "--nccl-log-dir", "--share-gpu", "--sysfs-root",
                           "--tuning-from", "--tuning-probe"]
-HCA_RE = re.compile(r"^[A-Za-z0-9_.-]+:[0-9]+$")
 # Sanity pass: about three sizes spanning the sweep, all_reduce only, few iterations, so environment or
 # unit mistakes show up in minutes, not after the full matrix.
 SANITY_ITERATIONS = 5
@@ -37,39 +37,6 @@ ONE_GPU_NOTE = ("one GPU: the collectives run as one real rank on it (GPU times 
                 f"{EMULATED_RANKS} emulated ranks (--share-gpu) check the multi-rank code paths, correctness only")
 EMULATED_NOTE = (f"{EMULATED_RANKS} emulated ranks share one GPU (--share-gpu, NET/Socket on loopback): "
                  "correctness only, timings are not performance figures")
-
-
-def parse_hcas(text):
-    items = [item.strip() for item in str(text).split(",")]
-    for item in items:
-        if not HCA_RE.match(item):
-            raise UsageError(f"--hcas: '{item}' is not an HCA:port (example: mlx5_0:1,mlx5_3:1)")
-    if len(set(items)) != len(items):
-        raise UsageError(f"--hcas: '{text}' lists an HCA twice")
-    return items
-
-
-def parse_collectives(text):
-    items = [item.strip().replace("-", "_") for item in str(text).split(",") if item.strip()]
-    aliases = {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
-               "all_to_all": "alltoall", "all2all": "alltoall"}
-    items = [aliases.get(item, item) for item in items]
-    if not items:
-        raise UsageError("--coll: no collective given")
-    for item in items:
-        if item not in KNOWN_COLLECTIVES:
-            raise UsageError(f"--coll: unknown collective '{item}' (known: {', '.join(KNOWN_COLLECTIVES)})")
-    return items
-
-
-def parse_cross_nic(text):
-    values = []
-    for item in str(text).split(","):
-        item = item.strip()
-        if item not in ("0", "1", "2"):
-            raise UsageError(f"--cross-nic: '{item}' is not 0, 1 or 2")
-        values.append(int(item))
-    return values
 
 
 def hca_label(binding, all_hcas):
@@ -117,7 +84,7 @@ class Planner:
         flags = self.inputs.get("coll_perf_flags")
         return flag in (NEWEST_COLL_PERF_FLAGS if flags is None else flags)
 
-    def coll_args(self, point, sizes=None, collectives=None, iterations=None, jsonl="cases.jsonl",
+    def coll_args(self, point, sizes=None, collectives=None, iterations=None, jsonl=CASES_FILE,
                   expect="", tuning_from=None, warmup=None, size_args=None):
         inputs = self.inputs
         min_b, max_b, factor = sizes or (inputs["min_bytes"], inputs["max_bytes"], inputs["step_factor"])
@@ -228,7 +195,6 @@ class Planner:
 
     def doctor_launch(self, host, via_mpirun):
         """The preflight first, one process per host (cclbench doctor): its table opens the report."""
-        from .doctor import cclbench_script, doctor_argv
         out = self.path("doctor", f"{host}.json")
         env = {"NCCL_IB_HCA": "=" + ",".join(self.inputs["hcas"])} if self.inputs.get("hcas") else {}
         argv = doctor_argv(cclbench_script(), self.inputs.get("sysfs_root"), None, host, out)
@@ -298,11 +264,11 @@ class Planner:
                 env["NCCL_IB_HCA"] = "=" + ",".join(inputs["hcas"])
             scopes.append({"base": "inter.best", "kind": "inter", "nranks": gpn * len(hosts), "hosts": hosts, "env": env,
                            "mpirun": self.mpirun(gpn * len(hosts), all_hosts, env), "expect": expect,
-                           "host_spec": all_hosts, "note": decode.PRODUCTION_NOTE})
-        added = decode.decode_points(self, scopes)
+                           "host_spec": all_hosts, "note": PRODUCTION_NOTE})
+        added = decode_points(self, scopes)
         for point in added:
             if point["kind"] == "inter":
-                # The binding is chosen at run time from the sweep's records (runner: decode.choose_binding); the
+                # The binding is chosen at run time from the sweep's records (runner: choose_binding); the
                 # command carries the production binding until then. A/B variants beside it inherit the rule.
                 point["binding"] = {"rule": "sweep_fastest", "point": point["base"],
                                     "collective": point["decode"]["collective"], "sizes": list(point["sizes"]),
@@ -310,7 +276,7 @@ class Planner:
         # Variants beside the first node's points and the points over the rails (the other nodes repeat the first).
         beside = [p for p in added if p["kind"] == "inter" or p["hosts"] == hosts[:1]] or \
             [p for p in points if p["kind"] == "intra"][:1] + [p for p in points if p["kind"] == "inter"][:1]
-        return added + decode.ab_points(self, beside)
+        return added + ab_points(self, beside)
 
     def _local_plan(self):
         inputs = self.inputs
@@ -353,19 +319,19 @@ class Planner:
                            "hosts": [host], "env": {}, "extra": ["--share-gpu"], "expect": "", "note": EMULATED_NOTE,
                            "oversubscribe": EMULATED_RANKS > cpus,
                            "mpirun": self.mpirun(EMULATED_RANKS, oversubscribe=EMULATED_RANKS > cpus)})
-        decode_points = decode.decode_points(self, scopes)
-        for item in decode_points:
+        decoded = decode_points(self, scopes)
+        for item in decoded:
             if item.get("mpi") and inputs.get("ab"):
-                item["note"] = "; ".join(part for part in (item.get("note"), decode.AB_MPI_NOTE) if part)
-        if ngpus == 0 and inputs.get("ab") and not decode_points:
-            point["note"] = f"{note}; {decode.AB_MPI_NOTE}"
+                item["note"] = "; ".join(part for part in (item.get("note"), AB_MPI_NOTE) if part)
+        if ngpus == 0 and inputs.get("ab") and not decoded:
+            point["note"] = f"{note}; {AB_MPI_NOTE}"
         # A/B beside points where NCCL chooses: never one rank (no choice) nor the MPI backend (no NCCL).
-        beside = [p for p in (decode_points or [point]) if p["nranks"] > 1 and not p.get("mpi")]
-        ab = decode.ab_points(self, beside)
+        beside = [p for p in (decoded or [point]) if p["nranks"] > 1 and not p.get("mpi")]
+        ab = ab_points(self, beside)
         # One rank has no algorithm to choose: no TUNING probe for it.
-        launches += self._interleaved([point] + [p for p in decode_points + ab if p["nranks"] == nranks],
+        launches += self._interleaved([point] + [p for p in decoded + ab if p["nranks"] == nranks],
                                       tuning=self.tuning_enabled(ngpus > 0) and nranks > 1)
-        others = [p for p in decode_points + ab if p["nranks"] != nranks]
+        others = [p for p in decoded + ab if p["nranks"] != nranks]
         if others:
             launches += self._interleaved(others, tuning=self.tuning_enabled(ngpus > 0))
         if ngpus == 1:

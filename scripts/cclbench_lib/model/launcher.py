@@ -11,12 +11,14 @@ process-management interface the MPI library can use: PMIx (preferred) or PMI2 i
 Open MPI 5 always speaks PMIx). Otherwise mpirun runs inside the allocation, where Open MPI reads
 the allocation itself.
 """
+
 import os
 import re
 import shutil
 import subprocess
 
-from .common import UsageError
+from ..base.errors import UsageError
+
 
 LAUNCHER_CHOICES = ("auto", "mpirun", "srun")
 
@@ -30,6 +32,12 @@ def _output(argv, environ):
         last = (result.stderr or result.stdout or "").strip().splitlines()
         return None, f"exit {result.returncode}" + (f": {last[-1][:160]}" if last else "")
     return result.stdout + result.stderr, None
+
+
+def mpirun_version(mpirun, environ=None):
+    """(the output of `mpirun --version`, None) or (None, why not): the one place it is run (the launcher
+    choice, the manifest's versions, the doctor's version check)."""
+    return _output([mpirun, "--version"], os.environ if environ is None else environ)
 
 
 def srun_mpi_plugin(srun, environ):
@@ -46,7 +54,7 @@ def srun_mpi_plugin(srun, environ):
 
 def mpi_supports_direct_launch(mpirun, environ):
     """(True, None) when the MPI behind `mpirun` can be started by srun, else (False, why not)."""
-    version, problem = _output([mpirun, "--version"], environ)
+    version, problem = mpirun_version(mpirun, environ)
     if version is None:
         return False, f"`{mpirun} --version` failed ({problem})"
     match = re.search(r"Open MPI\)?\s+v?(\d+)", version) or re.search(r"\(OpenRTE\)\s+(\d+)", version)

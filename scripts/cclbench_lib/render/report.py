@@ -1,136 +1,27 @@
 """`report RUN_DIR`: report.md with anomalies first, then environment, topology, transport
-evidence, tables and plots. Missing numbers render as '-'."""
-import glob
-import math
+evidence, tables and plots. Missing numbers render as '-'.
+"""
+
 import os
-import statistics
 
-from . import outliers, plots
-from .common import CclbenchError, format_size, make_dirs, read_json, write_atomic
-from .records import (CLASS_LABELS, HOST_BOUND_GATE_FACTOR, HOST_BOUND_RATIO, bandwidth_time_us, base_point_of,
-                      group_repeats, is_correctness_only, latest_by_case, load_cases, measurement_class,
-                      point_completeness, record_is_sound, repeat_verdict, was_skipped)
-
-COLL_KINDS = ("intra", "inter", "local")
-
-# Physical ceilings for busbw (GB/s = 1e9 B/s, per direction). A measured busbw above its ceiling is
-# impossible on that hardware, so it points at a unit, timing or byte-count error (or at an
-# in-network reduction, which these machines do not have).
-#  - inter-node: one 400 Gbit/s rail carries at most 400e9 / 8 = 50 GB/s per direction, so a point
-#    bound to R rails is capped at R * 50 GB/s. For ring/tree AllReduce, AllGather, ReduceScatter
-#    the busbw of a 2-node run is bounded by the per-node NIC bandwidth; All-to-All is bounded much
-#    lower (half of its bytes cross the nodes), so the same cap is a loose but safe bound for it.
-#  - intra-node, PCIe only: a GPU's PCIe Gen5 x16 link is 32 GT/s * 16 lanes * 128/130 / 8 = 63.0
-#    GB/s per direction; ring busbw cannot exceed the slowest GPU link. We use 64 GB/s so that a
-#    rounding of the nominal figure never raises a false alarm.
-#  - NVLink machines (the topology shows NVLink), emulated ranks (--share-gpu) and the MPI backend
-#    (host memory) are excluded: no PCIe/NIC ceiling applies to them.
-RAIL_GBPS = 50.0
-PCIE_GEN5_X16_GBPS = 64.0
-RAIL_IMBALANCE_RATIO = 1.25
-LIMIT_ROWS = [
-    ("inter-node, per 400G rail", f"{RAIL_GBPS:g} x rails", "400e9 bit/s / 8; rails = the point's NCCL_IB_HCA list",
-     "16-rank (inter) points"),
-    ("intra-node, PCIe Gen5 x16", f"{PCIE_GEN5_X16_GBPS:g}", "32 GT/s x 16 lanes x 128/130 / 8 = 63.0, rounded up",
-     "8-rank (intra) and local points without NVLink"),
-    ("NVLink, emulated ranks, MPI backend", "not checked", "no PCIe/NIC bound applies", "-"),
-]  # busiest rail / idlest rail above this, on a multi-rail point
-
-
-def fmt_number(value, digits=2):
-    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return "-"
-    if abs(value) >= 1000:
-        return f"{value:,.0f}"
-    return f"{value:.{digits}f}"
-
-
-def md_escape(text):
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
-def md_table(header, rows):
-    lines = ["| " + " | ".join(md_escape(h) for h in header) + " |",
-             "|" + "|".join("---" for _ in header) + "|"]
-    for row in rows:
-        lines.append("| " + " | ".join(md_escape("-" if cell is None or cell == "" else cell) for cell in row) + " |")
-    return "\n".join(lines)
-
-
-def _load_optional(path, what, problems):
-    try:
-        return read_json(path, what)
-    except CclbenchError as error:
-        problems.append(str(error))
-        return None
-
-
-class RunData:
-    """Everything a report needs, loaded once; a missing or corrupt required file is an error."""
-
-    def __init__(self, run_dir):
-        if not os.path.isdir(run_dir):
-            raise CclbenchError(f"{run_dir} is not a run directory", 2)
-        self.run_dir = os.path.abspath(run_dir)
-        self.manifest = read_json(os.path.join(run_dir, "run_manifest.json"), "run manifest")
-        if not isinstance(self.manifest, dict) or "schema_version" not in self.manifest:
-            raise CclbenchError(f"{os.path.join(run_dir, 'run_manifest.json')} is not a cclbench run manifest")
-        self.plan = [launch for launch in self.manifest.get("plan") or [] if isinstance(launch, dict)]
-        self.points_state = self.manifest.get("points") or {}
-        self.problems = []
-        cases_path = os.path.join(run_dir, "cases.jsonl")
-        self.records, torn = load_cases(cases_path, "case records", strict=True) if os.path.exists(cases_path) else ([], [])
-        if torn:
-            self.problems.append(f"cases.jsonl line(s) {', '.join(map(str, torn[:10]))} hold torn records "
-                                 "(an interrupted append); they are ignored")
-        self.latest = latest_by_case(self.records)
-        self.raw = {}
-        for launch in self.plan:
-            if launch.get("kind") in COLL_KINDS + ("sanity",):
-                path = os.path.join(run_dir, "raw", launch["name"] + ".json")
-                if os.path.exists(path):
-                    self.raw[launch["name"]] = _load_optional(path, "coll_perf result", self.problems)
-        self.topology = self._load_dir("topology", "topology")
-        self.p2p = self._load_dir("p2p", "P2P result")
-
-    def _load_dir(self, sub, what):
-        found = {}
-        for path in sorted(glob.glob(os.path.join(self.run_dir, sub, "*.json"))):
-            document = _load_optional(path, what, self.problems)
-            if isinstance(document, dict):
-                found[os.path.splitext(os.path.basename(path))[0]] = document
-        return found
-
-    def coll_launches(self):
-        return [launch for launch in self.plan if launch.get("kind") in COLL_KINDS]
-
-    def base_points(self):
-        seen = []
-        for launch in self.coll_launches():
-            base = launch.get("base_point") or base_point_of(launch["name"])
-            if base not in seen:
-                seen.append(base)
-        for (point, _case) in self.latest:
-            base = base_point_of(point)
-            if base not in seen:
-                seen.append(base)
-        return seen
-
-    def has_nvlink(self):
-        """Any NV# path class between GPUs in a node's path matrix (topology.schema.json)."""
-        for model in self.topology.values():
-            for row in model.get("path_matrix") or []:
-                if isinstance(row, list) and any(isinstance(cell, str) and cell.startswith("NV") for cell in row):
-                    return True
-        return False
-
-
-# --- record selection -----------------------------------------------------------------------------
-
-def pick_record(records):
-    """Out-of-place first (the nccl-tests headline), then in-place."""
-    records = sorted(records, key=lambda r: (bool(r.get("in_place")), str(r.get("case_id"))))
-    return records[0] if records else None
+from ..base.errors import CclbenchError
+from ..base.files import make_dirs, write_atomic
+from ..base.values import COLL_KINDS, format_size
+from ..model.records import (CLASS_LABELS, bandwidth_time_us, base_point_of, group_repeats, is_correctness_only,
+                             latest_by_case, launch_base_point, load_cases, measurement_class, record_is_sound,
+                             was_skipped)
+from ..model.run_dir import (RunData, algo_proto, busbw_of, median_of, p2p_matrices, pick_record, point_binding,
+                             rail_totals, time_of, transport_observed)
+from ..render import plots
+from ..render.anomalies import anomaly_rows
+from ..render.decode import ab_section, decode_section
+from ..render.doctor import doctor_section
+from ..render.markdown import fmt_number, md_table
+from ..rules import outliers
+from ..rules.anomalies import find_anomalies
+from ..rules.ceilings import LIMIT_ROWS, ceiling_for, rails_reason
+from ..rules.doctor import doctor_anomalies
+from ..rules.repeat_rule import HOST_BOUND_GATE_FACTOR, HOST_BOUND_RATIO, MAD_TO_SIGMA, repeat_verdict
 
 
 def table_cells(data):
@@ -148,204 +39,6 @@ def table_cells(data):
         if chosen is not None:
             cells.setdefault((collective, base, size), []).append(chosen)
     return cells
-
-
-def median_of(records, getter):
-    values = [getter(r) for r in records]
-    values = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)]
-    return statistics.median(values) if values else None
-
-
-def busbw_of(record):
-    return record.get("busbw_gbps") if record.get("status") == "ok" else None
-
-
-def time_of(key):
-    def getter(record):
-        time_us = record.get("time_us")
-        return time_us.get(key) if isinstance(time_us, dict) and record.get("status") == "ok" else None
-    return getter
-
-
-# --- anomalies ------------------------------------------------------------------------------------
-
-def point_binding(data, base):
-    for launch in data.coll_launches():
-        if (launch.get("base_point") or launch["name"]) == base:
-            return launch
-    return None
-
-
-def ceiling_for(data, launch, record):
-    """(ceiling_gbps, why) or (None, why-excluded)."""
-    if record.get("emulated") or record.get("backend") == "mpi":
-        return None, "emulated or MPI backend"
-    if launch is None:
-        return None, "point not in plan"
-    if launch.get("kind") == "inter":
-        hca = (launch.get("env") or {}).get("NCCL_IB_HCA", "")
-        rails = len([h for h in hca.lstrip("=^").split(",") if h]) or len(data.manifest.get("plan_inputs", {}).get("hcas") or []) or 1
-        return RAIL_GBPS * rails, f"{rails} x 400G rail(s)"
-    if data.has_nvlink():
-        return None, "NVLink machine"
-    return PCIE_GEN5_X16_GBPS, "PCIe Gen5 x16"
-
-
-def _count(value):
-    return value if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) else None
-
-
-def rail_totals(records):
-    """({rail: bytes}, {rail: error increments}, [flags]) summed over records, from coll_perf's
-    evidence.rails (case_record.schema.json): nodes[].ib_ports[] with total_bytes (xmit + rcv) per rail."""
-    totals, errors, flags = {}, {}, []
-    for record in records:
-        evidence = record.get("evidence") if isinstance(record.get("evidence"), dict) else {}
-        rails = evidence.get("rails")
-        if not isinstance(rails, dict):
-            continue
-        for flag in rails.get("flags") or []:
-            if isinstance(flag, str) and flag not in flags:
-                flags.append(flag)
-        for node in rails.get("nodes") or []:
-            if not isinstance(node, dict):
-                continue
-            for port in node.get("ib_ports") or []:
-                if not isinstance(port, dict) or not port.get("rail"):
-                    continue
-                moved = _count(port.get("total_bytes"))
-                if moved is None and _count(port.get("xmit_bytes")) is not None and _count(port.get("rcv_bytes")) is not None:
-                    moved = port["xmit_bytes"] + port["rcv_bytes"]
-                if moved is not None:
-                    totals[port["rail"]] = totals.get(port["rail"], 0) + moved
-                increments = port.get("error_increments")
-                if isinstance(increments, dict):
-                    count = sum(v for v in increments.values() if _count(v))
-                    if count:
-                        errors[port["rail"]] = errors.get(port["rail"], 0) + count
-    return totals, errors, flags
-
-
-def rails_reason(records):
-    """Why a point has no rail bytes, from the records' own reasons."""
-    for record in records:
-        rails = (record.get("evidence") or {}).get("rails") if isinstance(record.get("evidence"), dict) else None
-        if isinstance(rails, dict):
-            for node in rails.get("nodes") or []:
-                if isinstance(node, dict) and (node.get("ib_reason") or node.get("error")):
-                    return f"{node.get('host')}: {node.get('ib_reason') or node.get('error')}"
-    if not records:
-        return "no case records"
-    return "the case records carry no rail counters (coll_perf without rail evidence)"
-
-
-def repeat_anomalies(data, cv_gate):
-    """One row per case whose repeats fail the repeat rule (no reproducible median)."""
-    rows = []
-    for (base, case_id), group in sorted(group_repeats(data.records).items()):
-        verdict = repeat_verdict(group, cv_gate)
-        if verdict is not None and not verdict["passed"]:
-            rows.append(("CV above gate", base, f"{case_id}: CV {verdict['cv_pct']:.2f}% and robust dispersion "
-                         f"{verdict['robust_pct']:.2f}% across {verdict['repeats']} repeats (limit {verdict['limit_pct']:g}%"
-                         f"{', host-bound' if verdict['host_bound'] else ''})"))
-    return rows
-
-
-def find_anomalies(data, cv_gate):
-    anomalies = []
-    plan_by_name = {launch["name"]: launch for launch in data.plan}
-    # Launches that did not complete (including transport gate failures).
-    never_ran = [name for name, state in data.points_state.items() if state.get("status") == "pending"]
-    if never_ran:
-        anomalies.append(("launches never ran", never_ran[0] + (f" and {len(never_ran) - 1} more" if len(never_ran) > 1 else ""),
-                          f"{len(never_ran)} planned launch(es) did not run (the run stopped early; resume it with "
-                          "cclbench baseline --resume RUN_ID)"))
-    for name, state in data.points_state.items():
-        status = state.get("status")
-        if status not in ("complete", "pending", "skipped"):
-            kind = state.get("kind") or plan_by_name.get(name, {}).get("kind")
-            if state.get("exit_code") == 3:
-                anomalies.append(("transport mismatch", name, state.get("reason") or "transport expectation failed"))
-            else:
-                anomalies.append(("launch not complete", name, f"{kind}: {status}" + (f": {state['reason']}" if state.get("reason") else "")))
-    # Wrong data and failed cases. Cases the tool skipped with its reason are not anomalies; they
-    # are summed up in one row per point and reason, so a real failure is not buried under them.
-    skipped = {}
-    for (point, case_id), record in sorted(data.latest.items()):
-        wrong = record.get("wrong")
-        if isinstance(wrong, (int, float)) and wrong:
-            anomalies.append(("wrong data", point, f"{case_id}: {int(wrong)} wrong element(s)"))
-        elif was_skipped(record):
-            skipped.setdefault((point, record.get("reason") or "no reason given"), []).append(case_id)
-        elif record.get("status") != "ok":
-            anomalies.append(("case not ok", point, f"{case_id}: {record.get('status')}" +
-                              (f" ({record.get('reason')})" if record.get("reason") else "")))
-    for (point, reason), case_ids in sorted(skipped.items()):
-        anomalies.append(("cases skipped (not measured)", point, f"{len(case_ids)} case(s), e.g. {case_ids[0]}: {reason}"))
-    # Transport verdicts recorded by coll_perf itself.
-    for name, document in data.raw.items():
-        transport = document.get("transport") if isinstance(document, dict) else None
-        expectation = transport.get("expectation") if isinstance(transport, dict) else None
-        if isinstance(expectation, dict) and expectation.get("passed") is False and \
-                data.points_state.get(name, {}).get("exit_code") != 3:
-            anomalies.append(("transport mismatch", name, "; ".join(str(p) for p in expectation.get("problems") or [])
-                              or expectation.get("message") or "expectation not met"))
-    # Missing planned cases.
-    for launch in data.coll_launches():
-        if data.points_state.get(launch["name"], {}).get("status") == "pending":
-            continue  # counted under "launches never ran"
-        complete, missing, _failed = point_completeness(data.records, launch)
-        if missing:
-            shown = ", ".join(f"{c} {format_size(s)}" for c, s in missing[:6])
-            more = f" and {len(missing) - 6} more" if len(missing) > 6 else ""
-            anomalies.append(("missing cases", launch["name"], f"{len(missing)} planned case(s) absent: {shown}{more}"))
-    # Physical ceilings.
-    above = {}
-    for (point, case_id), record in sorted(data.latest.items()):
-        busbw = record.get("busbw_gbps")
-        if not isinstance(busbw, (int, float)) or isinstance(busbw, bool):
-            continue
-        launch = plan_by_name.get(point)
-        ceiling, why = ceiling_for(data, launch, record)
-        if ceiling is not None and busbw > ceiling:
-            above.setdefault(point, []).append((busbw / ceiling, case_id, busbw, ceiling, why))
-    for point, items in above.items():  # one row per point: the worst case and how many
-        _ratio, case_id, busbw, ceiling, why = max(items)
-        count = f"{len(items)} case(s), worst " if len(items) > 1 else ""
-        anomalies.append(("above physical limit", point,
-                          f"{count}{case_id}: busbw {busbw:.2f} GB/s > {ceiling:.0f} GB/s ({why})"))
-    # Variation across repeats: the repeat rule (records.repeat_verdict). Per-iteration CV is a column
-    # of the repeatability table, never an anomaly on its own; emulated and MPI-backend records never gate.
-    anomalies += repeat_anomalies(data, cv_gate)
-    # Rails: both rails must carry traffic, symmetric, without error increments.
-    per_point = {}
-    for (point, _case), record in data.latest.items():
-        per_point.setdefault(point, []).append(record)
-    for point, records in sorted(per_point.items()):
-        launch = plan_by_name.get(point)
-        totals, errors, flags = rail_totals(records)
-        for rail, count in sorted(errors.items()):
-            anomalies.append(("rail errors", point, f"{rail}: {count:g} error counter increment(s)"))
-        if launch is not None and launch.get("kind") == "inter":
-            for flag in flags[:5]:
-                anomalies.append(("rail flag", point, flag))
-        if not totals or launch is None or launch.get("kind") != "inter":
-            continue
-        bound = [h for h in (launch.get("env") or {}).get("NCCL_IB_HCA", "").lstrip("=^").split(",") if h]
-        used = {rail: value for rail, value in totals.items() if not bound or rail in bound or rail.split(":")[0] in
-                [b.split(":")[0] for b in bound]}
-        idle_unbound = [rail for rail, value in totals.items() if rail not in used and value > 0]
-        for rail in idle_unbound:
-            anomalies.append(("rail imbalance", point, f"traffic on {rail}, which NCCL_IB_HCA did not bind"))
-        if len(used) >= 2:
-            high, low = max(used.values()), min(used.values())
-            if low <= 0 or high / low > RAIL_IMBALANCE_RATIO:
-                share = ", ".join(f"{rail} {value / max(sum(used.values()), 1) * 100:.0f}%" for rail, value in sorted(used.items()))
-                anomalies.append(("rail imbalance", point, f"rail shares {share} (limit {RAIL_IMBALANCE_RATIO:g}x)"))
-    anomalies += outliers.anomaly_rows(data)  # P2P pairs/GPUs, host<->device, straggler rank
-    for problem in data.problems:
-        anomalies.append(("unreadable result", "-", problem))
-    return anomalies
 
 
 # --- plots ----------------------------------------------------------------------------------------
@@ -463,46 +156,6 @@ def topology_section(data):
     return lines
 
 
-def _class_counts(value):
-    if not isinstance(value, dict) or not value:
-        return None
-    return ", ".join(f"{name} x{count}" for name, count in sorted(value.items()))
-
-
-def transport_observed(document):
-    """(inter-node classes, intra-node classes, NET devices, gate verdict) from coll_perf's -J transport
-    section (coll_perf.schema.json), or a 'not available: <reason>' text in the first cell."""
-    if not isinstance(document, dict):
-        return ("not available: no coll_perf result (raw/<point>.json) for this point", None, None, None)
-    transport = document.get("transport")
-    if transport is None:
-        manifest = document.get("manifest") if isinstance(document.get("manifest"), dict) else {}
-        reason = document.get("transport_reason") or ("MPI backend (no NCCL, no transport to prove)"
-                                                       if manifest.get("backend") == "mpi" else
-                                                       "this coll_perf build records no transport section")
-        return (f"not available: {reason}", None, None, None)
-    if not isinstance(transport, dict):
-        return (f"not available: unexpected transport value {str(transport)[:80]}", None, None, None)
-    devices = {}
-    evidence = transport.get("evidence") if isinstance(transport.get("evidence"), dict) else {}
-    for comm in evidence.get("communicators") or []:
-        for used in (comm.get("net_devices_used") or []) if isinstance(comm, dict) else []:
-            if isinstance(used, dict):
-                key = f"{used.get('net')}/{used.get('device') or used.get('net_dev')}"
-                devices[key] = devices.get(key, 0) + (used.get("connections") or 0)
-    status = transport.get("status")
-    verdict = None
-    if status == "passed":
-        verdict = "pass"
-    elif status == "failed":
-        verdict = "FAILED" + (f": {transport.get('reason')}" if transport.get("reason") else "")
-    inter = _class_counts(transport.get("inter_node"))
-    intra = _class_counts(transport.get("intra_node"))
-    if inter is None and intra is None:
-        inter = "not available: " + (transport.get("summary") or "no connection lines in the NCCL logs")
-    return (inter or "none (one node)", intra, _class_counts(devices), verdict)
-
-
 def transport_section(data):
     lines = ["## Transport evidence per sweep point", "",
              "What NCCL actually used, parsed by coll_perf from NCCL's own INFO logs (nccl/<point>/); "
@@ -568,7 +221,7 @@ def bindings_section(data):
     grouped = {}
     reasons = set()
     for launch in data.coll_launches():
-        base = launch.get("base_point") or launch["name"]
+        base = launch_base_point(launch)
         document = data.raw.get(launch["name"])
         bindings = document.get("bindings") if isinstance(document, dict) else None
         if not isinstance(bindings, list) or not bindings:
@@ -593,7 +246,7 @@ def bindings_section(data):
             if base not in points:
                 points.append(base)
     rows = []
-    order = {launch.get("base_point") or launch["name"]: index for index, launch in enumerate(data.coll_launches())}
+    order = {launch_base_point(launch): index for index, launch in enumerate(data.coll_launches())}
     for key, points in sorted(grouped.items(), key=lambda item: (order.get(item[1][0], 0), str(item[0][1]),
                                                                  item[0][0] if isinstance(item[0][0], int) else -1)):
         shown = ", ".join(points) if len(points) <= 3 else f"{points[0]} and {len(points) - 1} more"
@@ -604,22 +257,6 @@ def bindings_section(data):
     if reasons:
         lines += ["", "Not available: " + "; ".join(sorted(reasons)[:12]) + (" ..." if len(reasons) > 12 else "")]
     return lines
-
-
-def algo_proto(record):
-    """'ALGO/PROTO' NCCL chose for a case (from coll_perf's untimed TUNING probe), or None."""
-    evidence = record.get("evidence") if isinstance(record.get("evidence"), dict) else {}
-    for source in (evidence.get("tuning"), evidence, record):
-        entries = source if isinstance(source, list) else [source]
-        found = []
-        for entry in entries:
-            if isinstance(entry, dict) and (entry.get("algorithm") or entry.get("algo")):
-                text = f"{entry.get('algorithm') or entry.get('algo')}/{entry.get('protocol') or entry.get('proto') or '?'}"
-                if text not in found:
-                    found.append(text)
-        if found:
-            return ", ".join(found)
-    return None
 
 
 def tuning_section(data):
@@ -687,7 +324,7 @@ def collective_sections(data, plot_links):
                        {size for l in data.coll_launches() if collective in (l.get("collectives") or []) for size in l.get("sizes") or []})
         columns = [b for b in bases if b not in correctness_bases and (
                    any(c == collective and b2 == b for (c, b2, _s) in cells) or
-                   any((l.get("base_point") or l["name"]) == b and collective in (l.get("collectives") or []) for l in data.coll_launches()))]
+                   any(launch_base_point(l) == b and collective in (l.get("collectives") or []) for l in data.coll_launches()))]
         if not sizes or not columns:
             continue
         lines += [f"### {collective}", ""]
@@ -732,7 +369,7 @@ def repeats_section(data, cv_gate):
     summary = ", ".join(f"{counts[name]} {name}" for name in sorted(counts, key=order.get))
     return ["## Repeatability (the bandwidth time across repeats)", "",
             f"Headline: the median over repeats. Gate: CV <= {cv_gate:g}%; a case above it fails only when its "
-            f"robust dispersion (1.4826 x MAD / median, which one repeat of three cannot move) is above the gate too, "
+            f"robust dispersion ({MAD_TO_SIGMA:g} x MAD / median, which one repeat of three cannot move) is above the gate too, "
             f"or above {HOST_BOUND_GATE_FACTOR:g} x the gate where the case is host-bound (batch_time_us >= "
             f"{HOST_BOUND_RATIO:g} x gated_time_us: the GPU finishes before the host launches the next one). "
             f"Per-iteration CV is shown, never gated. {summary}.", "",
@@ -766,44 +403,6 @@ def correctness_only_section(data):
             "data and failures, no gate, headline table, plot or compare time verdict. A case is ok when every "
             "repeat of it is.", "",
             md_table(["point", "what", "repeats", "cases", "ok", "skipped", "failed or wrong", "wrong elements"], rows), ""]
-
-
-def p2p_matrices(document):
-    """[(test name, unit, description, bytes, N x N matrix)] for the pair tests of a p2p_matrix result
-    (results_schema/p2p_matrix.schema.json): the median bandwidth (or latency) of each src -> dst at the
-    largest size measured; None where a pair was not measured (never 0)."""
-    tests = {t.get("name"): t for t in document.get("tests") or [] if isinstance(t, dict)}
-    devices = [d.get("index") for d in document.get("devices") or [] if isinstance(d, dict)]
-    count = max([i for i in devices if isinstance(i, int)], default=-1) + 1
-    by_test = {}
-    for result in document.get("results") or []:
-        if not isinstance(result, dict):
-            continue
-        src, dst = result.get("src"), result.get("dst")
-        if not isinstance(src, int) or not isinstance(dst, int) or isinstance(src, bool):
-            continue
-        test = tests.get(result.get("test"), {})
-        if test.get("scope", "pair") != "pair":
-            continue
-        by_test.setdefault(result.get("test"), []).append(result)
-        count = max(count, src + 1, dst + 1)
-    out = []
-    for name in [n for n in tests if n in by_test] + [n for n in by_test if n not in tests]:
-        results = by_test[name]
-        unit = tests.get(name, {}).get("unit") or ""
-        key = "latency_us" if unit == "us" else ("load_latency_ns" if unit == "ns" else "bandwidth_gbps")
-        sizes = [r.get("bytes") for r in results if isinstance(r.get("bytes"), int)]
-        largest = max(sizes) if sizes else None
-        matrix = [[None] * count for _ in range(count)]
-        for result in results:
-            if largest is not None and result.get("bytes") != largest:
-                continue
-            stats = result.get(key)
-            if result.get("status") == "ok" and isinstance(stats, dict) and isinstance(stats.get("median"), (int, float)):
-                matrix[result["src"]][result["dst"]] = stats["median"]
-        label = {"gbps": "GB/s", "us": "us", "ns": "ns"}.get(unit, unit)
-        out.append((name, label, tests.get(name, {}).get("description"), largest, matrix))
-    return out
 
 
 def p2p_section(data, pyplot, plots_dir):
@@ -891,8 +490,7 @@ def build_report(run_dir, cv_gate=None):
     plot_links = {}
     if pyplot is not None:
         plot_links = make_plots(data, pyplot, plots_dir)
-    from .doctor import doctor_anomalies, doctor_section
-    anomalies = doctor_anomalies(data.run_dir) + find_anomalies(data, cv_gate)
+    anomalies = anomaly_rows(doctor_anomalies(data.run_dir) + find_anomalies(data, cv_gate))
     lines = [f"# cclbench report: {data.manifest.get('run_id')}", ""]
     lines += ["## Anomalies", ""]
     if anomalies:
@@ -910,7 +508,6 @@ def build_report(run_dir, cv_gate=None):
     lines += topology_section(data) + [""]
     lines += transport_section(data) + [""]
     lines += collective_sections(data, plot_links)
-    from .decode import ab_section, decode_section
     lines += decode_section(data) + ab_section(data)
     lines += repeats_section(data, cv_gate)
     lines += correctness_only_section(data)

@@ -1,11 +1,13 @@
 """Where to run: host lists, Open MPI hostfiles, Slurm node lists, local GPU discovery."""
+
 import os
 import re
 import shutil
 import socket
 import subprocess
 
-from .common import CclbenchError, UsageError
+from ..base.errors import CclbenchError, UsageError
+
 
 HOST_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$")
 

@@ -9,9 +9,11 @@ Nothing here raises on bad input: an unreadable, oversized or garbled file becom
 `reason` is the why of a skip (null otherwise); `detail` says what was seen and, for warn/fail,
 what to do about it.
 """
+
 import ipaddress
 import os
 import re
+
 
 # A sysfs attribute is at most one page; anything larger is not what the kernel wrote there.
 MAX_ATTR_BYTES = 4096
@@ -985,3 +987,7 @@ def check_gpu_state(node, snapshot, kmsg):
                                   f"kernel log has Xid {listing} for it (usually an application fault): look them "
                                   "up in NVIDIA's XID catalogue before benchmarking"))
     return results
+
+DOCTOR_SCHEMA_VERSION = "1.0.0"
+STATUSES = ("pass", "warn", "fail", "skip")
+JSON_LINE_PREFIX = "CCLBENCH_DOCTOR_JSON "

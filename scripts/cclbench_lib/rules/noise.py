@@ -1,4 +1,4 @@
-"""`compare RUN_A RUN_B`: per case, the headline time of A and B and a verdict that knows its noise.
+"""The noise rule of `compare RUN_A RUN_B`: per case, the headline time of A and B and a verdict that knows its noise.
 
 The rule (also printed in the output and stated in the README, "Compare"):
   t = median over repeats of the bandwidth time (gated_time_us, else time_us.mean: the time busbw and the
@@ -23,14 +23,15 @@ The rule (also printed in the output and stated in the README, "Compare"):
   judged on correctness only (--host-times opts the MPI backend into time verdicts); records measured in
   different modes (backend, ranks, emulation, CUDA graph or eager) are never compared.
 """
+
 import math
-import os
 import statistics
 
-from .common import CclbenchError, read_json, write_atomic
-from .records import (CLASS_LABELS, GPU_TIMED, MPI_HOST, bandwidth_time_us, describe_problem, group_repeats,
-                      load_cases, measurement_class, measurement_mode, median, record_is_sound, was_skipped)
-from .report import fmt_number, md_table
+from ..base.numbers import median
+from ..rules.repeat_rule import MAD_TO_SIGMA
+from ..model.records import (GPU_TIMED, bandwidth_time_us, describe_problem, measurement_class, measurement_mode,
+                             record_is_sound, was_skipped)
+
 
 NOISE_SIGMAS = 4.0
 MEDIAN_SE_FACTOR = 1.2533
@@ -65,40 +66,6 @@ RERUN = "inconclusive - rerun with --repeat 3"
 # 0.00-0.07% against each other (median over 112 cases), two at one repeat by 3.5% (2.6-4.4% per collective).
 SHIFT_MIN_CASES = 4
 SHIFT_FLOOR_PCT = 6.0
-
-
-def _load(path):
-    if os.path.isdir(path):
-        cases = os.path.join(path, "cases.jsonl")
-        if not os.path.exists(cases):
-            raise CclbenchError(f"{path} has no cases.jsonl (not a run directory?)")
-        path = cases
-    elif not os.path.exists(path):
-        raise CclbenchError(f"{path} does not exist")
-    records, _ = load_cases(path, "case records", strict=True)
-    if not records:
-        raise CclbenchError(f"{path} holds no case records")
-    return group_repeats(records)
-
-
-def chosen_bindings(path):
-    """{point: binding text} of a run directory's points whose binding was chosen at run time (decode over the
-    rails, manifest plan binding.chosen); empty for a records file or a run without such points."""
-    from .decode import variant_text
-    manifest_path = os.path.join(path, "run_manifest.json") if os.path.isdir(path) else None
-    if not manifest_path or not os.path.exists(manifest_path):
-        return {}
-    try:
-        manifest = read_json(manifest_path, "run manifest")
-    except CclbenchError:
-        return {}  # compare judges the records; a manifest it cannot read only loses this note
-    found = {}
-    for launch in (manifest.get("plan") if isinstance(manifest, dict) else None) or []:
-        chosen = (launch.get("binding") or {}).get("chosen") if isinstance(launch, dict) else None
-        if isinstance(chosen, dict) and isinstance(chosen.get("env"), dict) and not launch.get("ab"):
-            found[launch.get("base_point") or launch.get("name")] = \
-                f"{chosen.get('from') or '-'} ({variant_text(chosen['env'])})"
-    return found
 
 
 def summarize(group):
@@ -146,7 +113,7 @@ def noise_verdict(side_a, side_b, threshold_pct, floor_rel_sd=None, drift_pct=0.
     band text); verdict is 'same within noise', 'slower', 'faster' (B against A) or 'inconclusive'.
     drift_pct: the run-to-run drift of one run (compare: run_drift_pct; 0 for sides measured in one run).
     Symmetric: swapping A and B swaps 'slower' and 'faster' and leaves the band alone.
-    Also the A/B verdict's rule (decode.py), so that there is one."""
+    Also the A/B verdict's rule (rules/ab.py), so that there is one."""
     time_a, time_b = side_a["time"], side_b["time"]
     diff = (time_b / time_a - 1) * 100
     # The change judged: the larger time over the smaller, so that a 10% speedup (t_A = 1.1 x t_B) and a 10%
@@ -191,122 +158,8 @@ def point_shift(log_changes, threshold_pct):
     if n < SHIFT_MIN_CASES:
         return None
     centre = median(log_changes)
-    sd = 1.4826 * median([abs(value - centre) for value in log_changes])
+    sd = MAD_TO_SIGMA * median([abs(value - centre) for value in log_changes])
     band = max(NOISE_SIGMAS * MEDIAN_SE_FACTOR * sd / math.sqrt(n) * 100, SHIFT_FLOOR_PCT, threshold_pct)
     change = (math.exp(abs(centre)) - 1) * 100  # symmetric, as per case
     verdict = "same within noise" if change <= band else ("slower" if centre > 0 else "faster")
     return verdict, (math.exp(centre) - 1) * 100, band
-
-
-def compare_runs(path_a, path_b, threshold_pct, fail_above_pct, host_times=False):
-    groups_a, groups_b = _load(path_a), _load(path_b)
-    rows = []
-    regressions = []
-    counts = {"faster": 0, "slower": 0, "same within noise": 0, "inconclusive": 0, "correctness only": 0,
-              "not comparable": 0}
-    pairs = {}
-    for key in sorted(set(groups_a) & set(groups_b)):
-        records = groups_a[key] + groups_b[key]
-        pairs[key] = (summarize(groups_a[key]), summarize(groups_b[key]), records[0].get("collective"))
-    floors = neighbour_floors(pairs)
-    log_changes = {}
-    for (point, case_id), (side_a, side_b, collective) in pairs.items():
-        time_a, time_b = side_a["time"], side_b["time"]
-        cells = [point, case_id, fmt_number(time_a), fmt_number(time_b)]
-        if side_a["modes"] and side_b["modes"] and side_a["modes"] != side_b["modes"]:
-            # Never mix measurement modes: emulated vs real GPUs, MPI vs NCCL, other rank counts, graph vs eager.
-            counts["not comparable"] += 1
-            rows.append(cells + ["-", "-", "-", f"not comparable (mode A {side_a['modes']}, B {side_b['modes']})"])
-            continue
-        verdict, regressed = correctness_verdict(side_a, side_b)
-        if side_a["all_skipped"] and side_b["all_skipped"]:
-            verdict, regressed = "skipped in both", False
-        correctness_only = side_a["cls"] != GPU_TIMED or side_b["cls"] != GPU_TIMED
-        if correctness_only and host_times and {side_a["cls"], side_b["cls"]} == {MPI_HOST}:
-            correctness_only = False
-        if regressed or correctness_only or time_a is None or time_b is None:
-            if regressed:
-                regressions.append(f"{point} {case_id}: ok in A, {side_b['problem']} in B")
-            if correctness_only and not regressed:
-                label = CLASS_LABELS.get(side_b["cls"] if side_b["cls"] != GPU_TIMED else side_a["cls"], "")
-                verdict = f"{verdict} ({label})"
-                counts["correctness only"] += 1
-            else:
-                counts["not comparable"] += 1
-            rows.append(cells + ["-", "-", "-", verdict])
-            continue
-        verdict, diff, band, band_text = noise_verdict(side_a, side_b, threshold_pct, floors.get((point, collective)),
-                                                       run_drift_pct(time_a, time_b))
-        log_changes.setdefault((point, collective), []).append(math.log(time_b / time_a))
-        shown = RERUN if verdict == "inconclusive" else None
-        counts[verdict] += 1
-        shown = shown or verdict
-        if verdict == "slower" and diff > fail_above_pct:
-            regressions.append(f"{point} {case_id}: {diff:+.1f}% (band {band:.1f}%)")
-            shown = "slower (REGRESSION)"
-        rows.append(cells + [f"{time_b / time_a:.3f}", f"{diff:+.1f}", band_text, shown])
-    shift_rows = []
-    shifts = {"faster": 0, "slower": 0}
-    for (point, collective), values in sorted(log_changes.items()):
-        judged = point_shift(values, threshold_pct)
-        if judged is None:
-            continue
-        verdict, diff, band = judged
-        shown = verdict
-        if verdict in shifts:
-            shifts[verdict] += 1
-        if verdict == "slower" and diff > fail_above_pct:
-            regressions.append(f"{point} {collective}: every size {diff:+.1f}% (median of {len(values)}, band "
-                               f"{band:.1f}%)")
-            shown = "slower (REGRESSION)"
-        shift_rows.append([point, collective, str(len(values)), f"{diff:+.1f}", f"{band:.1f}", shown])
-    only_a = sorted(set(groups_a) - set(groups_b))
-    only_b = sorted(set(groups_b) - set(groups_a))
-    lines = ["# cclbench compare", "", f"- A: `{path_a}`", f"- B: `{path_b}`", "",
-             f"Rule: t = median over repeats of the bandwidth time (gated_time_us, else time_us.mean); with >= 2 "
-             f"repeats a side, band = max({NOISE_SIGMAS:g} x sqrt(({MEDIAN_SE_FACTOR} s)^2 (1/r_A + 1/r_B) + 2 d^2), "
-             f"{threshold_pct:g}%), s = the median pooled relative spread of the point's sizes of that collective (the "
-             f"case's own where above {OWN_SPREAD_FACTOR:g}x that), d = one run's drift, {RUN_DRIFT_TINY_PCT:g}% when "
-             f"the faster time is below {TINY_TIME_US:g} us, else {RUN_DRIFT_PCT:g}%; with one repeat a side the noise "
-             f"is unknown and a change within {ONE_REPEAT_FLOOR_PCT:g}% ({ONE_REPEAT_FLOOR_TINY_PCT:g}% below "
-             f"{TINY_TIME_US:g} us) is '{RERUN}'. change = larger t / smaller t - "
-             f"1 (symmetric); diff = (t_B/t_A - 1) x 100; change <= band "
-             f"is 'same within noise'. Regression: slower beyond the band with diff above {fail_above_pct:g}%, or ok in A "
-             f"and failed, skipped or wrong in B. Emulated ranks" +
-             (" are" if host_times else " and the MPI backend (host memory) are") +
-             " judged on correctness only; different measurement modes (backend, ranks, emulation, CUDA graph) are "
-             "never compared.", "",
-             f"Summary: {counts['faster']} faster, {counts['slower']} slower, {counts['same within noise']} same "
-             f"within noise, {counts['inconclusive']} inconclusive (rerun with --repeat 3), "
-             f"{counts['correctness only']} correctness only, {counts['not comparable']} not comparable, "
-             f"{len(only_a)} only in A, {len(only_b)} only in B; point-wide: {shifts['faster']} faster, "
-             f"{shifts['slower']} slower; {len(regressions)} regression(s).", ""]
-    if shift_rows:
-        lines += ["## Point-wide shifts", "",
-                  f"Per point and collective with >= {SHIFT_MIN_CASES} timed sizes: the median of the per-size changes "
-                  f"(a change every size shares, which per-size drift cannot hide); band = max({NOISE_SIGMAS:g} x "
-                  f"{MEDIAN_SE_FACTOR} x sd / sqrt(n), {SHIFT_FLOOR_PCT:g}%), sd = 1.4826 x MAD of the per-size log "
-                  "changes.", "", md_table(["point", "collective", "sizes", "median diff %", "band %", "verdict"],
-                                           shift_rows), "", "## Cases", ""]
-    if rows:
-        lines.append(md_table(["point", "case", "A time us", "B time us", "B/A", "diff %", "band %", "verdict"], rows))
-    bindings_a, bindings_b = chosen_bindings(path_a), chosen_bindings(path_b)
-    differ = sorted(point for point in set(bindings_a) & set(bindings_b) if bindings_a[point] != bindings_b[point])
-    if differ:
-        lines += ["", "## Bindings that differ", "",
-                  "These decode points over the rails ran with the binding each run's own sweep found best; the runs "
-                  "chose differently, so a time change there may be the binding's:", ""]
-        lines += [f"- {point}: A {bindings_a[point]}; B {bindings_b[point]}" for point in differ]
-    for label, keys in (("Only in A", only_a), ("Only in B", only_b)):
-        if keys:
-            lines += ["", f"## {label}", ""] + [f"- {point} {case_id}" for point, case_id in keys]
-    return "\n".join(lines) + "\n", regressions
-
-
-def run_compare(path_a, path_b, threshold_pct, fail_above_pct, out_path=None, stream=None, host_times=False):
-    text, regressions = compare_runs(path_a, path_b, threshold_pct, fail_above_pct, host_times)
-    if out_path:
-        write_atomic(out_path, text)
-    else:
-        stream.write(text)
-    return regressions

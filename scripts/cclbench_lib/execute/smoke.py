@@ -4,15 +4,19 @@ With a GPU: topology, p2p_matrix, 1-rank and 4-emulated-rank (--share-gpu) colle
 checking. Without one: topology and the MPI-backend collectives (1 and 4 ranks); the GPU parts are
 reported as skipped. Exit 0 only when every part that ran passed.
 """
+
 import os
 import sys
 import time
 import xml.etree.ElementTree as ElementTree
 
-from .common import CclbenchError, write_atomic
-from .plan import Planner
-from .records import describe_problem, latest_by_case, load_cases, record_is_sound, was_skipped
-from .runner import Baseline, Progress
+from ..base.errors import CclbenchError
+from ..base.files import write_atomic
+from ..base.values import sweep_sizes
+from ..execute.runner import Baseline, Progress
+from ..model.records import cases_path, describe_problem, latest_by_case, load_cases, record_is_sound, was_skipped
+from ..plan.baseline import Planner
+
 
 SMOKE_SIZES = (8 << 10, 1 << 20, 8)  # 8K, 64K, 512K
 SMOKE_ITERATIONS = 5
@@ -28,7 +32,6 @@ def smoke_launches(inputs, run_dir, have_gpu):
     launches.append(planner.launch("topology", "topology", [planner.tool("topo_map"), "--json", topo_out],
                                    hosts=[host], outputs=[topo_out]))
     sizes = list(SMOKE_SIZES)
-    from .common import sweep_sizes
     size_list = sweep_sizes(*sizes)
     timeout = ["-T", str(max(5, int(inputs["launch_timeout_s"] or 45) - 5))]
     cpus = inputs.get("cpu_count") or 1
@@ -57,7 +60,7 @@ def smoke_launches(inputs, run_dir, have_gpu):
 
 def strict_problems(run_dir, launch):
     """Smoke demands checked data: every record ok with wrong == 0 (null means unchecked: fail)."""
-    path = os.path.join(run_dir, "cases.jsonl")
+    path = cases_path(run_dir)
     if not os.path.exists(path):
         return "no case records"
     records = [r for (point, _), r in latest_by_case(load_cases(path, "case records")[0]).items() if point == launch["name"]]
@@ -75,7 +78,7 @@ def strict_problems(run_dir, launch):
 def failed_cases(run_dir, launch):
     """'case_id: problem' for every case of the launch that ran and is not sound, so the JUnit
     failure names each one (the message names the first)."""
-    path = os.path.join(run_dir, "cases.jsonl")
+    path = cases_path(run_dir)
     if not os.path.exists(path):
         return []
     try:

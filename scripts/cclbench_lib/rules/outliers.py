@@ -18,20 +18,19 @@ The rules (README, "Report: outliers"):
     time is a tie-break, not a fault.
 Latency matrices are shown but not judged here: microsecond latencies jitter by more than 15%.
 """
-import math
-import statistics
 
-from .common import format_size
-from .records import base_point_of, is_correctness_only
+import math
+
+from ..base.values import format_size
+from ..base.numbers import is_finite, median
+from ..model.records import base_point_of, is_correctness_only, launch_base_point
+from ..model.run_dir import p2p_matrices
+
 
 LOW_RATIO = 0.85
 MIN_GROUP = 3
 STRAGGLER_Z = 5.0
 STRAGGLER_EXCESS = 0.05
-
-
-def _number(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 # --- P2P pairs ------------------------------------------------------------------------------------
@@ -77,9 +76,9 @@ def pair_outliers(matrix, classes):
     for src, row in enumerate(matrix):
         for dst, value in enumerate(row):
             cls = classes.get((src, dst))
-            if src != dst and _number(value) and cls and cls != "X":
+            if src != dst and is_finite(value) and cls and cls != "X":
                 values.setdefault(cls, []).append((src, dst, value))
-    medians = {cls: (statistics.median(v for _s, _d, v in items), len(items))
+    medians = {cls: (median(v for _s, _d, v in items), len(items))
                for cls, items in values.items() if len(items) >= MIN_GROUP}
     ratios = {}
     for cls, items in values.items():
@@ -92,13 +91,12 @@ def pair_outliers(matrix, classes):
     for gpu in sorted({g for pair in ratios for g in pair}):
         for side, index in (("source", 0), ("destination", 1)):
             own = [ratio for pair, (ratio, _c, _v) in ratios.items() if pair[index] == gpu]
-            if len(own) >= 2 and statistics.median(own) < LOW_RATIO:
-                gpus.append((gpu, side, statistics.median(own), len(own)))
+            if len(own) >= 2 and median(own) < LOW_RATIO:
+                gpus.append((gpu, side, median(own), len(own)))
     return {"medians": medians, "pairs": pairs, "gpus": gpus}
 
 
 def _bandwidth_matrices(document):
-    from .report import p2p_matrices  # report imports this module; the matrix reader is report's
     return [(name, size, matrix) for name, unit, _description, size, matrix in p2p_matrices(document) if unit == "GB/s"]
 
 
@@ -111,13 +109,13 @@ def p2p_outliers(document, topology=None):
         found = pair_outliers(matrix, classes)
         for gpu, side, ratio, count in found["gpus"]:
             low_gpus.setdefault((gpu, side), []).append((ratio, name, size, count, found["medians"]))
-        for src, dst, cls, value, median in found["pairs"]:
-            low_pairs.setdefault((src, dst), []).append((value / median, name, size, cls, value, median))
+        for src, dst, cls, value, middle in found["pairs"]:
+            low_pairs.setdefault((src, dst), []).append((value / middle, name, size, cls, value, middle))
     rows = []
     for (gpu, side), items in sorted(low_gpus.items(), key=lambda item: (item[0][0], item[0][1] != "source")):
         ratio, name, size, count, medians = min(items, key=lambda item: item[0])  # ties: the first test
         folded = sum(1 for (src, dst) in low_pairs if (src if side == "source" else dst) == gpu)
-        shown = ", ".join(f"{cls} {median:.1f}" for cls, (median, _n) in sorted(medians.items()))
+        shown = ", ".join(f"{cls} {middle:.1f}" for cls, (middle, _n) in sorted(medians.items()))
         rows.append(("P2P GPU below its class medians",
                      f"GPU {gpu} as {side}: its {count} pairs at a median {ratio * 100:.0f}% of their class medians in "
                      f"{name} ({format_size(size)}; class medians GB/s: {shown}); {folded} low pair(s) folded in"
@@ -148,7 +146,7 @@ def host_device_outliers(document):
             continue
         gpus = [e for e in (result.get("src"), result.get("dst")) if isinstance(e, int) and not isinstance(e, bool)]
         stats = result.get("bandwidth_gbps")
-        if not gpus or not isinstance(stats, dict) or not _number(stats.get("median")) or not isinstance(result.get("bytes"), int):
+        if not gpus or not isinstance(stats, dict) or not is_finite(stats.get("median")) or not isinstance(result.get("bytes"), int):
             continue
         per_test.setdefault(result.get("test"), []).append((result["bytes"], gpus[0], stats["median"]))
     low = {}
@@ -157,16 +155,16 @@ def host_device_outliers(document):
         values = {gpu: value for size, gpu, value in items if size == largest}
         if len(values) < MIN_GROUP:
             continue
-        median = statistics.median(values.values())
+        middle = median(values.values())
         for gpu, value in values.items():
-            if median > 0 and value / median < LOW_RATIO:
-                low.setdefault(gpu, []).append((value / median, name, largest, value, median, len(values)))
+            if middle > 0 and value / middle < LOW_RATIO:
+                low.setdefault(gpu, []).append((value / middle, name, largest, value, middle, len(values)))
     rows = []
     for gpu, items in sorted(low.items()):
-        ratio, name, size, value, median, count = min(items, key=lambda item: item[0])
+        ratio, name, size, value, middle, count = min(items, key=lambda item: item[0])
         others = sorted({item[1] for item in items} - {name})
         rows.append(("host<->device below the GPUs' median",
-                     f"GPU {gpu}: {value:.1f} GB/s = {ratio * 100:.0f}% of the median {median:.1f} GB/s over {count} GPUs in "
+                     f"GPU {gpu}: {value:.1f} GB/s = {ratio * 100:.0f}% of the median {middle:.1f} GB/s over {count} GPUs in "
                      f"{name} ({format_size(size)})" + (f"; also low in {', '.join(others)}" if others else "")))
     return rows
 
@@ -209,13 +207,13 @@ def straggler(records):
         means, slowest = share.get("mean_us"), share.get("slowest_iterations")
         iterations = record.get("iterations")
         if not isinstance(means, list) or not isinstance(slowest, list) or len(means) != len(slowest) or len(means) < 2 \
-                or not all(_number(v) for v in means + slowest) or not isinstance(iterations, int) or iterations < 1:
+                or not all(is_finite(v) for v in means + slowest) or not isinstance(iterations, int) or iterations < 1:
             continue
         if nranks is None:
             nranks, counts, excess = len(means), [0] * len(means), [[] for _ in means]
         if len(means) != nranks:
             continue
-        middle = statistics.median(means)
+        middle = median(means)
         if middle <= 0:
             continue
         for rank in range(nranks):
@@ -230,7 +228,7 @@ def straggler(records):
     found = None
     for rank in range(nranks):
         share = counts[rank] / total
-        above = statistics.median(excess[rank])
+        above = median(excess[rank])
         if share >= chance + (1 - chance) / 2 and (counts[rank] - total * chance) >= STRAGGLER_Z * spread \
                 and above >= STRAGGLER_EXCESS:
             if found is None or counts[rank] > found[1]:
@@ -242,7 +240,7 @@ def rank_hosts(data, base):
     """{rank: host} from the coll_perf bindings of the point's launches."""
     hosts = {}
     for launch in data.coll_launches():
-        if (launch.get("base_point") or base_point_of(launch["name"])) != base:
+        if launch_base_point(launch) != base:
             continue
         document = data.raw.get(launch["name"])
         for binding in (document.get("bindings") if isinstance(document, dict) else None) or []:

@@ -5,23 +5,31 @@ A host run produces one document (doctor.schema.json, "scope": "host"); several 
 merge into one ("scope": "cluster") with the cross-host `versions` comparison added. The checks
 themselves are pure functions in doctor_checks.py.
 """
+
 import ctypes
 import errno
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 
-from . import TOOL_VERSION
-from .common import CclbenchError, UsageError, read_json, utc_now, write_json_atomic
-from .doctor_checks import (Node, Reader, check_acs_iommu, check_gdr_module, check_gpu_state, check_netdev_mtu,
-                            check_nccl_env, check_numa_affinity, check_pcie_link, check_rdma_port, check_roce_gid,
-                            check_versions_local, compare_versions, host_versions, result)
+from ..base.errors import CclbenchError, UsageError
+from ..base.files import read_json, write_json_atomic
+from ..base.locations import resolve_program
+from ..base.values import split_mpirun_args, utc_now
+from ..base.version import TOOL_VERSION
+from ..model.doctor_checks import (DOCTOR_SCHEMA_VERSION, JSON_LINE_PREFIX, Node, Reader, STATUSES, check_acs_iommu,
+                                   check_gdr_module, check_gpu_state, check_nccl_env, check_netdev_mtu,
+                                   check_numa_affinity, check_pcie_link, check_rdma_port, check_roce_gid,
+                                   check_versions_local, compare_versions, host_versions, result)
+from ..model.launcher import choose_launcher, command, mpirun_version
+from ..model.hosts import local_hostname, parse_host_list, parse_hostfile, validate_host
+from ..plan.doctor_point import cclbench_script, doctor_argv
+from ..render.doctor import render_table
 
-DOCTOR_SCHEMA_VERSION = "1.0.0"
-STATUSES = ("pass", "warn", "fail", "skip")
-JSON_LINE_PREFIX = "CCLBENCH_DOCTOR_JSON "
+
 KMSG_MAX_BYTES = 16 << 20
 NVML_SUCCESS, NVML_ERROR_INSUFFICIENT_SIZE = 0, 7
 
@@ -157,14 +165,12 @@ def mpi_version():
     tool = shutil.which("mpirun")
     if not tool:
         return None, "mpirun is not on PATH"
-    try:
-        out = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=20, check=False)
-    except (OSError, subprocess.SubprocessError) as error:
-        return None, f"mpirun --version failed: {error}"
-    lines = (out.stdout or "").strip().splitlines()
-    if out.returncode != 0 or not lines:
+    text, problem = mpirun_version(tool)
+    if text is None:
+        return None, f"mpirun --version failed: {problem}"
+    lines = text.strip().splitlines()
+    if not lines:
         return None, "mpirun --version printed nothing"
-    import re
     match = re.search(r"\(Open MPI\) (\S+)", lines[0])
     return (match.group(1) if match else lines[0].strip()[:80]), None
 
@@ -204,7 +210,7 @@ class FixtureProbes:
 
 # --- one host -------------------------------------------------------------------------------------
 
-def summarize(checks):
+def status_counts(checks):
     counts = {status: sum(1 for check in checks if check["status"] == status) for status in STATUSES}
     overall = "fail" if counts["fail"] else ("warn" if counts["warn"] else "pass")
     return counts, overall
@@ -223,7 +229,7 @@ def run_host(sysfs_root, procfs_root, env, probes, host):
     for group in groups:
         for item in group:
             checks.append(dict(item, host=host))
-    counts, overall = summarize(checks)
+    counts, overall = status_counts(checks)
     return {"schema_version": DOCTOR_SCHEMA_VERSION, "kind": "doctor", "scope": "host",
             "tool": {"name": "cclbench", "version": TOOL_VERSION}, "created_utc": utc_now(), "hosts": [host],
             "roots": {"sysfs": os.path.abspath(sysfs_root), "procfs": os.path.abspath(procfs_root),
@@ -253,27 +259,11 @@ def merge(host_documents, planned_hosts=None):
     reported = {host: value for host, value in versions.items() if isinstance(value, dict)}
     for item in compare_versions(reported):
         checks.append(dict(item, host="*"))
-    counts, overall = summarize(checks)
+    counts, overall = status_counts(checks)
     return {"schema_version": DOCTOR_SCHEMA_VERSION, "kind": "doctor", "scope": "cluster",
             "tool": {"name": "cclbench", "version": TOOL_VERSION}, "created_utc": utc_now(), "hosts": hosts,
             "roots": roots or {"sysfs": None, "procfs": None, "live": None},
             "status": overall, "summary": counts, "versions": versions, "checks": checks}
-
-
-# --- output ---------------------------------------------------------------------------------------
-
-def render_table(document):
-    rows = [("host", "check", "status", "subject", "detail")]
-    for check in document["checks"]:
-        rows.append((check["host"], check["id"], check["status"], check["subject"], check["detail"]))
-    widths = [max(len(str(row[i])) for row in rows) for i in range(4)]
-    lines = []
-    for row in rows:
-        lines.append("  ".join(str(cell).ljust(widths[i]) for i, cell in enumerate(row[:4])) + "  " + row[4])
-    counts = document["summary"]
-    lines.append(f"doctor: {document['status']} ({counts['pass']} pass, {counts['warn']} warn, {counts['fail']} fail, "
-                 f"{counts['skip']} skip) on {', '.join(document['hosts'])}")
-    return "\n".join(lines) + "\n"
 
 
 # --- the command ----------------------------------------------------------------------------------
@@ -284,30 +274,7 @@ def probes_for(sysfs_root, procfs_root):
 
 
 def host_name(explicit=None):
-    from .hosts import local_hostname
     return explicit or local_hostname()
-
-
-def cclbench_script():
-    """This cclbench's entry point, for launching it on other hosts: bin/cclbench of an installation,
-    scripts/cclbench in a checkout."""
-    from . import locations
-    if locations.installed():
-        return os.path.join(locations.bin_dir(), "cclbench")
-    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "cclbench")
-
-
-def doctor_argv(script, sysfs_root, procfs_root, host, json_path=None, emit_line=False):
-    argv = [script, "doctor", "--host-only", "--as-host", host]
-    if sysfs_root:
-        argv += ["--sysfs-root", sysfs_root]
-    if procfs_root:
-        argv += ["--procfs-root", procfs_root]
-    if json_path:
-        argv += ["--json", json_path]
-    if emit_line:
-        argv.append("--emit-json-line")
-    return argv
 
 
 def cmd_doctor(args, hosts):
@@ -332,19 +299,17 @@ def cmd_doctor(args, hosts):
 
 
 def gather_hosts(args, hosts):
-    """One `mpirun -np 1 --host H` per host, each printing its document as one stdout line (no shared
-    filesystem needed), merged here."""
-    from .cli import split_mpirun_args
-    from .runner import resolve_program
+    """One rank per host, started as baseline starts its ranks (`mpirun -np 1 --host H`, or `srun -n 1
+    --nodelist H` inside a Slurm allocation: model/launcher), each printing its document as one stdout line
+    (no shared filesystem needed), merged here."""
     mpirun = resolve_program(args.mpirun, "mpirun")
-    extra = split_mpirun_args(args.mpirun_args)
-    if os.geteuid() == 0 and "--allow-run-as-root" not in extra:
-        extra = ["--allow-run-as-root"] + extra
+    inputs = {"mpirun": mpirun, "mpirun_args": split_mpirun_args(args.mpirun_args), "as_root": os.geteuid() == 0,
+              "launcher": choose_launcher(args.launcher, mpirun,
+                                          srun_args=split_mpirun_args(args.srun_args, "--srun-args"))}
     script = cclbench_script()
     documents = {}
     for host in hosts:
-        argv = [mpirun] + extra + ["-np", "1", "--host", host] + doctor_argv(
-            script, args.sysfs_root, args.procfs_root, host, emit_line=True)
+        argv = command(inputs, 1, host) + doctor_argv(script, args.sysfs_root, args.procfs_root, host, emit_line=True)
         try:
             out = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False,
                                  stdin=subprocess.DEVNULL)
@@ -363,32 +328,7 @@ def gather_hosts(args, hosts):
     return merge(documents, hosts)
 
 
-def add_doctor_parser(sub):
-    doctor = sub.add_parser("doctor", help="preflight: PCIe links, GPUDirect RDMA, rails, GIDs, MTU, NUMA, ACS/IOMMU, "
-                            "versions, NCCL env, GPU health (exit 1 when a check fails)")
-    doctor.add_argument("--hosts", help="comma-separated hosts: one mpirun -np 1 per host, versions compared")
-    doctor.add_argument("--hostfile", help="Open MPI hostfile (host names only are used)")
-    doctor.add_argument("--sysfs-root", help="read this directory instead of /sys (fixtures)")
-    doctor.add_argument("--procfs-root", help="read this directory instead of /proc (fixtures)")
-    doctor.add_argument("--json", help="also write the result as JSON (doctor.schema.json)")
-    doctor.add_argument("--as-host", metavar="NAME", help="the name to report for this host (default: its hostname)")
-    doctor.add_argument("--mpirun", default="mpirun", help="launcher for --hosts (default: mpirun on PATH)")
-    doctor.add_argument("--mpirun-args", action="append", default=[], metavar="ARGS",
-                        help="extra launcher arguments for --hosts (= form, repeatable)")
-    # Internal: the per-host run that --hosts and baseline launch.
-    doctor.add_argument("--host-only", action="store_true", help=argparse_suppress())
-
-    doctor.add_argument("--emit-json-line", action="store_true", help=argparse_suppress())
-    return doctor
-
-
-def argparse_suppress():
-    import argparse
-    return argparse.SUPPRESS
-
-
 def run_doctor_command(args):
-    from .hosts import parse_host_list, parse_hostfile, validate_host
     if args.hosts and args.hostfile:
         raise UsageError("give either --hosts or --hostfile, not both")
     if args.as_host:
@@ -419,51 +359,3 @@ def merge_run_directory(run_dir, hosts):
     document = merge(found, hosts)
     write_json_atomic(os.path.join(run_dir, "doctor.json"), document)
     return document
-
-
-def load_run_doctor(run_dir):
-    path = os.path.join(run_dir, "doctor.json")
-    if not os.path.exists(path):
-        return None, None
-    try:
-        document = read_json(path, "doctor result")
-    except CclbenchError as error:
-        return None, str(error)
-    if not isinstance(document, dict) or not isinstance(document.get("checks"), list):
-        return None, f"{path} is not a doctor result"
-    return document, None
-
-
-def doctor_anomalies(run_dir):
-    """(kind, where, detail) rows for the report's anomaly table: one per failed check."""
-    document, problem = load_run_doctor(run_dir)
-    if problem:
-        return [("unreadable result", "doctor.json", problem)]
-    rows = []
-    for check in (document or {}).get("checks") or []:
-        if isinstance(check, dict) and check.get("status") == "fail":
-            rows.append((f"doctor {check.get('id')}", f"{check.get('host')} {check.get('subject')}",
-                         str(check.get("detail"))))
-    return rows
-
-
-def doctor_section(run_dir):
-    """The report's doctor table (markdown lines): warn/fail first, then pass/skip."""
-    document, problem = load_run_doctor(run_dir)
-    lines = ["## Doctor (preflight)", ""]
-    if document is None:
-        lines += [problem or "No doctor.json in this run (run before the doctor existed, or it did not run).", ""]
-        return lines
-    counts = document.get("summary") or {}
-    lines += [f"Overall **{document.get('status')}**: {counts.get('pass', 0)} pass, {counts.get('warn', 0)} warn, "
-              f"{counts.get('fail', 0)} fail, {counts.get('skip', 0)} skip on {', '.join(document.get('hosts') or [])}. "
-              "Re-run with `scripts/cclbench doctor`.", ""]
-    order = {"fail": 0, "warn": 1, "pass": 2, "skip": 3}
-    checks = sorted((c for c in document["checks"] if isinstance(c, dict)),
-                    key=lambda c: order.get(c.get("status"), 4))
-    lines.append("| host | check | status | subject | detail |")
-    lines.append("|---|---|---|---|---|")
-    for check in checks:
-        cells = [check.get("host"), check.get("id"), check.get("status"), check.get("subject"), check.get("detail")]
-        lines.append("| " + " | ".join(str(cell).replace("|", "\\|").replace("\n", " ") for cell in cells) + " |")
-    return lines + [""]

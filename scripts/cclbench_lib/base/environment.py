@@ -1,0 +1,40 @@
+"""The environment recorded with a run: an allowlist of variable names, never a value that looks secret."""
+
+import os
+
+
+# --- environment allowlist --------------------------------------------------------------------
+
+_SECRET_WORDS = ("TOKEN", "SECRET", "KEY", "PASSWORD", "PASSWD", "CREDENTIAL")
+_EXACT_ALLOWED = {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "UCX_NET_DEVICES", "UCX_TLS",
+                  "CCLBENCH_INJECT_WRONG"}  # the test hook that corrupts results on purpose: a run must say so
+_OMPI_GEOMETRY = {"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
+                  "OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_COMM_WORLD_NODE_RANK"}
+_SLURM_GEOMETRY = {"SLURM_JOB_ID", "SLURM_JOB_NODELIST", "SLURM_NODELIST", "SLURM_JOB_NUM_NODES",
+                   "SLURM_NNODES", "SLURM_NTASKS", "SLURM_NTASKS_PER_NODE", "SLURM_TASKS_PER_NODE",
+                   "SLURM_GPUS_PER_NODE", "SLURM_GPUS_ON_NODE", "SLURM_JOB_GPUS", "SLURM_CPUS_ON_NODE",
+                   "SLURM_JOB_PARTITION", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NODEID"}
+
+
+def looks_secret(name):
+    upper = name.upper()
+    return any(word in upper for word in _SECRET_WORDS)
+
+
+def allowlisted_env(environ=None):
+    """The variables that shape a measurement; a secret-looking name keeps its name, never its value.
+
+    Returns (env, redacted_names)."""
+    environ = os.environ if environ is None else environ
+    selected = {}
+    redacted = []
+    for name in sorted(environ):
+        allowed = (name.startswith("NCCL_") or name in _EXACT_ALLOWED or name in _OMPI_GEOMETRY
+                   or name in _SLURM_GEOMETRY)
+        if not allowed:
+            continue
+        if looks_secret(name):
+            redacted.append(name)
+            continue
+        selected[name] = environ[name]
+    return selected, redacted
