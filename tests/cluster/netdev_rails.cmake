@@ -1,7 +1,6 @@
 # coll_perf --netdevs eth0,eth3 on the virtual cluster (test_netdev_rails.py): per-host netdev rail
 # shares, and node7's eth3 down seen as ~0 there. Root only: skipped (77) with the reason where the
-# harness cannot run. Branch netdev has no tests/cluster/CMakeLists.txt (the harness is on main):
-# after the merge, main's tests/cluster/CMakeLists.txt adds `include(netdev_rails.cmake)`.
+# harness cannot run. Included by tests/cluster/CMakeLists.txt.
 add_test(NAME cluster_netdev_rails COMMAND ${CCLBENCH_PYTHON} test_netdev_rails.py WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
 set_tests_properties(cluster_netdev_rails PROPERTIES
   LABELS cluster
