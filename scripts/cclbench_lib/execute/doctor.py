@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 
+from ..base.environment import exported_env
 from ..base.errors import CclbenchError, UsageError
 from ..base.files import read_json, write_json_atomic
 from ..base.locations import resolve_program
@@ -303,7 +304,9 @@ def gather_hosts(args, hosts):
     --nodelist H` inside a Slurm allocation: model/launcher), each printing its document as one stdout line
     (no shared filesystem needed), merged here."""
     mpirun = resolve_program(args.mpirun, "mpirun")
+    exported, exported_names = exported_env()
     inputs = {"mpirun": mpirun, "mpirun_args": split_mpirun_args(args.mpirun_args), "as_root": os.geteuid() == 0,
+              "exported_env": exported, "exported_env_names": exported_names,
               "launcher": choose_launcher(args.launcher, mpirun,
                                           srun_args=split_mpirun_args(args.srun_args, "--srun-args"))}
     script = cclbench_script()

@@ -18,7 +18,7 @@ from ..execute.manifest import manifest_path, new_manifest, pending_point, save_
 from ..model import launcher
 from ..model.records import CASES_FILE, SANITY_FILE, cases_path, latest_by_case, load_cases
 from ..model.run_dir import launch_outputs
-from ..plan.baseline import Planner
+from ..plan.baseline import Planner, mode_notes
 from ..render.report import build_report
 from ..rules.ab import choose_binding, sweep_bindings
 from ..rules.repeat_rule import repeat_failures
@@ -128,6 +128,8 @@ class Baseline:
         self.save_manifest()
         self.log = open_append(os.path.join(self.run_dir, "run.log"))
         self.log_line(f"# {utc_now()} cclbench {'resume' if self.resume else 'baseline'}: {shlex.join(self.argv)}")
+        for note in mode_notes(self.inputs):
+            self.log_line(f"# note: {note}")
 
     def check_outputs(self, launch):
         return launch_outputs(self.run_dir, launch)

@@ -120,10 +120,21 @@ def launcher_of(inputs):
                                       "args": []}
 
 
+def rank_env(inputs, env=None):
+    """What every rank gets: the measurement environment set where cclbench ran (inputs
+    "exported_env", recorded when the plan was made), then the point's own variables, which win (a
+    binding's NCCL_IB_HCA, an A/B variant)."""
+    merged = dict(inputs.get("exported_env") or {})
+    merged.update(env or {})
+    return merged
+
+
 def command(inputs, nranks, host_spec=None, env=None, oversubscribe=False):
     """argv prefix that starts `nranks` ranks (on `host_spec`, 'host[:slots],...', when given) with
-    `env` exported to them; the program and its arguments follow."""
+    `env` and the exported measurement environment (rank_env) passed to them on every host; the
+    program and its arguments follow."""
     launcher = launcher_of(inputs)
+    env = rank_env(inputs, env)
     if launcher["name"] == "srun":
         return _srun(launcher, inputs, nranks, host_spec, env, oversubscribe)
     return _mpirun(inputs, nranks, host_spec, env, oversubscribe)
@@ -142,12 +153,15 @@ def _mpirun(inputs, nranks, host_spec, env, oversubscribe):
         argv += ["--host", host_spec]
     for name, value in (env or {}).items():
         argv += ["-x", f"{name}={value}"]
+    for name in inputs.get("exported_env_names") or []:
+        argv += ["-x", name]  # secret-looking: mpirun reads the value here, the command never holds it
     return argv
 
 
 def _srun(launcher, inputs, nranks, host_spec, env, oversubscribe):
     # srun hands its own environment to the ranks; `env NAME=VALUE` keeps the exported variables in
-    # the recorded command (srun's --export splits values at commas, and NCCL_IB_HCA has them).
+    # the recorded command (srun's --export splits values at commas, and NCCL_IB_HCA has them). The
+    # secret-looking names of exported_env_names reach the ranks through srun's default --export=ALL.
     argv = ["env"] + [f"{name}={value}" for name, value in env.items()] if env else []
     argv += [launcher["program"], f"--mpi={launcher['mpi']}", "--kill-on-bad-exit=1", "-n", str(nranks)]
     if host_spec:
