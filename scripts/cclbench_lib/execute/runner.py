@@ -164,10 +164,13 @@ class Baseline:
             timer = threading.Timer(timeout, expire)
             timer.daemon = True
             timer.start()
+        self.first_lines = []  # the launcher's own words when a launch fails (doctor: host unreachable)
         try:
             for raw in self.child.stdout:
                 line = raw.decode("utf-8", "replace")
                 self.log_line(line)
+                if len(self.first_lines) < 60:
+                    self.first_lines.append(line)
                 if self.verbose:
                     sys.stderr.write(line)
             code = self.child.wait()
@@ -269,6 +272,9 @@ class Baseline:
         if code != 0 and not start_problem:
             meaning = EXIT_MEANINGS.get(code, "unexpected exit status")
             reason = f"exit {code} ({meaning})" + (f"; {reason}" if reason else "")
+            words = launcher.launch_error_lines("".join(getattr(self, "first_lines", [])))
+            if launch["kind"] == "doctor" and words:
+                reason += "; the launcher said: " + " / ".join(line[:200] for line in words)
             ok = False
         status = "complete" if ok else "failed"
         state.update(status=status, exit_code=code, reason=reason, finished_utc=utc_now(),
@@ -293,7 +299,12 @@ class Baseline:
     def merge_doctor(self):
         """doctor/<host>.json -> doctor.json after each doctor launch; one stderr line with the verdict."""
         hosts = [launch["hosts"][0] for launch in self.launches if launch["kind"] == "doctor"]
-        document = merge_run_directory(self.run_dir, hosts)
+        failures = {}
+        for launch in self.launches:
+            state = self.manifest["points"].get(launch["name"]) or {}
+            if launch["kind"] == "doctor" and state.get("status") == "failed" and state.get("reason"):
+                failures[launch["hosts"][0]] = f"no doctor result from {launch['hosts'][0]}: {state['reason']}"
+        document = merge_run_directory(self.run_dir, hosts, failures)
         done = all(os.path.exists(os.path.join(self.run_dir, "doctor", f"{host}.json")) for host in hosts)
         if document and done:
             counts = document["summary"]

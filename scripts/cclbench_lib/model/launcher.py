@@ -175,3 +175,23 @@ def _srun(launcher, inputs, nranks, host_spec, env, oversubscribe):
     if oversubscribe:
         argv.append("--overcommit")
     return argv + list(launcher.get("args") or [])
+
+
+# Lines of a launcher's output that name why a host could not be reached or a rank not started: ssh's
+# and srun's own errors, and the shell's "not found". Open MPI's help text around them only explains.
+_CAUSE_LINE = re.compile(r"^(ssh|srun|slurmstepd|sh|bash|env|orted)\b[^:]*:|Could not resolve|Permission denied|"
+                         r"No route to host|Connection (timed out|refused)|Network is unreachable|"
+                         r"^(Executable|Node|Host|Local host|Remote host):")
+_SEPARATOR = re.compile(r"^[-=*\s]*$")
+
+
+def launch_error_lines(text, limit=3):
+    """The first lines of a failed launch's output (mpirun or srun) that say what went wrong, in the launcher's
+    own words: its cause lines (ssh: Could not resolve hostname ..., srun: error: ...) when it printed any,
+    else its first non-blank lines; Open MPI's per-process warnings ("[host:pid] ... Warning: ...") last."""
+    lines = [line.strip() for line in (text or "").splitlines() if not _SEPARATOR.match(line)]
+    causes = [line for line in lines if _CAUSE_LINE.search(line)]
+    if causes:
+        return causes[:limit]
+    plain = [line for line in lines if not re.match(r"^\[[^\]]+:\d+\] .*Warning", line)]
+    return (plain or lines)[:limit]
