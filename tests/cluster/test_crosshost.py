@@ -212,6 +212,8 @@ class CrossHost(unittest.TestCase):
             if state.get("intra.node5", {}).get("status") == "running":
                 break
             time.sleep(0.2)
+        if child.poll() is not None:
+            self.fail(f"the baseline ended before intra.node5 ran (exit {child.returncode}): {child.stderr.read()[-2000:]}")
         os.killpg(child.pid, signal.SIGINT)  # Ctrl-C in the user's terminal: the whole foreground group
         out, err = child.communicate(timeout=60)
         self.assertEqual(child.returncode, 130, out[-2000:] + err[-2000:])
