@@ -286,13 +286,20 @@ class Baseline:
     def check_gpu_count(self, launch):
         """After topology: the node must have the GPUs the plan puts on it."""
         planned = self.inputs["gpus_per_node"]
-        if not self.inputs["hosts"] or not planned:
+        if not self.inputs["hosts"]:
             return
         try:
             model = read_json(launch["outputs"][0], "topology")
         except CclbenchError:
             return
         gpus = model.get("gpus") if isinstance(model, dict) else None
+        if not planned:
+            if isinstance(gpus, list) and gpus:  # GPU-less plan (none found where cclbench runs): say what it misses
+                note = (f"host {launch['hosts'][0]} has {len(gpus)} GPU(s), but no GPU was found where cclbench runs: "
+                        f"this run is the MPI backend, correctness only; pass --gpus-per-node {len(gpus)} for the NCCL plan")
+                self.log_line(f"# note: {note}")
+                print(f"cclbench: note: {note}", file=sys.stderr, flush=True)
+            return
         if isinstance(gpus, list) and len(gpus) != planned:
             raise CclbenchError(f"host {launch['hosts'][0]} has {len(gpus)} GPU(s) but --gpus-per-node is {planned}", 2)
 
