@@ -138,6 +138,29 @@ class HcaDiscovery(TempDirTest):
         self.assertIn("NCCL_IB_HCA==mlx5_3:1", result.stdout)
 
 
+    def test_gpu_hosts_without_rdma_plan_one_unbound_binding(self):
+        """GPU hosts whose topo_map finds no active RDMA port (a socket-only cluster, the GPU machine's virtual
+        nodes): the inter-node points run once per NCCL_CROSS_NIC without an NCCL_IB_HCA binding, and the plan says
+        why, instead of stopping with 'no active RDMA port found'. The real topo_map of this build reads this
+        machine, which has no RDMA device."""
+        from helpers import REAL_APPS
+        if not os.access(os.path.join(REAL_APPS, "topo_map"), os.X_OK):
+            self.skipTest(f"topo_map is not built in {REAL_APPS}")
+        if os.path.isdir("/sys/class/infiniband") and os.listdir("/sys/class/infiniband"):
+            self.skipTest("this machine has RDMA devices")
+        result = run_cli(["plan", "--hosts", "node5,node7", "--gpus-per-node", "1", "--bin-dir", REAL_APPS,
+                          "--results", self.results, "--json", os.path.join(self.tmp, "plan.json")])
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("no active RDMA port found by topo_map: the inter-node points run without an NCCL_IB_HCA",
+                      result.stderr)
+        self.assertNotIn("NCCL_IB_HCA", result.stdout)
+        with open(os.path.join(self.tmp, "plan.json"), encoding="utf-8") as handle:
+            launches = json.load(handle)["launches"]
+        inter = sorted({launch["base_point"] for launch in launches if str(launch.get("base_point", "")).startswith("inter.")})
+        self.assertEqual(inter, ["inter.cross0", "inter.cross1", "inter.cross2"])
+        ok, errors = validate("plan.schema.json", os.path.join(self.tmp, "plan.json"))
+        self.assertTrue(ok, errors)
+
     def test_gpu_less_hosts_plan_the_mpi_backend(self):
         """No GPU here and no --gpus-per-node: --hosts plans the MPI backend on every host (issue 26.2), with no
         --hcas and no topo_map discovery; every point says it is correctness only. With GPUs the plan is the

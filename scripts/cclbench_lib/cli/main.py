@@ -184,7 +184,7 @@ def discover_hcas(bin_dir):
             if "ACTIVE" in state and nic.get("name"):
                 hcas.append(f"{nic['name']}:{port.get('port')}")
     if not hcas:
-        raise UsageError("no active RDMA port found by topo_map; pass --hcas mlx5_0:1,mlx5_3:1")
+        return []  # no RDMA here: the inter-node points run unbound and the plan says so (plan/baseline.mode_notes)
     return parse_hcas(",".join(hcas))
 
 
@@ -240,8 +240,10 @@ def plan_inputs(args):
     max_bytes = parse_size(args.maxbytes, "-e")
     sweep_sizes(min_bytes, max_bytes, args.stepfactor)
     bin_dir = os.path.abspath(args.bin_dir or DEFAULT_BIN_DIR)
+    hcas_found = None
     if len(hosts) > 1 and gpus:
         hcas = parse_hcas(args.hcas) if args.hcas else discover_hcas(bin_dir)
+        hcas_found = "given" if args.hcas else ("topo_map" if hcas else "none")
     elif len(hosts) > 1:
         hcas = []  # the MPI backend: no NCCL, no NCCL_IB_HCA binding; its TCP rails come from --mpirun-args
     else:
@@ -261,7 +263,7 @@ def plan_inputs(args):
         "as_root": os.geteuid() == 0, "cpu_count": os.cpu_count() or 1, "coll_perf_flags": coll_perf_flags(bin_dir),
         "tuning_probe": args.tuning_probe, "sysfs_root": os.path.abspath(args.sysfs_root) if args.sysfs_root else None,
         "decode": parse_decode(args.decode), "ab": parse_ab(args.ab),
-        "exported_env": exported, "exported_env_names": exported_names,
+        "exported_env": exported, "exported_env_names": exported_names, "hcas_found": hcas_found,
     }
 
 

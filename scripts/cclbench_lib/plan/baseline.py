@@ -389,12 +389,19 @@ class Planner:
                            sizes=sweep_sizes(*sizes), collectives=list(KNOWN_COLLECTIVES), mode_note=EMULATED_NOTE)
 
 
+NO_RDMA_NOTE = ("no active RDMA port found by topo_map: the inter-node points run without an NCCL_IB_HCA binding "
+                "(one binding, NCCL picks its transport: sockets where there is no RDMA; the transport gate says "
+                "which it used); pass --hcas HCA:PORT,... to sweep the rails")
+
+
 def mode_notes(inputs):
     """One-line notes `plan` prints to stderr about the plan as a whole: the MPI backend on GPU-less hosts, and
     the measurement environment passed to every rank on every host."""
     notes = []
     if inputs["hosts"] and not inputs["gpus_per_node"]:
         notes.append(CLUSTER_MPI_NOTE)
+    if inputs.get("hcas_found") == "none":
+        notes.append(NO_RDMA_NOTE)
     exported = sorted(inputs.get("exported_env") or {}) + list(inputs.get("exported_env_names") or [])
     if exported:
         notes.append("passed to every rank on every host (set here): " + ", ".join(exported))
