@@ -312,6 +312,11 @@ class Planner:
         point = {"base": base, "kind": "local", "nranks": nranks, "hosts": [host], "env": {}, "extra": extra,
                  "mpirun": self.mpirun(nranks, oversubscribe=oversubscribe), "expect": expect, "note": note,
                  "oversubscribe": oversubscribe, "mpi": ngpus == 0}
+        if ngpus == 0:
+            # The MPI backend on host memory is correctness only: its times judge nothing, so more repeats
+            # prove nothing (three of them were 144 of the 147 s of a GPU-less default baseline). Its decode
+            # points inherit the flag.
+            point["once"] = True
         scopes = [point]
         if ngpus == 1:
             # One GPU: the decode sizes also on emulated ranks (the multi-rank paths, NCCL's choices; correctness).
@@ -347,6 +352,27 @@ class Planner:
             name, sizes, KNOWN_COLLECTIVES, EMULATED_CHECK_ITERATIONS, warmup=EMULATED_CHECK_WARMUP) + ["--share-gpu"]
         return self.launch(name, "local", argv, EMULATED_RANKS, [host], base_point=name, repeat=1,
                            sizes=sweep_sizes(*sizes), collectives=list(KNOWN_COLLECTIVES), mode_note=EMULATED_NOTE)
+
+
+def once_note(inputs, launches):
+    """The plan's note on correctness-only points (MPI backend on host memory, emulated ranks) that run once
+    whatever --repeat says, or None when there is none or --repeat is 1."""
+    repeats = inputs.get("repeat") or 1
+    if repeats <= 1:
+        return None
+    named = []
+    for launch in launches:
+        argv = launch.get("argv") or []
+        if launch.get("kind") != "local" or launch.get("name") != launch.get("base_point"):
+            continue  # a repeated point's launches are named base.repN
+        if "--share-gpu" in argv:
+            named.append(f"{launch['name']} (emulated ranks)")
+        elif "--backend" in argv[:-1] and argv[argv.index("--backend") + 1] == "mpi":
+            named.append(f"{launch['name']} (MPI backend on host memory)")
+    if not named:
+        return None
+    return (f"correctness-only points run once whatever --repeat {repeats} says (their times judge nothing, more "
+            f"repeats prove nothing about correctness): {', '.join(named)}")
 
 
 def plan_mode(inputs):
