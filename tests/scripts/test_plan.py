@@ -170,9 +170,17 @@ class LocalPlan(TempDirTest):
         one = run_cli(["plan", "--results", self.results, "--bin-dir", "/b"], env={"CCLBENCH_FAKE_GPU_COUNT": "1"})
         self.assertIn("correctness-only points run once whatever --repeat 3 says", one.stderr)
         self.assertIn(": local.share-gpu4 (emulated ranks)", one.stderr)
+        # Issue 27.3: what coll_perf will skip by design is said once in the plan, with the points.
+        self.assertIn("cclbench: note: not verifiable by design: in-place alltoall and sendrecv at more than one rank "
+                      "(NCCL defines no in-place result, so coll_perf skips them with its reason; the report lists them "
+                      "once, never as an anomaly): local.share-gpu4\n", one.stderr)
+        two = run_cli(["plan", "--results", self.results, "--bin-dir", "/b"], env={"CCLBENCH_FAKE_GPU_COUNT": "2"})
+        self.assertIn("not verifiable by design: in-place alltoall at more than one rank", two.stderr)
+
         single = run_cli(["plan", "--results", self.results, "--bin-dir", "/b", "--repeat", "1"],
                          env={"CCLBENCH_FAKE_GPU_COUNT": "0"})
         self.assertNotIn("run once", single.stderr, "nothing to say at --repeat 1")
+        self.assertNotIn("not verifiable by design", single.stderr, "MPI backend: in-place alltoall is MPI_IN_PLACE")
 
     def test_one_gpu_measures_one_real_rank_and_checks_emulated_ranks(self):
         launches = self.plan(1)

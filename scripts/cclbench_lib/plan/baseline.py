@@ -375,6 +375,27 @@ def once_note(inputs, launches):
             f"repeats prove nothing about correctness): {', '.join(named)}")
 
 
+def by_design_note(launches):
+    """The plan's note on cases coll_perf will skip because no run can verify them (rules/by_design.py): in-place
+    alltoall/sendrecv under checking at more than one rank on NCCL; one --placement covers a launch's collectives."""
+    points, collectives = [], []
+    for launch in launches:
+        argv = launch.get("argv") or []
+        flag = lambda name, default: argv[argv.index(name) + 1] if name in argv[:-1] else default
+        if launch.get("kind") not in ("local", "intra", "inter") or (launch.get("nranks") or 1) <= 1 or \
+                flag("--backend", "nccl") != "nccl" or flag("-c", "1") == "0" or flag("--placement", "both") == "out":
+            continue
+        found = [c for c in launch.get("collectives") or [] if c in ("alltoall", "sendrecv")]
+        collectives += [c for c in found if c not in collectives]
+        if found and launch.get("base_point", launch["name"]) not in points:
+            points.append(launch.get("base_point", launch["name"]))
+    if not points:
+        return None
+    shown = ", ".join(points[:3]) + (f" and {len(points) - 3} more" if len(points) > 3 else "")
+    return (f"not verifiable by design: in-place {' and '.join(sorted(collectives))} at more than one rank (NCCL defines no in-place "
+            f"result, so coll_perf skips them with its reason; the report lists them once, never as an anomaly): {shown}")
+
+
 def plan_mode(inputs):
     hosts = inputs["hosts"]
     if hosts:
