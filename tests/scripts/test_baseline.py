@@ -109,29 +109,30 @@ class LocalRuns(BaselineRuns):
 
     def test_resume_reruns_a_point_whose_records_do_not_parse(self):
         log = os.path.join(self.tmp, "coll.log")
-        self.assertEqual(self.baseline("P", "--repeat", "2").returncode, 0)
+        # Two GPUs: a timed point with repeats (the MPI backend's correctness point runs once).
+        self.assertEqual(self.baseline("P", "--repeat", "2", env={"CCLBENCH_FAKE_GPU_COUNT": "2"}).returncode, 0)
         cases = os.path.join(self.results, "P", "cases.jsonl")
         records = read_jsonl(cases)
-        # Corrupt the last record of rep2 (its status says ok but the time does not parse).
-        index = max(i for i, r in enumerate(records) if r["point"] == "local.mpi4.rep2")
+        # Corrupt the last measured record of rep2 (its status says ok but the time does not parse).
+        index = max(i for i, r in enumerate(records) if r["point"] == "local.gpus2.rep2" and r["status"] == "ok")
         records[index]["time_us"] = None
         with open(cases, "w") as handle:
             handle.write("".join(json.dumps(r) + "\n" for r in records))
         resumed = run_cli(["baseline", "--resume", "P", "--results", self.results], env={"FAKE_COLL_LOG": log})
         self.assertEqual(resumed.returncode, 0, resumed.stderr)
-        self.assertEqual(self.invocations(log), ["sanity", "local.mpi4.rep2"])
+        self.assertEqual(self.invocations(log), ["sanity", "local.gpus2.rep2"])
 
     def test_resume_after_sigkill(self):
         log = os.path.join(self.tmp, "coll.log")
-        env = dict(os.environ, FAKE_COLL_HANG_POINT="local.mpi4.rep2", FAKE_COLL_LOG=log, CCLBENCH_FAKE_GPU_COUNT="0")
+        env = dict(os.environ, FAKE_COLL_HANG_POINT="local.gpus2.rep2", FAKE_COLL_LOG=log, CCLBENCH_FAKE_GPU_COUNT="2")
         process = subprocess.Popen([sys.executable, CCLBENCH, "baseline", "--repeat", "3"] + SMALL + self.fake_args("K"),
                                    env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         try:
             deadline = time.monotonic() + 300  # generous: a hang detector, not a speed check (loaded CI)
             while time.monotonic() < deadline:
                 try:
-                    if self.manifest("K")["points"]["local.mpi4.rep2"]["status"] == "running" and \
-                            "local.mpi4.rep2" in self.invocations(log):
+                    if self.manifest("K")["points"]["local.gpus2.rep2"]["status"] == "running" and \
+                            "local.gpus2.rep2" in self.invocations(log):
                         break
                 except (OSError, ValueError, KeyError):
                     pass
@@ -142,14 +143,14 @@ class LocalRuns(BaselineRuns):
         finally:
             os.killpg(process.pid, signal.SIGKILL)  # the baseline and the hung coll_perf it started
             process.wait()
-        self.assertEqual(self.manifest("K")["points"]["local.mpi4.rep1"]["status"], "complete")
+        self.assertEqual(self.manifest("K")["points"]["local.gpus2.rep1"]["status"], "complete")
         # A crash in the middle of an append leaves a record's prefix without a newline.
         with open(os.path.join(self.results, "K", "cases.jsonl"), "a") as handle:
-            handle.write('{"point": "local.mpi4.rep2", "case_id": "all_red')
+            handle.write('{"point": "local.gpus2.rep2", "case_id": "all_red')
         os.remove(log)
         resumed = run_cli(["baseline", "--resume", "K", "--results", self.results], env={"FAKE_COLL_LOG": log})
         self.assertEqual(resumed.returncode, 0, resumed.stderr)
-        self.assertEqual(self.invocations(log), ["sanity", "local.mpi4.rep2", "local.mpi4.rep3"])
+        self.assertEqual(self.invocations(log), ["sanity", "local.gpus2.rep2", "local.gpus2.rep3"])
         report = run_cli(["report", os.path.join(self.results, "K")], env={"CCLBENCH_NO_MATPLOTLIB": "1"})
         self.assertEqual(report.returncode, 0, report.stderr)
         text = read_text(os.path.join(self.results, "K", "report.md"))

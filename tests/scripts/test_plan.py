@@ -164,6 +164,9 @@ class LocalPlan(TempDirTest):
             points = [argv[argv.index("--point") + 1] for argv in map(shlex.split, result.stdout.splitlines())
                       if "--point" in argv]
             self.assertEqual(points, ["sanity", "local.mpi4", "decode.all_reduce.local.mpi4"])
+            for argv in [argv for argv in map(shlex.split, result.stdout.splitlines()) if "--point" in argv]:
+                # Every case still checked (-c 1); 2 timed iterations and 1 warm-up, whatever -n/-w (20, 5) say.
+                self.assertEqual([argv[argv.index(f) + 1] for f in ("-n", "-w", "-c")], ["2", "1", "1"], argv)
             self.assertIn(f"cclbench: note: correctness-only points run once whatever --repeat {repeat} says (their times "
                           "judge nothing, more repeats prove nothing about correctness): local.mpi4 (MPI backend on host "
                           "memory), decode.all_reduce.local.mpi4 (MPI backend on host memory)", result.stderr)

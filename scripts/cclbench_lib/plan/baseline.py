@@ -33,6 +33,11 @@ MPI_BACKEND_RANKS = 4
 EMULATED_CHECK_SIZES = (8 << 10, 2 << 20, 16)
 EMULATED_CHECK_ITERATIONS = 2
 EMULATED_CHECK_WARMUP = 1
+# The MPI backend on host memory (no GPU) is correctness only as well: every case of the sweep is still checked
+# (-c 1), but 2 timed iterations and 1 warm-up instead of -n/-w (20 and 5 by default), whose times mean nothing
+# there; its sanity pass likewise. 26 collective calls per case made the GPU-less default baseline minutes long.
+MPI_CHECK_ITERATIONS = 2
+MPI_CHECK_WARMUP = 1
 ONE_GPU_NOTE = ("one GPU: the collectives run as one real rank on it (GPU times with no peer); "
                 f"{EMULATED_RANKS} emulated ranks (--share-gpu) check the multi-rank code paths, correctness only")
 EMULATED_NOTE = (f"{EMULATED_RANKS} emulated ranks share one GPU (--share-gpu, NET/Socket on loopback): "
@@ -301,8 +306,10 @@ class Planner:
             expect = ""
         oversubscribe = nranks > cpus or ngpus == 0
         sanity_sizes = self._sanity_sizes()
+        check = {"iterations": MPI_CHECK_ITERATIONS, "warmup": MPI_CHECK_WARMUP} if ngpus == 0 else {}
         argv = self.mpirun(nranks, oversubscribe=oversubscribe) + self.coll_args(
-            "sanity", sanity_sizes, ["all_reduce"], SANITY_ITERATIONS, "sanity.jsonl", expect) + extra
+            "sanity", sanity_sizes, ["all_reduce"], check.get("iterations", SANITY_ITERATIONS), "sanity.jsonl", expect,
+            warmup=check.get("warmup")) + extra
         launches.append(self.launch("sanity", "sanity", argv, nranks, [host], sizes=sweep_sizes(*sanity_sizes),
                                     collectives=["all_reduce"], mode_note=note))
         if ngpus >= 1:
@@ -314,9 +321,9 @@ class Planner:
                  "oversubscribe": oversubscribe, "mpi": ngpus == 0}
         if ngpus == 0:
             # The MPI backend on host memory is correctness only: its times judge nothing, so more repeats
-            # prove nothing (three of them were 144 of the 147 s of a GPU-less default baseline). Its decode
-            # points inherit the flag.
-            point["once"] = True
+            # prove nothing (three of them were 144 of the 147 s of a GPU-less default baseline), nor do many
+            # iterations (MPI_CHECK_ITERATIONS). Its decode points inherit both.
+            point.update(check, once=True)
         scopes = [point]
         if ngpus == 1:
             # One GPU: the decode sizes also on emulated ranks (the multi-rank paths, NCCL's choices; correctness).
