@@ -8,7 +8,7 @@ By design (bench/nccl/nccl_backend.cpp, bench/mpi/mpi_backend.cpp):
   MPI backend: sendrecv has no in-place form, MPI_Bcast no out-of-place one.
 """
 
-from ..model.records import was_skipped
+from ..model.records import base_point_of, was_skipped
 
 
 # (backend, collective, in_place, needs more than one rank)
@@ -32,12 +32,16 @@ def unverifiable_by_design(record):
 
 def by_design_groups(latest):
     """One entry per (collective, placement, reason) over a run's latest records {(point, case_id): record}:
-    {'collective', 'placement', 'reason', 'points': [point, ...], 'cases': n, 'sizes': [bytes, ...]}, in
-    collective order."""
-    groups = {}
-    for (point, _case_id), record in sorted(latest.items()):
+    {'collective', 'placement', 'reason', 'points': [base point, ...], 'cases': n, 'sizes': [bytes, ...]}, in
+    collective order; a point's repeats are one point, a case skipped in every repeat one case."""
+    groups, seen = {}, set()
+    for (name, case_id), record in sorted(latest.items()):
+        point = base_point_of(name)
+        if (point, case_id) in seen:
+            continue
         if not unverifiable_by_design(record):
             continue
+        seen.add((point, case_id))
         key = (record.get("collective"), "in-place" if record.get("in_place") else "out-of-place",
                record.get("reason") or "no reason given")
         group = groups.setdefault(key, {"collective": key[0], "placement": key[1], "reason": key[2], "points": [],
