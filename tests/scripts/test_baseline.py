@@ -109,29 +109,30 @@ class LocalRuns(BaselineRuns):
 
     def test_resume_reruns_a_point_whose_records_do_not_parse(self):
         log = os.path.join(self.tmp, "coll.log")
-        self.assertEqual(self.baseline("P", "--repeat", "2").returncode, 0)
+        # Two GPUs: a timed point with repeats (the MPI backend's correctness point runs once).
+        self.assertEqual(self.baseline("P", "--repeat", "2", env={"CCLBENCH_FAKE_GPU_COUNT": "2"}).returncode, 0)
         cases = os.path.join(self.results, "P", "cases.jsonl")
         records = read_jsonl(cases)
-        # Corrupt the last record of rep2 (its status says ok but the time does not parse).
-        index = max(i for i, r in enumerate(records) if r["point"] == "local.mpi4.rep2")
+        # Corrupt the last measured record of rep2 (its status says ok but the time does not parse).
+        index = max(i for i, r in enumerate(records) if r["point"] == "local.gpus2.rep2" and r["status"] == "ok")
         records[index]["time_us"] = None
         with open(cases, "w") as handle:
             handle.write("".join(json.dumps(r) + "\n" for r in records))
         resumed = run_cli(["baseline", "--resume", "P", "--results", self.results], env={"FAKE_COLL_LOG": log})
         self.assertEqual(resumed.returncode, 0, resumed.stderr)
-        self.assertEqual(self.invocations(log), ["sanity", "local.mpi4.rep2"])
+        self.assertEqual(self.invocations(log), ["sanity", "local.gpus2.rep2"])
 
     def test_resume_after_sigkill(self):
         log = os.path.join(self.tmp, "coll.log")
-        env = dict(os.environ, FAKE_COLL_HANG_POINT="local.mpi4.rep2", FAKE_COLL_LOG=log, CCLBENCH_FAKE_GPU_COUNT="0")
+        env = dict(os.environ, FAKE_COLL_HANG_POINT="local.gpus2.rep2", FAKE_COLL_LOG=log, CCLBENCH_FAKE_GPU_COUNT="2")
         process = subprocess.Popen([sys.executable, CCLBENCH, "baseline", "--repeat", "3"] + SMALL + self.fake_args("K"),
                                    env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         try:
             deadline = time.monotonic() + 300  # generous: a hang detector, not a speed check (loaded CI)
             while time.monotonic() < deadline:
                 try:
-                    if self.manifest("K")["points"]["local.mpi4.rep2"]["status"] == "running" and \
-                            "local.mpi4.rep2" in self.invocations(log):
+                    if self.manifest("K")["points"]["local.gpus2.rep2"]["status"] == "running" and \
+                            "local.gpus2.rep2" in self.invocations(log):
                         break
                 except (OSError, ValueError, KeyError):
                     pass
@@ -142,14 +143,14 @@ class LocalRuns(BaselineRuns):
         finally:
             os.killpg(process.pid, signal.SIGKILL)  # the baseline and the hung coll_perf it started
             process.wait()
-        self.assertEqual(self.manifest("K")["points"]["local.mpi4.rep1"]["status"], "complete")
+        self.assertEqual(self.manifest("K")["points"]["local.gpus2.rep1"]["status"], "complete")
         # A crash in the middle of an append leaves a record's prefix without a newline.
         with open(os.path.join(self.results, "K", "cases.jsonl"), "a") as handle:
-            handle.write('{"point": "local.mpi4.rep2", "case_id": "all_red')
+            handle.write('{"point": "local.gpus2.rep2", "case_id": "all_red')
         os.remove(log)
         resumed = run_cli(["baseline", "--resume", "K", "--results", self.results], env={"FAKE_COLL_LOG": log})
         self.assertEqual(resumed.returncode, 0, resumed.stderr)
-        self.assertEqual(self.invocations(log), ["sanity", "local.mpi4.rep2", "local.mpi4.rep3"])
+        self.assertEqual(self.invocations(log), ["sanity", "local.gpus2.rep2", "local.gpus2.rep3"])
         report = run_cli(["report", os.path.join(self.results, "K")], env={"CCLBENCH_NO_MATPLOTLIB": "1"})
         self.assertEqual(report.returncode, 0, report.stderr)
         text = read_text(os.path.join(self.results, "K", "report.md"))
@@ -204,16 +205,87 @@ class LocalRuns(BaselineRuns):
         self.assertIn("### all_reduce", text, "the one-rank point has the tables of a multi-GPU point")
         self.assertIn("| size | local.gpu1 |", text)
         self.assertNotIn("| size | local.gpu1 | local.share-gpu4 |", text, "the emulated point feeds no table")
-        # 7 collectives x 3 sizes x 2 placements; coll_perf's double writes every one.
-        self.assertIn("| local.share-gpu4 | emulated: correctness only | 1 | 42 | 42 | 0 | 0 | 0 |", text)
+        # 7 collectives x 3 sizes x 2 placements; coll_perf (and its double) skips in-place alltoall and sendrecv
+        # at 4 ranks: no in-place result to check.
+        self.assertIn("| local.share-gpu4 | emulated: correctness only | 1 | 42 | 36 | 6 | 0 | 0 |", text)
         self.assertIn("24 ok.", text, "24 cases of the one-rank point pass the repeat gate")
+
+    def test_one_gpu_report_shows_what_one_gpu_measures(self):
+        """Issue 27.3/27.4: no self-inflicted anomaly, busbw '- (1 rank)' (never 0.00), algbw instead, no ceiling where
+        no link is crossed, the local device copy instead of 1 x 1 matrices, summary.csv's busbw_reason."""
+        result = run_cli(["baseline"] + SMALL + self.fake_args("G1"), env={"CCLBENCH_FAKE_GPU_COUNT": "1", "FAKE_GPUS": "1"})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        run = os.path.join(self.results, "G1")
+        text = read_text(os.path.join(run, "report.md"))
+        anomalies = text[text.index("## Anomalies"):text.index("## Environment")]
+        self.assertIn("None found", anomalies)
+        self.assertNotIn("cases skipped", text)
+        # Listed once, with coll_perf's reason, for the two collectives NCCL defines no in-place result for.
+        self.assertEqual(text.count("## Not verifiable by design"), 1)
+        self.assertIn("| alltoall in-place | local.share-gpu4 | 3 | 8K, 128K, 2M | in-place AlltoAll overwrites data it "
+                      "still has to send (NCCL defines no in-place result), so it cannot be verified", text)
+        self.assertIn("| sendrecv in-place | local.share-gpu4 | 3 |", text)
+        results = text[text.index("## Results per collective"):text.index("## Repeatability")]
+        self.assertNotIn("0.00", results, "busbw at one rank is no number")
+        self.assertEqual(results.count("busbw (GB/s): - (1 rank) at every size"), 4, results)
+        self.assertIn("(coll_perf: 1 rank: no link is crossed)", results)
+        self.assertNotIn("| 128K |", results, "the emulated check's sizes are not rows of the one-rank tables")
+        # algbw = bytes / time: the double's 8K time is 10 + 8192 / 1e4 us (x 1.000, 1.001, 1.002 over -n 3).
+        self.assertIn("algbw (GB/s), bytes / time: what local.gpu1 measures at one rank:", results)
+        self.assertIn(f"| 8K | {8192 / (10.8192 * 1.001) / 1e3:.2f} |", results)
+        # The P2P section of one GPU: the local copy (the double: 1950 CE, 1700 SM; diagonal 1900), no matrix.
+        p2p = text[text.index("## P2P"):]
+        self.assertIn("Local device copy (nvbandwidth's device_local_copy; bytes copied / time, the GPU memory moves "
+                      "twice that): CE 1,950 GB/s (device_local_copy_ce), SM 1,700 GB/s (device_local_copy_sm).", p2p)
+        self.assertIn("| d2d_ce_write_uni | 256M | 1,900 GB/s |", p2p)
+        self.assertNotIn("src \\ dst", p2p, "no 1 x 1 matrix")
+        # summary.csv: busbw empty with coll_perf's reason at one rank, as in coll_perf's --csv.
+        with open(os.path.join(run, "summary.csv")) as handle:
+            rows = list(csv.DictReader(handle))
+        alone = [row for row in rows if row["nranks"] == "1" and row["status"] == "ok"]
+        self.assertTrue(alone)
+        self.assertTrue(all(row["busbw_gbps"] == "" and row["busbw_reason"] == "1 rank: no link is crossed" for row in alone))
+        self.assertTrue(all(row["busbw_reason"] == "" for row in rows if row["nranks"] == "4"))
+        # The plots as data (matplotlib is not needed to know what would be drawn): algbw for the one-rank point with
+        # no ceiling line, no busbw plot at all (every timed point has one rank).
+        sys.path.insert(0, os.path.join(os.path.dirname(CCLBENCH)))
+        from cclbench_lib.model.run_dir import RunData
+        from cclbench_lib.render.report import plot_specs
+        specs = {name: (series, ceilings) for name, _title, _ylabel, series, _logy, ceilings in plot_specs(RunData(run))}
+        self.assertEqual(sorted(specs), sorted(f"{c}_{m}.png" for c in ("all_gather", "all_reduce", "alltoall",
+                                                                         "reduce_scatter") for m in ("algbw", "latency")))
+        series, ceilings = specs["all_reduce_algbw.png"]
+        self.assertEqual(ceilings, [])
+        self.assertEqual([label for label, _points in series], ["local.gpu1"])
+        self.assertAlmostEqual(dict(series[0][1])[8192], 8192 / (10.8192 * 1.001) / 1e3, places=6)
+
+    def test_old_one_rank_records_render_no_busbw(self):
+        """Records before schema 1.4 said busbw 0.0 at one rank (the ten H200 runs): '- (1 rank)' too, judged by nranks."""
+        result = run_cli(["baseline"] + SMALL + ONCE + self.fake_args("O1"), env={"CCLBENCH_FAKE_GPU_COUNT": "1"})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        run = os.path.join(self.results, "O1")
+        records = read_jsonl(os.path.join(run, "cases.jsonl"))
+        with open(os.path.join(run, "cases.jsonl"), "w") as handle:
+            for record in records:
+                if record["nranks"] == 1:
+                    record.pop("busbw_reason", None)
+                    record.update(schema_version="1.3.0", busbw_gbps=0.0)
+                handle.write(json.dumps(record) + "\n")
+        report = run_cli(["report", run], env={"CCLBENCH_NO_MATPLOTLIB": "1"})
+        self.assertEqual(report.returncode, 0, report.stderr)
+        text = read_text(os.path.join(run, "report.md"))
+        results = text[text.index("## Results per collective"):text.index("## Correctness-only")]
+        self.assertNotIn("0.00", results)
+        self.assertEqual(results.count("busbw (GB/s): - (1 rank) at every size: one rank crosses no link, so busbw "
+                                       "has no meaning."), 4)
 
     def test_repeat_cv_gate(self):
         gpus = {"CCLBENCH_FAKE_GPU_COUNT": "2"}
         result = self.baseline("C", "--repeat", "2", env=dict(gpus, FAKE_COLL_JITTER="1"))
         self.assertRunError(result, 1, "CV gate of 3.0%")
         failures = self.manifest("C")["gates"]["repeat_cv_failures"]
-        self.assertEqual(len(failures), 4 * 3 * 2)
+        # 4 collectives x 3 sizes x 2 placements, less in-place alltoall (3): not verifiable by design at 2 ranks.
+        self.assertEqual(len(failures), 4 * 3 * 2 - 3)
         # Repeats at 1.1 and 1.2 x: CV = 0.05 x sqrt(2) / 1.15 = 6.15%; robust = 1.4826 x 0.05 / 1.15 = 6.45%.
         self.assertTrue(all(6.1 < item["cv_pct"] < 6.2 and 6.4 < item["robust_pct"] < 6.5 for item in failures))
         ok, errors = validate("run_manifest.schema.json", os.path.join(self.results, "C", "run_manifest.json"))
@@ -233,7 +305,9 @@ class LocalRuns(BaselineRuns):
         result = self.baseline("H", "--repeat", "2", env=env)
         self.assertEqual(result.returncode, 0, result.stderr)
         text = read_text(os.path.join(self.results, "H", "report.md"))
-        self.assertIn("24 host-bound.", text)
+        self.assertIn("21 host-bound.", text)  # 24 cases less in-place alltoall, not verifiable by design
+        # Listed once for the point (its two repeats are one point, each case once).
+        self.assertIn("| alltoall in-place | local.gpus2 | 3 | 8K, 16K, 32K | in-place AlltoAll overwrites", text)
         self.assertRegex(text, r"\| local\.gpus2 \| all_reduce\.float\.sum\.out\.8K \| 2 \| [0-9.]+ \| 6\.15 \| 6\.45 \| "
                                r"0\.10 \| host-bound \|")
         # Not a blanket exemption: 10% x N jitter over three repeats is 8.3% CV, 12.4% robust > 9%.

@@ -54,8 +54,9 @@ class RealTools(TempDirTest):
         report = run_cli(["report", run])
         self.assertEqual(report.returncode, 0, report.stderr)
         text = read_text(os.path.join(run, "report.md"))
-        # Three repeats by default; host-memory times are correctness only: no headline table, no gate.
-        self.assertIn("| local.mpi4 | MPI backend on host memory: correctness only | 3 | 24 | 24 | 0 | 0 | 0 |", text)
+        # Host-memory times are correctness only: run once whatever --repeat says (3 by default), no headline
+        # table, no gate.
+        self.assertIn("| local.mpi4 | MPI backend on host memory: correctness only | 1 | 24 | 24 | 0 | 0 | 0 |", text)
         self.assertNotIn("### alltoall", text)
         self.assertIn("not available: MPI backend", text)  # coll_perf's transport_reason, or ours
         self.assertIn("_not available: MPI backend (no NCCL)_", text)
@@ -63,7 +64,7 @@ class RealTools(TempDirTest):
         for kind in ("launch not complete", "wrong data", "case not ok", "missing cases", "unreadable result"):
             self.assertNotIn(f"| {kind} |", anomalies)
         self.assertIn("None found", anomalies, "CI oversubscribes 2 cores, but host-memory times never gate")
-        for name in ("summary.csv", "run.log", "sanity.jsonl", "raw/local.mpi4.rep3.json", "report.md"):
+        for name in ("summary.csv", "run.log", "sanity.jsonl", "raw/local.mpi4.json", "report.md"):
             self.assertTrue(os.path.exists(os.path.join(run, name)), name)
         same = run_cli(["compare", run, run])
         self.assertEqual(same.returncode, 0, same.stderr)

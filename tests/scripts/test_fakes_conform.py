@@ -204,8 +204,13 @@ class FakesMatchTheRealTools(TempDirTest):
             ok, errors = validate(schema, os.path.join(self.tmp, name))
             self.assertTrue(ok, f"{name}: {errors}")
         document, lines, rows = self.load(self.tmp)
-        self.assertTrue(all(case["bandwidth_from"] == "gated_time_us" and case["gated_time_us"] > 0
-                            for case in document["cases"]))
+        measured = [case for case in document["cases"] if case["status"] == "ok"]
+        self.assertTrue(measured and all(case["bandwidth_from"] == "gated_time_us" and case["gated_time_us"] > 0
+                                         for case in measured))
+        # As the real NCCL backend at more than one rank with checking: in-place alltoall skipped, nothing measured.
+        skipped = [case for case in document["cases"] if case["status"] == "skipped"]
+        self.assertEqual([case["case_id"] for case in skipped], ["alltoall.float.none.in.8K"])
+        self.assertTrue(skipped[0]["reason"].startswith("in-place AlltoAll overwrites data it still has to send"))
         self.assertIn("gated_time_us", rows[0])
         self.assertIn("bandwidth_from", rows[0])
 

@@ -201,12 +201,42 @@ class LocalPlan(TempDirTest):
     def test_no_gpu_uses_mpi_backend(self):
         launches = self.plan(0)
         coll = [argv for argv in launches if "/b/coll_perf" in argv]
-        self.assertEqual(len(coll), 1 + 3, "sanity and the default three repeats")
+        self.assertEqual(len(coll), 1 + 1, "sanity and the MPI-backend point once (correctness only)")
         for argv in coll:
             self.assertIn("--oversubscribe", argv)
             self.assertEqual(argv[argv.index("-np") + 1], "4")
             self.assertEqual(argv[argv.index("--backend") + 1], "mpi")
         self.assertFalse(any("/b/p2p_matrix" in argv for argv in launches), "no P2P matrix without a GPU")
+
+    def test_correctness_only_points_run_once_whatever_repeat_says(self):
+        """Issue 27.5: the MPI backend on host memory (and its decode points) run once, and the plan says so."""
+        for repeat in ("3", "5"):
+            result = run_cli(["plan", "--results", self.results, "--run-id", "L", "--bin-dir", "/b", "--repeat", repeat,
+                              "--decode", "hidden=1024,batches=1,2"], env={"CCLBENCH_FAKE_GPU_COUNT": "0"})
+            self.assertEqual(result.returncode, 0, result.stderr)
+            points = [argv[argv.index("--point") + 1] for argv in map(shlex.split, result.stdout.splitlines())
+                      if "--point" in argv]
+            self.assertEqual(points, ["sanity", "local.mpi4", "decode.all_reduce.local.mpi4"])
+            for argv in [argv for argv in map(shlex.split, result.stdout.splitlines()) if "--point" in argv]:
+                # Every case still checked (-c 1); 2 timed iterations and 1 warm-up, whatever -n/-w (20, 5) say.
+                self.assertEqual([argv[argv.index(f) + 1] for f in ("-n", "-w", "-c")], ["2", "1", "1"], argv)
+            self.assertIn(f"cclbench: note: correctness-only points run once whatever --repeat {repeat} says (their times "
+                          "judge nothing, more repeats prove nothing about correctness): local.mpi4 (MPI backend on host "
+                          "memory), decode.all_reduce.local.mpi4 (MPI backend on host memory)", result.stderr)
+        one = run_cli(["plan", "--results", self.results, "--bin-dir", "/b"], env={"CCLBENCH_FAKE_GPU_COUNT": "1"})
+        self.assertIn("correctness-only points run once whatever --repeat 3 says", one.stderr)
+        self.assertIn(": local.share-gpu4 (emulated ranks)", one.stderr)
+        # Issue 27.3: what coll_perf will skip by design is said once in the plan, with the points.
+        self.assertIn("cclbench: note: not verifiable by design: in-place alltoall and sendrecv at more than one rank "
+                      "(NCCL defines no in-place result, so coll_perf skips them with its reason; the report lists them "
+                      "once, never as an anomaly): local.share-gpu4\n", one.stderr)
+        two = run_cli(["plan", "--results", self.results, "--bin-dir", "/b"], env={"CCLBENCH_FAKE_GPU_COUNT": "2"})
+        self.assertIn("not verifiable by design: in-place alltoall at more than one rank", two.stderr)
+
+        single = run_cli(["plan", "--results", self.results, "--bin-dir", "/b", "--repeat", "1"],
+                         env={"CCLBENCH_FAKE_GPU_COUNT": "0"})
+        self.assertNotIn("run once", single.stderr, "nothing to say at --repeat 1")
+        self.assertNotIn("not verifiable by design", single.stderr, "MPI backend: in-place alltoall is MPI_IN_PLACE")
 
     def test_one_gpu_measures_one_real_rank_and_checks_emulated_ranks(self):
         launches = self.plan(1)

@@ -9,7 +9,9 @@ from helpers import TempDirTest, read_text, run_cli
 from cclbench_lib.model.records import bandwidth_time_us
 from cclbench_lib.rules.repeat_rule import repeat_verdict
 from cclbench_lib.model.run_dir import RunData
+from cclbench_lib.render.p2p_local import local_copy_sentence
 from cclbench_lib.render.report import table_cells
+from cclbench_lib.rules.by_design import unverifiable_by_design
 
 
 def record(point, case_id, gated, batch=None, mean=None, backend="nccl", emulated=False, wrong=0, cv=1.0,
@@ -138,6 +140,47 @@ class ReportRules(TempDirTest):
                       "across 3 repeats (limit 3%) |", anomalies)
         self.assertNotIn("out.16M", anomalies, "one repeat off: the median stands")
         self.assertIn("1 FAIL, 1 one repeat off.", text)
+
+
+
+def p2p_result(test, src, dst, median, counted="one_direction", status="ok", reason=None):
+    stats = {"median": median} if median is not None else None
+    return {"test": test, "src": src, "dst": dst, "bytes": 1 << 28, "status": status, "reason": reason,
+            "bytes_counted": counted, "bandwidth_gbps": stats, "details": {"local_copy": True} if src == dst else {}}
+
+
+class OneGpuP2P(unittest.TestCase):
+    """The one-GPU P2P sentence (render/p2p_local.py): the named test first, else the one-way matrix's diagonal;
+    schema 1.0's read + write count halved to bytes copied (H200, 2026-12-02: 4248.7 -> 2124 GB/s)."""
+
+    def test_the_diagonal_when_the_named_tests_are_absent(self):
+        document = {"results": [p2p_result("d2d_ce_write_uni", 0, 0, 1900.0), p2p_result("d2d_sm_write_uni", 0, 0, 2100.0),
+                                p2p_result("h2d_ce_local_numa", "host", 0, 55.0)]}
+        self.assertIn("CE 1,900 GB/s (d2d_ce_write_uni), SM 2,100 GB/s (d2d_sm_write_uni).", local_copy_sentence(document))
+
+    def test_schema_1_0_read_plus_write_is_halved(self):
+        document = {"results": [p2p_result("device_local_copy_ce", 0, 0, 4248.7, counted="read_plus_write"),
+                                p2p_result("device_local_copy_sm", 0, 0, None, status="error", reason="out of memory")]}
+        self.assertIn("CE 2,124 GB/s (device_local_copy_ce), SM - (out of memory).", local_copy_sentence(document))
+
+
+class ByDesign(unittest.TestCase):
+    """rules/by_design.py: only what no run can verify; any other skip stays a finding."""
+
+    def skipped(self, collective, in_place, nranks=4, backend="nccl"):
+        return {"status": "skipped", "collective": collective, "in_place": in_place, "nranks": nranks, "backend": backend,
+                "reason": "..."}
+
+    def test_cases(self):
+        self.assertTrue(unverifiable_by_design(self.skipped("alltoall", True)))
+        self.assertTrue(unverifiable_by_design(self.skipped("sendrecv", True)))
+        self.assertFalse(unverifiable_by_design(self.skipped("alltoall", False)), "out of place is verifiable")
+        self.assertFalse(unverifiable_by_design(self.skipped("alltoall", True, nranks=1)), "one rank: checkable")
+        self.assertFalse(unverifiable_by_design(self.skipped("all_reduce", True)), "e.g. a dtype NCCL lacks")
+        self.assertFalse(unverifiable_by_design(dict(self.skipped("alltoall", True), status="ok")))
+        self.assertTrue(unverifiable_by_design(self.skipped("sendrecv", True, backend="mpi")))
+        self.assertTrue(unverifiable_by_design(self.skipped("broadcast", False, backend="mpi")))
+        self.assertFalse(unverifiable_by_design(self.skipped("alltoall", True, backend="mpi")), "MPI_IN_PLACE exists")
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from ..execute.smoke import run_smoke, smoke_launches
 from ..model.hosts import (check_resolvable, local_gpu_count, local_hostname, parse_host_list, parse_hostfile,
                            slurm_gpus_per_node, slurm_hosts)
 from ..model.launcher import LAUNCHER_CHOICES, choose_launcher, launcher_of
-from ..plan.baseline import DEFAULT_EXPECT, Planner, format_launch, mode_notes, plan_mode
+from ..plan.baseline import DEFAULT_EXPECT, Planner, by_design_note, format_launch, mode_notes, once_note, plan_mode
 from ..plan.decode import AB_MAX_VARIANTS, parse_ab, parse_decode, plan_notes
 from ..render.compare import run_compare
 from ..render.report import build_report
@@ -296,8 +296,10 @@ def cmd_plan(args, out):
     launches = Planner(inputs, run_dir).build()
     for launch in launches:
         out.write(format_launch(launch) + "\n")
-    for note in mode_notes(inputs) + plan_notes(inputs, launches):
-        print(f"cclbench: note: {note}", file=sys.stderr)
+    for note in mode_notes(inputs) + plan_notes(inputs, launches) + [once_note(inputs, launches),
+                                                                     by_design_note(launches)]:
+        if note:
+            print(f"cclbench: note: {note}", file=sys.stderr)
     if getattr(args, "plan_json", None):
         write_json_atomic(args.plan_json, plan_document(inputs, run_dir, launches))
     return 0

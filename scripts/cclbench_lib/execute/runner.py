@@ -408,11 +408,13 @@ class Baseline:
             self.log = None
 
 
+# coll_perf's busbw_reason at one rank (bench/core: busbw_null_reason), for records that predate it.
+ONE_RANK_BUSBW_REASON = "1 rank: no link is crossed"
 # Time columns are named as in coll_perf's --csv (time_us_<stat>), so one name means one thing in both files.
 SUMMARY_COLUMNS = ["point", "case_id", "collective", "backend", "nranks", "dtype", "op", "in_place", "bytes",
                    "requested_bytes", "count", "iterations", "time_us_mean", "time_us_p50", "time_us_p95",
                    "time_us_p99", "time_us_cv_pct", "batch_time_us", "gated_time_us", "bandwidth_from", "algbw_gbps",
-                   "busbw_gbps", "wrong", "status", "reason", "emulated"]
+                   "busbw_gbps", "wrong", "status", "reason", "emulated", "busbw_reason"]
 
 
 def write_summary_csv(path, records):
@@ -424,6 +426,10 @@ def write_summary_csv(path, records):
         time_us = record.get("time_us") if isinstance(record.get("time_us"), dict) else {}
         row = {key: record.get(key) for key in SUMMARY_COLUMNS}
         row.update({f"time_us_{stat}": time_us.get(stat) for stat in ("mean", "p50", "p95", "p99", "cv_pct")})
+        if record.get("nranks") == 1 and record.get("status") == "ok":
+            # One rank crosses no link: busbw is empty with coll_perf's reason, also for records before schema 1.4
+            # (their busbw_gbps was 0.0 there), as in coll_perf's own --csv.
+            row.update(busbw_gbps=None, busbw_reason=record.get("busbw_reason") or ONE_RANK_BUSBW_REASON)
         writer.writerow(["" if row[key] is None else (str(row[key]).lower() if isinstance(row[key], bool) else row[key])
                          for key in SUMMARY_COLUMNS])
     write_atomic(path, buffer.getvalue())

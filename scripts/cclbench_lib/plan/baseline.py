@@ -33,6 +33,11 @@ MPI_BACKEND_RANKS = 4
 EMULATED_CHECK_SIZES = (8 << 10, 2 << 20, 16)
 EMULATED_CHECK_ITERATIONS = 2
 EMULATED_CHECK_WARMUP = 1
+# The MPI backend on host memory (no GPU) is correctness only as well: every case of the sweep is still checked
+# (-c 1), but 2 timed iterations and 1 warm-up instead of -n/-w (20 and 5 by default), whose times mean nothing
+# there; its sanity pass likewise. 26 collective calls per case made the GPU-less default baseline minutes long.
+MPI_CHECK_ITERATIONS = 2
+MPI_CHECK_WARMUP = 1
 ONE_GPU_NOTE = ("one GPU: the collectives run as one real rank on it (GPU times with no peer); "
                 f"{EMULATED_RANKS} emulated ranks (--share-gpu) check the multi-rank code paths, correctness only")
 # GPU-less hosts (no GPU found and no --gpus-per-node): the MPI backend, this many ranks per host.
@@ -341,8 +346,10 @@ class Planner:
             expect = ""
         oversubscribe = nranks > cpus or ngpus == 0
         sanity_sizes = self._sanity_sizes()
+        check = {"iterations": MPI_CHECK_ITERATIONS, "warmup": MPI_CHECK_WARMUP} if ngpus == 0 else {}
         argv = self.mpirun(nranks, oversubscribe=oversubscribe) + self.coll_args(
-            "sanity", sanity_sizes, ["all_reduce"], SANITY_ITERATIONS, "sanity.jsonl", expect) + extra
+            "sanity", sanity_sizes, ["all_reduce"], check.get("iterations", SANITY_ITERATIONS), "sanity.jsonl", expect,
+            warmup=check.get("warmup")) + extra
         launches.append(self.launch("sanity", "sanity", argv, nranks, [host], sizes=sweep_sizes(*sanity_sizes),
                                     collectives=["all_reduce"], mode_note=note))
         if ngpus >= 1:
@@ -352,6 +359,11 @@ class Planner:
         point = {"base": base, "kind": "local", "nranks": nranks, "hosts": [host], "env": {}, "extra": extra,
                  "mpirun": self.mpirun(nranks, oversubscribe=oversubscribe), "expect": expect, "note": note,
                  "oversubscribe": oversubscribe, "mpi": ngpus == 0}
+        if ngpus == 0:
+            # The MPI backend on host memory is correctness only: its times judge nothing, so more repeats
+            # prove nothing (three of them were 144 of the 147 s of a GPU-less default baseline), nor do many
+            # iterations (MPI_CHECK_ITERATIONS). Its decode points inherit both.
+            point.update(check, once=True)
         scopes = [point]
         if ngpus == 1:
             # One GPU: the decode sizes also on emulated ranks (the multi-rank paths, NCCL's choices; correctness).
@@ -406,6 +418,48 @@ def mode_notes(inputs):
     if exported:
         notes.append("passed to every rank on every host (set here): " + ", ".join(exported))
     return notes
+
+
+def once_note(inputs, launches):
+    """The plan's note on correctness-only points (MPI backend on host memory, emulated ranks) that run once
+    whatever --repeat says, or None when there is none or --repeat is 1."""
+    repeats = inputs.get("repeat") or 1
+    if repeats <= 1:
+        return None
+    named = []
+    for launch in launches:
+        argv = launch.get("argv") or []
+        if launch.get("kind") != "local" or launch.get("name") != launch.get("base_point"):
+            continue  # a repeated point's launches are named base.repN
+        if "--share-gpu" in argv:
+            named.append(f"{launch['name']} (emulated ranks)")
+        elif "--backend" in argv[:-1] and argv[argv.index("--backend") + 1] == "mpi":
+            named.append(f"{launch['name']} (MPI backend on host memory)")
+    if not named:
+        return None
+    return (f"correctness-only points run once whatever --repeat {repeats} says (their times judge nothing, more "
+            f"repeats prove nothing about correctness): {', '.join(named)}")
+
+
+def by_design_note(launches):
+    """The plan's note on cases coll_perf will skip because no run can verify them (rules/by_design.py): in-place
+    alltoall/sendrecv under checking at more than one rank on NCCL; one --placement covers a launch's collectives."""
+    points, collectives = [], []
+    for launch in launches:
+        argv = launch.get("argv") or []
+        flag = lambda name, default: argv[argv.index(name) + 1] if name in argv[:-1] else default
+        if launch.get("kind") not in ("local", "intra", "inter") or (launch.get("nranks") or 1) <= 1 or \
+                flag("--backend", "nccl") != "nccl" or flag("-c", "1") == "0" or flag("--placement", "both") == "out":
+            continue
+        found = [c for c in launch.get("collectives") or [] if c in ("alltoall", "sendrecv")]
+        collectives += [c for c in found if c not in collectives]
+        if found and launch.get("base_point", launch["name"]) not in points:
+            points.append(launch.get("base_point", launch["name"]))
+    if not points:
+        return None
+    shown = ", ".join(points[:3]) + (f" and {len(points) - 3} more" if len(points) > 3 else "")
+    return (f"not verifiable by design: in-place {' and '.join(sorted(collectives))} at more than one rank (NCCL defines no in-place "
+            f"result, so coll_perf skips them with its reason; the report lists them once, never as an anomaly): {shown}")
 
 
 def plan_mode(inputs):

@@ -14,6 +14,8 @@ from ..model.run_dir import (RunData, algo_proto, busbw_of, median_of, p2p_matri
                              rail_totals, time_of, transport_observed)
 from ..render import plots
 from ..render.anomalies import anomaly_rows
+from ..render.by_design import by_design_section
+from ..render.p2p_local import device_count, one_gpu_lines
 from ..render.decode import ab_section, decode_section
 from ..render.doctor import doctor_section
 from ..render.markdown import fmt_number, md_table
@@ -329,6 +331,17 @@ def points_section(data):
     return ["## Launches", "", md_table(["launch", "kind", "ranks", "status", "exit", "attempts", "seconds", "reason"], rows)]
 
 
+ONE_RANK_BUSBW = "- (1 rank)"
+
+
+def busbw_cell(records):
+    """A busbw table cell: '- (1 rank)' where the records are one-rank ones (coll_perf's busbw_reason: no link is
+    crossed; old records said 0.0), else the median over repeats."""
+    if one_rank(records):
+        return ONE_RANK_BUSBW
+    return fmt_number(median_of(records, busbw_of))
+
+
 def collective_sections(data, plot_links):
     cells = table_cells(data)
     bases = data.base_points()
@@ -348,7 +361,8 @@ def collective_sections(data, plot_links):
              "time where coll_perf has one); latency in microseconds (per-iteration times, max over ranks per iteration).", ""]
     for collective in collectives:
         sizes = sorted({size for (c, _b, size) in cells if c == collective and isinstance(size, int)} |
-                       {size for l in data.coll_launches() if collective in (l.get("collectives") or []) for size in l.get("sizes") or []})
+                       {size for l in data.coll_launches() if collective in (l.get("collectives") or [])
+                        and launch_base_point(l) not in correctness_bases for size in l.get("sizes") or []})
         columns = [b for b in bases if b not in correctness_bases and (
                    any(c == collective and b2 == b for (c, b2, _s) in cells) or
                    any(launch_base_point(l) == b and collective in (l.get("collectives") or []) for l in data.coll_launches()))]
@@ -357,10 +371,24 @@ def collective_sections(data, plot_links):
         lines += [f"### {collective}", ""]
         for link in plot_links.get(collective, []):
             lines += [link, ""]
-        lines += ["busbw (GB/s):", ""]
-        rows = [[format_size(size)] + [fmt_number(median_of(cells.get((collective, b, size), []), busbw_of)) for b in columns]
-                for size in sizes]
-        lines += [md_table(["size"] + columns, rows), "", "time (us): the headline, the time busbw comes from "
+        lonely = [b for b in columns if any(one_rank(cells.get((collective, b, size), [])) for size in sizes)]
+        if lonely == columns:
+            reasons = sorted({r.get("busbw_reason") for size in sizes for b in columns
+                              for r in cells.get((collective, b, size), []) if r.get("busbw_reason")})
+            lines += [f"busbw (GB/s): {ONE_RANK_BUSBW} at every size: one rank crosses no link"
+                      + (f" (coll_perf: {'; '.join(reasons)})" if reasons else "") + ", so busbw has no meaning.", ""]
+        else:
+            lines += ["busbw (GB/s):", ""]
+            rows = [[format_size(size)] + [busbw_cell(cells.get((collective, b, size), [])) for b in columns]
+                    for size in sizes]
+            lines += [md_table(["size"] + columns, rows), ""]
+        if lonely:
+            lines += [f"algbw (GB/s), bytes / time: what {', '.join(lonely)} measure{'s' if len(lonely) == 1 else ''} "
+                      "at one rank:", ""]
+            rows = [[format_size(size)] + [fmt_number(median_of(cells.get((collective, b, size), []), algbw_of))
+                                           for b in lonely] for size in sizes]
+            lines += [md_table(["size"] + lonely, rows), ""]
+        lines += ["time (us): the headline, the time busbw comes from "
                   "(gated_time_us, else time_us.mean), median over repeats:", ""]
         rows = [[format_size(size)] + [fmt_number(median_of(cells.get((collective, b, size), []), bandwidth_time_us))
                                        for b in columns] for size in sizes]
@@ -441,7 +469,10 @@ def p2p_section(data, pyplot, plots_dir):
         if document.get("no_device_reason"):
             lines += [f"_not available: {document['no_device_reason']}_", ""]
         matrices = p2p_matrices(document)
-        if not matrices and not document.get("no_device_reason"):
+        if device_count(document) == 1:
+            lines += one_gpu_lines(document)  # what one GPU measures: the local copy, not a 1 x 1 matrix
+            matrices = []
+        elif not matrices and not document.get("no_device_reason"):
             lines += ["_no GPU pair measured (one GPU, or every pair skipped)_", ""]
         # One colour scale, from 0, for all the tests of one unit on this host; from the GPU pairs where
         # there are any: a diagonal (the local copy within a GPU, p2p_matrix schema 1.1) is ~30x a link.
@@ -462,10 +493,14 @@ def p2p_section(data, pyplot, plots_dir):
             rows = [[str(i)] + ["X" if i == j and v is None else fmt_number(v) for j, v in enumerate(row)]
                     for i, row in enumerate(matrix)]
             lines += [md_table(header, rows), ""]
-        lines += outliers.p2p_section_lines(document, data.topology.get(host))
+        if device_count(document) != 1:  # one GPU has no pair to compare
+            lines += outliers.p2p_section_lines(document, data.topology.get(host))
         others = {}
+        # Device-scope tests (host<->device, the local copies device_local_copy_*) name the GPU as src and dst.
+        device_tests = {t.get("name") for t in document.get("tests") or [] if isinstance(t, dict) and t.get("scope") == "device"}
         for result in document.get("results") or []:
-            if isinstance(result, dict) and not (isinstance(result.get("src"), int) and isinstance(result.get("dst"), int)):
+            if isinstance(result, dict) and not (isinstance(result.get("src"), int) and isinstance(result.get("dst"), int)
+                                                 and (device_count(document) == 1 or result.get("test") not in device_tests)):
                 stats = result.get("bandwidth_gbps")
                 if result.get("status") == "ok" and isinstance(stats, dict):
                     others.setdefault(result.get("test"), []).append(
@@ -478,28 +513,54 @@ def p2p_section(data, pyplot, plots_dir):
     return lines
 
 
-def make_plots(data, pyplot, plots_dir):
-    links = {}
+def one_rank(records):
+    """True when the records of a cell are all one-rank records: busbw there is no figure (no link is crossed),
+    whatever an old record (schema <= 1.3: 0.0) says."""
+    return bool(records) and all(record.get("nranks") == 1 for record in records)
+
+
+def algbw_of(record):
+    return record.get("algbw_gbps") if record.get("status") == "ok" else None
+
+
+def plot_specs(data):
+    """The size-sweep plots of a report as data, [(file name, title, ylabel, series, logy, ceilings)], per
+    collective: busbw of the points whose ranks cross links, with the physical ceilings that apply to them; algbw,
+    without a ceiling, of one-rank points (they cross no link, so busbw and every link ceiling mean nothing there);
+    p50 latency of every point."""
+    specs = []
     cells = table_cells(data)
     bases = data.base_points()
     for collective in sorted({c for (c, _b, _s) in cells if c}):
         for metric, ylabel, getter, logy in (("busbw", "busbw (GB/s)", busbw_of, False),
+                                             ("algbw", "algbw (GB/s), one rank", algbw_of, False),
                                              ("latency", "p50 latency (us)", time_of("p50"), True)):
             series, ceilings = [], {}
             for base in bases:
                 sizes = sorted(s for (c, b, s) in cells if c == collective and b == base and isinstance(s, int))
-                if sizes:
-                    series.append((base, [(s, median_of(cells[(collective, base, s)], getter)) for s in sizes]))
-                    if metric == "busbw":
-                        ceiling, why = ceiling_for(data, point_binding(data, base), cells[(collective, base, sizes[0])][0])
-                        if ceiling is not None:
-                            ceilings.setdefault(ceiling, []).append(why)
+                if not sizes:
+                    continue
+                alone = all(one_rank(cells[(collective, base, s)]) for s in sizes)
+                if (metric == "busbw" and alone) or (metric == "algbw" and not alone):
+                    continue
+                series.append((base, [(s, median_of(cells[(collective, base, s)], getter)) for s in sizes]))
+                if metric == "busbw":
+                    ceiling, why = ceiling_for(data, point_binding(data, base), cells[(collective, base, sizes[0])][0])
+                    if ceiling is not None:
+                        ceilings.setdefault(ceiling, []).append(why)
             if not series:
                 continue
-            name = f"{collective}_{metric}.png"
-            plots.plot_lines(pyplot, os.path.join(plots_dir, name), f"{collective}: {ylabel} vs size", ylabel, series, logy,
-                             [(f"ceiling {value:g} GB/s ({why[0]})", value) for value, why in sorted(ceilings.items())])
-            links.setdefault(collective, []).append(f"![{collective} {metric}](plots/{name})")
+            specs.append((f"{collective}_{metric}.png", f"{collective}: {ylabel} vs size", ylabel, series, logy,
+                          [(f"ceiling {value:g} GB/s ({why[0]})", value) for value, why in sorted(ceilings.items())]))
+    return specs
+
+
+def make_plots(data, pyplot, plots_dir):
+    links = {}
+    for name, title, ylabel, series, logy, ceilings in plot_specs(data):
+        plots.plot_lines(pyplot, os.path.join(plots_dir, name), title, ylabel, series, logy, ceilings)
+        collective, metric = name[:-len(".png")].rsplit("_", 1)
+        links.setdefault(collective, []).append(f"![{collective} {metric}](plots/{name})")
     return links
 
 
@@ -538,6 +599,7 @@ def build_report(run_dir, cv_gate=None):
     lines += decode_section(data) + ab_section(data)
     lines += repeats_section(data, cv_gate)
     lines += correctness_only_section(data)
+    lines += by_design_section(data)
     lines += tuning_section(data)
     lines += p2p_section(data, pyplot, plots_dir)
     sanity_path = os.path.join(data.run_dir, "sanity.jsonl")

@@ -6,6 +6,7 @@ the fields are render/anomalies.py's to put into words."""
 from ..model.records import point_completeness, was_skipped
 from ..model.run_dir import rail_totals
 from ..rules import outliers
+from ..rules.by_design import unverifiable_by_design
 from ..rules.ceilings import RAIL_IMBALANCE_RATIO, ceiling_for
 from ..rules.env_hosts import env_anomalies
 from ..rules.repeat_rule import repeat_failures
@@ -30,15 +31,17 @@ def launch_anomalies(data):
 
 
 def case_anomalies(data):
-    """Wrong data and failed cases. Cases the tool skipped with its reason are not anomalies; they are summed up
-    in one finding per point and reason, so a real failure is not buried under them."""
+    """Wrong data and failed cases. Cases the tool skipped with its reason are summed up in one finding per point
+    and reason, so a real failure is not buried under them; cases no run can verify (rules/by_design.py) are no
+    finding at all."""
     found, skipped = [], {}
     for (point, case_id), record in sorted(data.latest.items()):
         wrong = record.get("wrong")
         if isinstance(wrong, (int, float)) and wrong:
             found.append({"code": "wrong_data", "where": point, "case_id": case_id, "wrong": int(wrong)})
         elif was_skipped(record):
-            skipped.setdefault((point, record.get("reason") or "no reason given"), []).append(case_id)
+            if not unverifiable_by_design(record):  # those are listed once in the report, never a finding
+                skipped.setdefault((point, record.get("reason") or "no reason given"), []).append(case_id)
         elif record.get("status") != "ok":
             found.append({"code": "case_not_ok", "where": point, "case_id": case_id, "status": record.get("status"),
                           "reason": record.get("reason")})
