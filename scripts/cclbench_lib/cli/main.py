@@ -25,6 +25,7 @@ from ..plan.baseline import DEFAULT_EXPECT, Planner, format_launch, plan_mode
 from ..plan.decode import AB_MAX_VARIANTS, parse_ab, parse_decode, plan_notes
 from ..render.compare import run_compare
 from ..render.report import build_report
+from ..render.verdict import console_line
 
 
 # The build tree's programs in a checkout, PREFIX/bin when installed (locations.py).
@@ -322,8 +323,9 @@ def cmd_baseline(args, argv):
 
 def cmd_report(args):
     cv_gate = parse_percent(args.cv_gate, "--cv-gate") if args.cv_gate else None
-    path, anomalies = build_report(args.run_dir, cv_gate)
+    path, anomalies, verdict = build_report(args.run_dir, cv_gate)
     print(f"cclbench: wrote {path} ({len(anomalies)} anomal{'y' if len(anomalies) == 1 else 'ies'})", file=sys.stderr)
+    print(console_line(verdict, os.path.abspath(args.run_dir)), file=sys.stderr)
     return 0
 
 
