@@ -35,6 +35,7 @@ CODES = {
     "launch.never_ran": (FAIL, "data", "run_manifest.json (resume with cclbench baseline --resume)"),
     "launch.failed": (FAIL, "data", "run.log, launch {point}"),
     "run.unreadable": (FAIL, "data", "the file named in the reason"),
+    "data.torn_records": (WARN, "data", "cases.jsonl: the torn lines are ignored, their cases were measured again"),
     "transport.gate_missed": (FAIL, "transport", "nccl/{point}/ and report.md 'Transport evidence'"),
     "rail.dead": (FAIL, "rails", "report.md 'Rails'; evidence.rails in cases.jsonl, point {point}"),
     "rail.unbalanced": (FAIL, "rails", "report.md 'Rails'; evidence.rails in cases.jsonl, point {point}"),
@@ -72,6 +73,7 @@ OUTLIER_CODES = {
     "host<->device below the GPUs' median": "outlier.gpu",
     "straggler rank": "outlier.rank",
 }
+TORN_PREFIX = "cases.jsonl line(s) "  # model/run_dir.RunData's problem for torn records
 _NOT_NUMBERS = ("code", "severity", "check", "where", "host", "hosts", "look")
 _SUBJECT_KEYS = ("case_id", "rail", "subject", "worst", "repeat", "kind", "collective")
 
@@ -81,6 +83,8 @@ def stable_code(finding):
     code = finding.get("code")
     if code == "outlier":
         return OUTLIER_CODES.get(finding.get("kind"), "outlier.link")
+    if code == "unreadable" and str(finding.get("problem", "")).startswith(TORN_PREFIX):
+        return "data.torn_records"  # an interrupted append, resumed: the case was measured again
     if code == "rail_imbalance":
         shares = [share for _rail, share in finding.get("shares") or []]
         return "rail.dead" if shares and min(shares) <= 0 else "rail.unbalanced"
