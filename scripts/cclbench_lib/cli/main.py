@@ -146,6 +146,8 @@ def build_parser():
     compare.add_argument("run_a")
     compare.add_argument("run_b")
     compare.add_argument("--out", help="write the markdown here instead of stdout")
+    compare.add_argument("--json", help="write compare.json here (default: next to --out as NAME.json, else "
+                                        "RUN_B/compare.json)")
     compare.add_argument("--threshold", default="2%", help="smallest difference ever called a change (default 2%%)")
     compare.add_argument("--fail-above", default="5%", help="a slowdown above this is a regression (default 5%%)")
     compare.add_argument("--host-times", action="store_true",
@@ -332,10 +334,13 @@ def cmd_report(args):
 def cmd_compare(args):
     threshold = parse_percent(args.threshold, "--threshold")
     fail_above = parse_percent(args.fail_above, "--fail-above")
-    regressions = run_compare(args.run_a, args.run_b, threshold, fail_above, args.out, sys.stdout, args.host_times)
+    regressions, json_path = run_compare(args.run_a, args.run_b, threshold, fail_above, args.out, sys.stdout,
+                                         args.host_times, args.json)
     if regressions:
-        print(f"cclbench: error: {len(regressions)} regression(s), first: {regressions[0]}", file=sys.stderr)
+        print(f"cclbench: error: {len(regressions)} regression(s), first: {regressions[0]}; {json_path}",
+              file=sys.stderr)
         return 1
+    print(f"cclbench: no regression; {json_path}", file=sys.stderr)
     return 0
 
 
