@@ -501,6 +501,14 @@ def make_plots(data, pyplot, plots_dir):
 VERDICT_FILE = "verdict.json"
 
 
+def write_verdict(run_dir, cv_gate):
+    """verdict.json alone (smoke: no report); returns the verdict."""
+    data = RunData(run_dir)
+    verdict = run_verdict(data, cv_gate)
+    write_json_atomic(os.path.join(data.run_dir, VERDICT_FILE), verdict_document(verdict, utc_now()))
+    return verdict
+
+
 def build_report(run_dir, cv_gate=None):
     """report.md, its plots and verdict.json of a run directory: (report path, anomaly rows, the verdict)."""
     data = RunData(run_dir)
