@@ -533,7 +533,7 @@ def build_report(run_dir, cv_gate=None):
         lines.append(md_table(["kind", "where", "detail"], anomalies))
     else:
         lines.append("None found: no wrong data, every launch complete, transport gates passed, no busbw above "
-                     "its physical ceiling, no missing case, CV within the gate.")
+                     "its physical ceiling, no missing case, every case within the CV target.")
     lines += ["", "Physical ceilings for busbw (per direction; a value above its ceiling is a measurement, unit or "
               "byte-count error):", "", md_table(["path", "ceiling (GB/s)", "derivation", "applies to"], LIMIT_ROWS), ""]
     lines += doctor_section(data.run_dir)
