@@ -80,6 +80,10 @@ class Severities(unittest.TestCase):
         self.assertEqual([(row["host"], row["doctor"], row["data"]) for row in failed["hosts"]],
                          [("a", "skip", "fail"), ("b", "warn", "skip")])
         self.assertEqual(rules_verdict.exit_code(failed), 1)
+        # The doctor's cross-host comparison (host '*') concerns the run as a whole: every host's row.
+        versions = rules_verdict.build_verdict("r", ["a", "b"], points, [
+            {"code": "doctor.fail", "host": "*", "check": "versions", "subject": "nccl"}], {})
+        self.assertEqual([row["doctor"] for row in versions["hosts"]], ["fail", "fail"])
         warned = rules_verdict.build_verdict("r", ["a", "b"], points, findings[:1], {})
         self.assertEqual((warned["overall"], rules_verdict.exit_code(warned)), ("WARNINGS", 0))
 

@@ -134,6 +134,7 @@ def make_reason(finding, point_hosts, base_of, known_points):
         else None
     hosts = list(finding.get("hosts") or ([finding["host"]] if finding.get("host") else [])) or \
         list(point_hosts.get(where) or point_hosts.get(point) or [])
+    hosts = [host for host in hosts if host != "*"]  # the doctor's cross-host comparison: the run as a whole
     if not hosts and code.startswith("outlier.") and isinstance(where, str) and point is None:
         hosts = [where]  # P2P outliers are per host: their 'where' is the host
     subject = _subject(finding)
