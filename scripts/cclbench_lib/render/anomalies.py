@@ -74,6 +74,8 @@ DETAILS = {
     "rail_unbound": ("rail imbalance", lambda i: f"traffic on {i['rail']}, which NCCL_IB_HCA did not bind"),
     "rail_imbalance": ("rail imbalance", _imbalance),
     "unreadable": ("unreadable result", lambda i: i["problem"]),
+    "ab.variant_not_measured": ("--ab variant not measured",
+                                lambda i: _missing(i) if "missing" in i else f"{i.get('status')}: {i.get('reason')}"),
 }
 
 

@@ -55,6 +55,8 @@ CODES = {
     repeatability.CASE_ABOVE_TARGET: (WARN, "repeatability", "report.md 'Repeatability', point {point}"),
     repeatability.HOST_BOUND_JITTER: (WARN, "repeatability", "report.md 'Repeatability', point {point}"),
     "case.skipped": (NOTE, "data", "cases.jsonl, point {point} (reason in each record)"),
+    "ab.variant_not_measured": (NOTE, "data", "report.md 'Algorithm / protocol A/B' (NCCL's words); run.log, "
+                                               "launch {point}"),
 }
 UNKNOWN_LOOK = "report.md 'Anomalies'"
 
@@ -221,6 +223,11 @@ def run_verdict(data, cv_gate_pct):
     each GPU-timed point (rules/repeat_rule.judge_repeatability), judged per host and point."""
     judged = judge_repeatability(data.records, cv_gate_pct)
     findings = doctor_anomalies(data.run_dir) + find_anomalies(data, cv_gate_pct, judged)
+    # A forced --ab variant that NCCL refused is an A/B finding (the report's A/B section names it with NCCL's
+    # words), not a broken baseline: the runner does not fail the run on it, nor does the verdict.
+    variants = {launch["name"] for launch in data.plan if launch.get("ab")}
+    findings = [dict(f, code="ab.variant_not_measured") if f.get("code") in ("launch_incomplete", "missing_cases")
+                and f.get("where") in variants else f for f in findings]
     launches = data.coll_launches()
     hosts = list(data.manifest.get("hosts") or [])
     for launch in data.plan:
