@@ -33,7 +33,7 @@ def write_run_dir(run, plan, records, point_kind=None):
     manifest = {"schema_version": "1.0.0", "run_id": os.path.basename(run), "status": "complete", "plan": plan,
                 "points": {launch["name"]: {"kind": point_kind or launch["kind"], "status": "complete"}
                            for launch in plan},
-                "gates": {"cv_gate_pct": 3.0, "repeat_cv_failures": []}}
+                "gates": {"cv_gate_pct": 3.0, "repeatability": []}}
     with open(os.path.join(run, "run_manifest.json"), "w") as handle:
         json.dump(manifest, handle)
     with open(os.path.join(run, "cases.jsonl"), "w") as handle:

@@ -101,3 +101,10 @@ class TempDirTest(unittest.TestCase):
 
     def fake_args(self, run_id):
         return ["--bin-dir", FAKE_BIN, "--mpirun", FAKE_MPIRUN, "--results", self.results, "--run-id", run_id]
+
+
+def verdict_fail_codes(run_dir):
+    """The sorted fail codes of a run's verdict.json (rules/verdict.py): what made it FAILED."""
+    with open(os.path.join(run_dir, "verdict.json"), encoding="utf-8") as handle:
+        verdict = json.load(handle)
+    return sorted({reason["code"] for reason in verdict["reasons"] if reason["severity"] == "fail"})

@@ -8,7 +8,7 @@ import shutil
 import unittest
 
 from case_records import case_record, repeat_records, write_run_dir
-from helpers import BINARY_DIR, TempDirTest, read_jsonl, read_text, run_cli, validate
+from helpers import BINARY_DIR, TempDirTest, read_jsonl, read_text, run_cli, validate, verdict_fail_codes
 
 from cclbench_lib.render.decode import band_sentence
 from cclbench_lib.rules.ab import ab_verdicts, choose_binding
@@ -440,8 +440,10 @@ class FakeTwoNodeRun(TempDirTest):
                          env={"FAKE_COLL_FAST_ENV": "NCCL_PROTO=Simple:0.5", "FAKE_COLL_NCCL_REJECT": "NCCL_ALGO=Tree",
                               "CCLBENCH_NO_MATPLOTLIB": "1"})
         run = os.path.join(self.results, "F")
-        # The refused variant is a finding, not a failed baseline.
-        self.assertEqual(result.returncode, 0, result.stderr)
+        # The refused variant is a finding, not a failed baseline: the run fails on this machine's doctor alone
+        # (NCCL_IB_HCA names mlx5_0 and mlx5_3, absent here).
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertEqual(verdict_fail_codes(run), ["doctor.fail"])
         with open(os.path.join(run, "run_manifest.json")) as handle:
             manifest = json.load(handle)
         failed = sorted(name for name, state in manifest["points"].items() if state["status"] != "complete")
@@ -601,7 +603,8 @@ class FakeTwoNodeBindingRun(TempDirTest):
         # Resumed: the repeat left runs with the binding chosen before (from the manifest, not chosen again).
         resumed = run_cli(["baseline", "--resume", "B", "--results", self.results],
                           env={"FAKE_COLL_FAST_ENV": "NCCL_IB_HCA==mlx5_0:1:0.5", "CCLBENCH_NO_MATPLOTLIB": "1"})
-        self.assertEqual(resumed.returncode, 0, resumed.stderr)
+        self.assertEqual(resumed.returncode, 1, resumed.stderr)  # this machine's doctor (NCCL_IB_HCA) alone
+        self.assertEqual(verdict_fail_codes(run), ["doctor.fail"])
         manifest, launches = decode_launches()
         self.assertEqual(manifest["points"]["decode.all_reduce.inter.best.rep2"]["status"], "complete")
         self.assertEqual(launches["decode.all_reduce.inter.best.rep2"]["env"], RAIL0)

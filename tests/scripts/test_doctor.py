@@ -473,8 +473,10 @@ class Baseline(FixtureTest):
         sysfs, _ = doctor_fixture.build(os.path.join(self.tmp, "node"), gpu_width={"0000:05:00.0": "8"})
         result = run_cli(["baseline", "-b", "8K", "-e", "16K", "-n", "2", "-w", "1", "--no-tuning-probe",
                           "--sysfs-root", sysfs] + self.fake_args("D"))
-        self.assertEqual(result.returncode, 0, result.stderr)
+        # A doctor fail fails the run (exit 1), and only it: the verdict's last line names it.
+        self.assertEqual(result.returncode, 1, result.stderr)
         self.assertIn("cclbench: doctor: fail (1 fail", result.stderr)
+        self.assertIn("cclbench: error: FAILED (1): doctor.fail (doctor pcie_link)", result.stderr.strip().splitlines()[-1])
         run = os.path.join(self.results, "D")
         with open(os.path.join(run, "doctor.json")) as handle:
             document = json.load(handle)
@@ -486,12 +488,14 @@ class Baseline(FixtureTest):
         doctor_point = manifest["points"][manifest["plan"][0]["name"]]
         self.assertEqual(doctor_point["status"], "complete", "a failing check is a finding, not a broken launch")
         report = read_text(os.path.join(run, "report.md"))
+        self.assertEqual(report.splitlines()[0], "# FAILED (1)")
         anomalies = report[report.index("## Anomalies"):report.index("## Doctor (preflight)")]
         self.assertRegex(anomalies, r"\| doctor pcie_link \| \S+ GPU2 0000:05:00.0 \| link trained at x8 of x16")
         self.assertLess(report.index("## Doctor (preflight)"), report.index("## Environment"))
         self.assertIn("Overall **fail**", report)
         for schema, path in (("doctor.schema.json", os.path.join(run, "doctor.json")),
-                             ("run_manifest.schema.json", os.path.join(run, "run_manifest.json"))):
+                             ("run_manifest.schema.json", os.path.join(run, "run_manifest.json")),
+                             ("verdict.schema.json", os.path.join(run, "verdict.json"))):
             ok, errors = validate(schema, path)
             self.assertTrue(ok, errors)
 

@@ -87,9 +87,10 @@ class InjectedWrong(TempDirTest):
         suite = ElementTree.fromstring(junit).find("testsuite")
         failed = {case.get("name"): case.find("failure") for case in suite.iter("testcase")
                   if case.find("failure") is not None}
-        # Both MPI parts run the cases (1 and 4 ranks; rank 0 exists in both).
-        self.assertEqual(set(failed), {"collectives_1rank_mpi", "collectives_4rank_mpi"}, junit)
-        self.assertEqual(suite.get("failures"), "2")
+        # Both MPI parts run the cases (1 and 4 ranks; rank 0 exists in both); the verdict's data check fails too.
+        self.assertEqual(set(failed), {"collectives_1rank_mpi", "collectives_4rank_mpi", "check.data"}, junit)
+        self.assertEqual(suite.get("failures"), "3")
+        self.assertIn("data.wrong", failed.pop("check.data").get("message"))
         targets = [f"all_gather.float.none.{placement}.{size}" for size in ("8K", "64K", "512K")
                    for placement in ("out", "in")]
         for name, failure in failed.items():

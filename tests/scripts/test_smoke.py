@@ -37,8 +37,12 @@ class Smoke(TempDirTest):
         result = self.smoke("S1", "--junit", junit, env={"CCLBENCH_FAKE_GPU_COUNT": "1"})
         self.assertEqual(result.returncode, 0, result.stderr)
         suite, cases = self.junit(junit)
-        self.assertEqual((suite.get("tests"), suite.get("failures"), suite.get("skipped")), ("4", "0", "0"))
-        self.assertEqual(sorted(cases), ["collectives_1rank_nccl", "collectives_4rank_share_gpu", "p2p_matrix", "topology"])
+        # The launches, and the verdict's judged checks (verdict.json): its points' data, the P2P outliers.
+        self.assertEqual((suite.get("tests"), suite.get("failures"), suite.get("skipped")), ("6", "0", "0"))
+        self.assertEqual(sorted(cases), ["check.data", "check.outliers", "collectives_1rank_nccl",
+                                         "collectives_4rank_share_gpu", "p2p_matrix", "topology"])
+        ok, errors = validate("verdict.schema.json", os.path.join(self.results, "S1", "verdict.json"))
+        self.assertTrue(ok, errors)
         with open(os.path.join(self.results, "S1", "run.log")) as handle:
             self.assertIn("--share-gpu", handle.read())
 
@@ -46,7 +50,10 @@ class Smoke(TempDirTest):
         result = self.smoke("SW", env={"FAKE_COLL_WRONG": "1"})
         self.assertRunError(result, 1, "smoke failed")
         _suite, cases = self.junit(os.path.join(self.results, "SW", "smoke.junit.xml"))
-        self.assertIn("wrong element", cases["collectives_1rank_mpi"].find("failure").get("message"))
+        failure = cases["collectives_1rank_mpi"].find("failure")
+        self.assertIn("wrong element", failure.get("message"))
+        self.assertIn("data.wrong", failure.get("message"), "the failure carries the verdict's code")
+        self.assertIn("data.wrong", cases["check.data"].find("failure").get("message"))
         self.assertIsNone(cases["topology"].find("failure"))
 
     def test_time_limit(self):

@@ -1,4 +1,4 @@
-"""The repeat rule (rules/repeat_rule.repeat_verdict) and the report's rules for emulated and MPI-backend points, on
+"""The repeat rule per case (rules/repeat_rule.judge_repeatability over records) and the report's rules for emulated and MPI-backend points, on
 synthetic records. Expected figures are worked out by hand from the README's rule."""
 import os
 import unittest
@@ -7,7 +7,8 @@ from case_records import case_record, repeat_records, write_run_dir
 from helpers import TempDirTest, read_text, run_cli
 
 from cclbench_lib.model.records import bandwidth_time_us
-from cclbench_lib.rules.repeat_rule import repeat_verdict
+from cclbench_lib.rules import repeatability
+from cclbench_lib.rules.repeat_rule import judge_repeatability
 from cclbench_lib.model.run_dir import RunData
 from cclbench_lib.render.p2p_local import local_copy_sentence
 from cclbench_lib.render.report import table_cells
@@ -25,6 +26,12 @@ def record(point, case_id, gated, batch=None, mean=None, backend="nccl", emulate
                        batch_time_us=batch if batch is not None else (gated or mean))
 
 
+def repeat_verdict(records, gate):
+    """The one case of these records as the run's repeatability rule judged it; None when it was not judged."""
+    point = judge_repeatability(records, gate).get("p")
+    return None if point is None else point["cases"]["all_reduce.float.sum.out.8K"]
+
+
 def case(times, **kwargs):
     return repeat_records("p", times, lambda name, time_us: record(name, "all_reduce.float.sum.out.8K", time_us, **kwargs))
 
@@ -39,40 +46,40 @@ class RepeatRule(unittest.TestCase):
 
     def test_quiet_repeats_pass(self):
         verdict = repeat_verdict(case([100.0, 101.0, 99.0]), 3.0)
-        self.assertEqual(verdict["verdict"], "ok")
+        self.assertIsNone(verdict["code"])
         self.assertAlmostEqual(verdict["cv_pct"], 1.0)       # sd 1 around 100
-        self.assertEqual(verdict["headline_us"], 100.0)       # the median
 
     def test_one_repeat_off_leaves_the_median_alone(self):
         # CV 8.1% (sd 8.52 around 105.17), but two repeats agree: MAD 0.5 -> robust 1.4826 x 0.5 / 100.5 = 0.74%.
         verdict = repeat_verdict(case([100.0, 100.5, 115.0]), 3.0)
-        self.assertEqual(verdict["verdict"], "one repeat off")
-        self.assertTrue(verdict["passed"])
+        self.assertEqual(verdict["code"], repeatability.CASE_ABOVE_TARGET)
         self.assertAlmostEqual(verdict["cv_pct"], 8.10, places=2)
         self.assertAlmostEqual(verdict["robust_pct"], 0.74, places=2)
-        self.assertEqual(verdict["headline_us"], 100.5)
 
-    def test_spread_repeats_fail(self):
-        # 100, 106, 112: CV 5.66%, MAD 6 -> robust 1.4826 x 6 / 106 = 8.39%: no stable median.
+    def test_spread_repeats_have_no_stable_median(self):
+        # 100, 106, 112: CV 5.66%, MAD 6 -> robust 1.4826 x 6 / 106 = 8.39%: no stable median (a warning alone).
         verdict = repeat_verdict(case([100.0, 106.0, 112.0]), 3.0)
-        self.assertEqual(verdict["verdict"], "FAIL")
+        self.assertEqual(verdict["code"], repeatability.CASE_ABOVE_GATE)
         self.assertAlmostEqual(verdict["robust_pct"], 8.39, places=2)
-        self.assertFalse(repeat_verdict(case([100.0, 105.0]), 3.0)["passed"], "two repeats: no outlier to set aside")
+        self.assertEqual(repeat_verdict(case([100.0, 105.0]), 3.0)["code"], repeatability.CASE_ABOVE_GATE,
+                         "two repeats: no outlier to set aside")
 
     def test_host_bound_rule(self):
         # The host takes >= 1.25 x the GPU time per launch: 3 x the gate (9%) for the robust dispersion.
         # Median GPU time 106 us: 1.25 x 106 = 132.5 us of host time per launch is the boundary.
-        self.assertEqual(repeat_verdict(case([100.0, 106.0, 112.0], batch=132.5), 3.0)["verdict"], "host-bound")
+        self.assertEqual(repeat_verdict(case([100.0, 106.0, 112.0], batch=132.5), 3.0)["code"],
+                         repeatability.HOST_BOUND_JITTER)
         self.assertEqual(repeat_verdict(case([100.0, 106.0, 112.0], batch=200.0), 3.0)["limit_pct"], 9.0)
-        self.assertEqual(repeat_verdict(case([100.0, 106.0, 112.0], batch=132.0), 3.0)["verdict"], "FAIL",
-                         "batch 132 on a 106 us median GPU time is below 1.25x")
+        self.assertEqual(repeat_verdict(case([100.0, 106.0, 112.0], batch=132.0), 3.0)["code"],
+                         repeatability.CASE_ABOVE_GATE, "batch 132 on a 106 us median GPU time is below 1.25x")
         # Not a blanket exemption: 100, 110, 120 is 13.5% robust (1.4826 x 10 / 110) > 9%.
-        self.assertEqual(repeat_verdict(case([100.0, 110.0, 120.0], batch=300.0), 3.0)["verdict"], "FAIL")
+        self.assertEqual(repeat_verdict(case([100.0, 110.0, 120.0], batch=300.0), 3.0)["code"],
+                         repeatability.CASE_ABOVE_GATE)
         # No gated GPU time (no blocker loop): nothing says the GPU outran the host.
         ungated = case([None, None, None], batch=500.0)
         for item, mean in zip(ungated, (100.0, 106.0, 112.0)):
             item["time_us"]["mean"] = mean
-        self.assertEqual(repeat_verdict(ungated, 3.0)["verdict"], "FAIL")
+        self.assertEqual(repeat_verdict(ungated, 3.0)["code"], repeatability.CASE_ABOVE_GATE)
 
     def test_correctness_only_records_never_gate(self):
         self.assertIsNone(repeat_verdict(case([100.0, 150.0, 300.0], emulated=True), 3.0))
@@ -127,7 +134,7 @@ class ReportRules(TempDirTest):
         self.assertNotIn("local.mpi4", repeat_table)
         self.assertNotIn("share-gpu", repeat_table)
 
-    def test_a_failing_repeat_rule_is_one_anomaly_per_case(self):
+    def test_cases_warn_and_a_point_of_spread_cases_fails(self):
         records = []
         for k, time_us in enumerate((100.0, 106.0, 112.0), 1):
             records.append(record(f"local.gpus2.rep{k}", "alltoall.float.none.out.8M", time_us, size=8 << 20))
@@ -136,10 +143,16 @@ class ReportRules(TempDirTest):
         launches = [{"name": f"local.gpus2.rep{k}", "kind": "local", "nranks": 2, "base_point": "local.gpus2",
                      "repeat": k, "collectives": ["alltoall"], "sizes": [8 << 20, 16 << 20]} for k in (1, 2, 3)]
         text, anomalies = self.write_run(records, launches)
-        self.assertIn("| CV above gate | local.gpus2 | alltoall.float.none.out.8M: CV 5.66% and robust dispersion 8.39% "
-                      "across 3 repeats (limit 3%) |", anomalies)
-        self.assertNotIn("out.16M", anomalies, "one repeat off: the median stands")
-        self.assertIn("1 FAIL, 1 one repeat off.", text)
+        # Each case is a warning of its own; both of the point's two cases spread, their median CV
+        # (5.66 + 8.10) / 2 = 6.88% is above max(3%, 5%): the point as a whole is not reproducible.
+        self.assertIn("| case above CV gate, no stable median | local.gpus2 | alltoall.float.none.out.8M: CV 5.66%, "
+                      "robust dispersion 8.39% across repeats", anomalies)
+        self.assertIn("| case above CV target | local.gpus2 | alltoall.float.none.out.16M: CV 8.10%, robust "
+                      "dispersion 0.74% across repeats", anomalies)
+        self.assertIn("| systematic spread (point not reproducible) | local.gpus2 | median CV 6.88% over its 2 cases "
+                      "(limit 5%) |", anomalies)
+        self.assertIn("1 above target (one repeat off), 1 above target, no stable median.", text)
+        self.assertTrue(text.startswith("# FAILED (1)\n"), text[:100])
 
 
 

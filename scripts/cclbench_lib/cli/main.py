@@ -26,6 +26,7 @@ from ..plan.baseline import DEFAULT_EXPECT, Planner, by_design_note, format_laun
 from ..plan.decode import AB_MAX_VARIANTS, parse_ab, parse_decode, plan_notes
 from ..render.compare import run_compare
 from ..render.report import build_report
+from ..render.verdict import console_line
 
 
 # The build tree's programs in a checkout, PREFIX/bin when installed (locations.py).
@@ -111,8 +112,9 @@ def add_plan_options(parser):
     what.add_argument("--no-tuning-probe", dest="tuning_probe", action="store_false",
                       help="do not ask coll_perf for its untimed TUNING probe (algorithm/protocol per size)")
     what.add_argument("--sysfs-root", help="coll_perf --sysfs-root for rail counters (default: coll_perf's, /sys)")
-    what.add_argument("--cv-gate", default="3%", help="fail when a case's CV across repeats exceeds this and its "
-                      "median is not stable either (the repeat rule in the README; default 3%%)")
+    what.add_argument("--cv-gate", default="3%", help="per-case CV target across repeats: a case above it is a "
+                      "warning; a point fails only when its spread is systematic (the repeat rule in the README; "
+                      "default 3%%)")
     what.add_argument("--decode", metavar="SPEC", help="also measure the model's decode messages: hidden=H,dtype=bfloat16,"
                       "batches=1,2,4,...[,collectives=all_reduce,alltoall][,per_step=N][,topk=K]; sizes are exactly "
                       "H x batch x element size (alltoall: x topk), in CUDA-graph mode")
@@ -146,6 +148,8 @@ def build_parser():
     compare.add_argument("run_a")
     compare.add_argument("run_b")
     compare.add_argument("--out", help="write the markdown here instead of stdout")
+    compare.add_argument("--json", help="write compare.json here (default: next to --out as NAME.json, else "
+                                        "RUN_B/compare.json)")
     compare.add_argument("--threshold", default="2%", help="smallest difference ever called a change (default 2%%)")
     compare.add_argument("--fail-above", default="5%", help="a slowdown above this is a regression (default 5%%)")
     compare.add_argument("--host-times", action="store_true",
@@ -334,18 +338,22 @@ def cmd_baseline(args, argv):
 
 def cmd_report(args):
     cv_gate = parse_percent(args.cv_gate, "--cv-gate") if args.cv_gate else None
-    path, anomalies = build_report(args.run_dir, cv_gate)
+    path, anomalies, verdict = build_report(args.run_dir, cv_gate)
     print(f"cclbench: wrote {path} ({len(anomalies)} anomal{'y' if len(anomalies) == 1 else 'ies'})", file=sys.stderr)
+    print(console_line(verdict, os.path.abspath(args.run_dir)), file=sys.stderr)
     return 0
 
 
 def cmd_compare(args):
     threshold = parse_percent(args.threshold, "--threshold")
     fail_above = parse_percent(args.fail_above, "--fail-above")
-    regressions = run_compare(args.run_a, args.run_b, threshold, fail_above, args.out, sys.stdout, args.host_times)
+    regressions, json_path = run_compare(args.run_a, args.run_b, threshold, fail_above, args.out, sys.stdout,
+                                         args.host_times, args.json)
     if regressions:
-        print(f"cclbench: error: {len(regressions)} regression(s), first: {regressions[0]}", file=sys.stderr)
+        print(f"cclbench: error: {len(regressions)} regression(s), first: {regressions[0]}; {json_path}",
+              file=sys.stderr)
         return 1
+    print(f"cclbench: no regression; {json_path}", file=sys.stderr)
     return 0
 
 

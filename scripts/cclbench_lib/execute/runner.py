@@ -20,8 +20,10 @@ from ..model.records import CASES_FILE, SANITY_FILE, cases_path, latest_by_case,
 from ..model.run_dir import launch_outputs
 from ..plan.baseline import Planner, mode_notes
 from ..render.report import build_report
+from ..render.verdict import console_line, headline
 from ..rules.ab import choose_binding, sweep_bindings
-from ..rules.repeat_rule import repeat_failures
+from ..rules.repeat_rule import judge_repeatability
+from ..rules.verdict import FAIL, FAILED
 
 
 EXIT_MEANINGS = {0: "ok", 1: "some case failed or data was wrong", 2: "bad usage", 3: "transport expectation failed",
@@ -362,39 +364,42 @@ class Baseline:
             signal.signal(signal.SIGINT, old_int)
             signal.signal(signal.SIGTERM, old_term)
         records = self.write_summary()
-        cv_failures = []
-        if self.inputs["repeat"] > 1:
-            gate = self.inputs["cv_gate_pct"]
-            for base, case_id, verdict in repeat_failures(records, gate):
-                cv_failures.append({"point": base, "case_id": case_id, "cv_pct": round(verdict["cv_pct"], 3),
-                                    "robust_pct": round(verdict["robust_pct"], 3)})
-            self.manifest["gates"]["repeat_cv_failures"] = cv_failures
-        status = "complete" if not failures and not cv_failures else "failed"
+        # The repeatability gate (rules/repeatability.py): a point fails only when its spread is systematic.
+        judged = judge_repeatability(records, self.inputs["cv_gate_pct"]) if self.inputs["repeat"] > 1 else {}
+        self.manifest["gates"]["repeatability"] = [
+            {"point": base, "status": point["status"], "code": point["code"], "judged_cases": point["judged_cases"],
+             "median_cv_pct": round(point["median_cv_pct"], 3), "cases_above_target": point["cases_above_target"],
+             "cases_above_gate": point["cases_above_gate"]} for base, point in judged.items()]
+        not_reproducible = [item for item in self.manifest["gates"]["repeatability"] if item["status"] == FAIL]
+        status = "complete" if not failures and not not_reproducible else "failed"
         self.finish(status)
-        self.write_report()
+        verdict = self.write_report()
         if failures:
             more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
-            raise CclbenchError(f"{len(failures)} launch(es) failed: {failures[0]}{more}; "
-                                f"see {os.path.join(self.run_dir, 'run.log')}")
-        if cv_failures:
-            worst = max(cv_failures, key=lambda item: item["cv_pct"])
-            raise CclbenchError(f"{len(cv_failures)} case(s) vary across repeats above the CV gate of "
-                                f"{self.inputs['cv_gate_pct']}% with no stable median (robust dispersion above the "
-                                f"gate too), worst {worst['point']} {worst['case_id']} at CV {worst['cv_pct']:.2f}%, "
-                                f"robust {worst['robust_pct']:.2f}%")
-        print(f"cclbench: run complete: {self.run_dir}", file=sys.stderr)
+            raise CclbenchError(f"{headline(verdict) + ': ' if verdict else ''}{len(failures)} launch(es) failed: "
+                                f"{failures[0]}{more}; see {os.path.join(self.run_dir, 'run.log')}")
+        if verdict is None and not_reproducible:
+            first = not_reproducible[0]
+            raise CclbenchError(f"{len(not_reproducible)} point(s) not reproducible across repeats, first "
+                                f"{first['point']} ({first['code']})")
+        if verdict is not None and verdict["overall"] == FAILED:
+            raise CclbenchError(console_line(verdict, self.run_dir, prefix=""))
+        print(console_line(verdict, self.run_dir) if verdict else f"cclbench: run complete: {self.run_dir}",
+              file=sys.stderr)
         return 0
 
     def write_report(self):
-        """report.md (and plots) at the end of every run that was not interrupted, failed ones included:
-        their anomalies are what the reader needs first. A report problem never hides the run's outcome."""
+        """report.md, verdict.json (and plots) at the end of every run that was not interrupted, failed ones
+        included: their verdict is what the reader needs first. A report problem never hides the run's outcome.
+        Returns the verdict (rules/verdict.py), None when the report could not be written."""
         try:
-            path, anomalies = build_report(self.run_dir, self.inputs["cv_gate_pct"])
+            path, anomalies, verdict = build_report(self.run_dir, self.inputs["cv_gate_pct"])
         except CclbenchError as error:
             print(f"cclbench: report not written: {error} (retry: cclbench report {self.run_dir})", file=sys.stderr)
-            return
+            return None
         count = len(anomalies)
         print(f"cclbench: report: {path} ({count} anomal{'y' if count == 1 else 'ies'})", file=sys.stderr, flush=True)
+        return verdict
 
     def finish(self, status):
         self.manifest["status"] = status

@@ -16,6 +16,9 @@ from ..base.values import sweep_sizes
 from ..execute.runner import Baseline, Progress
 from ..model.records import cases_path, describe_problem, latest_by_case, load_cases, record_is_sound, was_skipped
 from ..plan.baseline import Planner
+from ..render.report import write_verdict
+from ..render.verdict import reason_text
+from ..rules.verdict import FAIL
 
 
 SMOKE_SIZES = (8 << 10, 1 << 20, 8)  # 8K, 64K, 512K
@@ -108,6 +111,37 @@ def write_junit(path, results, total_seconds):
     write_atomic(path, '<?xml version="1.0" encoding="UTF-8"?>\n' + ElementTree.tostring(root, encoding="unicode") + "\n")
 
 
+def verdict_results(results, verdict):
+    """The JUnit test cases from verdict.json's data: the non-collective launches as they ran, one per point
+    (failed on its fail codes, or on smoke's own demands: checked data, the time limit), one per judged check
+    ('check.<name>', failed on its fail codes), and the skipped GPU parts."""
+    if verdict is None:
+        return results
+    by_name = {r["name"]: r for r in results}
+    points = {p["point"] for p in verdict["points"]}
+    cases = [r for r in results if r["name"] not in points]
+    fails = [r for r in verdict["reasons"] if r["severity"] == FAIL]
+    for row in verdict["points"]:
+        own = by_name.get(row["point"], {"name": row["point"], "outcome": "passed", "seconds": 0.0, "message": ""})
+        reasons = [r for r in fails if r["point"] == row["point"]]
+        codes = sorted({r["code"] for r in reasons})
+        if codes or own["outcome"] == "failed":
+            message = "; ".join(part for part in (", ".join(codes), own["message"] if own["outcome"] == "failed"
+                                                  else "") if part)
+            cases.append(dict(own, outcome="failed", message=message,
+                              cases=[reason_text(r) for r in reasons] + list(own.get("cases") or [])))
+        else:
+            cases.append(own)
+    for row in verdict["checks"]:
+        if row["status"] == "skip":
+            continue
+        reasons = [r for r in fails if r["check"] == row["check"]]
+        codes = sorted({r["code"] for r in reasons})
+        cases.append({"name": f"check.{row['check']}", "seconds": 0.0, "outcome": "failed" if codes else "passed",
+                      "message": ", ".join(codes), "cases": [reason_text(r) for r in reasons]})
+    return cases
+
+
 def run_smoke(inputs, run_dir, junit_path, have_gpu, argv, verbose=False):
     started = time.monotonic()
     launches, skipped = smoke_launches(inputs, run_dir, have_gpu)
@@ -146,10 +180,16 @@ def run_smoke(inputs, run_dir, junit_path, have_gpu, argv, verbose=False):
         runner.finish("interrupted")
         raise
     results += [{"name": name, "outcome": "skipped", "seconds": 0.0, "message": reason} for name, reason in skipped]
-    failed = [r for r in results if r["outcome"] == "failed"]
     runner.write_summary()
-    runner.finish("failed" if failed else "complete")
     total = time.monotonic() - started
+    try:
+        verdict = write_verdict(run_dir, inputs["cv_gate_pct"])
+    except CclbenchError as error:  # the JUnit file still says what ran
+        print(f"cclbench: verdict.json not written: {error}", file=sys.stderr)
+        verdict = None
+    results = verdict_results(results, verdict)
+    failed = [r for r in results if r["outcome"] == "failed"]
+    runner.finish("failed" if failed else "complete")
     write_junit(junit_path, results, total)
     if failed:
         raise CclbenchError(f"smoke failed: {len(failed)} of {len(results)} part(s) failed, first "

@@ -1,6 +1,7 @@
 """The anomaly table's rows, (kind, where, detail), from the findings of rules/anomalies.py and rules/doctor.py."""
 
 from ..base.values import format_size
+from ..rules import repeatability
 
 
 def _never_ran(item):
@@ -23,11 +24,25 @@ def _above(item):
             f"({item['why']})")
 
 
-def _repeat(item):
-    verdict = item["verdict"]
-    return (f"{item['case_id']}: CV {verdict['cv_pct']:.2f}% and robust dispersion "
-            f"{verdict['robust_pct']:.2f}% across {verdict['repeats']} repeats (limit {verdict['limit_pct']:g}%"
-            f"{', host-bound' if verdict['host_bound'] else ''})")
+def _shift(item):
+    return (f"repeat {item['repeat']} off the others' median by {item['shift_pct']:+.1f}% (limit "
+            f"{item['limit_pct']:.1f}%), in that direction on {item['consistent_fraction'] * 100:.0f}% of "
+            f"{item['cases']} cases (at least {item['consistent_limit'] * 100:.0f}%)")
+
+
+def _spread(item):
+    return f"median CV {item['median_cv_pct']:.2f}% over its {item['cases']} cases (limit {item['limit_pct']:g}%)"
+
+
+def _count_above(item):
+    return (f"{item['count']} of {item['cases']} cases above the gate with no stable median; chance explains fewer "
+            f"than {item['limit']} (P < {item['false_alarm']:g} at a rate of {item['rate']:g} per case)")
+
+
+def _single(item):
+    more = f" ({item['count']} cases)" if item["count"] > 1 else ""
+    return (f"{item['worst']}{more}: CV {item['worst_cv_pct']:.2f}%, robust dispersion {item['worst_robust_pct']:.2f}% "
+            "across repeats; the point as a whole is reproducible")
 
 
 def _imbalance(item):
@@ -67,7 +82,12 @@ DETAILS = {
                          or "expectation not met"),
     "missing_cases": ("missing cases", _missing),
     "above_limit": ("above physical limit", _above),
-    "repeat_cv": ("CV above gate", _repeat),
+    repeatability.REPEAT_SHIFT: ("repeat shifted (point not reproducible)", _shift),
+    repeatability.SYSTEMATIC_SPREAD: ("systematic spread (point not reproducible)", _spread),
+    repeatability.CASES_ABOVE_GATE: ("cases above gate (point not reproducible)", _count_above),
+    repeatability.CASE_ABOVE_GATE: ("case above CV gate, no stable median", _single),
+    repeatability.CASE_ABOVE_TARGET: ("case above CV target", _single),
+    repeatability.HOST_BOUND_JITTER: ("host-bound jitter", _single),
     "rail_errors": ("rail errors", lambda i: f"{i['rail']}: {i['count']:g} error counter increment(s)"),
     "rail_flag": ("rail flag", lambda i: i["flag"]),
     "rail_unbound": ("rail imbalance", lambda i: f"traffic on {i['rail']}, which NCCL_IB_HCA did not bind"),
@@ -75,6 +95,8 @@ DETAILS = {
     "unreadable": ("unreadable result", lambda i: i["problem"]),
     "env.host_differs": ("host environment differs", _env_host),
     "env.rank_differs": ("rank environment differs", _env_rank),
+    "ab.variant_not_measured": ("--ab variant not measured",
+                                lambda i: _missing(i) if "missing" in i else f"{i.get('status')}: {i.get('reason')}"),
 }
 
 
@@ -85,8 +107,14 @@ def anomaly_row(item):
         return _never_ran(item)
     if code == "outlier":
         return (item["kind"], item["where"], item["detail"])
-    if code == "doctor":
-        return (f"doctor {item['check']}", item["where"], str(item["detail"]))
+    if code in ("doctor.fail", "doctor.warn"):
+        return (f"doctor {item['check']}" + (" (warning)" if code == "doctor.warn" else ""), item["where"],
+                str(item["detail"]))
+    if code == "doctor.unreadable":
+        return ("unreadable result", item["where"], item["problem"])
+    if code not in DETAILS:  # a finding this module has no words for: its code and what it says of itself
+        text = item.get("detail") or item.get("message") or item.get("reason") or ""
+        return (code, str(item.get("where") or "-"), str(text))
     kind, detail = DETAILS[code]
     return (kind, item["where"], detail(item))
 

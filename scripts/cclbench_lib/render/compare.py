@@ -1,10 +1,14 @@
 """`compare RUN_A RUN_B`: the per-case table and its verdicts, with the noise rule of rules/noise.py."""
 
-from ..base.files import write_atomic
+import os
+
+from ..base.files import write_atomic, write_json_atomic
+from ..base.values import utc_now
+from ..base.version import TOOL_VERSION
 from ..model.run_dir import case_groups, chosen_bindings
 from ..render.markdown import fmt_number, md_table
 from ..rules.repeat_rule import MAD_TO_SIGMA
-from ..rules.compare import judge_runs
+from ..rules.compare import case_code, compare_verdict, judge_runs
 from ..rules.noise import (MEDIAN_SE_FACTOR, NOISE_SIGMAS, ONE_REPEAT_FLOOR_PCT, ONE_REPEAT_FLOOR_TINY_PCT, OWN_SPREAD_FACTOR, RERUN,
                            RUN_DRIFT_PCT, RUN_DRIFT_TINY_PCT, SHIFT_FLOOR_PCT, SHIFT_MIN_CASES, TINY_TIME_US)
 
@@ -36,15 +40,59 @@ def shift_row(shift):
             "slower (REGRESSION)" if shift["regression"] else shift["verdict"]]
 
 
+COMPARE_SCHEMA_VERSION = "1.0.0"
+
+
+def _number(value):
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def compare_document(judged, path_a, path_b, threshold_pct, fail_above_pct, host_times, created_utc):
+    """compare.json (results_schema/compare.schema.json) from rules/compare.judge_runs' data, as it is."""
+    verdict = compare_verdict(judged)
+    cases = []
+    for case in judged["cases"]:
+        item = {"point": case["point"], "case_id": case["case_id"], "collective": case["collective"],
+                "size": case["size"] if isinstance(case["size"], int) else None, "verdict": case["verdict"],
+                "code": case_code(case), "regression": case["regression"], "timed": case["timed"],
+                "time_a_us": _number(case["time_a"]), "time_b_us": _number(case["time_b"]),
+                "ratio": _number(case.get("ratio")), "diff_pct": _number(case.get("diff")),
+                "band_pct": _number(case.get("band"))}
+        if "modes" in case:
+            item["modes"] = list(case["modes"])
+        cases.append(item)
+    shifts = [{"point": shift["point"], "collective": shift["collective"], "sizes": shift["sizes"],
+               "diff_pct": shift["diff"], "band_pct": shift["band"], "verdict": shift["verdict"],
+               "regression": shift["regression"]} for shift in judged["shifts"]]
+    regressions = [regression_text(item) for item in judged["regressions"]]
+    return {"schema_version": COMPARE_SCHEMA_VERSION, "kind": "compare",
+            "tool": {"name": "cclbench", "version": TOOL_VERSION}, "created_utc": created_utc,
+            "run_a": os.path.abspath(path_a), "run_b": os.path.abspath(path_b), "threshold_pct": threshold_pct,
+            "fail_above_pct": fail_above_pct, "host_times": bool(host_times), "overall": verdict["overall"],
+            "exit_code": 1 if judged["regressions"] else 0, "counts": judged["counts"],
+            "shift_counts": judged["shift_counts"], "regressions": regressions, "bands": verdict["bands"],
+            "shifts": shifts, "cases": cases,
+            "only_a": [list(key) for key in judged["only_a"]], "only_b": [list(key) for key in judged["only_b"]]}
+
+
 def compare_runs(path_a, path_b, threshold_pct, fail_above_pct, host_times=False):
     """(the compare report as markdown, the regressions as lines) of two run directories."""
+    text, regressions, _judged = render_compare(path_a, path_b, threshold_pct, fail_above_pct, host_times)
+    return text, regressions
+
+
+def render_compare(path_a, path_b, threshold_pct, fail_above_pct, host_times=False):
+    """(markdown, regression lines, judge_runs' data) of two run directories."""
     judged = judge_runs(case_groups(path_a), case_groups(path_b), threshold_pct, fail_above_pct, host_times)
+    verdict = compare_verdict(judged)
     counts, shifts = judged["counts"], judged["shift_counts"]
     rows = [case_row(case) for case in judged["cases"]]
     shift_rows = [shift_row(shift) for shift in judged["shifts"]]
     regressions = [regression_text(item) for item in judged["regressions"]]
     only_a, only_b = judged["only_a"], judged["only_b"]
-    lines = ["# cclbench compare", "", f"- A: `{path_a}`", f"- B: `{path_b}`", "",
+    lines = ["# cclbench compare", "", f"Verdict: **{verdict['overall'].upper()}**"
+             + (f" ({len(judged['regressions'])})" if judged["regressions"] else ""), "",
+             f"- A: `{path_a}`", f"- B: `{path_b}`", "",
              f"Rule: t = median over repeats of the bandwidth time (gated_time_us, else time_us.mean); with >= 2 "
              f"repeats a side, band = max({NOISE_SIGMAS:g} x sqrt(({MEDIAN_SE_FACTOR} s)^2 (1/r_A + 1/r_B) + 2 d^2), "
              f"{threshold_pct:g}%), s = the median pooled relative spread of the point's sizes of that collective (the "
@@ -82,13 +130,28 @@ def compare_runs(path_a, path_b, threshold_pct, fail_above_pct, host_times=False
     for label, keys in (("Only in A", only_a), ("Only in B", only_b)):
         if keys:
             lines += ["", f"## {label}", ""] + [f"- {point} {case_id}" for point, case_id in keys]
-    return "\n".join(lines) + "\n", regressions
+    return "\n".join(lines) + "\n", regressions, judged
 
 
-def run_compare(path_a, path_b, threshold_pct, fail_above_pct, out_path=None, stream=None, host_times=False):
-    text, regressions = compare_runs(path_a, path_b, threshold_pct, fail_above_pct, host_times)
+def compare_json_path(path_b, out_path=None, json_path=None):
+    """Where compare.json goes: --json FILE; else next to --out (its name with .json); else run B's directory."""
+    if json_path:
+        return os.path.abspath(json_path)
+    if out_path:
+        stem, extension = os.path.splitext(os.path.abspath(out_path))
+        return (stem if extension.lower() == ".md" else os.path.abspath(out_path)) + ".json"
+    return os.path.join(os.path.abspath(path_b), "compare.json")
+
+
+def run_compare(path_a, path_b, threshold_pct, fail_above_pct, out_path=None, stream=None, host_times=False,
+                json_path=None):
+    """Writes the markdown (--out, else the stream) and compare.json; returns (regression lines, json path)."""
+    text, regressions, judged = render_compare(path_a, path_b, threshold_pct, fail_above_pct, host_times)
+    destination = compare_json_path(path_b, out_path, json_path)
+    write_json_atomic(destination, compare_document(judged, path_a, path_b, threshold_pct, fail_above_pct,
+                                                    host_times, utc_now()))
     if out_path:
         write_atomic(out_path, text)
     else:
         stream.write(text)
-    return regressions
+    return regressions, destination

@@ -5,8 +5,9 @@ evidence, tables and plots. Missing numbers render as '-'.
 import os
 
 from ..base.errors import CclbenchError
-from ..base.files import make_dirs, write_atomic
-from ..base.values import COLL_KINDS, format_size
+from ..base.numbers import median
+from ..base.files import make_dirs, write_atomic, write_json_atomic
+from ..base.values import COLL_KINDS, format_size, utc_now
 from ..model.records import (CLASS_LABELS, bandwidth_time_us, base_point_of, group_repeats, is_correctness_only,
                              latest_by_case, launch_base_point, load_cases, measurement_class, record_is_sound,
                              was_skipped)
@@ -19,11 +20,11 @@ from ..render.p2p_local import device_count, one_gpu_lines
 from ..render.decode import ab_section, decode_section
 from ..render.doctor import doctor_section
 from ..render.markdown import fmt_number, md_table
-from ..rules import outliers
-from ..rules.anomalies import find_anomalies
+from ..render.verdict import verdict_document, verdict_lines
+from ..rules import outliers, repeatability
 from ..rules.ceilings import LIMIT_ROWS, ceiling_for, rails_reason
-from ..rules.doctor import doctor_anomalies
-from ..rules.repeat_rule import HOST_BOUND_GATE_FACTOR, HOST_BOUND_RATIO, MAD_TO_SIGMA, repeat_verdict
+from ..rules.repeat_rule import HOST_BOUND_GATE_FACTOR, HOST_BOUND_RATIO, MAD_TO_SIGMA
+from ..rules.verdict import run_verdict
 
 
 def table_cells(data):
@@ -407,29 +408,50 @@ def collective_sections(data, plot_links):
     return lines
 
 
-def repeats_section(data, cv_gate):
-    groups = [(key, group, repeat_verdict(group, cv_gate)) for key, group in group_repeats(data.records).items()]
-    groups = [(key, group, verdict) for key, group, verdict in groups if verdict is not None]
-    if not groups:
+# The verdict column of the repeatability table, per judge_case code.
+CASE_WORDS = {None: "ok", repeatability.CASE_ABOVE_TARGET: "above target (one repeat off)",
+              repeatability.HOST_BOUND_JITTER: "above target (host-bound)",
+              repeatability.CASE_ABOVE_GATE: "above target, no stable median"}
+
+
+def repeats_section(data, cv_gate, verdict):
+    """Per case of each judged point (verdict['points'][]['repeatability'] and the rule's per-case results in
+    the reasons' findings): CV and robust dispersion, the case's word; cases above the target first."""
+    judged = [(p["point"], p["repeatability"]) for p in verdict["points"] if p.get("repeatability")]
+    if not judged:
         return []
-    rows = []
-    order = {"FAIL": 0, "one repeat off": 1, "host-bound": 2, "ok": 3}
-    for (base, case_id), group, verdict in sorted(groups, key=lambda item: (order[item[2]["verdict"]], -item[2]["cv_pct"])):
-        per_iteration = median_of(group, time_of("cv_pct"))
-        rows.append((base, case_id, verdict["repeats"], fmt_number(verdict["headline_us"]), fmt_number(verdict["cv_pct"]),
-                     fmt_number(verdict["robust_pct"]), fmt_number(per_iteration), verdict["verdict"]))
-    counts = {}
-    for _key, _group, verdict in groups:
-        counts[verdict["verdict"]] = counts.get(verdict["verdict"], 0) + 1
-    summary = ", ".join(f"{counts[name]} {name}" for name in sorted(counts, key=order.get))
+    groups = group_repeats(data.records)
+    rows, counts, point_rows = [], {}, []
+    rank = {repeatability.CASE_ABOVE_GATE: 0, repeatability.CASE_ABOVE_TARGET: 1, repeatability.HOST_BOUND_JITTER: 2,
+            None: 3}
+    for base, point in judged:
+        point_rows.append((base, point["status"], point["code"] or "-", point["judged_cases"],
+                           fmt_number(point["median_cv_pct"]), f"{point['cases_above_target']}",
+                           f"{point['cases_above_gate']} (fails at {point['cases_above_gate_limit']})"))
+        for case_id, case in point["cases"].items():
+            group = groups.get((base, case_id), [])
+            times = [t for t in (bandwidth_time_us(r) for r in group if record_is_sound(r)) if t is not None]
+            word = CASE_WORDS[case["code"]]
+            counts[word] = counts.get(word, 0) + 1
+            rows.append((rank[case["code"]], -case["cv_pct"],
+                         (base, case_id, case["repeats"], fmt_number(median(times)), fmt_number(case["cv_pct"]),
+                          fmt_number(case["robust_pct"]), fmt_number(median_of(group, time_of("cv_pct"))), word)))
+    rows.sort(key=lambda item: item[:2])
+    summary = ", ".join(f"{counts[word]} {word}" for word in CASE_WORDS.values() if word in counts)
     return ["## Repeatability (the bandwidth time across repeats)", "",
-            f"Headline: the median over repeats. Gate: CV <= {cv_gate:g}%; a case above it fails only when its "
-            f"robust dispersion ({MAD_TO_SIGMA:g} x MAD / median, which one repeat of three cannot move) is above the gate too, "
-            f"or above {HOST_BOUND_GATE_FACTOR:g} x the gate where the case is host-bound (batch_time_us >= "
-            f"{HOST_BOUND_RATIO:g} x gated_time_us: the GPU finishes before the host launches the next one). "
-            f"Per-iteration CV is shown, never gated. {summary}.", "",
+            f"Headline: the median over repeats. Target: CV <= {cv_gate:g}% per case; a case above it is a warning "
+            f"(robust dispersion {MAD_TO_SIGMA:g} x MAD / median, which one repeat of three cannot move, says whether "
+            f"its median is stable: within the target, or {HOST_BOUND_GATE_FACTOR:g} x the target where the case is "
+            f"host-bound, batch_time_us >= {HOST_BOUND_RATIO:g} x gated_time_us). A point fails only when its spread is "
+            f"systematic: its median CV above max(target, {repeatability.SPREAD_LIMIT_PCT:g}%), one repeat off the "
+            f"others by more than max({repeatability.SHIFT_LIMIT_PCT:g}%, {repeatability.SHIFT_GATE_FACTOR:.2f} x "
+            f"target) on {repeatability.SHIFT_CONSISTENT_FRACTION * 100:.0f}% of its cases, or more cases without a "
+            f"stable median than chance explains (rate {repeatability.CASE_GATE_RATE:g} per case, false alarm "
+            f"{repeatability.FALSE_ALARM:g}). Per-iteration CV is shown, never judged. {summary}.", "",
+            md_table(["point", "status", "code", "cases", "median CV %", "cases above target",
+                      "cases without a stable median"], point_rows), "",
             md_table(["point", "case", "repeats", "headline us", "CV %", "robust %", "per-iteration CV %", "verdict"],
-                     rows[:200]), ""]
+                     [row for _o, _c, row in rows[:200]]), ""]
 
 
 def correctness_only_section(data):
@@ -564,7 +586,19 @@ def make_plots(data, pyplot, plots_dir):
     return links
 
 
+VERDICT_FILE = "verdict.json"
+
+
+def write_verdict(run_dir, cv_gate):
+    """verdict.json alone (smoke: no report); returns the verdict."""
+    data = RunData(run_dir)
+    verdict = run_verdict(data, cv_gate)
+    write_json_atomic(os.path.join(data.run_dir, VERDICT_FILE), verdict_document(verdict, utc_now()))
+    return verdict
+
+
 def build_report(run_dir, cv_gate=None):
+    """report.md, its plots and verdict.json of a run directory: (report path, anomaly rows, the verdict)."""
     data = RunData(run_dir)
     if cv_gate is None:
         cv_gate = (data.manifest.get("gates") or {}).get("cv_gate_pct", 3.0)
@@ -578,14 +612,16 @@ def build_report(run_dir, cv_gate=None):
     plot_links = {}
     if pyplot is not None:
         plot_links = make_plots(data, pyplot, plots_dir)
-    anomalies = anomaly_rows(doctor_anomalies(data.run_dir) + find_anomalies(data, cv_gate))
-    lines = [f"# cclbench report: {data.manifest.get('run_id')}", ""]
+    verdict = run_verdict(data, cv_gate)
+    findings = [reason["finding"] for reason in verdict["reasons"] + verdict["notes"]]
+    anomalies = anomaly_rows(findings)
+    lines = verdict_lines(verdict) + [f"# cclbench report: {data.manifest.get('run_id')}", ""]
     lines += ["## Anomalies", ""]
     if anomalies:
         lines.append(md_table(["kind", "where", "detail"], anomalies))
     else:
         lines.append("None found: no wrong data, every launch complete, transport gates passed, no busbw above "
-                     "its physical ceiling, no missing case, CV within the gate.")
+                     "its physical ceiling, no missing case, every case within the CV target.")
     lines += ["", "Physical ceilings for busbw (per direction; a value above its ceiling is a measurement, unit or "
               "byte-count error):", "", md_table(["path", "ceiling (GB/s)", "derivation", "applies to"], LIMIT_ROWS), ""]
     lines += doctor_section(data.run_dir)
@@ -597,7 +633,7 @@ def build_report(run_dir, cv_gate=None):
     lines += transport_section(data) + [""]
     lines += collective_sections(data, plot_links)
     lines += decode_section(data) + ab_section(data)
-    lines += repeats_section(data, cv_gate)
+    lines += repeats_section(data, cv_gate, verdict)
     lines += correctness_only_section(data)
     lines += by_design_section(data)
     lines += tuning_section(data)
@@ -607,6 +643,7 @@ def build_report(run_dir, cv_gate=None):
         sanity = load_cases(sanity_path, "sanity records")[0]
         ok = sum(1 for r in latest_by_case(sanity).values() if record_is_sound(r))
         lines += ["## Sanity pass", "", f"{ok} of {len(latest_by_case(sanity))} sanity case(s) ok.", ""]
+    write_json_atomic(os.path.join(data.run_dir, VERDICT_FILE), verdict_document(verdict, utc_now()))
     path = os.path.join(data.run_dir, "report.md")
     write_atomic(path, "\n".join(lines).rstrip() + "\n")
-    return path, anomalies
+    return path, anomalies, verdict

@@ -9,7 +9,7 @@ from ..rules import outliers
 from ..rules.by_design import unverifiable_by_design
 from ..rules.ceilings import RAIL_IMBALANCE_RATIO, ceiling_for
 from ..rules.env_hosts import env_anomalies
-from ..rules.repeat_rule import repeat_failures
+from ..rules.repeat_rule import judge_repeatability
 
 
 def launch_anomalies(data):
@@ -94,11 +94,13 @@ def ceiling_anomalies(data):
     return found
 
 
-def repeat_anomalies(data, cv_gate):
-    """Variation across repeats: the repeat rule (rules/repeat_rule.py). Per-iteration CV is a column of the
-    repeatability table, never an anomaly on its own; emulated and MPI-backend records never gate."""
-    return [{"code": "repeat_cv", "where": base, "case_id": case_id, "verdict": verdict}
-            for base, case_id, verdict in repeat_failures(data.records, cv_gate)]
+def repeat_anomalies(data, cv_gate, judged=None):
+    """Variation across repeats (rules/repeatability.py through rules/repeat_rule.judge_repeatability): per
+    GPU-timed point, its fail reasons (the spread is systematic) and its warnings (single cases), each a finding
+    with the rule's own code and severity. Per-iteration CV is a column of the repeatability table, never an
+    anomaly; emulated and MPI-backend records are never judged."""
+    judged = judge_repeatability(data.records, cv_gate) if judged is None else judged
+    return [dict(reason, where=base) for base, verdict in judged.items() for reason in verdict["reasons"]]
 
 
 def rail_anomalies(data):
@@ -144,10 +146,11 @@ def host_env_anomalies(data):
     return env_anomalies(points, data.manifest.get("env") or {}, data.manifest.get("hosts") or [])
 
 
-def find_anomalies(data, cv_gate):
-    """Every anomaly of a run directory (model/run_dir.RunData), in the report's order."""
+def find_anomalies(data, cv_gate, judged=None):
+    """Every anomaly of a run directory (model/run_dir.RunData), in the report's order. judged: the run's
+    judge_repeatability result where the caller has it already."""
     found = (launch_anomalies(data) + case_anomalies(data) + transport_anomalies(data) + missing_case_anomalies(data)
-             + ceiling_anomalies(data) + repeat_anomalies(data, cv_gate) + rail_anomalies(data)
+             + ceiling_anomalies(data) + repeat_anomalies(data, cv_gate, judged) + rail_anomalies(data)
              + host_env_anomalies(data))
     # P2P pairs/GPUs, host<->device, straggler rank: rules/outliers.py gives them as rows already.
     found += [{"code": "outlier", "kind": kind, "where": where, "detail": detail}

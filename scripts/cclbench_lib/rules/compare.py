@@ -19,16 +19,17 @@ def judge_runs(groups_a, groups_b, threshold_pct, fail_above_pct, host_times=Fal
     A timed case has 'ratio' (t_B / t_A), 'diff' (%), 'band' and 'band_text'; one judged on correctness only has
     'label' (its measurement class); one whose modes differ has 'modes' (A's, B's)."""
     counts = {verdict: 0 for verdict in VERDICTS}
-    pairs = {}
+    pairs, sizes = {}, {}
     for key in sorted(set(groups_a) & set(groups_b)):
         records = groups_a[key] + groups_b[key]
         pairs[key] = (summarize(groups_a[key]), summarize(groups_b[key]), records[0].get("collective"))
+        sizes[key] = records[0].get("requested_bytes")
     floors = neighbour_floors(pairs)
     cases, regressions, log_changes = [], [], {}
     for (point, case_id), (side_a, side_b, collective) in pairs.items():
         time_a, time_b = side_a["time"], side_b["time"]
-        case = {"point": point, "case_id": case_id, "time_a": time_a, "time_b": time_b, "timed": False,
-                "regression": False}
+        case = {"point": point, "case_id": case_id, "collective": collective, "size": sizes[(point, case_id)],
+                "time_a": time_a, "time_b": time_b, "timed": False, "regression": False}
         cases.append(case)
         if side_a["modes"] and side_b["modes"] and side_a["modes"] != side_b["modes"]:
             # Never mix measurement modes: emulated vs real GPUs, MPI vs NCCL, other rank counts, graph vs eager.
@@ -77,3 +78,56 @@ def judge_runs(groups_a, groups_b, threshold_pct, fail_above_pct, host_times=Fal
     return {"cases": cases, "shifts": shifts, "counts": counts, "shift_counts": shift_counts,
             "regressions": regressions, "only_a": sorted(set(groups_a) - set(groups_b)),
             "only_b": sorted(set(groups_b) - set(groups_a))}
+
+
+# compare.json's words for the verdicts (results_schema/compare.schema.json): the stable code of each case verdict.
+CASE_CODES = {"faster": "compare.faster", "slower": "compare.slower", "same within noise": "compare.same",
+              "inconclusive": "compare.inconclusive", "correctness only": "compare.correctness_only",
+              "not comparable": "compare.not_comparable", "skipped in both": "compare.skipped_in_both"}
+REGRESSION_CODE = "compare.regression"
+# Verdict of a group (a size band, a point, the comparison), from its cases' and shifts' verdicts, first match.
+REGRESSION, SLOWER, FASTER, INCONCLUSIVE, SAME, NOT_COMPARABLE = (
+    "regression", "slower", "faster", "inconclusive", "same", "not comparable")
+# Size bands: latency-bound below 64K per rank, bandwidth-bound from 16M; the middle is where the algorithm changes.
+SIZE_BANDS = (("small", 0, 64 << 10), ("medium", 64 << 10, 16 << 20), ("large", 16 << 20, None))
+
+
+def case_code(case):
+    """The stable code of one case of judge_runs: compare.regression, else its verdict's."""
+    return REGRESSION_CODE if case["regression"] else CASE_CODES.get(case["verdict"], "compare.not_comparable")
+
+
+def size_band(size):
+    for name, low, high in SIZE_BANDS:
+        if isinstance(size, int) and size >= low and (high is None or size < high):
+            return name
+    return None
+
+
+def group_verdict(items):
+    """regression, slower, faster, inconclusive, same or not comparable of cases/shifts together."""
+    verdicts = {item["verdict"] for item in items}
+    if any(item["regression"] for item in items):
+        return REGRESSION
+    for verdict, name in (("slower", SLOWER), ("faster", FASTER), ("inconclusive", INCONCLUSIVE),
+                          ("same within noise", SAME), ("same", SAME)):
+        if verdict in verdicts:
+            return name
+    return NOT_COMPARABLE
+
+
+def compare_verdict(judged):
+    """{overall, bands: [{point, collective, band, verdict, cases, counts}]} of judge_runs' result."""
+    bands = {}
+    for case in judged["cases"]:
+        key = (case["point"], case["collective"], size_band(case["size"]))
+        bands.setdefault(key, []).append(case)
+    rows = []
+    for (point, collective, band), cases in sorted(bands.items(), key=lambda item: tuple(str(v) for v in item[0])):
+        counts = {}
+        for case in cases:
+            counts[case_code(case)] = counts.get(case_code(case), 0) + 1
+        rows.append({"point": point, "collective": collective, "band": band, "verdict": group_verdict(cases),
+                     "cases": len(cases), "codes": counts})
+    overall = group_verdict(judged["cases"] + judged["shifts"])
+    return {"overall": overall, "bands": rows}

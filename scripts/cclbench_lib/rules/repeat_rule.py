@@ -1,21 +1,22 @@
-"""The repeat rule: when a case's repeats agree (CV below the gate, else a stable median by the robust
-dispersion, MAD x MAD_TO_SIGMA), and when a case is host-bound."""
+"""The repeat rule over a run's records: when a case is host-bound, and the cases of each GPU-timed point as
+rules/repeatability.judge_point takes them (that module holds the statistics, limits and codes)."""
 
-from ..base.numbers import cv_pct, median, positive
+from ..base.numbers import median, positive
 from ..model.records import bandwidth_time_us, group_repeats, is_correctness_only, record_is_sound
+from ..rules.repeatability import HOST_BOUND_GATE_FACTOR, MAD_TO_SIGMA, judge_point
 
 
 # The repeat rule (README "Baseline, report and compare"). A case's headline is the median over its
-# repeats of the bandwidth time; its CV across repeats is the bring-up figure (target <= the gate).
-# A CV above the gate fails the case only when the median itself is not reproducible:
+# repeats of the bandwidth time; its CV across repeats is the bring-up figure (target <= the gate): a case
+# above it is a warning, and a point fails only when its spread is systematic (rules/repeatability.py).
 #  - robust dispersion = 1.4826 x MAD / median (MAD = median absolute deviation from the median; one
-#    repeat of three cannot move it, so a single off repeat leaves the median, and the verdict, alone);
+#    repeat of three cannot move it, so a single off repeat leaves the median alone);
 #  - host-bound cases (batch_time_us, the host's time per launch, >= HOST_BOUND_RATIO x the gated GPU
 #    time: the GPU finishes before the host can launch the next one, so scheduling of the launching
 #    thread shows) get HOST_BOUND_GATE_FACTOR x the gate for that robust dispersion.
 HOST_BOUND_RATIO = 1.25
-HOST_BOUND_GATE_FACTOR = 3.0
-MAD_TO_SIGMA = 1.4826
+__all__ = ["HOST_BOUND_GATE_FACTOR", "HOST_BOUND_RATIO", "MAD_TO_SIGMA", "is_host_bound", "judge_repeatability",
+           "point_cases"]
 
 
 def is_host_bound(records):
@@ -26,35 +27,30 @@ def is_host_bound(records):
     return gated is not None and batch is not None and batch >= HOST_BOUND_RATIO * gated
 
 
-def repeat_failures(records, gate_pct):
-    """[(base point, case_id, verdict)] of every case whose repeats fail the repeat rule, in that order.
-    Emulated and MPI-backend records have no verdict (repeat_verdict returns None) and never fail."""
-    failures = []
+def point_cases(records):
+    """{base point: (cases, repeats)} for rules/repeatability.judge_point: per GPU-timed case with a sound
+    record, (times in the order of the point's repeats, None where a repeat has none, host-bound); repeats:
+    the point names of the repeats, sorted. Emulated and MPI-backend records are correctness only: no case."""
+    by_point = {}
     for (base, case_id), group in sorted(group_repeats(records).items()):
-        verdict = repeat_verdict(group, gate_pct)
-        if verdict is not None and not verdict["passed"]:
-            failures.append((base, case_id, verdict))
-    return failures
+        sound = [r for r in group if record_is_sound(r) and not is_correctness_only(r)]
+        times = {r["point"]: t for r, t in ((r, bandwidth_time_us(r)) for r in sound) if t is not None}
+        if times:
+            by_point.setdefault(base, {})[case_id] = (times, is_host_bound(sound))
+    points = {}
+    for base, by_case in by_point.items():
+        repeats = sorted({name for times, _ in by_case.values() for name in times})
+        points[base] = ({case_id: ([times.get(name) for name in repeats], host_bound)
+                         for case_id, (times, host_bound) in by_case.items()}, repeats)
+    return points
 
 
-def repeat_verdict(records_of_case, gate_pct):
-    """The repeat rule for one case: None with fewer than 2 sound, GPU-timed repeats; else a dict with
-    repeats, headline_us, cv_pct, robust_pct, host_bound, verdict ('ok', 'one repeat off',
-    'host-bound', 'FAIL') and passed."""
-    sound = [r for r in records_of_case if record_is_sound(r) and not is_correctness_only(r)]
-    times = [t for t in (bandwidth_time_us(r) for r in sound) if t is not None]
-    if len(times) < 2:
-        return None
-    middle = median(times)
-    cv = cv_pct(times)
-    robust = MAD_TO_SIGMA * median([abs(t - middle) for t in times]) / middle * 100.0
-    host_bound = is_host_bound(sound)
-    limit = gate_pct * (HOST_BOUND_GATE_FACTOR if host_bound else 1.0)
-    if cv <= gate_pct:
-        verdict = "ok"
-    elif robust <= limit:
-        verdict = "host-bound" if host_bound else "one repeat off"
-    else:
-        verdict = "FAIL"
-    return {"repeats": len(times), "headline_us": middle, "cv_pct": cv, "robust_pct": robust,
-            "host_bound": host_bound, "limit_pct": limit, "verdict": verdict, "passed": verdict != "FAIL"}
+def judge_repeatability(records, gate_pct):
+    """{base point: judge_point(...)} of every GPU-timed point with a case of two or more repeats: the run's
+    repeatability gate (a point fails only when its spread is systematic; single cases warn)."""
+    judged = {}
+    for base, (cases, repeats) in sorted(point_cases(records).items()):
+        verdict = judge_point(cases, gate_pct, repeats)
+        if verdict is not None:
+            judged[base] = verdict
+    return judged

@@ -8,7 +8,7 @@ Per run: its name, the manifest's status and repeat failures (what the old per-c
 timed point its repeats and, for every GPU-timed case with two or more sound repeats, [times, host_bound]:
 the bandwidth times (gated_time_us, the figure the report and compare use) in the order of the point's
 repeats, null where a repeat has no sound record, and whether the case is host-bound. Cases come from the
-package's own record model (load_cases, group_repeats, repeat_verdict), so the extract holds exactly what
+package's own record model (load_cases, group_repeats, is_host_bound), so the extract holds exactly what
 the report judged.
 """
 import json
@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from cclbench_lib.base.files import write_atomic  # noqa: E402
 from cclbench_lib.model.records import (bandwidth_time_us, group_repeats, is_correctness_only, load_cases,  # noqa: E402
                                         record_is_sound)
-from cclbench_lib.rules.repeat_rule import repeat_verdict  # noqa: E402
+from cclbench_lib.rules.repeat_rule import is_host_bound  # noqa: E402
 
 
 def extract_run(run_dir):
@@ -31,12 +31,11 @@ def extract_run(run_dir):
         manifest = json.load(handle)
     cases = {}
     for (base, case_id), group in sorted(group_repeats(records).items()):
-        verdict = repeat_verdict(group, manifest["gates"]["cv_gate_pct"])
-        if verdict is None:  # emulated or MPI-backend points: correctness only, one repeat
+        sound = [r for r in group if record_is_sound(r) and not is_correctness_only(r)]
+        times = {r["point"]: bandwidth_time_us(r) for r in sound}
+        if sum(1 for t in times.values() if t is not None) < 2:  # emulated or MPI-backend points, one repeat
             continue
-        times = {r["point"]: bandwidth_time_us(r) for r in group
-                 if record_is_sound(r) and not is_correctness_only(r)}
-        cases.setdefault(base, {})[case_id] = (times, verdict["host_bound"])
+        cases.setdefault(base, {})[case_id] = (times, is_host_bound(sound))
     points = {}
     for base, by_case in cases.items():
         # Times aligned to the point's repeats, null where a repeat has no sound time.
@@ -46,7 +45,7 @@ def extract_run(run_dir):
             for case_id, (times, host_bound) in sorted(by_case.items())}}
     return {"name": os.path.basename(os.path.normpath(run_dir)), "status": manifest["status"],
             "cv_gate_pct": manifest["gates"]["cv_gate_pct"],
-            "repeat_cv_failures": manifest["gates"]["repeat_cv_failures"], "points": points}
+            "repeat_cv_failures": manifest["gates"].get("repeat_cv_failures", []), "points": points}
 
 
 def main(argv):

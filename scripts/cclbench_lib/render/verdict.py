@@ -1,0 +1,72 @@
+"""The verdict of rules/verdict.py in words: the report's first lines, the per-host table, the console's last
+line and the JSON document (verdict.json). Nothing is judged here."""
+
+from ..base.version import TOOL_VERSION
+from ..render.anomalies import anomaly_row
+from ..render.markdown import md_table
+from ..rules.verdict import CHECKS, FAIL, FAILED, HEALTHY, SEVERITIES, WARN
+
+VERDICT_SCHEMA_VERSION = "1.0.0"
+FIRST_REASONS = 3  # reasons named in the headline lines
+
+
+def headline(verdict):
+    """'HEALTHY', 'WARNINGS (n)' or 'FAILED (n)'."""
+    overall = verdict["overall"]
+    if overall == HEALTHY:
+        return HEALTHY
+    return f"{overall} ({verdict['counts'][FAIL if overall == FAILED else WARN]})"
+
+
+def reason_text(reason):
+    """One reason in words: its code, where and what the rule found."""
+    kind, where, detail = anomaly_row(reason["finding"])
+    place = reason["point"] or (where if where not in (None, "", "-") else None)
+    return f"{reason['code']} ({kind}){' at ' + str(place) if place else ''}: {detail}"
+
+
+def console_line(verdict, run_dir, prefix="cclbench: "):
+    """The console's last line of baseline and report."""
+    line = f"{prefix}{headline(verdict)}"
+    if verdict["reasons"]:
+        first = verdict["reasons"][0]
+        more = len(verdict["reasons"]) - 1
+        line += f": {reason_text(first)}; look at {first['look']}" + (f" (and {more} more)" if more else "")
+    return line + f"; verdict: {run_dir}/verdict.json"
+
+
+def verdict_lines(verdict):
+    """The report's first lines: the verdict, its first reasons with where to look, the per-host table."""
+    lines = [f"# {headline(verdict)}", ""]
+    for reason in verdict["reasons"][:FIRST_REASONS]:
+        lines.append(f"- {reason['severity']}: {reason_text(reason)}. Look at: {reason['look']}")
+    more = len(verdict["reasons"]) - FIRST_REASONS
+    if more > 0:
+        lines.append(f"- and {more} more under Anomalies")
+    if verdict["reasons"]:
+        lines.append("")
+    rows = [[row["host"]] + [row[check] for check in CHECKS] for row in verdict["hosts"]]
+    lines += [md_table(["host"] + list(CHECKS), rows) if rows else "_no host in this run's plan_", ""]
+    lines.append("Severities: fail (exit 1) wrong data, failed cases, a transport gate missed, a doctor fail, a "
+                 "dead or unbalanced rail, an outlier link, GPU or rank, a point not reproducible as a whole; "
+                 "warn (exit 0) single cases above the CV target, host-bound jitter, doctor warnings; skip: nothing "
+                 "to judge on that host. verdict.json holds the same, with every reason's code and numbers.")
+    return lines + [""]
+
+
+def verdict_document(verdict, created_utc):
+    """verdict.json (results_schema/verdict.schema.json): the rules' data as it is, with each reason's words."""
+    reasons = []
+    for reason in verdict["reasons"] + verdict["notes"]:
+        item = {key: reason[key] for key in ("code", "severity", "check", "host", "hosts", "point", "subject",
+                                             "numbers", "look")}
+        item["text"] = reason_text(reason)
+        reasons.append(item)
+    severe = [r for r in reasons if r["severity"] in SEVERITIES]
+    return {"schema_version": VERDICT_SCHEMA_VERSION, "kind": "verdict",
+            "tool": {"name": "cclbench", "version": TOOL_VERSION}, "created_utc": created_utc,
+            "run_id": verdict["run_id"], "overall": verdict["overall"], "headline": headline(verdict),
+            "exit_code": 1 if verdict["overall"] == FAILED else 0, "counts": verdict["counts"],
+            "cv_gate_pct": verdict.get("cv_gate_pct"), "hosts": verdict["hosts"], "checks": verdict["checks"],
+            "points": verdict["points"], "reasons": severe,
+            "notes": [r for r in reasons if r["severity"] not in SEVERITIES]}
