@@ -104,9 +104,9 @@ class CrossHost(unittest.TestCase):
         with open(os.path.join(self.run_dir(run_id), *parts)) as handle:
             return handle.read()
 
-    def baseline(self, run_id, env=None, bin_dir=APPS):
+    def baseline(self, run_id, env=None, bin_dir=APPS, expect_exit=0):
         result = self.cclbench("baseline", "--hosts", HOSTS, "--run-id", run_id, *SMALL, env=env, bin_dir=bin_dir)
-        self.assertEqual(result.returncode, 0, result.stdout[-3000:] + result.stderr[-3000:])
+        self.assertEqual(result.returncode, expect_exit, result.stdout[-3000:] + result.stderr[-3000:])
         return result
 
     # -- doctor ----------------------------------------------------------------------------------
@@ -180,7 +180,11 @@ class CrossHost(unittest.TestCase):
             handle.write("#!/bin/sh\nif [ \"$(uname -n)\" = node7 ]; then unset NCCL_SOCKET_IFNAME; "
                          f"export NCCL_IB_DISABLE=1; fi\nexec {os.path.join(APPS, 'coll_perf')} \"$@\"\n")
         os.chmod(os.path.join(wrapped, "coll_perf"), 0o755)
-        self.baseline("wrapped", env=self.env(NCCL_SOCKET_IFNAME="eth0"), bin_dir=wrapped)
+        # A measurement that ran other settings than its record says fails the run (rules/verdict.py).
+        self.baseline("wrapped", env=self.env(NCCL_SOCKET_IFNAME="eth0"), bin_dir=wrapped, expect_exit=1)
+        verdict = json.loads(self.read("wrapped", "verdict.json"))
+        self.assertEqual(verdict["overall"], "FAILED")
+        self.assertIn("env.host_differs", {reason["code"] for reason in verdict["reasons"]})
         raw = json.loads(self.read("wrapped", "raw", "inter.mpi.json"))
         if coll_perf_schema(raw) < (1, 4):
             self.skipTest(f"coll_perf schema {raw.get('schema_version')} records no env_by_host (1.4)")
@@ -224,7 +228,7 @@ class CrossHost(unittest.TestCase):
         self.assertNotEqual(done["inter.mpi"]["status"], "complete")
         resumed = self.cclbench("baseline", "--resume", "resumed", "--results", os.path.join(self.work, "results"))
         self.assertEqual(resumed.returncode, 0, resumed.stdout[-2000:] + resumed.stderr[-2000:])
-        self.assertIn("run complete", resumed.stderr)
+        self.assertRegex(resumed.stderr.strip().splitlines()[-1], r"^cclbench: HEALTHY; verdict: .*/resumed/verdict\.json$")
         log = self.read("resumed", "run.log")
         resumed_log = log[log.index("cclbench resume: cclbench baseline --resume resumed"):]
         self.assertIn("skip topology.node5: complete and its records parse", resumed_log)
