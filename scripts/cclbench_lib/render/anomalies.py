@@ -35,6 +35,46 @@ def _imbalance(item):
     return f"rail shares {share} (limit {item['limit']:g}x)"
 
 
+def netdev_source(origin):
+    """The rails table's source text of a row: 'hca', or 'netdev (--netdevs)' / 'netdev (NCCL log)' after the
+    host's netdev_rails_from values."""
+    if origin is None:
+        return "hca"
+    names = {"--netdevs": "--netdevs", "nccl_log": "NCCL log"}
+    return "netdev (" + (", ".join(names.get(item, item) for item in origin) or "?") + ")"
+
+
+def _rail_source(item):
+    return "hca" if item["source"] == "hca" else netdev_source(item["from"])
+
+
+def _rail_share(item):
+    share = "-" if item["share"] is None else f"{item['share'] * 100:.1f}%"
+    left = f"; {item['left_out']} of {item['cases']} case(s) with a null counter left out" if item.get("left_out") else ""
+    return (f"{item['host']} {item['rail']} ({_rail_source(item)}) carried {share} of the host's rail bytes "
+            f"({item['bytes'] / 1e9:.3f} GB vs {item['busiest']} {item['busiest_bytes'] / 1e9:.3f} GB{left})")
+
+
+def _rail_dead(item):
+    return _rail_share(item) + f": below {item['limit'] * 100:g}% of its busiest sibling, the rail is dead"
+
+
+def _rail_unbalanced(item):
+    return _rail_share(item) + f": {item['busiest']} carried over {item['limit']:g}x as much"
+
+
+def _hca_not_applicable(item):
+    points = item["points"]
+    text = (f"NCCL used NET/Socket between the nodes at {len(points)} point(s) ({points[0]}"
+            + (f" and {len(points) - 1} more" if len(points) > 1 else "") + "): the HCA counters of the expected "
+            "rails do not apply (no byte went through them), so their flags are not repeated; the netdev rows "
+            "are judged instead")
+    if item["without_netdev"]:
+        text += (f"; {len(item['without_netdev'])} of these point(s) have no netdev rows to judge (coll_perf before "
+                 "schema 1.5?)")
+    return text
+
+
 # code: (kind, detail text)
 DETAILS = {
     "transport_exit": ("transport mismatch", lambda i: i["reason"] or "transport expectation failed"),
@@ -53,6 +93,11 @@ DETAILS = {
     "rail_flag": ("rail flag", lambda i: i["flag"]),
     "rail_unbound": ("rail imbalance", lambda i: f"traffic on {i['rail']}, which NCCL_IB_HCA did not bind"),
     "rail_imbalance": ("rail imbalance", _imbalance),
+    "rail.dead": ("rail dead", _rail_dead),
+    "rail.unbalanced": ("rail imbalance", _rail_unbalanced),
+    "rail.no_counters": ("rail counters missing", lambda i: f"{i['host']} {i['rail']} ({_rail_source(i)}): no counter "
+                         f"read in any case ({'; '.join(i['reasons']) or 'no reason given'})"),
+    "rail.hca_not_applicable": ("rail counters", _hca_not_applicable),
     "unreadable": ("unreadable result", lambda i: i["problem"]),
 }
 

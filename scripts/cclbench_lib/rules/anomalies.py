@@ -3,8 +3,9 @@
 the fields are render/anomalies.py's to put into words."""
 
 from ..model.records import point_completeness, was_skipped
-from ..model.run_dir import rail_totals
+from ..model.run_dir import rail_bytes_per_host, rail_totals, used_sockets
 from ..rules import outliers
+from ..rules.rails import judge_host_rails
 from ..rules.ceilings import RAIL_IMBALANCE_RATIO, ceiling_for
 from ..rules.repeat_rule import repeat_failures
 
@@ -99,7 +100,7 @@ def repeat_anomalies(data, cv_gate):
 def rail_anomalies(data):
     """Rails: both rails must carry traffic, symmetric, without error increments."""
     plan_by_name = {launch["name"]: launch for launch in data.plan}
-    found, per_point = [], {}
+    found, per_point, socket_points = [], {}, []
     for (point, _case), record in data.latest.items():
         per_point.setdefault(point, []).append(record)
     for point, records in sorted(per_point.items()):
@@ -107,9 +108,13 @@ def rail_anomalies(data):
         totals, errors, flags = rail_totals(records)
         for rail, count in sorted(errors.items()):
             found.append({"code": "rail_errors", "where": point, "rail": rail, "count": count})
+        sockets, netdev = _netdev_judged(data, point, launch, records)
+        if sockets:
+            socket_points.append((point, bool(netdev)))
         if launch is not None and launch.get("kind") == "inter":
-            for flag in flags[:5]:
+            for flag in [flag for flag in flags if not (sockets and _hca_flag(flag)) and not (netdev and _netdev_flag(flag))][:5]:
                 found.append({"code": "rail_flag", "where": point, "flag": flag})
+        found += [dict(finding, where=point) for finding in judge_host_rails(netdev)]
         if not totals or launch is None or launch.get("kind") != "inter":
             continue
         bound = [h for h in (launch.get("env") or {}).get("NCCL_IB_HCA", "").lstrip("=^").split(",") if h]
@@ -123,7 +128,32 @@ def rail_anomalies(data):
                 total = max(sum(used.values()), 1)
                 found.append({"code": "rail_imbalance", "where": point, "limit": RAIL_IMBALANCE_RATIO,
                               "shares": [(rail, value / total) for rail, value in sorted(used.items())]})
+    if socket_points:
+        # Said once for the run, not once per record and point: the HCA flags judge counters no byte went through.
+        found.append({"code": "rail.hca_not_applicable", "where": socket_points[0][0],
+                      "points": [point for point, _ in socket_points],
+                      "without_netdev": [point for point, judged in socket_points if not judged]})
     return found
+
+
+def _hca_flag(flag):
+    """coll_perf's flags about the HCA counters of the expected rails (rails.cpp): missing counters, a low share."""
+    return ("expected rail " in flag and "has no counters" in flag) or "of the bytes on the expected rails" in flag
+
+
+def _netdev_flag(flag):
+    """coll_perf's per-case flag of a low netdev rail: rules/rails.py judges the sum over the point instead."""
+    return "(netdev) carried" in flag
+
+
+def _netdev_judged(data, point, launch, records):
+    """(NCCL used sockets at this point, the netdev entries of rail_bytes_per_host to judge): those of an
+    inter-node point, or of a point whose records hold netdev rails of two hosts or more."""
+    entries = [entry for entry in rail_bytes_per_host(records) if entry["source"] == "netdev"]
+    inter = launch is not None and launch.get("kind") == "inter"
+    if not inter and len({entry["host"] for entry in entries}) < 2:
+        entries = []
+    return inter and used_sockets(data.raw.get(point), records), entries
 
 
 def find_anomalies(data, cv_gate):

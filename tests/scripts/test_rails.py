@@ -1,0 +1,136 @@
+"""Rails seen where the traffic is (issue 26 item 5): the report's rails table per host and source from coll_perf's
+netdev rails (schema 1.5), the per-host rail rule (rules/rails.py: rail.dead, rail.unbalanced) and the HCA flags of a
+NET/Socket run said once, on synthetic run directories. Expected figures are worked out by hand from the byte
+counts written (4 cases per point; README "Rails")."""
+import json
+import os
+import unittest
+
+from case_records import case_record, netdev_node, rails_evidence, write_run_dir
+from helpers import TempDirTest, read_text, run_cli
+
+CASES = ["all_reduce.float.sum.out.64M", "all_reduce.float.sum.in.64M", "all_gather.float.none.out.64M",
+         "all_gather.float.none.in.64M"]
+SIZE = 64 << 20
+HCA_FLAGS = ["expected rail mlx5_0:1 has no counters under /sys", "expected rail mlx5_3:1 has no counters under /sys"]
+
+
+def launch(point, env=None):
+    return {"name": point, "kind": "inter", "nranks": 2, "collectives": ["all_reduce", "all_gather"], "sizes": [SIZE],
+            "argv": ["coll_perf"], "hosts": ["node5", "node7"], "env": env or {}, "outputs": []}
+
+
+def point_records(point, nodes_of_case):
+    """One record per case of CASES; nodes_of_case(index) gives that case's node rows."""
+    time_us = {"mean": 100.0, "min": 100.0, "p50": 100.0, "p95": 100.0, "p99": 100.0, "max": 100.0, "cv_pct": 1.0}
+    return [case_record(point, case_id, SIZE, time_us, 100.0, nranks=2, schema_version="1.5.0", iterations=20,
+                        evidence=rails_evidence(nodes_of_case(index)))
+            for index, case_id in enumerate(CASES)]
+
+
+def two_hosts(node7_eth3, origin="--netdevs", flags7=(), flags=()):
+    """node5 moves 400 MB on each rail per case; node7 400 MB on eth0 and node7_eth3(case index) on eth3."""
+    return lambda index: [netdev_node("node5", {"eth0": 400_000_000, "eth3": 400_000_000}, origin, flags),
+                          netdev_node("node7", {"eth0": 400_000_000, "eth3": node7_eth3(index)}, origin,
+                                      list(flags) + list(flags7))]
+
+
+class NetdevRailsReport(TempDirTest):
+    def report(self, launches, records, raw=None):
+        run = write_run_dir(os.path.join(self.tmp, "R"), launches, records)
+        for name, document in (raw or {}).items():
+            os.makedirs(os.path.join(run, "raw"), exist_ok=True)
+            with open(os.path.join(run, "raw", name + ".json"), "w") as handle:
+                json.dump(document, handle)
+        result = run_cli(["report", run], env={"CCLBENCH_NO_MATPLOTLIB": "1"})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        text = read_text(os.path.join(run, "report.md"))
+        anomalies = text[text.index("## Anomalies"):text.index("## Environment")].split("Physical ceilings")[0]
+        rails = text[text.index("### Rails"):text.index("### Rank bindings")]
+        return anomalies, rails
+
+    def test_balanced_rails_are_in_the_table_per_host_without_an_anomaly(self):
+        # node7 eth3: 399 MB per case -> 1.596 GB, 399 / 799 of node7's bytes (50%).
+        anomalies, rails = self.report([launch("inter.sock")],
+                                       point_records("inter.sock", two_hosts(lambda i: 399_000_000)))
+        self.assertIn("| point | host | source | share per rail | bytes per rail | error increments |", rails)
+        self.assertIn("| inter.sock | node5 | netdev (--netdevs) | eth0 50%, eth3 50% | eth0 1.600 GB, eth3 1.600 GB "
+                      "| not counted (netdev) |", rails)
+        self.assertIn("| inter.sock | node7 | netdev (--netdevs) | eth0 50%, eth3 50% | eth0 1.600 GB, eth3 1.596 GB "
+                      "| not counted (netdev) |", rails)
+        self.assertNotIn("| hca |", rails, "no HCA counters in these records: no HCA row beside the netdev rows")
+        self.assertNotIn("rail", anomalies.lower())
+
+    def test_a_dead_rail_names_the_host_and_interface_with_its_share(self):
+        # node7 eth3: 1 MB per case -> 4 MB of node7's 1.604 GB: 0.249%. coll_perf's own per-case flag is left to
+        # the rule (judged over the whole point), not repeated.
+        flag = "rail eth3 (netdev) carried 0.249% of the bytes on the netdev rails (< 25%)"
+        anomalies, rails = self.report([launch("inter.sock")],
+                                       point_records("inter.sock", two_hosts(lambda i: 1_000_000, flags7=[flag])))
+        self.assertIn("| rail dead | inter.sock | node7 eth3 (netdev (--netdevs)) carried 0.2% of the host's rail bytes "
+                      "(0.004 GB vs eth0 1.600 GB): below 5% of its busiest sibling, the rail is dead |", anomalies)
+        self.assertEqual(anomalies.count("| rail"), 1, anomalies)
+        self.assertNotIn("node5", anomalies)
+        self.assertNotIn("(netdev) carried", anomalies)
+        self.assertIn("| inter.sock | node7 | netdev (--netdevs) | eth0 100%, eth3 0% | eth0 1.600 GB, eth3 0.004 GB |",
+                      rails)
+
+    def test_a_lesser_imbalance_is_unbalanced(self):
+        # node7 eth3: 250 MB per case -> 1.000 GB, 250 / 650 = 38.5% of node7's bytes; eth0 1.6x as much (> 1.25x).
+        anomalies, _rails = self.report([launch("inter.sock")],
+                                        point_records("inter.sock", two_hosts(lambda i: 250_000_000)))
+        self.assertIn("| rail imbalance | inter.sock | node7 eth3 (netdev (--netdevs)) carried 38.5% of the host's rail "
+                      "bytes (1.000 GB vs eth0 1.600 GB): eth0 carried over 1.25x as much |", anomalies)
+        self.assertEqual(anomalies.count("| rail"), 1, anomalies)
+
+    def test_a_null_counter_leaves_its_case_out_with_the_reason(self):
+        # Case 0 has no eth3 counter on node7: node7 is summed over cases 1-3 (1.200 GB each rail, 50%), not
+        # over 4 cases of eth0 against 3 of eth3 (which would read 57% / 43%, an imbalance that is not there).
+        anomalies, rails = self.report([launch("inter.sock")],
+                                       point_records("inter.sock", two_hosts(lambda i: None if i == 0 else 400_000_000)))
+        self.assertIn("| inter.sock | node7 | netdev (--netdevs) | eth0 50%, eth3 50% | eth0 1.200 GB, eth3 1.200 GB "
+                      "(1 of 4 case(s) left out, a counter null: eth3: no such interface under /sys/class/net) |", rails)
+        self.assertIn("| inter.sock | node5 | netdev (--netdevs) | eth0 50%, eth3 50% | eth0 1.600 GB, eth3 1.600 GB |",
+                      rails)
+        self.assertNotIn("| rail", anomalies)
+
+    def test_socket_run_says_once_that_hca_counters_do_not_apply(self):
+        # Eight inter-node points bound to both HCAs by NCCL_IB_HCA; NCCL used sockets (seven points: the netdev
+        # rails come from its NET/Socket line; one: --netdevs, with coll_perf's transport section saying
+        # NET/Socket). Every record carries coll_perf's "expected rail ... has no counters" flags of both hosts.
+        env = {"NCCL_IB_HCA": "=mlx5_0:1,mlx5_3:1"}
+        points = [f"inter.p{k}" for k in range(8)]
+        records = []
+        for k, point in enumerate(points):
+            origin = "--netdevs" if k == 7 else "nccl_log"
+            records += point_records(point, two_hosts(lambda i: 400_000_000, origin=origin, flags=HCA_FLAGS))
+        raw = {"inter.p7": {"schema_version": "1.5.0", "transport": {"inter_node": {"NET/Socket": 4}}}}
+        anomalies, rails = self.report([launch(point, env) for point in points], records, raw)
+        self.assertNotIn("has no counters", anomalies)
+        self.assertEqual(anomalies.count("| rail counters |"), 1, anomalies)
+        self.assertIn("| rail counters | inter.p0 | NCCL used NET/Socket between the nodes at 8 point(s) (inter.p0 and 7 "
+                      "more): the HCA counters of the expected rails do not apply", anomalies)
+        self.assertEqual(anomalies.count("| rail"), 1, anomalies)
+        self.assertIn("| inter.p0 | node7 | netdev (NCCL log) | eth0 50%, eth3 50% | eth0 1.600 GB, eth3 1.600 GB |",
+                      rails)
+        self.assertIn("| inter.p7 | node5 | netdev (--netdevs) | eth0 50%, eth3 50% |", rails)
+
+    def test_hca_rows_keep_their_shape_on_net_ib(self):
+        # A NET/IB point: HCA counters summed over the hosts, as before, with source hca.
+        def nodes(index):
+            return [{"host": host, "ib_ports": [
+                {"source": "hca", "rail": rail, "hca": rail.split(":")[0], "port": 1, "xmit_bytes": moved // 2,
+                 "rcv_bytes": moved - moved // 2, "total_bytes": moved, "share": None, "reason": None,
+                 "expected_rail": True, "error_increments": {}}
+                for rail, moved in (("mlx5_0:1", 300_000_000), ("mlx5_3:1", 100_000_000))]}
+                for host in ("node5", "node7")]
+        anomalies, rails = self.report([launch("inter.ib")], point_records("inter.ib", nodes))
+        # 2 hosts x 4 cases: mlx5_0:1 2.4 GB (75%), mlx5_3:1 0.8 GB (25%).
+        self.assertIn("| inter.ib | all hosts | hca | mlx5_0:1 75%, mlx5_3:1 25% | mlx5_0:1 2.400 GB, mlx5_3:1 0.800 GB "
+                      "| 0 |", rails)
+        self.assertIn("| rail imbalance | inter.ib | rail shares mlx5_0:1 75%, mlx5_3:1 25% (limit 1.25x) |", anomalies)
+        self.assertNotIn("rail dead", anomalies, "HCA rows are judged by the point-wide rule only")
+
+
+if __name__ == "__main__":
+    unittest.main()
