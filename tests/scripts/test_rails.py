@@ -4,6 +4,7 @@ NET/Socket run said once, on synthetic run directories. Expected figures are wor
 counts written (4 cases per point; README "Rails")."""
 import json
 import os
+import socket
 import unittest
 
 from case_records import case_record, netdev_node, rails_evidence, write_run_dir
@@ -94,6 +95,15 @@ class NetdevRailsReport(TempDirTest):
                       rails)
         self.assertNotIn("| rail", anomalies)
 
+    def test_a_point_that_moved_little_over_the_rails_is_not_judged(self):
+        # node7 eth0 200 KB per case: 0.8 MB in all, below the 1 MiB the busiest rail must carry to be judged.
+        def nodes(index):
+            return [netdev_node("node7", {"eth0": 200_000, "eth3": 0})]
+        anomalies, rails = self.report([launch("inter.sock")], point_records("inter.sock", nodes))
+        self.assertIn("| inter.sock | node7 | netdev (--netdevs) | eth0 100%, eth3 0% | eth0 0.001 GB, eth3 0.000 GB |",
+                      rails)
+        self.assertNotIn("| rail", anomalies)
+
     def test_socket_run_says_once_that_hca_counters_do_not_apply(self):
         # Eight inter-node points bound to both HCAs by NCCL_IB_HCA; NCCL used sockets (seven points: the netdev
         # rails come from its NET/Socket line; one: --netdevs, with coll_perf's transport section saying
@@ -130,6 +140,33 @@ class NetdevRailsReport(TempDirTest):
                       "| 0 |", rails)
         self.assertIn("| rail imbalance | inter.ib | rail shares mlx5_0:1 75%, mlx5_3:1 25% (limit 1.25x) |", anomalies)
         self.assertNotIn("rail dead", anomalies, "HCA rows are judged by the point-wide rule only")
+
+
+class FakeCollPerfRun(TempDirTest):
+    """The whole path through the test double of coll_perf (fake_bin/coll_perf, which writes netdev rails as the real
+    one does: from NCCL's NET/Socket line when no --netdevs is given): baseline, then report."""
+
+    def test_a_dead_netdev_rail_from_a_baseline_is_named(self):
+        run_id = "S"
+        args = ["baseline", "-b", "8K", "-e", "32K", "-n", "3", "-w", "1", "--repeat", "1", "--no-tuning-probe",
+                "--hosts", "localhost,127.0.0.1", "--gpus-per-node", "8", "--hcas", "mlx5_0:1,mlx5_3:1"]
+        result = run_cli(args + self.fake_args(run_id), env={"FAKE_COLL_NETDEV_RAILS": "eth0=200000000,eth3=0"})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        run = os.path.join(self.results, run_id)
+        self.assertEqual(run_cli(["report", run], env={"CCLBENCH_NO_MATPLOTLIB": "1"}).returncode, 0)
+        text = read_text(os.path.join(run, "report.md"))
+        anomalies = text[text.index("## Anomalies"):text.index("## Environment")]
+        rails = text[text.index("### Rails"):text.index("### Rank bindings")]
+        host = socket.gethostname()
+        # Every case: eth0 200 MB, eth3 0 on the one host the double reports; eth3 carried 0.0% at each inter point.
+        dead = [line for line in anomalies.splitlines() if line.startswith("| rail dead |")]
+        self.assertTrue(dead, anomalies)
+        self.assertTrue(all(f"| {host} eth3 (netdev (NCCL log)) carried 0.0% of the host's rail bytes" in line
+                            for line in dead), dead)
+        self.assertTrue(all(line.split(" | ")[1].startswith("inter.") for line in dead), dead)
+        self.assertIn(f"| {host} | netdev (NCCL log) | eth0 100%, eth3 0% |", rails)
+        self.assertNotIn("| rail counters |", anomalies, "the double writes no HCA flag: nothing stale to explain")
+        self.assertNotIn("| rail flag |", anomalies, "coll_perf's per-case netdev flag is left to the rule")
 
 
 if __name__ == "__main__":

@@ -109,7 +109,7 @@ def rail_anomalies(data):
         for rail, count in sorted(errors.items()):
             found.append({"code": "rail_errors", "where": point, "rail": rail, "count": count})
         sockets, netdev = _netdev_judged(data, point, launch, records)
-        if sockets:
+        if sockets and any(_hca_flag(flag) for flag in flags):
             socket_points.append((point, bool(netdev)))
         if launch is not None and launch.get("kind") == "inter":
             for flag in [flag for flag in flags if not (sockets and _hca_flag(flag)) and not (netdev and _netdev_flag(flag))][:5]:
@@ -129,7 +129,8 @@ def rail_anomalies(data):
                 found.append({"code": "rail_imbalance", "where": point, "limit": RAIL_IMBALANCE_RATIO,
                               "shares": [(rail, value / total) for rail, value in sorted(used.items())]})
     if socket_points:
-        # Said once for the run, not once per record and point: the HCA flags judge counters no byte went through.
+        # Said once for the run, not once per record and point: the HCA flags judge counters no byte went through
+        # (a socket point without such flags says nothing: there is nothing stale to explain).
         found.append({"code": "rail.hca_not_applicable", "where": socket_points[0][0],
                       "points": [point for point, _ in socket_points],
                       "without_netdev": [point for point, judged in socket_points if not judged]})
