@@ -125,6 +125,27 @@ class NetdevRailsReport(TempDirTest):
                       rails)
         self.assertIn("| inter.p7 | node5 | netdev (--netdevs) | eth0 50%, eth3 50% |", rails)
 
+    def test_idle_hca_ports_of_a_socket_run_are_not_judged(self):
+        # RoCE ports present and read, but NCCL used sockets (the netdev rails come from its NET/Socket line): the
+        # HCA ports moved 0 bytes, which is no imbalance of the point; said once, with the netdev rows judged.
+        def nodes(index):
+            rows = two_hosts(lambda i: 400_000_000, origin="nccl_log")(index)
+            for node in rows:
+                node["ib_ports"] = [{"source": "hca", "rail": rail, "hca": rail.split(":")[0], "port": 1,
+                                     "xmit_bytes": 0, "rcv_bytes": 0, "total_bytes": 0, "share": None, "reason": None,
+                                     "expected_rail": True, "error_increments": {}} for rail in ("mlx5_0:1", "mlx5_3:1")]
+            return rows
+        points = ["inter.p0", "inter.p1"]
+        records = [record for point in points for record in point_records(point, nodes)]
+        anomalies, rails = self.report([launch(point, {"NCCL_IB_HCA": "=mlx5_0:1,mlx5_3:1"}) for point in points],
+                                       records)
+        self.assertNotIn("rail imbalance", anomalies)
+        self.assertEqual(anomalies.count("| rail"), 1, anomalies)
+        self.assertIn("| rail counters | inter.p0 | NCCL used NET/Socket between the nodes at 2 point(s)", anomalies)
+        self.assertIn("| inter.p1 | all hosts | hca | mlx5_0:1 0%, mlx5_3:1 0% | mlx5_0:1 0.000 GB, mlx5_3:1 0.000 GB "
+                      "| 0 |", rails)
+        self.assertIn("| inter.p1 | node7 | netdev (NCCL log) | eth0 50%, eth3 50% |", rails)
+
     def test_hca_rows_keep_their_shape_on_net_ib(self):
         # A NET/IB point: HCA counters summed over the hosts, as before, with source hca.
         def nodes(index):

@@ -67,8 +67,8 @@ def _hca_not_applicable(item):
     points = item["points"]
     text = (f"NCCL used NET/Socket between the nodes at {len(points)} point(s) ({points[0]}"
             + (f" and {len(points) - 1} more" if len(points) > 1 else "") + "): the HCA counters of the expected "
-            "rails do not apply (no byte went through them), so their flags are not repeated; the netdev rows "
-            "are judged instead")
+            "rails do not apply (no byte of these points went through them), so their flags and balance are not "
+            "judged; the netdev rows are judged instead")
     if item["without_netdev"]:
         text += (f"; {len(item['without_netdev'])} of these point(s) have no netdev rows to judge (coll_perf before "
                  "schema 1.5?)")

@@ -5,8 +5,8 @@ the fields are render/anomalies.py's to put into words."""
 from ..model.records import point_completeness, was_skipped
 from ..model.run_dir import rail_bytes_per_host, rail_totals, used_sockets
 from ..rules import outliers
-from ..rules.rails import judge_host_rails
 from ..rules.ceilings import RAIL_IMBALANCE_RATIO, ceiling_for
+from ..rules.rails import judge_host_rails
 from ..rules.repeat_rule import repeat_failures
 
 
@@ -109,14 +109,14 @@ def rail_anomalies(data):
         for rail, count in sorted(errors.items()):
             found.append({"code": "rail_errors", "where": point, "rail": rail, "count": count})
         sockets, netdev = _netdev_judged(data, point, launch, records)
-        if sockets and any(_hca_flag(flag) for flag in flags):
+        if sockets and (totals or any(_hca_flag(flag) for flag in flags)):
             socket_points.append((point, bool(netdev)))
         if launch is not None and launch.get("kind") == "inter":
             for flag in [flag for flag in flags if not (sockets and _hca_flag(flag)) and not (netdev and _netdev_flag(flag))][:5]:
                 found.append({"code": "rail_flag", "where": point, "flag": flag})
         found += [dict(finding, where=point) for finding in judge_host_rails(netdev)]
-        if not totals or launch is None or launch.get("kind") != "inter":
-            continue
+        if sockets or not totals or launch is None or launch.get("kind") != "inter":
+            continue  # over sockets the HCA ports carry none of the point: their balance says nothing
         bound = [h for h in (launch.get("env") or {}).get("NCCL_IB_HCA", "").lstrip("=^").split(",") if h]
         used = {rail: value for rail, value in totals.items() if not bound or rail in bound or rail.split(":")[0] in
                 [b.split(":")[0] for b in bound]}
@@ -129,8 +129,8 @@ def rail_anomalies(data):
                 found.append({"code": "rail_imbalance", "where": point, "limit": RAIL_IMBALANCE_RATIO,
                               "shares": [(rail, value / total) for rail, value in sorted(used.items())]})
     if socket_points:
-        # Said once for the run, not once per record and point: the HCA flags judge counters no byte went through
-        # (a socket point without such flags says nothing: there is nothing stale to explain).
+        # Said once for the run, not once per record and point: the HCA flags and balance judge counters no byte
+        # of the point went through (a socket point without HCA flags or counters says nothing: nothing to explain).
         found.append({"code": "rail.hca_not_applicable", "where": socket_points[0][0],
                       "points": [point for point, _ in socket_points],
                       "without_netdev": [point for point, judged in socket_points if not judged]})
