@@ -95,6 +95,15 @@ class NetdevRailsReport(TempDirTest):
                       rails)
         self.assertNotIn("| rail", anomalies)
 
+    def test_a_rail_never_read_is_named_not_zero(self):
+        # node7's eth3 is null in every case: no share for node7 (no comparable whole), eth0's own sum shown.
+        anomalies, rails = self.report([launch("inter.sock")], point_records("inter.sock", two_hosts(lambda i: None)))
+        self.assertIn("| inter.sock | node7 | netdev (--netdevs) | eth0 -, eth3 - | eth0 1.600 GB, eth3 - (4 of 4 case(s) "
+                      "left out, a counter null: eth3: no such interface under /sys/class/net) |", rails)
+        self.assertIn("| rail counters missing | inter.sock | node7 eth3 (netdev (--netdevs)): no counter read in any "
+                      "case (no such interface under /sys/class/net) |", anomalies)
+        self.assertEqual(anomalies.count("| rail"), 1, anomalies)
+
     def test_a_point_that_moved_little_over_the_rails_is_not_judged(self):
         # node7 eth0 200 KB per case: 0.8 MB in all, below the 1 MiB the busiest rail must carry to be judged.
         def nodes(index):
