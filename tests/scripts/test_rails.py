@@ -68,7 +68,7 @@ class NetdevRailsReport(TempDirTest):
         flag = "rail eth3 (netdev) carried 0.249% of the bytes on the netdev rails (< 25%)"
         anomalies, rails = self.report([launch("inter.sock")],
                                        point_records("inter.sock", two_hosts(lambda i: 1_000_000, flags7=[flag])))
-        self.assertIn("| rail dead | inter.sock | node7 eth3 (netdev (--netdevs)) carried 0.2% of the host's rail bytes "
+        self.assertIn("| rail dead | inter.sock | node7 eth3 [netdev (--netdevs)] carried 0.2% of the host's rail bytes "
                       "(0.004 GB vs eth0 1.600 GB): below 5% of its busiest sibling, the rail is dead |", anomalies)
         self.assertEqual(anomalies.count("| rail"), 1, anomalies)
         self.assertNotIn("node5", anomalies)
@@ -80,7 +80,7 @@ class NetdevRailsReport(TempDirTest):
         # node7 eth3: 250 MB per case -> 1.000 GB, 250 / 650 = 38.5% of node7's bytes; eth0 1.6x as much (> 1.25x).
         anomalies, _rails = self.report([launch("inter.sock")],
                                         point_records("inter.sock", two_hosts(lambda i: 250_000_000)))
-        self.assertIn("| rail imbalance | inter.sock | node7 eth3 (netdev (--netdevs)) carried 38.5% of the host's rail "
+        self.assertIn("| rail imbalance | inter.sock | node7 eth3 [netdev (--netdevs)] carried 38.5% of the host's rail "
                       "bytes (1.000 GB vs eth0 1.600 GB): eth0 carried over 1.25x as much |", anomalies)
         self.assertEqual(anomalies.count("| rail"), 1, anomalies)
 
@@ -100,7 +100,7 @@ class NetdevRailsReport(TempDirTest):
         anomalies, rails = self.report([launch("inter.sock")], point_records("inter.sock", two_hosts(lambda i: None)))
         self.assertIn("| inter.sock | node7 | netdev (--netdevs) | eth0 -, eth3 - | eth0 1.600 GB, eth3 - (4 of 4 case(s) "
                       "left out, a counter null: eth3: no such interface under /sys/class/net) |", rails)
-        self.assertIn("| rail counters missing | inter.sock | node7 eth3 (netdev (--netdevs)): no counter read in any "
+        self.assertIn("| rail counters missing | inter.sock | node7 eth3 [netdev (--netdevs)]: no counter read in any "
                       "case (no such interface under /sys/class/net) |", anomalies)
         self.assertEqual(anomalies.count("| rail"), 1, anomalies)
 
@@ -191,7 +191,7 @@ class FakeCollPerfRun(TempDirTest):
         # Every case: eth0 200 MB, eth3 0 on the one host the double reports; eth3 carried 0.0% at each inter point.
         dead = [line for line in anomalies.splitlines() if line.startswith("| rail dead |")]
         self.assertTrue(dead, anomalies)
-        self.assertTrue(all(f"| {host} eth3 (netdev (NCCL log)) carried 0.0% of the host's rail bytes" in line
+        self.assertTrue(all(f"| {host} eth3 [netdev (NCCL log)] carried 0.0% of the host's rail bytes" in line
                             for line in dead), dead)
         self.assertTrue(all(line.split(" | ")[1].startswith("inter.") for line in dead), dead)
         self.assertIn(f"| {host} | netdev (NCCL log) | eth0 100%, eth3 0% |", rails)

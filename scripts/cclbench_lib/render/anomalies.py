@@ -51,7 +51,7 @@ def _rail_source(item):
 def _rail_share(item):
     share = "-" if item["share"] is None else f"{item['share'] * 100:.1f}%"
     left = f"; {item['left_out']} of {item['cases']} case(s) with a null counter left out" if item.get("left_out") else ""
-    return (f"{item['host']} {item['rail']} ({_rail_source(item)}) carried {share} of the host's rail bytes "
+    return (f"{item['host']} {item['rail']} [{_rail_source(item)}] carried {share} of the host's rail bytes "
             f"({item['bytes'] / 1e9:.3f} GB vs {item['busiest']} {item['busiest_bytes'] / 1e9:.3f} GB{left})")
 
 
@@ -95,7 +95,7 @@ DETAILS = {
     "rail_imbalance": ("rail imbalance", _imbalance),
     "rail.dead": ("rail dead", _rail_dead),
     "rail.unbalanced": ("rail imbalance", _rail_unbalanced),
-    "rail.no_counters": ("rail counters missing", lambda i: f"{i['host']} {i['rail']} ({_rail_source(i)}): no counter "
+    "rail.no_counters": ("rail counters missing", lambda i: f"{i['host']} {i['rail']} [{_rail_source(i)}]: no counter "
                          f"read in any case ({'; '.join(i['reasons']) or 'no reason given'})"),
     "rail.hca_not_applicable": ("rail counters", _hca_not_applicable),
     "unreadable": ("unreadable result", lambda i: i["problem"]),
