@@ -63,16 +63,23 @@ def _rail_unbalanced(item):
     return _rail_share(item) + f": {item['busiest']} carried over {item['limit']:g}x as much"
 
 
-def _hca_not_applicable(item):
-    points = item["points"]
-    text = (f"NCCL used NET/Socket between the nodes at {len(points)} point(s) ({points[0]}"
-            + (f" and {len(points) - 1} more" if len(points) > 1 else "") + "): the HCA counters of the expected "
-            "rails do not apply (no byte of these points went through them), so their flags and balance are not "
-            "judged; the netdev rows are judged instead")
-    if item["without_netdev"]:
-        text += (f"; {len(item['without_netdev'])} of these point(s) have no netdev rows to judge (coll_perf before "
-                 "schema 1.5?)")
-    return text
+def _points(points):
+    return f"{len(points)} point(s) ({points[0]}" + (f" and {len(points) - 1} more" if len(points) > 1 else "") + ")"
+
+
+def hca_not_applicable_note(points):
+    """The rails section's one line for the NET/Socket points with HCA counters or flags (rules/anomalies
+    socket_hca_points: [(point, has netdev rows)])."""
+    names = [point for point, _ in points]
+    return (f"NCCL used NET/Socket between the nodes at {_points(names)}: the HCA counters of the expected rails "
+            "do not apply there (no byte of these points went through them), so their flags and balance are not "
+            "judged; the netdev rows are judged instead.")
+
+
+def _not_seen(item):
+    return (f"NCCL used NET/Socket between the nodes at {_points(item['points'])} and no netdev rail rows were "
+            "recorded: no counter saw these points' traffic, a dead rail would go unseen (coll_perf before schema "
+            "1.5, or NCCL's 'NET/Socket : Using' line not found; name the interfaces with coll_perf --netdevs)")
 
 
 # code: (kind, detail text)
@@ -97,7 +104,7 @@ DETAILS = {
     "rail.unbalanced": ("rail imbalance", _rail_unbalanced),
     "rail.no_counters": ("rail counters missing", lambda i: f"{i['host']} {i['rail']} [{_rail_source(i)}]: no counter "
                          f"read in any case ({'; '.join(i['reasons']) or 'no reason given'})"),
-    "rail.hca_not_applicable": ("rail counters", _hca_not_applicable),
+    "rail.not_seen": ("rails not seen", _not_seen),
     "unreadable": ("unreadable result", lambda i: i["problem"]),
 }
 

@@ -13,12 +13,12 @@ from ..model.records import (CLASS_LABELS, bandwidth_time_us, base_point_of, gro
 from ..model.run_dir import (RunData, algo_proto, busbw_of, median_of, p2p_matrices, pick_record, point_binding,
                              rail_bytes_per_host, rail_totals, time_of, transport_observed)
 from ..render import plots
-from ..render.anomalies import anomaly_rows, netdev_source
+from ..render.anomalies import anomaly_rows, hca_not_applicable_note, netdev_source
 from ..render.decode import ab_section, decode_section
 from ..render.doctor import doctor_section
 from ..render.markdown import fmt_number, md_table
 from ..rules import outliers
-from ..rules.anomalies import find_anomalies
+from ..rules.anomalies import find_anomalies, socket_hca_points
 from ..rules.ceilings import LIMIT_ROWS, ceiling_for, rails_reason
 from ..rules.doctor import doctor_anomalies
 from ..rules.repeat_rule import HOST_BOUND_GATE_FACTOR, HOST_BOUND_RATIO, MAD_TO_SIGMA, repeat_verdict
@@ -218,7 +218,9 @@ def rails_section(data):
             rows += [(name,) + netdev_row(entry) for entry in netdev]
     if not rows:
         return lines + ["_not available: no multi-node point in this run (rails carry no traffic inside one node)_"]
-    return lines + [md_table(["point", "host", "source", "share per rail", "bytes per rail", "error increments"], rows)]
+    sockets = socket_hca_points(data)
+    return lines + [md_table(["point", "host", "source", "share per rail", "bytes per rail", "error increments"], rows)] \
+        + (["", hca_not_applicable_note(sockets)] if sockets else [])
 
 
 def netdev_row(entry):

@@ -97,20 +97,36 @@ def repeat_anomalies(data, cv_gate):
             for base, case_id, verdict in repeat_failures(data.records, cv_gate)]
 
 
-def rail_anomalies(data):
-    """Rails: both rails must carry traffic, symmetric, without error increments."""
+def _rail_points(data):
+    """(point, launch, records, totals, errors, flags, NCCL used sockets, netdev entries to judge) per point."""
     plan_by_name = {launch["name"]: launch for launch in data.plan}
-    found, per_point, socket_points = [], {}, []
+    per_point = {}
     for (point, _case), record in data.latest.items():
         per_point.setdefault(point, []).append(record)
     for point, records in sorted(per_point.items()):
         launch = plan_by_name.get(point)
         totals, errors, flags = rail_totals(records)
+        sockets, netdev = _netdev_judged(data, point, launch, records)
+        yield point, launch, records, totals, errors, flags, sockets, netdev
+
+
+def socket_hca_points(data):
+    """The NET/Socket points whose records carry HCA counters or coll_perf's HCA flags: those counters saw none of
+    the point's traffic, so their flags and balance are not judged (said once, in the rails section) and the
+    netdev rows are judged instead. [(point, has netdev rows)]."""
+    return [(point, bool(netdev)) for point, _launch, _records, totals, _errors, flags, sockets, netdev
+            in _rail_points(data) if sockets and (totals or any(_hca_flag(flag) for flag in flags))]
+
+
+def rail_anomalies(data):
+    """Rails: both rails must carry traffic, symmetric, without error increments; per host over the netdev rails
+    (rules/rails.py); a NET/Socket point whose traffic no counter saw (no netdev rows) is one finding for the run."""
+    found, unseen = [], []
+    for point, launch, _records, totals, errors, flags, sockets, netdev in _rail_points(data):
         for rail, count in sorted(errors.items()):
             found.append({"code": "rail_errors", "where": point, "rail": rail, "count": count})
-        sockets, netdev = _netdev_judged(data, point, launch, records)
-        if sockets and (totals or any(_hca_flag(flag) for flag in flags)):
-            socket_points.append((point, bool(netdev)))
+        if sockets and not netdev:
+            unseen.append(point)
         if launch is not None and launch.get("kind") == "inter":
             for flag in [flag for flag in flags if not (sockets and _hca_flag(flag)) and not (netdev and _netdev_flag(flag))][:5]:
                 found.append({"code": "rail_flag", "where": point, "flag": flag})
@@ -128,12 +144,9 @@ def rail_anomalies(data):
                 total = max(sum(used.values()), 1)
                 found.append({"code": "rail_imbalance", "where": point, "limit": RAIL_IMBALANCE_RATIO,
                               "shares": [(rail, value / total) for rail, value in sorted(used.items())]})
-    if socket_points:
-        # Said once for the run, not once per record and point: the HCA flags and balance judge counters no byte
-        # of the point went through (a socket point without HCA flags or counters says nothing: nothing to explain).
-        found.append({"code": "rail.hca_not_applicable", "where": socket_points[0][0],
-                      "points": [point for point, _ in socket_points],
-                      "without_netdev": [point for point, judged in socket_points if not judged]})
+    if unseen:
+        # Once for the run: no counter saw these points' traffic, so a dead rail there would go unseen.
+        found.append({"code": "rail.not_seen", "where": unseen[0], "points": unseen})
     return found
 
 
