@@ -7,3 +7,11 @@ set_tests_properties(cluster_netdev_rails PROPERTIES
   TIMEOUT 120
   SKIP_RETURN_CODE 77
   ENVIRONMENT "CCLBENCH_SOURCE_DIR=${PROJECT_SOURCE_DIR};CCLBENCH_BINARY_DIR=${PROJECT_BINARY_DIR};PYTHONDONTWRITEBYTECODE=1;OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+# cclbench report on a real two-node coll_perf result (test_rails_report.py): per-host netdev rows in the rails
+# table, node7's eth3 down named as a dead rail. Same conditions as above.
+add_test(NAME cluster_rails_report COMMAND ${CCLBENCH_PYTHON} test_rails_report.py WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
+set_tests_properties(cluster_rails_report PROPERTIES
+  LABELS cluster
+  TIMEOUT 180
+  SKIP_RETURN_CODE 77
+  ENVIRONMENT "CCLBENCH_SOURCE_DIR=${PROJECT_SOURCE_DIR};CCLBENCH_BINARY_DIR=${PROJECT_BINARY_DIR};PYTHONDONTWRITEBYTECODE=1;OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")

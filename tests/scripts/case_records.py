@@ -39,3 +39,28 @@ def write_run_dir(run, plan, records, point_kind=None):
     with open(os.path.join(run, "cases.jsonl"), "w") as handle:
         handle.write("".join(json.dumps(record) + "\n" for record in records))
     return run
+
+
+def netdev_node(host, bytes_by_rail, origin="--netdevs", flags=()):
+    """A node row of evidence.rails (schema 1.5) with netdev rails only, as coll_perf's rail_delta_json writes it:
+    bytes_by_rail {interface: total bytes or None (a counter that could not be read)}, tx/rx split in halves; a
+    share only when every rail is known and the host moved bytes."""
+    rows = []
+    for rail, moved in bytes_by_rail.items():
+        rows.append({"source": "netdev", "rail": rail, "netdev": rail,
+                     "tx_bytes": None if moved is None else moved // 2,
+                     "rx_bytes": None if moved is None else moved - moved // 2, "total_bytes": moved, "share": None,
+                     "reason": "no such interface under /sys/class/net" if moved is None else None})
+    known = [row["total_bytes"] for row in rows]
+    total = sum(known) if None not in known else None
+    for row in rows:
+        if total:
+            row["share"] = row["total_bytes"] / total
+    return {"host": host, "ib_ports": [], "ib_reason": "no /sys/class/infiniband", "netdev_rails": rows,
+            "netdev_rails_from": origin, "netdev_rails_total_bytes": total, "flags": list(flags)}
+
+
+def rails_evidence(nodes):
+    """evidence of a record with these node rows; the record-wide flags are each node's, prefixed with its host
+    (as coll_perf's rail observer gathers them)."""
+    return {"rails": {"nodes": nodes, "flags": [f"{node['host']}: {flag}" for node in nodes for flag in node.get("flags") or []]}}

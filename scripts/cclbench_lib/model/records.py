@@ -60,8 +60,8 @@ def record_problem(record):
 # older -G method).
 RECORD_DEFAULTS = {"root": None, "emulated": False, "check_iterations": 1, "graph_launches": 0, "ops_per_launch": 1,
                    "registration": "none", "unalign_elements": 0, "cta_policy": None, "cycle": 0}
-# evidence.rails.flags and evidence.rails.nodes[].flags/ib_ports/netdevs: absent means empty.
-RAIL_NODE_ARRAYS = ("flags", "ib_ports", "netdevs")
+# evidence.rails.flags and evidence.rails.nodes[].flags/ib_ports/netdevs/netdev_rails (schema 1.5): absent means empty.
+RAIL_NODE_ARRAYS = ("flags", "ib_ports", "netdevs", "netdev_rails")
 
 
 def _one_rank_per_rank(record):

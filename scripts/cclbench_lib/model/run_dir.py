@@ -149,6 +149,93 @@ def rail_totals(records):
     return totals, errors, flags
 
 
+def _moved(row, sent, received):
+    """total_bytes of a rail row, else sent + received when both are counts; None when unknown."""
+    moved = _count(row.get("total_bytes"))
+    if moved is None and _count(row.get(sent)) is not None and _count(row.get(received)) is not None:
+        moved = row[sent] + row[received]
+    return moved
+
+
+# Per source: the node array its rows are in and the names of their byte counters.
+RAIL_SOURCES = (("hca", "ib_ports", "xmit_bytes", "rcv_bytes"), ("netdev", "netdev_rails", "tx_bytes", "rx_bytes"))
+
+
+def rail_bytes_per_host(records):
+    """Bytes per rail, per host and per source, summed over records, from coll_perf's evidence.rails.nodes[]
+    (case_record.schema.json): "hca" rows from ib_ports[] (RDMA port counters: NET/IB, RoCE), "netdev" rows from
+    netdev_rails[] (schema 1.5: the interfaces' own counters, where NET/Socket and MPI's TCP traffic shows). The two
+    sources are never added: with RoCE they may count the same wire twice.
+    A record in which one of a host's rails is null (a missing, unreadable or reset counter) is left out of that
+    host's sums, so that its rails are compared over the same cases; the null rows are counted per rail with their
+    reasons. When no record of a host has every rail known, each rail's bytes are its known rows' sum and no share
+    is given (no comparable whole).
+    Returns [{"host", "source", "from": sorted netdev_rails_from values (netdev; [] for hca), "cases": records with
+    rows, "left_out": records left out, "total_bytes", "rails": [{"rail", "bytes": int|None, "share": float|None,
+    "nulls": n, "reasons": [...]}]}], hosts and sources in order of appearance, rails in the records' order.
+    share: the rail's bytes over the host's total of that source, None when that total is 0 or unknown."""
+    hosts = {}
+    for record in records:
+        evidence = record.get("evidence") if isinstance(record.get("evidence"), dict) else {}
+        rails = evidence.get("rails")
+        if not isinstance(rails, dict):
+            continue
+        for node in rails.get("nodes") or []:
+            if not isinstance(node, dict):
+                continue
+            host = str(node.get("host") or "?")
+            for source, array, sent, received in RAIL_SOURCES:
+                rows = [row for row in node.get(array) or [] if isinstance(row, dict) and row.get("rail")]
+                if not rows:
+                    continue
+                entry = hosts.setdefault((host, source), {"host": host, "source": source, "from": [], "rails": {},
+                                                          "cases": []})
+                origin = node.get("netdev_rails_from")
+                if source == "netdev" and isinstance(origin, str) and origin not in entry["from"]:
+                    entry["from"].append(origin)
+                case = {}
+                for row in rows:
+                    rail = entry["rails"].setdefault(str(row["rail"]), {"rail": str(row["rail"]), "bytes": None,
+                                                                         "share": None, "nulls": 0, "reasons": []})
+                    moved = _moved(row, sent, received)
+                    case[rail["rail"]] = moved
+                    if moved is None:
+                        rail["nulls"] += 1
+                        reason = row.get("reason") if isinstance(row.get("reason"), str) else "counter not readable"
+                        if reason not in rail["reasons"]:
+                            rail["reasons"].append(reason)
+                entry["cases"].append(case)
+    found = []
+    for entry in hosts.values():
+        rails = list(entry["rails"].values())
+        complete = [case for case in entry["cases"]
+                    if all(case.get(rail["rail"]) is not None for rail in rails)]
+        for rail in rails:
+            counted = [case[rail["rail"]] for case in (complete or entry["cases"]) if case.get(rail["rail"]) is not None]
+            rail["bytes"] = sum(counted) if counted else None
+        total = sum(rail["bytes"] for rail in rails) if complete else None
+        for rail in rails:
+            if total:
+                rail["share"] = rail["bytes"] / total
+        found.append({"host": entry["host"], "source": entry["source"], "from": sorted(entry["from"]),
+                      "cases": len(entry["cases"]), "left_out": len(entry["cases"]) - len(complete),
+                      "total_bytes": total, "rails": rails})
+    return found
+
+
+def used_sockets(document, records):
+    """Whether NCCL moved this point's inter-node traffic over NET/Socket: coll_perf's -J transport section says
+    NET/Socket and no NET/IB between nodes, or a host's netdev rails came from NCCL's 'NET/Socket : Using' line
+    (netdev_rails_from "nccl_log"). Then no HCA counter sees that traffic."""
+    transport = document.get("transport") if isinstance(document, dict) else None
+    inter = transport.get("inter_node") if isinstance(transport, dict) else None
+    if isinstance(inter, dict) and inter:
+        classes = [str(name) for name in inter]
+        if any(name.startswith("NET/Socket") for name in classes) and not any(name.startswith("NET/IB") for name in classes):
+            return True
+    return any(entry["source"] == "netdev" and "nccl_log" in entry["from"] for entry in rail_bytes_per_host(records))
+
+
 def _class_counts(value):
     if not isinstance(value, dict) or not value:
         return None

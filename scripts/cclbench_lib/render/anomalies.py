@@ -69,6 +69,53 @@ def _env_rank(item):
     return f"{item['host']}: the ranks disagree on {item['variable']}: {ranks}"
 
 
+def netdev_source(origin):
+    """The rails table's source text of a row: 'hca', or 'netdev (--netdevs)' / 'netdev (NCCL log)' after the
+    host's netdev_rails_from values."""
+    if origin is None:
+        return "hca"
+    names = {"--netdevs": "--netdevs", "nccl_log": "NCCL log"}
+    return "netdev (" + (", ".join(names.get(item, item) for item in origin) or "?") + ")"
+
+
+def _rail_source(item):
+    return "hca" if item["source"] == "hca" else netdev_source(item["from"])
+
+
+def _rail_share(item):
+    share = "-" if item["share"] is None else f"{item['share'] * 100:.1f}%"
+    left = f"; {item['left_out']} of {item['cases']} case(s) with a null counter left out" if item.get("left_out") else ""
+    return (f"{item['host']} {item['rail']} [{_rail_source(item)}] carried {share} of the host's rail bytes "
+            f"({item['bytes'] / 1e9:.3f} GB vs {item['busiest']} {item['busiest_bytes'] / 1e9:.3f} GB{left})")
+
+
+def _rail_dead(item):
+    return _rail_share(item) + f": below {item['limit'] * 100:g}% of its busiest sibling, the rail is dead"
+
+
+def _rail_unbalanced(item):
+    return _rail_share(item) + f": {item['busiest']} carried over {item['limit']:g}x as much"
+
+
+def _points(points):
+    return f"{len(points)} point(s) ({points[0]}" + (f" and {len(points) - 1} more" if len(points) > 1 else "") + ")"
+
+
+def hca_not_applicable_note(points):
+    """The rails section's one line for the NET/Socket points with HCA counters or flags (rules/anomalies
+    socket_hca_points: [(point, has netdev rows)])."""
+    names = [point for point, _ in points]
+    return (f"NCCL used NET/Socket between the nodes at {_points(names)}: the HCA counters of the expected rails "
+            "do not apply there (no byte of these points went through them), so their flags and balance are not "
+            "judged; the netdev rows are judged instead.")
+
+
+def _not_seen(item):
+    return (f"NCCL used NET/Socket between the nodes at {_points(item['points'])} and no netdev rail rows were "
+            "recorded: no counter saw these points' traffic, a dead rail would go unseen (coll_perf before schema "
+            "1.5, or NCCL's 'NET/Socket : Using' line not found; name the interfaces with coll_perf --netdevs)")
+
+
 # code: (kind, detail text)
 DETAILS = {
     "transport_exit": ("transport mismatch", lambda i: i["reason"] or "transport expectation failed"),
@@ -92,6 +139,11 @@ DETAILS = {
     "rail_flag": ("rail flag", lambda i: i["flag"]),
     "rail_unbound": ("rail imbalance", lambda i: f"traffic on {i['rail']}, which NCCL_IB_HCA did not bind"),
     "rail_imbalance": ("rail imbalance", _imbalance),
+    "rail.dead": ("rail dead", _rail_dead),
+    "rail.unbalanced": ("rail imbalance", _rail_unbalanced),
+    "rail.no_counters": ("rail counters missing", lambda i: f"{i['host']} {i['rail']} [{_rail_source(i)}]: no counter "
+                         f"read in any case ({'; '.join(i['reasons']) or 'no reason given'})"),
+    "rail.not_seen": ("rails not seen", _not_seen),
     "unreadable": ("unreadable result", lambda i: i["problem"]),
     "env.host_differs": ("host environment differs", _env_host),
     "env.rank_differs": ("rank environment differs", _env_rank),

@@ -12,9 +12,9 @@ from ..model.records import (CLASS_LABELS, bandwidth_time_us, base_point_of, gro
                              latest_by_case, launch_base_point, load_cases, measurement_class, record_is_sound,
                              was_skipped)
 from ..model.run_dir import (RunData, algo_proto, busbw_of, median_of, p2p_matrices, pick_record, point_binding,
-                             rail_totals, time_of, transport_observed)
+                             rail_bytes_per_host, rail_totals, time_of, transport_observed)
 from ..render import plots
-from ..render.anomalies import anomaly_rows
+from ..render.anomalies import anomaly_rows, hca_not_applicable_note, netdev_source
 from ..render.by_design import by_design_section
 from ..render.p2p_local import device_count, one_gpu_lines
 from ..render.decode import ab_section, decode_section
@@ -22,6 +22,7 @@ from ..render.doctor import doctor_section
 from ..render.markdown import fmt_number, md_table
 from ..render.verdict import verdict_document, verdict_lines
 from ..rules import outliers, repeatability
+from ..rules.anomalies import socket_hca_points
 from ..rules.ceilings import LIMIT_ROWS, ceiling_for, rails_reason
 from ..rules.repeat_rule import HOST_BOUND_GATE_FACTOR, HOST_BOUND_RATIO, MAD_TO_SIGMA
 from ..rules.verdict import run_verdict
@@ -217,9 +218,14 @@ def transport_section(data):
 
 
 def rails_section(data):
-    """Per-rail bytes moved per point, from the rail counters coll_perf records with each case."""
-    lines = ["### Rails (HCA counter deltas summed over the point's cases)", "",
-             "Counters count all traffic on a port, not only this benchmark's.", ""]
+    """Per-rail bytes moved per point, from the rail counters coll_perf records with each case: the HCA port
+    counters summed over the hosts (one row), and each host's netdev rails (the interfaces NCCL's NET/Socket or
+    MPI's TCP used: one row per host). The source column says which counters a row comes from."""
+    lines = ["### Rails (counter deltas summed over the point's cases)", "",
+             "Counters count all traffic on a port or interface, not only this benchmark's. Source: `hca` is the "
+             "RDMA port counters (NET/IB, RoCE), summed over the hosts; `netdev (--netdevs)` / `netdev (NCCL log)` "
+             "is each host's own interface counters (NET/Socket, MPI over TCP), the interfaces named by coll_perf "
+             "--netdevs or by NCCL's `NET/Socket : Using` line. The two sources are never added together.", ""]
     per_point = {}
     for (point, _case), record in data.latest.items():
         per_point.setdefault(point, []).append(record)
@@ -228,20 +234,38 @@ def rails_section(data):
         name = launch["name"]
         records = per_point.get(name, [])
         totals, errors, _flags = rail_totals(records)
+        netdev = [entry for entry in rail_bytes_per_host(records) if entry["source"] == "netdev"]
+        inter = launch.get("kind") == "inter" or len({entry["host"] for entry in netdev}) >= 2
         if not totals:
-            if launch.get("kind") != "inter":
-                continue
-            rows.append((name, f"not available: {rails_reason(records)}", None, None))
-            continue
-        if launch.get("kind") != "inter" and not any(totals.values()):
-            continue
-        total = sum(totals.values()) or 1
-        shares = ", ".join(f"{rail} {value / total * 100:.0f}%" for rail, value in sorted(totals.items()))
-        moved = ", ".join(f"{rail} {value / 1e9:.3f} GB" for rail, value in sorted(totals.items()))
-        rows.append((name, shares, moved, ", ".join(f"{r}: {c:g}" for r, c in sorted(errors.items())) or "0"))
+            if launch.get("kind") == "inter" and not netdev:
+                rows.append((name, "all hosts", "hca", f"not available: {rails_reason(records)}", None, None))
+        elif launch.get("kind") == "inter" or any(totals.values()):
+            total = sum(totals.values()) or 1
+            shares = ", ".join(f"{rail} {value / total * 100:.0f}%" for rail, value in sorted(totals.items()))
+            moved = ", ".join(f"{rail} {value / 1e9:.3f} GB" for rail, value in sorted(totals.items()))
+            rows.append((name, "all hosts", "hca", shares, moved,
+                         ", ".join(f"{r}: {c:g}" for r, c in sorted(errors.items())) or "0"))
+        if inter:
+            rows += [(name,) + netdev_row(entry) for entry in netdev]
     if not rows:
         return lines + ["_not available: no multi-node point in this run (rails carry no traffic inside one node)_"]
-    return lines + [md_table(["point", "share per rail", "bytes per rail", "error increments"], rows)]
+    sockets = socket_hca_points(data)
+    return lines + [md_table(["point", "host", "source", "share per rail", "bytes per rail", "error increments"], rows)] \
+        + (["", hca_not_applicable_note(sockets)] if sockets else [])
+
+
+def netdev_row(entry):
+    """(host, source, shares, bytes, error increments) of one host's netdev rails (rail_bytes_per_host entry): a
+    rail without a known count shows '-' with its reason; cases left out of the sums are counted with the reasons."""
+    shares = ", ".join(f"{rail['rail']} " + ("-" if rail["share"] is None else f"{rail['share'] * 100:.0f}%")
+                       for rail in entry["rails"])
+    moved = ", ".join(f"{rail['rail']} " + ("-" if rail["bytes"] is None else f"{rail['bytes'] / 1e9:.3f} GB")
+                      for rail in entry["rails"])
+    reasons = [f"{rail['rail']}: {reason}" for rail in entry["rails"] for reason in rail["reasons"]]
+    if entry["left_out"]:
+        moved += (f" ({entry['left_out']} of {entry['cases']} case(s) left out, a counter null: "
+                  f"{'; '.join(reasons)})")
+    return (entry["host"], netdev_source(entry["from"]), shares, moved, "not counted (netdev)")
 
 
 def bindings_section(data):

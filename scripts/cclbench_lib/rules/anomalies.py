@@ -4,11 +4,12 @@ files). The codes and
 the fields are render/anomalies.py's to put into words."""
 
 from ..model.records import point_completeness, was_skipped
-from ..model.run_dir import rail_totals
+from ..model.run_dir import rail_bytes_per_host, rail_totals, used_sockets
 from ..rules import outliers
 from ..rules.by_design import unverifiable_by_design
 from ..rules.ceilings import RAIL_IMBALANCE_RATIO, ceiling_for
 from ..rules.env_hosts import env_anomalies
+from ..rules.rails import judge_host_rails
 from ..rules.repeat_rule import judge_repeatability
 
 
@@ -103,22 +104,42 @@ def repeat_anomalies(data, cv_gate, judged=None):
     return [dict(reason, where=base) for base, verdict in judged.items() for reason in verdict["reasons"]]
 
 
-def rail_anomalies(data):
-    """Rails: both rails must carry traffic, symmetric, without error increments."""
+def _rail_points(data):
+    """(point, launch, records, totals, errors, flags, NCCL used sockets, netdev entries to judge) per point."""
     plan_by_name = {launch["name"]: launch for launch in data.plan}
-    found, per_point = [], {}
+    per_point = {}
     for (point, _case), record in data.latest.items():
         per_point.setdefault(point, []).append(record)
     for point, records in sorted(per_point.items()):
         launch = plan_by_name.get(point)
         totals, errors, flags = rail_totals(records)
+        sockets, netdev = _netdev_judged(data, point, launch, records)
+        yield point, launch, records, totals, errors, flags, sockets, netdev
+
+
+def socket_hca_points(data):
+    """The NET/Socket points whose records carry HCA counters or coll_perf's HCA flags: those counters saw none of
+    the point's traffic, so their flags and balance are not judged (said once, in the rails section) and the
+    netdev rows are judged instead. [(point, has netdev rows)]."""
+    return [(point, bool(netdev)) for point, _launch, _records, totals, _errors, flags, sockets, netdev
+            in _rail_points(data) if sockets and (totals or any(_hca_flag(flag) for flag in flags))]
+
+
+def rail_anomalies(data):
+    """Rails: both rails must carry traffic, symmetric, without error increments; per host over the netdev rails
+    (rules/rails.py); a NET/Socket point whose traffic no counter saw (no netdev rows) is one finding for the run."""
+    found, unseen = [], []
+    for point, launch, _records, totals, errors, flags, sockets, netdev in _rail_points(data):
         for rail, count in sorted(errors.items()):
             found.append({"code": "rail_errors", "where": point, "rail": rail, "count": count})
+        if sockets and not netdev:
+            unseen.append(point)
         if launch is not None and launch.get("kind") == "inter":
-            for flag in flags[:5]:
+            for flag in [flag for flag in flags if not (sockets and _hca_flag(flag)) and not (netdev and _netdev_flag(flag))][:5]:
                 found.append({"code": "rail_flag", "where": point, "flag": flag})
-        if not totals or launch is None or launch.get("kind") != "inter":
-            continue
+        found += [dict(finding, where=point) for finding in judge_host_rails(netdev)]
+        if sockets or not totals or launch is None or launch.get("kind") != "inter":
+            continue  # over sockets the HCA ports carry none of the point: their balance says nothing
         bound = [h for h in (launch.get("env") or {}).get("NCCL_IB_HCA", "").lstrip("=^").split(",") if h]
         used = {rail: value for rail, value in totals.items() if not bound or rail in bound or rail.split(":")[0] in
                 [b.split(":")[0] for b in bound]}
@@ -130,6 +151,9 @@ def rail_anomalies(data):
                 total = max(sum(used.values()), 1)
                 found.append({"code": "rail_imbalance", "where": point, "limit": RAIL_IMBALANCE_RATIO,
                               "shares": [(rail, value / total) for rail, value in sorted(used.items())]})
+    if unseen:
+        # Once for the run: no counter saw these points' traffic, so a dead rail there would go unseen.
+        found.append({"code": "rail.not_seen", "where": unseen[0], "points": unseen})
     return found
 
 
@@ -144,6 +168,26 @@ def host_env_anomalies(data):
             points.append((launch["name"], launch.get("env") or {}, manifest["env_by_host"],
                            manifest.get("env_rank_disagreements")))
     return env_anomalies(points, data.manifest.get("env") or {}, data.manifest.get("hosts") or [])
+
+
+def _hca_flag(flag):
+    """coll_perf's flags about the HCA counters of the expected rails (rails.cpp): missing counters, a low share."""
+    return ("expected rail " in flag and "has no counters" in flag) or "of the bytes on the expected rails" in flag
+
+
+def _netdev_flag(flag):
+    """coll_perf's per-case flag of a low netdev rail: rules/rails.py judges the sum over the point instead."""
+    return "(netdev) carried" in flag
+
+
+def _netdev_judged(data, point, launch, records):
+    """(NCCL used sockets at this point, the netdev entries of rail_bytes_per_host to judge): those of an
+    inter-node point, or of a point whose records hold netdev rails of two hosts or more."""
+    entries = [entry for entry in rail_bytes_per_host(records) if entry["source"] == "netdev"]
+    inter = launch is not None and launch.get("kind") == "inter"
+    if not inter and len({entry["host"] for entry in entries}) < 2:
+        entries = []
+    return inter and used_sockets(data.raw.get(point), records), entries
 
 
 def find_anomalies(data, cv_gate, judged=None):

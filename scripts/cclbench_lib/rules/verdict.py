@@ -41,6 +41,9 @@ CODES = {
     "rail.unbalanced": (FAIL, "rails", "report.md 'Rails'; evidence.rails in cases.jsonl, point {point}"),
     "rail.unbound": (FAIL, "rails", "report.md 'Rails'; NCCL_IB_HCA of point {point}"),
     "rail.errors": (FAIL, "rails", "the HCA's error counters; evidence.rails in cases.jsonl, point {point}"),
+    "rail.no_counters": (WARN, "rails", "report.md 'Rails' (the row's reason); evidence.rails in cases.jsonl, point {point}"),
+    "rail.not_seen": (WARN, "rails", "report.md 'Rails': no netdev rows for a NET/Socket point (coll_perf --netdevs), "
+                                     "point {point}"),
     "rail.flag": (FAIL, "rails", "evidence.rails.flags in cases.jsonl, point {point}"),
     "outlier.link": (FAIL, "outliers", "p2p/{host}.json and report.md 'P2P matrices'"),
     "outlier.gpu": (FAIL, "outliers", "p2p/{host}.json and report.md 'P2P matrices'"),

@@ -1,0 +1,217 @@
+"""Rails seen where the traffic is (issue 26 item 5): the report's rails table per host and source from coll_perf's
+netdev rails (schema 1.5), the per-host rail rule (rules/rails.py: rail.dead, rail.unbalanced) and the HCA flags of a
+NET/Socket run said once, on synthetic run directories. Expected figures are worked out by hand from the byte
+counts written (4 cases per point; README "Rails")."""
+import json
+import os
+import socket
+import unittest
+
+from case_records import case_record, netdev_node, rails_evidence, write_run_dir
+from helpers import TempDirTest, read_text, run_cli
+
+CASES = ["all_reduce.float.sum.out.64M", "all_reduce.float.sum.in.64M", "all_gather.float.none.out.64M",
+         "all_gather.float.none.in.64M"]
+SIZE = 64 << 20
+HCA_FLAGS = ["expected rail mlx5_0:1 has no counters under /sys", "expected rail mlx5_3:1 has no counters under /sys"]
+
+
+def launch(point, env=None):
+    return {"name": point, "kind": "inter", "nranks": 2, "collectives": ["all_reduce", "all_gather"], "sizes": [SIZE],
+            "argv": ["coll_perf"], "hosts": ["node5", "node7"], "env": env or {}, "outputs": []}
+
+
+def point_records(point, nodes_of_case):
+    """One record per case of CASES; nodes_of_case(index) gives that case's node rows."""
+    time_us = {"mean": 100.0, "min": 100.0, "p50": 100.0, "p95": 100.0, "p99": 100.0, "max": 100.0, "cv_pct": 1.0}
+    return [case_record(point, case_id, SIZE, time_us, 100.0, nranks=2, schema_version="1.5.0", iterations=20,
+                        evidence=rails_evidence(nodes_of_case(index)))
+            for index, case_id in enumerate(CASES)]
+
+
+def two_hosts(node7_eth3, origin="--netdevs", flags7=(), flags=()):
+    """node5 moves 400 MB on each rail per case; node7 400 MB on eth0 and node7_eth3(case index) on eth3."""
+    return lambda index: [netdev_node("node5", {"eth0": 400_000_000, "eth3": 400_000_000}, origin, flags),
+                          netdev_node("node7", {"eth0": 400_000_000, "eth3": node7_eth3(index)}, origin,
+                                      list(flags) + list(flags7))]
+
+
+class NetdevRailsReport(TempDirTest):
+    def report(self, launches, records, raw=None):
+        run = write_run_dir(os.path.join(self.tmp, "R"), launches, records)
+        for name, document in (raw or {}).items():
+            os.makedirs(os.path.join(run, "raw"), exist_ok=True)
+            with open(os.path.join(run, "raw", name + ".json"), "w") as handle:
+                json.dump(document, handle)
+        result = run_cli(["report", run], env={"CCLBENCH_NO_MATPLOTLIB": "1"})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        text = read_text(os.path.join(run, "report.md"))
+        anomalies = text[text.index("## Anomalies"):text.index("## Environment")].split("Physical ceilings")[0]
+        rails = text[text.index("### Rails"):text.index("### Rank bindings")]
+        return anomalies, rails
+
+    def test_balanced_rails_are_in_the_table_per_host_without_an_anomaly(self):
+        # node7 eth3: 399 MB per case -> 1.596 GB, 399 / 799 of node7's bytes (50%).
+        anomalies, rails = self.report([launch("inter.sock")],
+                                       point_records("inter.sock", two_hosts(lambda i: 399_000_000)))
+        self.assertIn("| point | host | source | share per rail | bytes per rail | error increments |", rails)
+        self.assertIn("| inter.sock | node5 | netdev (--netdevs) | eth0 50%, eth3 50% | eth0 1.600 GB, eth3 1.600 GB "
+                      "| not counted (netdev) |", rails)
+        self.assertIn("| inter.sock | node7 | netdev (--netdevs) | eth0 50%, eth3 50% | eth0 1.600 GB, eth3 1.596 GB "
+                      "| not counted (netdev) |", rails)
+        self.assertNotIn("| hca |", rails, "no HCA counters in these records: no HCA row beside the netdev rows")
+        self.assertNotIn("rail", anomalies.lower())
+
+    def test_a_dead_rail_names_the_host_and_interface_with_its_share(self):
+        # node7 eth3: 1 MB per case -> 4 MB of node7's 1.604 GB: 0.249%. coll_perf's own per-case flag is left to
+        # the rule (judged over the whole point), not repeated.
+        flag = "rail eth3 (netdev) carried 0.249% of the bytes on the netdev rails (< 25%)"
+        anomalies, rails = self.report([launch("inter.sock")],
+                                       point_records("inter.sock", two_hosts(lambda i: 1_000_000, flags7=[flag])))
+        self.assertIn("| rail dead | inter.sock | node7 eth3 [netdev (--netdevs)] carried 0.2% of the host's rail bytes "
+                      "(0.004 GB vs eth0 1.600 GB): below 5% of its busiest sibling, the rail is dead |", anomalies)
+        self.assertEqual(anomalies.count("| rail"), 1, anomalies)
+        self.assertNotIn("node5", anomalies)
+        self.assertNotIn("(netdev) carried", anomalies)
+        self.assertIn("| inter.sock | node7 | netdev (--netdevs) | eth0 100%, eth3 0% | eth0 1.600 GB, eth3 0.004 GB |",
+                      rails)
+
+    def test_a_lesser_imbalance_is_unbalanced(self):
+        # node7 eth3: 250 MB per case -> 1.000 GB, 250 / 650 = 38.5% of node7's bytes; eth0 1.6x as much (> 1.25x).
+        anomalies, _rails = self.report([launch("inter.sock")],
+                                        point_records("inter.sock", two_hosts(lambda i: 250_000_000)))
+        self.assertIn("| rail imbalance | inter.sock | node7 eth3 [netdev (--netdevs)] carried 38.5% of the host's rail "
+                      "bytes (1.000 GB vs eth0 1.600 GB): eth0 carried over 1.25x as much |", anomalies)
+        self.assertEqual(anomalies.count("| rail"), 1, anomalies)
+
+    def test_a_null_counter_leaves_its_case_out_with_the_reason(self):
+        # Case 0 has no eth3 counter on node7: node7 is summed over cases 1-3 (1.200 GB each rail, 50%), not
+        # over 4 cases of eth0 against 3 of eth3 (which would read 57% / 43%, an imbalance that is not there).
+        anomalies, rails = self.report([launch("inter.sock")],
+                                       point_records("inter.sock", two_hosts(lambda i: None if i == 0 else 400_000_000)))
+        self.assertIn("| inter.sock | node7 | netdev (--netdevs) | eth0 50%, eth3 50% | eth0 1.200 GB, eth3 1.200 GB "
+                      "(1 of 4 case(s) left out, a counter null: eth3: no such interface under /sys/class/net) |", rails)
+        self.assertIn("| inter.sock | node5 | netdev (--netdevs) | eth0 50%, eth3 50% | eth0 1.600 GB, eth3 1.600 GB |",
+                      rails)
+        self.assertNotIn("| rail", anomalies)
+
+    def test_a_rail_never_read_is_named_not_zero(self):
+        # node7's eth3 is null in every case: no share for node7 (no comparable whole), eth0's own sum shown.
+        anomalies, rails = self.report([launch("inter.sock")], point_records("inter.sock", two_hosts(lambda i: None)))
+        self.assertIn("| inter.sock | node7 | netdev (--netdevs) | eth0 -, eth3 - | eth0 1.600 GB, eth3 - (4 of 4 case(s) "
+                      "left out, a counter null: eth3: no such interface under /sys/class/net) |", rails)
+        self.assertIn("| rail counters missing | inter.sock | node7 eth3 [netdev (--netdevs)]: no counter read in any "
+                      "case (no such interface under /sys/class/net) |", anomalies)
+        self.assertEqual(anomalies.count("| rail"), 1, anomalies)
+
+    def test_a_point_that_moved_little_over_the_rails_is_not_judged(self):
+        # node7 eth0 200 KB per case: 0.8 MB in all, below the 1 MiB the busiest rail must carry to be judged.
+        def nodes(index):
+            return [netdev_node("node7", {"eth0": 200_000, "eth3": 0})]
+        anomalies, rails = self.report([launch("inter.sock")], point_records("inter.sock", nodes))
+        self.assertIn("| inter.sock | node7 | netdev (--netdevs) | eth0 100%, eth3 0% | eth0 0.001 GB, eth3 0.000 GB |",
+                      rails)
+        self.assertNotIn("| rail", anomalies)
+
+    def test_socket_run_says_once_that_hca_counters_do_not_apply(self):
+        # Eight inter-node points bound to both HCAs by NCCL_IB_HCA; NCCL used sockets (seven points: the netdev
+        # rails come from its NET/Socket line; one: --netdevs, with coll_perf's transport section saying
+        # NET/Socket). Every record carries coll_perf's "expected rail ... has no counters" flags of both hosts.
+        env = {"NCCL_IB_HCA": "=mlx5_0:1,mlx5_3:1"}
+        points = [f"inter.p{k}" for k in range(8)]
+        records = []
+        for k, point in enumerate(points):
+            origin = "--netdevs" if k == 7 else "nccl_log"
+            records += point_records(point, two_hosts(lambda i: 400_000_000, origin=origin, flags=HCA_FLAGS))
+        raw = {"inter.p7": {"schema_version": "1.5.0", "transport": {"inter_node": {"NET/Socket": 4}}}}
+        anomalies, rails = self.report([launch(point, env) for point in points], records, raw)
+        # Healthy rails over sockets: no anomaly at all (the HCA flags judged ports no byte went through); the rails
+        # section says once why the HCA counters are not judged.
+        self.assertNotIn("| rail", anomalies)
+        self.assertIn("None found", anomalies)
+        self.assertEqual(rails.count("do not apply"), 1, rails)
+        self.assertIn("NCCL used NET/Socket between the nodes at 8 point(s) (inter.p0 and 7 more): the HCA counters of "
+                      "the expected rails do not apply there", rails)
+        self.assertIn("| inter.p0 | node7 | netdev (NCCL log) | eth0 50%, eth3 50% | eth0 1.600 GB, eth3 1.600 GB |",
+                      rails)
+        self.assertIn("| inter.p7 | node5 | netdev (--netdevs) | eth0 50%, eth3 50% |", rails)
+
+    def test_idle_hca_ports_of_a_socket_run_are_not_judged(self):
+        # RoCE ports present and read, but NCCL used sockets (the netdev rails come from its NET/Socket line): the
+        # HCA ports moved 0 bytes, which is no imbalance of the point; said once, with the netdev rows judged.
+        def nodes(index):
+            rows = two_hosts(lambda i: 400_000_000, origin="nccl_log")(index)
+            for node in rows:
+                node["ib_ports"] = [{"source": "hca", "rail": rail, "hca": rail.split(":")[0], "port": 1,
+                                     "xmit_bytes": 0, "rcv_bytes": 0, "total_bytes": 0, "share": None, "reason": None,
+                                     "expected_rail": True, "error_increments": {}} for rail in ("mlx5_0:1", "mlx5_3:1")]
+            return rows
+        points = ["inter.p0", "inter.p1"]
+        records = [record for point in points for record in point_records(point, nodes)]
+        anomalies, rails = self.report([launch(point, {"NCCL_IB_HCA": "=mlx5_0:1,mlx5_3:1"}) for point in points],
+                                       records)
+        self.assertNotIn("| rail", anomalies)
+        self.assertIn("NCCL used NET/Socket between the nodes at 2 point(s) (inter.p0 and 1 more)", rails)
+        self.assertIn("| inter.p1 | all hosts | hca | mlx5_0:1 0%, mlx5_3:1 0% | mlx5_0:1 0.000 GB, mlx5_3:1 0.000 GB "
+                      "| 0 |", rails)
+        self.assertIn("| inter.p1 | node7 | netdev (NCCL log) | eth0 50%, eth3 50% |", rails)
+
+    def test_socket_points_without_netdev_rows_are_rails_not_seen(self):
+        # coll_perf before schema 1.5 on a socket run: HCA flags only, no netdev rows. One finding for the run.
+        nodes = lambda index: [{"host": host, "flags": HCA_FLAGS} for host in ("node5", "node7")]
+        points = ["inter.p0", "inter.p1", "inter.p2"]
+        raw = {point: {"schema_version": "1.4.0", "transport": {"inter_node": {"NET/Socket": 4}}} for point in points}
+        records = [record for point in points for record in point_records(point, nodes)]
+        anomalies, _rails = self.report([launch(point, {"NCCL_IB_HCA": "=mlx5_0:1,mlx5_3:1"}) for point in points],
+                                        records, raw)
+        self.assertNotIn("has no counters", anomalies)
+        self.assertEqual(anomalies.count("| rail"), 1, anomalies)
+        self.assertIn("| rails not seen | inter.p0 | NCCL used NET/Socket between the nodes at 3 point(s) (inter.p0 and "
+                      "2 more) and no netdev rail rows were recorded", anomalies)
+
+    def test_hca_rows_keep_their_shape_on_net_ib(self):
+        # A NET/IB point: HCA counters summed over the hosts, as before, with source hca.
+        def nodes(index):
+            return [{"host": host, "ib_ports": [
+                {"source": "hca", "rail": rail, "hca": rail.split(":")[0], "port": 1, "xmit_bytes": moved // 2,
+                 "rcv_bytes": moved - moved // 2, "total_bytes": moved, "share": None, "reason": None,
+                 "expected_rail": True, "error_increments": {}}
+                for rail, moved in (("mlx5_0:1", 300_000_000), ("mlx5_3:1", 100_000_000))]}
+                for host in ("node5", "node7")]
+        anomalies, rails = self.report([launch("inter.ib")], point_records("inter.ib", nodes))
+        # 2 hosts x 4 cases: mlx5_0:1 2.4 GB (75%), mlx5_3:1 0.8 GB (25%).
+        self.assertIn("| inter.ib | all hosts | hca | mlx5_0:1 75%, mlx5_3:1 25% | mlx5_0:1 2.400 GB, mlx5_3:1 0.800 GB "
+                      "| 0 |", rails)
+        self.assertIn("| rail imbalance | inter.ib | rail shares mlx5_0:1 75%, mlx5_3:1 25% (limit 1.25x) |", anomalies)
+        self.assertNotIn("rail dead", anomalies, "HCA rows are judged by the point-wide rule only")
+
+
+class FakeCollPerfRun(TempDirTest):
+    """The whole path through the test double of coll_perf (fake_bin/coll_perf, which writes netdev rails as the real
+    one does: from NCCL's NET/Socket line when no --netdevs is given): baseline, then report."""
+
+    def test_a_dead_netdev_rail_from_a_baseline_is_named(self):
+        run_id = "S"
+        args = ["baseline", "-b", "8K", "-e", "32K", "-n", "3", "-w", "1", "--repeat", "1", "--no-tuning-probe",
+                "--hosts", "localhost,127.0.0.1", "--gpus-per-node", "8", "--hcas", "mlx5_0:1,mlx5_3:1"]
+        result = run_cli(args + self.fake_args(run_id), env={"FAKE_COLL_NETDEV_RAILS": "eth0=200000000,eth3=0"})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        run = os.path.join(self.results, run_id)
+        self.assertEqual(run_cli(["report", run], env={"CCLBENCH_NO_MATPLOTLIB": "1"}).returncode, 0)
+        text = read_text(os.path.join(run, "report.md"))
+        anomalies = text[text.index("## Anomalies"):text.index("## Environment")]
+        rails = text[text.index("### Rails"):text.index("### Rank bindings")]
+        host = socket.gethostname()
+        # Every case: eth0 200 MB, eth3 0 on the one host the double reports; eth3 carried 0.0% at each inter point.
+        dead = [line for line in anomalies.splitlines() if line.startswith("| rail dead |")]
+        self.assertTrue(dead, anomalies)
+        self.assertTrue(all(f"| {host} eth3 [netdev (NCCL log)] carried 0.0% of the host's rail bytes" in line
+                            for line in dead), dead)
+        self.assertTrue(all(line.split(" | ")[1].startswith("inter.") for line in dead), dead)
+        self.assertIn(f"| {host} | netdev (NCCL log) | eth0 100%, eth3 0% |", rails)
+        self.assertNotIn("do not apply", rails, "the double writes no HCA flag or counter: nothing to explain")
+        self.assertNotIn("| rail flag |", anomalies, "coll_perf's per-case netdev flag is left to the rule")
+
+
+if __name__ == "__main__":
+    unittest.main()
