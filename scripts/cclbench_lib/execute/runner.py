@@ -30,6 +30,18 @@ EXIT_MEANINGS = {0: "ok", 1: "some case failed or data was wrong", 2: "bad usage
                  143: "terminated"}
 
 
+def exit_meaning(code):
+    """The launcher's status when a rank died of a signal: 128 + N from mpirun (a negative code when the
+    launcher itself was killed)."""
+    number = code - 128 if code is not None and 128 < code < 160 else (-code if code is not None and code < 0 else None)
+    if number:
+        try:
+            return f"a rank or the launcher died of {signal.Signals(number).name}"
+        except ValueError:
+            pass
+    return "unexpected exit status"
+
+
 class Interrupted(Exception):
     def __init__(self, signum):
         super().__init__(f"signal {signum}")
@@ -266,7 +278,7 @@ class Baseline:
         if code == 1 and launch["kind"] == "doctor" and ok:
             code = 0  # the doctor found a failing check: a finding for doctor.json and the report, not a broken launch
         if code != 0 and not start_problem:
-            meaning = EXIT_MEANINGS.get(code, "unexpected exit status")
+            meaning = EXIT_MEANINGS.get(code) or exit_meaning(code)
             reason = f"exit {code} ({meaning})" + (f"; {reason}" if reason else "")
             ok = False
         status = "complete" if ok else "failed"
