@@ -42,12 +42,20 @@ class Targets(unittest.TestCase):
         self.assertEqual([(p["host"], p["status"], p["subject"]) for p in problems],
                          [("node7", "fail", "node7 198.18.13.0/24")])
 
-    def test_no_rail_anywhere_is_a_skip_with_the_reason(self):
+    def test_no_rail_anywhere_checks_every_shared_subnet(self):
+        # No RoCE, no NCCL_SOCKET_IFNAME on any host: NCCL may use any interface.
         cluster = {host: rails(*[dict(i, rail=False) for i in r["interfaces"]], source=None) for host, r in CLUSTER.items()}
+        cluster["node7"]["interfaces"].append(iface("eth9", "198.18.99.7", 1500, False))  # node7's alone
         targets, problems = path_mtu_targets(cluster)
+        self.assertEqual(problems, [])
+        self.assertEqual(sorted(t["address"] for t in targets["node5"]), ["198.18.0.7", "198.18.10.7", "198.18.13.7"])
+
+    def test_no_addresses_is_a_skip_with_the_reason(self):
+        targets, problems = path_mtu_targets({"node5": {"source": None, "interfaces": [], "reason": "fixture"},
+                                              "node7": None})
         self.assertEqual(targets, {})
         self.assertEqual(problems[0]["status"], "skip")
-        self.assertIn("no rail on any host", problems[0]["reason"])
+        self.assertIn("no interface addresses from node5, node7", problems[0]["reason"])
 
 
 class Verdict(unittest.TestCase):

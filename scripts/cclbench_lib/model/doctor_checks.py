@@ -657,14 +657,25 @@ def path_mtu_targets(rails_by_host):
     """{host: "rails" entry or None} -> (targets, problems).
 
     targets: {host: [{"netdev", "mtu", "peer", "peer_netdev", "peer_mtu", "address", "subnet"}]}: every host
-    probes every other host on every rail subnet (a subnet where some host has a rail interface), at its
-    own interface's MTU, to the peer's address there. problems: check results for what cannot be probed."""
+    probes every other host on every rail subnet (a subnet where some host has a rail interface; where no
+    host has one, every subnet two hosts share), at its own interface's MTU, to the peer's address there.
+    problems: check results for what cannot be probed."""
     subnets = {}
     for host, rails in rails_by_host.items():
         for interface in (rails or {}).get("interfaces") or []:
             net = _subnet(interface)
             if interface.get("rail") and net is not None:
                 subnets.setdefault(net, (host, interface["name"]))
+    if not subnets:
+        # No RoCE port and no NCCL_SOCKET_IFNAME anywhere: NCCL may use any interface, so every subnet that
+        # two hosts share is checked (the management network included).
+        seen = {}
+        for host, rails in rails_by_host.items():
+            for interface in (rails or {}).get("interfaces") or []:
+                net = _subnet(interface)
+                if net is not None:
+                    seen.setdefault(net, []).append((host, interface["name"]))
+        subnets = {net: owners[0] for net, owners in seen.items() if len({h for h, _ in owners}) > 1}
     members = {net: {} for net in subnets}
     for host, rails in rails_by_host.items():
         for interface in (rails or {}).get("interfaces") or []:
@@ -694,7 +705,7 @@ def path_mtu_targets(rails_by_host):
     if not subnets:
         sources = [host for host, rails in rails_by_host.items() if rails is None or not rails.get("interfaces")]
         why = (f"no interface addresses from {', '.join(sources)}" if sources else
-               "no rail on any host (no RoCE port, no NCCL_SOCKET_IFNAME)")
+               "no rail on any host (no RoCE port, no NCCL_SOCKET_IFNAME) and no subnet the hosts share")
         problems.append(dict(result("path_mtu", "skip", "cluster", "cluster", why), host="*"))
     return targets, problems
 
