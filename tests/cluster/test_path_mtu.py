@@ -17,7 +17,10 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import vcluster  # noqa: E402
-from test_vcluster import BINARY_DIR, COLL_PERF, RAIL_SUBNETS, SOURCE_DIR, main, mpi_env, skip_reason  # noqa: E402
+from test_vcluster import COLL_PERF, RAIL_SUBNETS, SOURCE_DIR, main, mpi_env, skip_reason  # noqa: E402
+
+sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "scripts"))
+from helpers import validate  # noqa: E402  (the schema subset the scripts tests use)
 
 CCLBENCH = os.path.join(SOURCE_DIR, "scripts", "cclbench")
 FAKE_BIN = os.path.join(SOURCE_DIR, "tests", "scripts", "fake_bin")
@@ -67,6 +70,8 @@ class PathMtu(unittest.TestCase):
         result = self.cluster.exec("node5", [CCLBENCH, "doctor", "--hosts", ",".join(NODES), launcher_args(self.cluster),
                                              "--json", path], env=env, capture_output=True, text=True, timeout=240)
         elapsed = time.monotonic() - started
+        ok, errors = validate("doctor.schema.json", path)
+        self.assertTrue(ok, errors)
         with open(path) as handle:
             document = json.load(handle)
         checks = {c["subject"]: c for c in document["checks"] if c["id"] == "path_mtu"}
