@@ -114,6 +114,32 @@ class PathMtu(unittest.TestCase):
         self.assertEqual({c["status"] for c in checks.values()}, {"pass"}, checks)
         self.assertTrue(all("1500-byte" in c["detail"] for c in checks.values()))
 
+    def probe_as_nobody(self, *specs):
+        argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", CCLBENCH, "doctor"]
+        for spec in specs:
+            argv += ["--probe-path-mtu", spec]
+        result = self.cluster.exec("node5", argv, capture_output=True, text=True, timeout=60)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        line = next(line for line in result.stdout.splitlines() if line.startswith("CCLBENCH_PATHMTU_JSON "))
+        return json.loads(line.split(" ", 1)[1])
+
+    def test_unprivileged_probe_uses_an_icmp_datagram_socket_where_ping_group_range_allows(self):
+        self.set_mtus(9000, {"eth0": 1500, "eth3": 9000})
+        eth0, eth3 = (f"{rail}:{self.cluster.address('node7', rail)}:9000" for rail in vcluster.RAILS)
+        sysctl = ["sysctl", "-q", "-w"]  # per network namespace: node5's only
+        self.cluster.exec("node5", sysctl + ["net.ipv4.ping_group_range=0 2147483647"], check=True)
+        try:
+            narrow, wide = self.probe_as_nobody(eth0, eth3)
+        finally:
+            self.cluster.exec("node5", sysctl + ["net.ipv4.ping_group_range=1 0"], check=True)
+        print(f"\n  as nobody: {narrow}\n             {wide}", file=sys.stderr)
+        self.assertTrue(narrow["method"].startswith("ICMP datagram"), narrow)
+        self.assertEqual((narrow["ok"], narrow["largest"]), (False, 1500), narrow)
+        self.assertEqual((wide["ok"], wide["largest"]), (True, 9000), wide)
+        (denied,) = self.probe_as_nobody(eth0)  # ping_group_range "1 0": nobody may not
+        self.assertIsNone(denied["ok"], denied)
+        self.assertIn("net.ipv4.ping_group_range", denied["reason"])
+
     def test_hung_sanity_pass_ends_at_its_timeout_with_the_path_mtu_finding(self):
         """With the MPI backend, the sanity pass's TCP traffic over the rails black-holes at 9000/1500 as
         NCCL's does: the launch hangs, the runner's --launch-timeout ends it, and the error names the path."""
