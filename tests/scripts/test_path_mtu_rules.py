@@ -50,6 +50,12 @@ class Targets(unittest.TestCase):
         self.assertEqual(problems, [])
         self.assertEqual(sorted(t["address"] for t in targets["node5"]), ["198.18.0.7", "198.18.10.7", "198.18.13.7"])
 
+    def test_one_host_under_two_names_is_not_probed(self):
+        targets, problems = path_mtu_targets({"localhost": CLUSTER["node5"], "127.0.0.1": CLUSTER["node5"]})
+        self.assertEqual(targets, {})
+        self.assertEqual({p["status"] for p in problems}, {"skip"})
+        self.assertIn("one host under two names", problems[0]["reason"])
+
     def test_no_addresses_is_a_skip_with_the_reason(self):
         targets, problems = path_mtu_targets({"node5": {"source": None, "interfaces": [], "reason": "fixture"},
                                               "node7": None})

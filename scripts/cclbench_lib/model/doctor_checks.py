@@ -699,6 +699,12 @@ def path_mtu_targets(rails_by_host):
                 if peer == host or peer not in members[net]:
                     continue
                 remote = members[net][peer]
+                if remote["address"] == local["address"]:
+                    problems.append(dict(result("path_mtu", "skip", f"{host}:{local['name']} -> {peer}:{remote['name']}",
+                                                "path", f"{host} and {peer} both have {local['address']} on {net}: one "
+                                                "host under two names (or an address conflict); nothing to probe"),
+                                         host=host))
+                    continue
                 targets.setdefault(host, []).append(
                     {"netdev": local["name"], "mtu": local.get("mtu"), "peer": peer, "peer_netdev": remote["name"],
                      "peer_mtu": remote.get("mtu"), "address": remote["address"], "subnet": str(net)})
