@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 
+from ..base.environment import exported_env
 from ..base.errors import CclbenchError, UsageError
 from ..base.files import read_json, write_json_atomic
 from ..base.locations import resolve_program
@@ -25,8 +26,8 @@ from ..model.doctor_checks import (DOCTOR_SCHEMA_VERSION, JSON_LINE_PREFIX, Node
                                    check_numa_affinity, check_pcie_link, check_rdma_port, check_roce_gid,
                                    check_versions_local, compare_versions, host_versions, rail_selection, result)
 from ..execute.path_mtu import interface_addresses, parse_probe_spec, probe_hosts, run_probes
-from ..model.launcher import choose_launcher, command, mpirun_version
-from ..model.hosts import local_hostname, parse_host_list, parse_hostfile, validate_host
+from ..model.launcher import choose_launcher, command, launch_error_lines, mpirun_version
+from ..model.hosts import check_resolvable, local_hostname, parse_host_list, parse_hostfile, validate_host
 from ..plan.doctor_point import cclbench_script, doctor_argv
 from ..render.doctor import render_table
 
@@ -248,18 +249,19 @@ def run_host(sysfs_root, procfs_root, env, probes, host):
             "checks": checks}
 
 
-def merge(host_documents, planned_hosts=None, cluster_checks=()):
+def merge(host_documents, planned_hosts=None, launch_failures=None, cluster_checks=()):
     """One cluster document from {host: host document or None}; a planned host without a document is a
-    `host_report` fail; versions are compared across the hosts that reported; cluster_checks (the path
-    MTU step's results) are added as they are."""
+    `host_report` fail, in the launcher's own words where launch_failures ({host: detail}) has them;
+    versions are compared across the hosts that reported; cluster_checks (the path MTU step's results)
+    are added as they are."""
     hosts = list(planned_hosts or sorted(host_documents))
     checks, versions, roots, rails = [], {}, None, {}
     for host in hosts:
         document = host_documents.get(host)
         if not isinstance(document, dict) or not isinstance(document.get("checks"), list):
-            checks.append(dict(result("host_report", "fail", host, "host",
-                                      f"no doctor result from {host}: see run.log; is scripts/cclbench at the same "
-                                      "path there?"), host=host))
+            detail = (launch_failures or {}).get(host) or (f"no doctor result from {host}: see run.log; is "
+                                                           "scripts/cclbench at the same path there?")
+            checks.append(dict(result("host_report", "fail", host, "host", detail), host=host))
             versions[host] = None
             continue
         roots = roots or document.get("roots")
@@ -323,11 +325,14 @@ def gather_hosts(args, hosts):
     --nodelist H` inside a Slurm allocation: model/launcher), each printing its document as one stdout line
     (no shared filesystem needed), merged here."""
     mpirun = resolve_program(args.mpirun, "mpirun")
+    exported, exported_names = exported_env()
     inputs = {"mpirun": mpirun, "mpirun_args": split_mpirun_args(args.mpirun_args), "as_root": os.geteuid() == 0,
+              "exported_env": exported, "exported_env_names": exported_names,
               "launcher": choose_launcher(args.launcher, mpirun,
                                           srun_args=split_mpirun_args(args.srun_args, "--srun-args"))}
     script = cclbench_script()
-    documents = {}
+    documents, failures = {}, {}
+    name = inputs["launcher"]["name"]
     for host in hosts:
         argv = command(inputs, 1, host) + doctor_argv(script, args.sysfs_root, args.procfs_root, host, emit_line=True)
         try:
@@ -335,6 +340,7 @@ def gather_hosts(args, hosts):
                                  stdin=subprocess.DEVNULL)
         except (OSError, subprocess.SubprocessError) as error:
             print(f"cclbench: doctor: {host}: {error}", file=sys.stderr)
+            failures[host] = f"no doctor result from {host}: {name} did not finish ({error})"
             continue
         for line in out.stdout.splitlines():
             if line.startswith(JSON_LINE_PREFIX):
@@ -343,9 +349,11 @@ def gather_hosts(args, hosts):
                 except ValueError:
                     pass
         if host not in documents:
-            tail = (out.stderr or out.stdout or "").strip().splitlines()[-1:] or ["no output"]
-            print(f"cclbench: doctor: {host}: no result (exit {out.returncode}: {tail[0][:200]})", file=sys.stderr)
-    return merge(documents, hosts, path_mtu_step(inputs, documents, script, sysfs_root=args.sysfs_root))
+            words = " / ".join(line[:200] for line in launch_error_lines((out.stderr or "") + "\n" + (out.stdout or "")))
+            failures[host] = (f"no doctor result from {host}: {name} exited {out.returncode}: "
+                              + (words or "it printed nothing"))
+            print(f"cclbench: doctor: {failures[host]}", file=sys.stderr)
+    return merge(documents, hosts, failures, path_mtu_step(inputs, documents, script, sysfs_root=args.sysfs_root))
 
 
 def path_mtu_step(inputs, documents, script, sysfs_root=None, log=None):
@@ -366,6 +374,8 @@ def run_doctor_command(args):
     for option, value in (("--sysfs-root", args.sysfs_root), ("--procfs-root", args.procfs_root)):
         if value is not None and not value.strip():
             raise UsageError(f"{option}: empty path")
+    if hosts and not args.host_only:
+        check_resolvable(hosts)  # as baseline does: an unknown name is the user's typo, not a host to launch on
     return cmd_doctor(args, hosts)
 
 
@@ -389,9 +399,10 @@ def path_mtu_run_directory(run_dir, hosts, inputs, log=None):
     return checks
 
 
-def merge_run_directory(run_dir, hosts):
+def merge_run_directory(run_dir, hosts, launch_failures=None):
     """doctor/<host>.json of a run (and doctor/path_mtu.json when the path step ran) -> doctor.json (the
-    merged document); returns it, or None when no host has reported yet."""
+    merged document); returns it, or None when no host has reported yet. launch_failures: {host: detail}
+    of doctor launches that failed (merge)."""
     found = {}
     for host in hosts:
         path = os.path.join(run_dir, "doctor", f"{host}.json")
@@ -410,6 +421,6 @@ def merge_run_directory(run_dir, hosts):
             extra = [c for c in stored.get("checks") or [] if isinstance(c, dict)] if isinstance(stored, dict) else []
         except CclbenchError:
             extra = []
-    document = merge(found, hosts, extra)
+    document = merge(found, hosts, launch_failures, extra)
     write_json_atomic(os.path.join(run_dir, "doctor.json"), document)
     return document
