@@ -126,6 +126,43 @@ class SlurmBaseline(unittest.TestCase):
         # 2-rank all_reduce of 1+2+4 MiB, 11 operations each: node7 receives at least half of each.
         self.assertGreater(sum(received.values()), 11 * 7 * (1 << 20) // 2, received)
 
+    def test_gpu_less_baseline_inside_salloc_runs_the_mpi_plan_with_srun(self):
+        """The GPU-less cross-host plan (no --gpus-per-node, no --hcas; the build's real tools): every point on
+        the MPI backend, correctness-only, each launch through srun on both nodes."""
+        env = self.slurm.env(OMPI_MCA_btl="tcp,self", OMPI_MCA_btl_tcp_if_include=RAIL_SUBNETS,
+                             NCCL_SOCKET_IFNAME="eth0,eth3", OMPI_ALLOW_RUN_AS_ROOT="1",
+                             OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        results = os.path.join(self.work.name, "results")
+        result = self.cluster.exec(
+            "node5", ["salloc", "-N", "2", "--ntasks-per-node", "2", CCLBENCH, "baseline", "--hosts", ",".join(NODES),
+                      "--coll", "all_reduce", "-b", "8K", "-e", "64K", "-n", "3", "-w", "1", "--repeat", "1",
+                      "--timeout", "30", "--launch-timeout", "120", "--bin-dir", os.path.dirname(COLL_PERF),
+                      "--results", results, "--run-id", "gpuless"],
+            env=env, capture_output=True, text=True, timeout=400, cwd=self.work.name)
+        print(f"\n  salloc GPU-less baseline: exit {result.returncode}\n  "
+              + "\n  ".join(result.stderr.strip().splitlines()[-6:]), file=sys.stderr)
+        self.assertEqual(result.returncode, 0, result.stderr[-3000:] + self.slurm.logs_tail())
+        run_dir = os.path.join(results, "gpuless")
+        with open(os.path.join(run_dir, "run_manifest.json")) as handle:
+            manifest = json.load(handle)
+        self.assertEqual(manifest["plan_inputs"]["launcher"]["name"], "srun")
+        with open(os.path.join(run_dir, "run.log")) as handle:
+            commands = [line[2:] for line in handle if line.startswith("$ ")]
+        inter = next(line for line in commands if "--point inter.mpi" in line)
+        self.assertIn("srun --mpi=pmix", inter)
+        self.assertIn("--nodelist node5,node7", inter)
+        self.assertIn("--backend mpi", inter)
+        self.assertFalse([line for line in commands if line.split()[0].endswith("mpirun")], "no launch used mpirun")
+        with open(os.path.join(run_dir, "cases.jsonl")) as handle:
+            records = [json.loads(line) for line in handle if line.strip()]
+        inter_records = [r for r in records if r.get("point") == "inter.mpi"]
+        self.assertEqual(sorted({r["bytes"] for r in inter_records}), [8 << 10, 16 << 10, 32 << 10, 64 << 10])
+        self.assertEqual({r["nranks"] for r in inter_records}, {4})
+        with open(os.path.join(run_dir, "doctor.json")) as handle:
+            path = [c for c in json.load(handle)["checks"] if c["id"] == "path_mtu"]
+        self.assertEqual(len(path), 4, path)
+        self.assertEqual({c["status"] for c in path}, {"pass"}, path)
+
 
 if __name__ == "__main__":
     main()
