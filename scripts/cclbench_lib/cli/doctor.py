@@ -27,6 +27,8 @@ def add_doctor_parser(sub):
     doctor.add_argument("--host-only", action="store_true", help=argparse_suppress())
 
     doctor.add_argument("--emit-json-line", action="store_true", help=argparse_suppress())
+    # Internal: the path MTU probe rank of --hosts and baseline (NETDEV:IPV4:SIZE, repeatable).
+    doctor.add_argument("--probe-path-mtu", action="append", default=[], help=argparse_suppress())
     return doctor
 
 

@@ -24,7 +24,8 @@ from ..base.version import TOOL_VERSION
 from ..model.doctor_checks import (DOCTOR_SCHEMA_VERSION, JSON_LINE_PREFIX, Node, Reader, STATUSES, check_acs_iommu,
                                    check_gdr_module, check_gpu_state, check_nccl_env, check_netdev_mtu,
                                    check_numa_affinity, check_pcie_link, check_rdma_port, check_roce_gid,
-                                   check_versions_local, compare_versions, host_versions, result)
+                                   check_versions_local, compare_versions, host_versions, rail_selection, result)
+from ..execute.path_mtu import interface_addresses, parse_probe_spec, probe_hosts, run_probes
 from ..model.launcher import choose_launcher, command, launch_error_lines, mpirun_version
 from ..model.hosts import check_resolvable, local_hostname, parse_host_list, parse_hostfile, validate_host
 from ..plan.doctor_point import cclbench_script, doctor_argv
@@ -191,6 +192,10 @@ class LiveProbes:
                    "nccl": nccl_why, "open_mpi": mpi_why}
         return snapshot, read_kmsg(), versions, reasons
 
+    @staticmethod
+    def addresses():
+        return interface_addresses()
+
 
 class FixtureProbes:
     """For a fixture root: nothing live is consulted (it would describe this machine, not the fixture)."""
@@ -207,6 +212,10 @@ class FixtureProbes:
         return (self.nvml or {"gpus": None, "reason": why},
                 self.kmsg or {"text": None, "reason": "fixture root: the live kernel log is not read"},
                 dict(self.versions), reasons)
+
+    @staticmethod
+    def addresses():
+        return None
 
 
 # --- one host -------------------------------------------------------------------------------------
@@ -231,19 +240,22 @@ def run_host(sysfs_root, procfs_root, env, probes, host):
         for item in group:
             checks.append(dict(item, host=host))
     counts, overall = status_counts(checks)
+    rails = rail_selection(node, env, probes.addresses())
     return {"schema_version": DOCTOR_SCHEMA_VERSION, "kind": "doctor", "scope": "host",
             "tool": {"name": "cclbench", "version": TOOL_VERSION}, "created_utc": utc_now(), "hosts": [host],
             "roots": {"sysfs": os.path.abspath(sysfs_root), "procfs": os.path.abspath(procfs_root),
                       "live": probes.live},
-            "status": overall, "summary": counts, "versions": {host: versions}, "checks": checks}
+            "status": overall, "summary": counts, "versions": {host: versions}, "rails": {host: rails},
+            "checks": checks}
 
 
-def merge(host_documents, planned_hosts=None, launch_failures=None):
+def merge(host_documents, planned_hosts=None, launch_failures=None, cluster_checks=()):
     """One cluster document from {host: host document or None}; a planned host without a document is a
     `host_report` fail, in the launcher's own words where launch_failures ({host: detail}) has them;
-    versions are compared across the hosts that reported."""
+    versions are compared across the hosts that reported; cluster_checks (the path MTU step's results)
+    are added as they are."""
     hosts = list(planned_hosts or sorted(host_documents))
-    checks, versions, roots = [], {}, None
+    checks, versions, roots, rails = [], {}, None, {}
     for host in hosts:
         document = host_documents.get(host)
         if not isinstance(document, dict) or not isinstance(document.get("checks"), list):
@@ -258,14 +270,17 @@ def merge(host_documents, planned_hosts=None, launch_failures=None):
                 checks.append(dict(check, host=host))
         found = document.get("versions") or {}
         versions[host] = next(iter(found.values()), None) if found else None
+        found = document.get("rails") or {}
+        rails[host] = next(iter(found.values()), None) if isinstance(found, dict) and found else None
     reported = {host: value for host, value in versions.items() if isinstance(value, dict)}
     for item in compare_versions(reported):
         checks.append(dict(item, host="*"))
+    checks += [dict(item) for item in cluster_checks]
     counts, overall = status_counts(checks)
     return {"schema_version": DOCTOR_SCHEMA_VERSION, "kind": "doctor", "scope": "cluster",
             "tool": {"name": "cclbench", "version": TOOL_VERSION}, "created_utc": utc_now(), "hosts": hosts,
             "roots": roots or {"sysfs": None, "procfs": None, "live": None},
-            "status": overall, "summary": counts, "versions": versions, "checks": checks}
+            "status": overall, "summary": counts, "versions": versions, "rails": rails, "checks": checks}
 
 
 # --- the command ----------------------------------------------------------------------------------
@@ -283,6 +298,11 @@ def cmd_doctor(args, hosts):
     """hosts: [] for this host only. Returns the exit status: 0 nothing failed, 1 something failed."""
     sysfs_root = args.sysfs_root or "/sys"
     procfs_root = args.procfs_root or "/proc"
+    if args.probe_path_mtu:
+        specs = [parse_probe_spec(text) for text in args.probe_path_mtu]
+        sys.stdout.write(run_probes(specs) + "\n")
+        sys.stdout.flush()
+        return 0
     if args.host_only or not hosts:
         document = run_host(sysfs_root, procfs_root, dict(os.environ), probes_for(sysfs_root, procfs_root),
                             host_name(args.as_host))
@@ -333,7 +353,15 @@ def gather_hosts(args, hosts):
             failures[host] = (f"no doctor result from {host}: {name} exited {out.returncode}: "
                               + (words or "it printed nothing"))
             print(f"cclbench: doctor: {failures[host]}", file=sys.stderr)
-    return merge(documents, hosts, failures)
+    return merge(documents, hosts, failures, path_mtu_step(inputs, documents, script, sysfs_root=args.sysfs_root))
+
+
+def path_mtu_step(inputs, documents, script, sysfs_root=None, log=None):
+    """The path MTU check between the hosts that reported (execute/path_mtu.py); nothing for one host or a
+    fixture root (no live addresses)."""
+    if len(documents) < 2 or sysfs_root:
+        return []
+    return probe_hosts(inputs, documents, script, log=log)
 
 
 def run_doctor_command(args):
@@ -353,9 +381,28 @@ def run_doctor_command(args):
 
 # --- run directory (baseline and report) ----------------------------------------------------------
 
+PATH_MTU_FILE = "path_mtu.json"
+
+
+def path_mtu_run_directory(run_dir, hosts, inputs, log=None):
+    """The baseline's second doctor step, once every host's doctor/<host>.json is in: the path MTU probes
+    (one launch per host, as the doctor point's launcher starts ranks) into doctor/path_mtu.json, which
+    merge_run_directory adds to doctor.json. Returns the path_mtu results."""
+    documents = {}
+    for host in hosts:
+        try:
+            documents[host] = read_json(os.path.join(run_dir, "doctor", f"{host}.json"), "doctor result")
+        except CclbenchError:
+            documents[host] = None
+    checks = path_mtu_step(inputs, documents, cclbench_script(), sysfs_root=inputs.get("sysfs_root"), log=log)
+    write_json_atomic(os.path.join(run_dir, "doctor", PATH_MTU_FILE), {"kind": "doctor_path_mtu", "checks": checks})
+    return checks
+
+
 def merge_run_directory(run_dir, hosts, launch_failures=None):
-    """doctor/<host>.json of a run -> doctor.json (the merged document); returns it, or None when no
-    host has reported yet. launch_failures: {host: detail} of doctor launches that failed (merge)."""
+    """doctor/<host>.json of a run (and doctor/path_mtu.json when the path step ran) -> doctor.json (the
+    merged document); returns it, or None when no host has reported yet. launch_failures: {host: detail}
+    of doctor launches that failed (merge)."""
     found = {}
     for host in hosts:
         path = os.path.join(run_dir, "doctor", f"{host}.json")
@@ -366,6 +413,14 @@ def merge_run_directory(run_dir, hosts, launch_failures=None):
                 found[host] = None
     if not found:
         return None
-    document = merge(found, hosts, launch_failures)
+    extra = []
+    path = os.path.join(run_dir, "doctor", PATH_MTU_FILE)
+    if os.path.exists(path):
+        try:
+            stored = read_json(path, "path MTU result")
+            extra = [c for c in stored.get("checks") or [] if isinstance(c, dict)] if isinstance(stored, dict) else []
+        except CclbenchError:
+            extra = []
+    document = merge(found, hosts, launch_failures, extra)
     write_json_atomic(os.path.join(run_dir, "doctor.json"), document)
     return document

@@ -13,11 +13,12 @@ import time
 from ..base.errors import CclbenchError
 from ..base.files import make_dirs, open_append, read_json, terminate_last_line, write_atomic
 from ..base.values import COLL_KINDS, utc_now, variant_text
-from ..execute.doctor import merge_run_directory
+from ..execute.doctor import merge_run_directory, path_mtu_run_directory
 from ..execute.manifest import manifest_path, new_manifest, pending_point, save_manifest
 from ..model import launcher
 from ..model.records import CASES_FILE, SANITY_FILE, cases_path, latest_by_case, load_cases
-from ..model.run_dir import launch_outputs
+from ..model.doctor_checks import path_mtu_findings
+from ..model.run_dir import launch_outputs, load_run_doctor
 from ..plan.baseline import Planner, mode_notes
 from ..render.report import build_report
 from ..render.verdict import console_line, headline
@@ -29,6 +30,18 @@ from ..rules.verdict import FAIL, FAILED
 EXIT_MEANINGS = {0: "ok", 1: "some case failed or data was wrong", 2: "bad usage", 3: "transport expectation failed",
                  4: "timeout", 5: "runtime error", 6: "peer lost", 7: "nothing measured", 130: "interrupted",
                  143: "terminated"}
+
+
+def exit_meaning(code):
+    """The launcher's status when a rank died of a signal: 128 + N from mpirun (a negative code when the
+    launcher itself was killed)."""
+    number = code - 128 if code is not None and 128 < code < 160 else (-code if code is not None and code < 0 else None)
+    if number:
+        try:
+            return f"a rank or the launcher died of {signal.Signals(number).name}"
+        except ValueError:
+            pass
+    return "unexpected exit status"
 
 
 class Interrupted(Exception):
@@ -272,7 +285,7 @@ class Baseline:
         if code == 1 and launch["kind"] == "doctor" and ok:
             code = 0  # the doctor found a failing check: a finding for doctor.json and the report, not a broken launch
         if code != 0 and not start_problem:
-            meaning = EXIT_MEANINGS.get(code, "unexpected exit status")
+            meaning = EXIT_MEANINGS.get(code) or exit_meaning(code)
             reason = f"exit {code} ({meaning})" + (f"; {reason}" if reason else "")
             words = launcher.launch_error_lines("".join(getattr(self, "first_lines", [])))
             if launch["kind"] == "doctor" and words:
@@ -305,20 +318,33 @@ class Baseline:
         if isinstance(gpus, list) and len(gpus) != planned:
             raise CclbenchError(f"host {launch['hosts'][0]} has {len(gpus)} GPU(s) but --gpus-per-node is {planned}", 2)
 
-    def merge_doctor(self):
+    def merge_doctor(self, launch):
         """doctor/<host>.json -> doctor.json after each doctor launch; one stderr line with the verdict."""
         hosts = [launch["hosts"][0] for launch in self.launches if launch["kind"] == "doctor"]
         failures = {}
-        for launch in self.launches:
-            state = self.manifest["points"].get(launch["name"]) or {}
-            if launch["kind"] == "doctor" and state.get("status") == "failed" and state.get("reason"):
-                failures[launch["hosts"][0]] = f"no doctor result from {launch['hosts'][0]}: {state['reason']}"
-        document = merge_run_directory(self.run_dir, hosts, failures)
+        for point in self.launches:
+            state = self.manifest["points"].get(point["name"]) or {}
+            if point["kind"] == "doctor" and state.get("status") == "failed" and state.get("reason"):
+                failures[point["hosts"][0]] = f"no doctor result from {point['hosts'][0]}: {state['reason']}"
         done = all(os.path.exists(os.path.join(self.run_dir, "doctor", f"{host}.json")) for host in hosts)
+        last = [point for point in self.launches if point["kind"] == "doctor"][-1]
+        if done and len(hosts) > 1 and launch is last:
+            path_mtu_run_directory(self.run_dir, hosts, self.inputs, log=self.log_line)
+        document = merge_run_directory(self.run_dir, hosts, failures)
         if document and done:
             counts = document["summary"]
             print(f"cclbench: doctor: {document['status']} ({counts['fail']} fail, {counts['warn']} warn, "
                   f"{counts['skip']} skip): {os.path.join(self.run_dir, 'doctor.json')}", file=sys.stderr, flush=True)
+
+    def doctor_diagnosis(self):
+        """What the doctor already found that explains a hung or failed sanity pass (a path MTU
+        mismatch hangs NCCL's init): '; the doctor found: ...' or ''."""
+        document, _ = load_run_doctor(self.run_dir)
+        findings = path_mtu_findings(document.get("checks") or []) if isinstance(document, dict) else []
+        if not findings:
+            return ""
+        more = f" (and {len(findings) - 1} more path(s))" if len(findings) > 1 else ""
+        return f"; the doctor found a path MTU mismatch: {findings[0]}{more}"
 
     def write_summary(self):
         path = cases_path(self.run_dir)
@@ -338,14 +364,15 @@ class Baseline:
                 if launch["kind"] == "topology" and ok:
                     self.check_gpu_count(launch)
                 if launch["kind"] == "doctor":
-                    self.merge_doctor()
+                    self.merge_doctor(launch)
                 if not ok:
                     reason = self.manifest["points"][launch["name"]]["reason"]
                     if launch["kind"] == "sanity":
                         self.finish("failed")
                         self.write_report()
                         raise CclbenchError(f"sanity pass failed, nothing else was run: {reason} "
-                                            f"(see {os.path.join(self.run_dir, 'run.log')})")
+                                            f"(see {os.path.join(self.run_dir, 'run.log')})"
+                                            + self.doctor_diagnosis())
                     if launch.get("ab"):
                         # A forced NCCL_* variant NCCL refuses is an A/B finding (the report names it with
                         # NCCL's words), not a broken baseline.

@@ -608,6 +608,163 @@ def check_netdev_mtu(node, env):
     return results
 
 
+# --- rails and the path MTU between hosts (doctor --hosts; the probing is execute/path_mtu.py) ---------
+
+PATH_MTU_MIN = 576  # every IPv4 path carries this much (RFC 791): below it a rail is unreachable, not narrow
+
+
+def rail_selection(node, env, addresses):
+    """This host's interfaces for the path MTU check, as the document's "rails" entry.
+
+    addresses: {netdev: (IPv4 address text, prefix length)} of the live host (None for a fixture root).
+    The rails are the netdevs behind the RoCE ports NCCL would use (NCCL_IB_HCA); without any, the
+    interfaces NCCL_SOCKET_IFNAME names (a list, not ^exclusions); without that either, none: every
+    IPv4 interface is still listed, and the cluster step takes the ones on another host's rail subnets
+    (a host whose ranks did not get the variable still has its rails found)."""
+    if addresses is None:
+        return {"source": None, "interfaces": [], "reason": "fixture root: interface addresses are live-only"}
+    rails, source = [], None
+    ports = _roce_ports(node, env)
+    if ports:
+        rails = sorted({netdev for port in ports for netdev in _port_netdevs(node, port)})
+        source = "roce"
+    else:
+        ifname = env.get("NCCL_SOCKET_IFNAME")
+        if ifname:
+            exclude, exact, items = parse_device_list(ifname)
+            if not exclude:
+                rails = sorted(name for name in addresses if any(_matches(name, want, exact) for want, _ in items))
+                source = "NCCL_SOCKET_IFNAME"
+    interfaces = []
+    for name in sorted(addresses):
+        address, prefix = addresses[name]
+        text, _ = node.reader.read(node.reader.sysfs("class", "net", name, "mtu"))
+        interfaces.append({"name": name, "address": address, "prefixlen": prefix, "mtu": parse_int(text),
+                           "rail": name in rails})
+    reason = None if source else ("no RoCE port and no NCCL_SOCKET_IFNAME here: the rails are the interfaces on "
+                                  "another host's rail subnets")
+    return {"source": source, "interfaces": interfaces, "reason": reason}
+
+
+def _subnet(interface):
+    try:
+        return ipaddress.ip_network(f"{interface['address']}/{interface['prefixlen']}", strict=False)
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def path_mtu_targets(rails_by_host):
+    """{host: "rails" entry or None} -> (targets, problems).
+
+    targets: {host: [{"netdev", "mtu", "peer", "peer_netdev", "peer_mtu", "address", "subnet"}]}: every host
+    probes every other host on every rail subnet (a subnet where some host has a rail interface; where no
+    host has one, every subnet two hosts share), at its own interface's MTU, to the peer's address there.
+    problems: check results for what cannot be probed."""
+    subnets = {}
+    for host, rails in rails_by_host.items():
+        for interface in (rails or {}).get("interfaces") or []:
+            net = _subnet(interface)
+            if interface.get("rail") and net is not None:
+                subnets.setdefault(net, (host, interface["name"]))
+    if not subnets:
+        # No RoCE port and no NCCL_SOCKET_IFNAME anywhere: NCCL may use any interface, so every subnet that
+        # two hosts share is checked (the management network included).
+        seen = {}
+        for host, rails in rails_by_host.items():
+            for interface in (rails or {}).get("interfaces") or []:
+                net = _subnet(interface)
+                if net is not None:
+                    seen.setdefault(net, []).append((host, interface["name"]))
+        subnets = {net: owners[0] for net, owners in seen.items() if len({h for h, _ in owners}) > 1}
+    members = {net: {} for net in subnets}
+    for host, rails in rails_by_host.items():
+        for interface in (rails or {}).get("interfaces") or []:
+            net = _subnet(interface)
+            if net in members:
+                members[net].setdefault(host, interface)
+    targets, problems = {}, []
+    hosts = list(rails_by_host)
+    for net in sorted(subnets, key=str):
+        owner, name = subnets[net]
+        for host in hosts:
+            if host not in members[net]:
+                if rails_by_host.get(host) is not None and (rails_by_host[host].get("interfaces")):
+                    problems.append(dict(result("path_mtu", "fail", f"{host} {net}", "path",
+                                                f"{host} has no interface on rail subnet {net} ({name} of {owner}): "
+                                                f"this rail cannot reach {host}; give its interface an address "
+                                                f"there or leave the rail out"), host=host))
+                continue
+            local = members[net][host]
+            for peer in hosts:
+                if peer == host or peer not in members[net]:
+                    continue
+                remote = members[net][peer]
+                if remote["address"] == local["address"]:
+                    problems.append(dict(result("path_mtu", "skip", f"{host}:{local['name']} -> {peer}:{remote['name']}",
+                                                "path", f"{host} and {peer} both have {local['address']} on {net}: one "
+                                                "host under two names (or an address conflict); nothing to probe"),
+                                         host=host))
+                    continue
+                targets.setdefault(host, []).append(
+                    {"netdev": local["name"], "mtu": local.get("mtu"), "peer": peer, "peer_netdev": remote["name"],
+                     "peer_mtu": remote.get("mtu"), "address": remote["address"], "subnet": str(net)})
+    if not subnets:
+        sources = [host for host, rails in rails_by_host.items() if rails is None or not rails.get("interfaces")]
+        why = (f"no interface addresses from {', '.join(sources)}" if sources else
+               "no rail on any host (no RoCE port, no NCCL_SOCKET_IFNAME) and no subnet the hosts share")
+        problems.append(dict(result("path_mtu", "skip", "cluster", "cluster", why), host="*"))
+    return targets, problems
+
+
+def check_path_mtu(targets, probes):
+    """targets: path_mtu_targets' first value; probes: {host: [probe result] or a reason string (no probe
+    result from that host)}. A probe result: {"netdev", "address", "size", "ok", "largest", "method",
+    "reason"}; largest: the largest don't-fragment datagram (IP bytes) that got an echo reply, None when
+    none did. One result per host, rail and peer."""
+    results = []
+    for host in targets:
+        found = probes.get(host)
+        for target in targets[host]:
+            subject = f"{host}:{target['netdev']} -> {target['peer']}:{target['peer_netdev']}"
+            ends = (f"MTU {target['mtu']} on {host}, {target['peer_mtu']} on {target['peer']}"
+                    if target["mtu"] != target["peer_mtu"] else f"MTU {target['mtu']} at both ends")
+            if not isinstance(found, list):
+                results.append(dict(result("path_mtu", "skip", subject, "path",
+                                           f"no probe result from {host}: {found or 'not probed'}"), host=host))
+                continue
+            probe = next((p for p in found if isinstance(p, dict) and p.get("netdev") == target["netdev"]
+                          and p.get("address") == target["address"]), None)
+            if probe is None:
+                results.append(dict(result("path_mtu", "skip", subject, "path",
+                                           f"{host} returned no probe of {target['address']}"), host=host))
+            elif probe.get("ok") is None:
+                results.append(dict(result("path_mtu", "skip", subject, "path",
+                                           f"cannot probe from {host}: {probe.get('reason')}"), host=host))
+            elif probe["ok"]:
+                results.append(dict(result("path_mtu", "pass", subject, "path",
+                                           f"{probe['size']}-byte don't-fragment packets reach {target['address']} "
+                                           f"and back ({ends})"), host=host))
+            elif probe.get("largest") is None:
+                results.append(dict(result("path_mtu", "fail", subject, "path",
+                                           f"no echo reply from {target['address']} even at {PATH_MTU_MIN} bytes "
+                                           f"({ends}): the rail is down or blocked between {host} and "
+                                           f"{target['peer']} ({probe.get('reason') or 'no reply'})"), host=host))
+            else:
+                results.append(dict(result("path_mtu", "fail", subject, "path",
+                                           f"{ends}, but the largest don't-fragment packet from {host} to "
+                                           f"{target['peer']} ({target['address']}) is {probe['largest']} bytes: "
+                                           f"a switch port or bridge on the path is at {probe['largest']}. NCCL "
+                                           f"hangs and RoCE stalls on it: set the path to {probe['size']} (or "
+                                           f"both hosts' {target['netdev']} to {probe['largest']})"), host=host))
+    return results
+
+
+def path_mtu_findings(checks):
+    """The path_mtu failures of a doctor document's checks, one line each (a hung sanity pass names them)."""
+    return [f"{check['subject']}: {check['detail']}" for check in checks
+            if isinstance(check, dict) and check.get("id") == "path_mtu" and check.get("status") == "fail"]
+
+
 def _common_prefix(a, b):
     count = 0
     for left, right in zip(a, b):

@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""Issue 26.4 on the virtual cluster: `doctor --hosts` checks each rail's MTU end to end between the hosts
+(a don't-fragment ICMP echo of the interface's MTU, bisected on failure), and a baseline whose sanity pass
+hangs on a path MTU mismatch ends at its --launch-timeout with that finding in its error.
+
+CTest `cluster_path_mtu` (label cluster); exits 77 (skip) with the reason where no cluster can be built.
+Expected values come from the test's own link settings (vcluster's port MTU), not from the product.
+"""
+import json
+import os
+import stat
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import vcluster  # noqa: E402
+from test_vcluster import COLL_PERF, RAIL_SUBNETS, SOURCE_DIR, main, mpi_env, skip_reason  # noqa: E402
+
+sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "scripts"))
+from helpers import validate  # noqa: E402  (the schema subset the scripts tests use)
+
+CCLBENCH = os.path.join(SOURCE_DIR, "scripts", "cclbench")
+FAKE_BIN = os.path.join(SOURCE_DIR, "tests", "scripts", "fake_bin")
+NODES = ("node5", "node7")
+
+
+def launcher_args(cluster, btl=True):
+    args = f"--mca plm rsh --mca plm_rsh_agent {cluster.agent} --mca oob_tcp_if_include mgmt0 --bind-to none"
+    if btl:
+        args += f" --mca btl tcp,self --mca btl_tcp_if_include {RAIL_SUBNETS}"
+    return "--mpirun-args=" + args
+
+
+def write_script(path, text):
+    with open(path, "w") as handle:
+        handle.write(text)
+    os.chmod(path, stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH)
+
+
+class PathMtu(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        reason = skip_reason()
+        if reason:
+            raise unittest.SkipTest(reason)
+        cls.work = tempfile.TemporaryDirectory(prefix="cclbench-pathmtu-")
+        cls.cluster = vcluster.Cluster(list(NODES))
+        cls.cluster.__enter__()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.cluster.__exit__(None, None, None)
+        cls.work.cleanup()
+
+    def set_mtus(self, host_mtu, port_mtu):
+        """host_mtu on every node's rails; port_mtu {rail: mtu} on the bridge ports of both nodes."""
+        for node in NODES:
+            for rail in vcluster.RAILS:
+                self.cluster.set_link(node, rail, port_mtu=9000)  # raise first: a host MTU above its port's fails
+                self.cluster.set_link(node, rail, mtu=host_mtu)
+                self.cluster.set_link(node, rail, port_mtu=port_mtu[rail])
+
+    def doctor(self):
+        path = os.path.join(self.work.name, "doctor.json")
+        env = dict(mpi_env(), NCCL_SOCKET_IFNAME="eth0,eth3")
+        started = time.monotonic()
+        result = self.cluster.exec("node5", [CCLBENCH, "doctor", "--hosts", ",".join(NODES), launcher_args(self.cluster),
+                                             "--json", path], env=env, capture_output=True, text=True, timeout=240)
+        elapsed = time.monotonic() - started
+        ok, errors = validate("doctor.schema.json", path)
+        self.assertTrue(ok, errors)
+        with open(path) as handle:
+            document = json.load(handle)
+        checks = {c["subject"]: c for c in document["checks"] if c["id"] == "path_mtu"}
+        print(f"\n  doctor --hosts: exit {result.returncode} in {elapsed:.1f}s", file=sys.stderr)
+        for check in checks.values():
+            print(f"    {check['status']:4}  {check['subject']}: {check['detail']}", file=sys.stderr)
+        return result, checks
+
+    def expected_subjects(self):
+        return {f"{a}:{rail} -> {b}:{rail}" for a in NODES for b in NODES if a != b for rail in vcluster.RAILS}
+
+    def test_hosts_9000_ports_1500_fails_with_the_numbers(self):
+        self.set_mtus(9000, {"eth0": 1500, "eth3": 9000})
+        result, checks = self.doctor()
+        self.assertEqual(result.returncode, 1, result.stdout[-2000:] + result.stderr[-2000:])
+        self.assertEqual(set(checks), self.expected_subjects())
+        for subject, check in checks.items():
+            if ":eth0 " in subject:
+                self.assertEqual(check["status"], "fail", check)
+                src, dst = subject.split(":")[0], subject.split("-> ")[1].split(":")[0]
+                self.assertIn("MTU 9000 at both ends", check["detail"])
+                self.assertIn(f"largest don't-fragment packet from {src} to {dst} "
+                              f"({self.cluster.address(dst, 'eth0')}) is 1500 bytes", check["detail"])
+            else:
+                self.assertEqual(check["status"], "pass", check)
+                self.assertIn("9000-byte don't-fragment packets reach", check["detail"])
+        self.assertIn("path_mtu", result.stdout)  # the table the user reads names it too
+
+    def test_all_9000_passes(self):
+        self.set_mtus(9000, {"eth0": 9000, "eth3": 9000})
+        result, checks = self.doctor()
+        self.assertEqual(set(checks), self.expected_subjects())
+        self.assertEqual({c["status"] for c in checks.values()}, {"pass"}, checks)
+        self.assertTrue(all("9000-byte" in c["detail"] for c in checks.values()))
+
+    def test_all_1500_passes(self):
+        self.set_mtus(1500, {"eth0": 1500, "eth3": 1500})
+        result, checks = self.doctor()
+        self.assertEqual(set(checks), self.expected_subjects())
+        self.assertEqual({c["status"] for c in checks.values()}, {"pass"}, checks)
+        self.assertTrue(all("1500-byte" in c["detail"] for c in checks.values()))
+
+    def probe_as_nobody(self, *specs):
+        argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", CCLBENCH, "doctor"]
+        for spec in specs:
+            argv += ["--probe-path-mtu", spec]
+        result = self.cluster.exec("node5", argv, capture_output=True, text=True, timeout=60)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        line = next(line for line in result.stdout.splitlines() if line.startswith("CCLBENCH_PATHMTU_JSON "))
+        return json.loads(line.split(" ", 1)[1])
+
+    def test_unprivileged_probe_uses_an_icmp_datagram_socket_where_ping_group_range_allows(self):
+        self.set_mtus(9000, {"eth0": 1500, "eth3": 9000})
+        eth0, eth3 = (f"{rail}:{self.cluster.address('node7', rail)}:9000" for rail in vcluster.RAILS)
+        sysctl = ["sysctl", "-q", "-w"]  # per network namespace: node5's only
+        self.cluster.exec("node5", sysctl + ["net.ipv4.ping_group_range=0 2147483647"], check=True)
+        try:
+            narrow, wide = self.probe_as_nobody(eth0, eth3)
+        finally:
+            self.cluster.exec("node5", sysctl + ["net.ipv4.ping_group_range=1 0"], check=True)
+        print(f"\n  as nobody: {narrow}\n             {wide}", file=sys.stderr)
+        self.assertTrue(narrow["method"].startswith("ICMP datagram"), narrow)
+        self.assertEqual((narrow["ok"], narrow["largest"]), (False, 1500), narrow)
+        self.assertEqual((wide["ok"], wide["largest"]), (True, 9000), wide)
+        (denied,) = self.probe_as_nobody(eth0)  # ping_group_range "1 0": nobody may not
+        self.assertIsNone(denied["ok"], denied)
+        self.assertIn("net.ipv4.ping_group_range", denied["reason"])
+
+    def test_hung_sanity_pass_ends_at_its_timeout_with_the_path_mtu_finding(self):
+        """With the MPI backend, the sanity pass's TCP traffic over the rails black-holes at 9000/1500 as
+        NCCL's does: the launch hangs, the runner's --launch-timeout ends it, and the error names the path."""
+        if not os.access(COLL_PERF, os.X_OK):
+            self.skipTest(f"coll_perf not built ({COLL_PERF})")
+        bin_dir = os.path.join(self.work.name, "bin")
+        os.makedirs(bin_dir, exist_ok=True)
+        write_script(os.path.join(bin_dir, "coll_perf"), f"#!/bin/sh\nexec {COLL_PERF} \"$@\" --backend mpi\n")
+        for tool in ("topo_map", "p2p_matrix"):  # one fake GPU per host: the plan needs GPUs today
+            write_script(os.path.join(bin_dir, tool), f"#!/bin/sh\nFAKE_GPUS=1 exec {FAKE_BIN}/{tool} \"$@\"\n")
+        self.set_mtus(9000, {"eth0": 1500, "eth3": 1500})
+        timeout = 20
+        env = dict(mpi_env(), NCCL_SOCKET_IFNAME="eth0,eth3")
+        started = time.monotonic()
+        result = self.cluster.exec(
+            "node5", [CCLBENCH, "baseline", "--hosts", ",".join(NODES), "--gpus-per-node", "1", "--hcas", "mlx5_0:1",
+                      "--coll", "all_reduce", "-b", "8K", "-e", "8K", "-n", "2", "-w", "1", "--repeat", "1",
+                      "--expect-transport", "none", "--no-tuning-probe", "--launch-timeout", str(timeout),
+                      "--bin-dir", bin_dir, "--results", os.path.join(self.work.name, "results"), "--run-id", "hang",
+                      launcher_args(self.cluster)],
+            env=env, capture_output=True, text=True, timeout=300, cwd=self.work.name)
+        elapsed = time.monotonic() - started
+        print(f"\n  baseline: exit {result.returncode} in {elapsed:.1f}s\n  {result.stderr.strip().splitlines()[-1]}",
+              file=sys.stderr)
+        self.assertNotEqual(result.returncode, 0)
+        error = result.stderr.strip().splitlines()[-1]
+        self.assertIn("sanity pass failed", error)
+        self.assertIn(f"launch exceeded --launch-timeout {timeout}", error)
+        self.assertIn("path MTU mismatch", error)
+        self.assertRegex(error, r"node[57]:eth[03] -> node[57]:eth[03]: MTU 9000 at both ends, .* is 1500 bytes")
+        with open(os.path.join(self.work.name, "results", "hang", "run_manifest.json")) as handle:
+            sanity = json.load(handle)["points"]["sanity"]
+        self.assertEqual(sanity["status"], "failed")
+        # The hang ended at the timeout (plus the runner's SIGTERM-then-SIGKILL grace), not at the test's limit.
+        self.assertLess(sanity["elapsed_s"], timeout + 15, sanity)
+
+
+if __name__ == "__main__":
+    main()
