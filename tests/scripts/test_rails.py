@@ -8,7 +8,7 @@ import socket
 import unittest
 
 from case_records import case_record, netdev_node, rails_evidence, write_run_dir
-from helpers import TempDirTest, read_text, run_cli
+from helpers import verdict_fail_codes, TempDirTest, read_text, run_cli
 
 CASES = ["all_reduce.float.sum.out.64M", "all_reduce.float.sum.in.64M", "all_gather.float.none.out.64M",
          "all_gather.float.none.in.64M"]
@@ -195,8 +195,10 @@ class FakeCollPerfRun(TempDirTest):
         args = ["baseline", "-b", "8K", "-e", "32K", "-n", "3", "-w", "1", "--repeat", "1", "--no-tuning-probe",
                 "--hosts", "localhost,127.0.0.1", "--gpus-per-node", "8", "--hcas", "mlx5_0:1,mlx5_3:1"]
         result = run_cli(args + self.fake_args(run_id), env={"FAKE_COLL_NETDEV_RAILS": "eth0=200000000,eth3=0"})
-        self.assertEqual(result.returncode, 0, result.stderr)
+        # A dead rail fails the run (issue 27); the doctor fails too: this machine has no mlx5_0/mlx5_3.
+        self.assertEqual(result.returncode, 1, result.stderr)
         run = os.path.join(self.results, run_id)
+        self.assertEqual(verdict_fail_codes(run), ["doctor.fail", "rail.dead"])
         self.assertEqual(run_cli(["report", run], env={"CCLBENCH_NO_MATPLOTLIB": "1"}).returncode, 0)
         text = read_text(os.path.join(run, "report.md"))
         anomalies = text[text.index("## Anomalies"):text.index("## Environment")]
