@@ -1,0 +1,118 @@
+"""`cclbench screen` without a cluster: the --dry-run schedule and estimate, and bad input (one line, exit 2).
+
+Expected pairs come from itertools.combinations, rounds and wall times from the closed forms of the issue (even n:
+n - 1 rounds of n / 2 pairs, odd n: n rounds of (n - 1) / 2; wall = node-stage jobs x 20 s + rounds x 20 s),
+written out here, not from the planner. The run itself is tested on the virtual cluster (tests/cluster/test_screen.py).
+"""
+import itertools
+import os
+import re
+import unittest
+
+from helpers import FAKE_BIN, FAKE_MPIRUN, TempDirTest, run_cli
+
+
+def dry_run(*args, gpus="0"):
+    return run_cli(["screen", "--dry-run", "--bin-dir", FAKE_BIN, "--mpirun", FAKE_MPIRUN] + list(args),
+                   env={"CCLBENCH_FAKE_GPU_COUNT": gpus})
+
+
+def rounds_of(stdout):
+    rounds = []
+    for line in stdout.splitlines():
+        match = re.match(r"  round (\d+): (.*?)( \(bye: (\S+)\))?$", line)
+        if match:
+            rounds.append(([tuple(pair.split("-")) for pair in match.group(2).split()], match.group(4)))
+    return rounds
+
+
+class DryRun(TempDirTest):
+    def test_full_five_nodes_every_pair_once(self):
+        hosts = [f"n{i}" for i in range(1, 6)]
+        result = dry_run("--hosts", ",".join(hosts), "--results", self.results, "--netdevs", "eth0,eth3")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        rounds = rounds_of(result.stdout)
+        self.assertEqual(len(rounds), 5)  # odd n: n rounds
+        pairs = [frozenset(pair) for round_pairs, _ in rounds for pair in round_pairs]
+        self.assertEqual(sorted(map(sorted, pairs)), sorted(map(sorted, map(frozenset, itertools.combinations(hosts, 2)))))
+        for round_pairs, bye in rounds:
+            nodes = [node for pair in round_pairs for node in pair]
+            self.assertEqual(len(round_pairs), 2)
+            self.assertEqual(sorted(nodes + [bye]), hosts)  # disjoint, one node sits out
+        self.assertEqual(sorted(bye for _, bye in rounds), hosts)
+        self.assertIn("5 round(s), 10 pair(s), 2 concurrent job(s) a round", result.stdout)
+        # doctor + intra (no GPU: no loopback) at 20 s, then 5 rounds at 20 s
+        self.assertIn("expected wall time: 140 s", result.stdout)
+        self.assertIn("no GPU: the intra-node point is the MPI backend", result.stdout)
+        self.assertRegex(result.stdout, r"example pair job: \S*mpirun .*-np 2 --host n\d:1,n\d:1 \S*coll_perf "
+                                        r"--backend mpi .*--sizes 67108864,8192")
+        self.assertFalse(os.path.exists(self.results), "a dry run writes nothing")
+
+    def test_gpu_nodes_get_a_loopback_point_per_rail(self):
+        result = dry_run("--hosts", "a1,a2,a3,a4", "--hcas", "mlx5_0:1,mlx5_3:1", "--gpus-per-node", "8",
+                         "--results", self.results, gpus="8")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("doctor, intra, loopback mlx5_0:1, loopback mlx5_3:1", result.stdout)
+        loopbacks = [line for line in result.stdout.splitlines() if line.startswith("example loopback job")]
+        self.assertEqual(len(loopbacks), 2)
+        for line, rail in zip(loopbacks, ("mlx5_0:1", "mlx5_3:1")):
+            for word in ("-x NCCL_P2P_DISABLE=1", "-x NCCL_SHM_DISABLE=1", f"-x NCCL_IB_HCA=={rail} ", "-np 8 --host a1:8"):
+                self.assertIn(word, line)
+        self.assertRegex(result.stdout, r"example pair job: .*-np 16 --host a\d:8,a\d:8 -x NCCL_IB_HCA==mlx5_0:1,mlx5_3:1 ")
+        self.assertEqual(len(rounds_of(result.stdout)), 3)  # even n: n - 1 rounds
+        self.assertIn("expected wall time: 140 s", result.stdout)  # 4 node-stage jobs + 3 rounds, 20 s each
+
+    def test_quick_rounds_and_max_concurrent(self):
+        hosts = [f"h{i}" for i in range(8)]
+        result = dry_run("--hosts", ",".join(hosts), "--quick", "2", "--seed", "7", "--max-concurrent", "3",
+                         "--per-pair-s", "10", "--results", self.results)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        rounds = rounds_of(result.stdout)
+        self.assertEqual(len(rounds), 2)
+        for round_pairs, bye in rounds:
+            self.assertIsNone(bye)
+            self.assertEqual(sorted(node for pair in round_pairs for node in pair), hosts)
+        self.assertIn("quick: 2 shuffled round(s), seed 7", result.stdout)
+        # 8 nodes, 3 at once: the node stage's 2 jobs in 3 slices (60 s), each 4-pair round in 2 slices (4 x 10 s)
+        self.assertIn("expected wall time: 100 s", result.stdout)
+        again = dry_run("--hosts", ",".join(hosts), "--quick", "2", "--seed", "7", "--results", self.results)
+        self.assertEqual(rounds_of(again.stdout), rounds, "the same seed gives the same rounds")
+
+
+class BadInput(TempDirTest):
+    def test_one_line_errors(self):
+        hostfile = os.path.join(self.tmp, "hosts")
+        with open(hostfile, "w") as handle:
+            handle.write("n1 slots=8\nn2 slots=4\n")
+        cases = [
+            (["--hosts", "n1"], "at least two hosts"),
+            ([], "screen needs hosts"),
+            (["--hosts", "n1,n2", "--hostfile", hostfile], "not both"),
+            (["--hostfile", hostfile], "different slot counts"),
+            (["--hosts", "n1,n1"], "listed twice"),
+            (["--hosts", "n1,n2;reboot"], "host name"),
+            (["--hosts", "n1,n2", "--small", "64M", "--large", "8K"], "smaller than"),
+            (["--hosts", "n1,n2", "--large", "lots"], "--large"),
+            (["--hosts", "n1,n2", "--netdevs", "eth0,$(reboot)"], "--netdevs"),
+            (["--hosts", "n1,n2", "--quick", "0"], "--quick"),
+            (["--hosts", "n1,n2", "--hcas", "mlx5_0"], "HCA"),
+            (["--hosts", "n1,n2", "--max-concurrent", "none"], "--max-concurrent"),
+        ]
+        for args, text in cases:
+            with self.subTest(args=args):
+                self.assertOneLineError(dry_run(*args, "--results", self.results), 2, text)
+        runs = [
+            (["--hosts", "no-such-host.invalid,other.invalid"], "unknown host"),
+            (["--resume", "nothere"], "does not exist"),
+            (["--hosts", "n1,n2", "--bin-dir", os.path.join(self.tmp, "nobin")], "not built"),
+        ]
+        for args, text in runs:
+            with self.subTest(args=args):
+                result = run_cli(["screen", "--bin-dir", FAKE_BIN, "--mpirun", FAKE_MPIRUN, "--results", self.results]
+                                 + args)
+                self.assertOneLineError(result, 2, text)
+        self.assertFalse(os.path.exists(self.results), "bad input creates no run directory")
+
+
+if __name__ == "__main__":
+    unittest.main()
