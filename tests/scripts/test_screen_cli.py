@@ -9,7 +9,9 @@ import os
 import re
 import unittest
 
-from helpers import FAKE_BIN, FAKE_MPIRUN, TempDirTest, run_cli
+from helpers import FAKE_BIN, FAKE_MPIRUN, SOURCE_DIR, TempDirTest, run_cli
+
+from cclbench_lib.plan.screen_schedule import scale_table
 
 
 def dry_run(*args, gpus="0"):
@@ -112,6 +114,23 @@ class BadInput(TempDirTest):
                                  + args)
                 self.assertOneLineError(result, 2, text)
         self.assertFalse(os.path.exists(self.results), "bad input creates no run directory")
+
+
+class ReadmeScale(unittest.TestCase):
+    def test_readme_scale_table_is_the_planners(self):
+        """The README's scale table holds what scale_table() plans (rounds, jobs, pairs, seconds)."""
+        with open(os.path.join(SOURCE_DIR, "README.md"), encoding="utf-8") as handle:
+            text = handle.read()
+        table = text[text.index("**Scale**"):].split("\n\n")[1]
+        rows = []
+        for line in table.splitlines()[2:]:
+            cells = [cell.strip() for cell in line.strip("|").split("|")]
+            number = lambda cell: int(cell.split(" s")[0].replace(",", ""))  # noqa: E731
+            rows.append((number(cells[0]), cells[1], number(cells[2]), number(cells[3]), number(cells[4]),
+                         number(cells[5]), number(cells[6]), number(cells[7])))
+        expected = [(row["nodes"], row["mode"], row["rounds"], row["concurrent_jobs"], row["pairs"],
+                     row["node_stage_s"], row["pair_stage_s"], row["wall_s"]) for row in scale_table()]
+        self.assertEqual(rows, expected)
 
 
 if __name__ == "__main__":
