@@ -5,6 +5,7 @@ n - 1 rounds of n / 2 pairs, odd n: n rounds of (n - 1) / 2; wall = node-stage j
 written out here, not from the planner. The run itself is tested on the virtual cluster (tests/cluster/test_screen.py).
 """
 import itertools
+import json
 import os
 import re
 import unittest
@@ -114,6 +115,58 @@ class BadInput(TempDirTest):
                                  + args)
                 self.assertOneLineError(result, 2, text)
         self.assertFalse(os.path.exists(self.results), "bad input creates no run directory")
+
+
+class Resume(TempDirTest):
+    """A whole screen through the test doubles (fake mpirun runs the fake coll_perf once as rank 0; the doctor is
+    the real one on this machine), four names of this machine as the fleet."""
+    HOSTS = ["localhost", "127.0.0.1", "vm", "runsc"]
+
+    def run_screen(self, *args, **env):
+        log = os.path.join(self.tmp, "points.log")
+        if os.path.exists(log):
+            os.unlink(log)
+        result = run_cli(["screen", "--bin-dir", FAKE_BIN, "--mpirun", FAKE_MPIRUN, "--results", self.results,
+                          "-n", "2", "-w", "0"] + list(args), env=dict(env, FAKE_COLL_LOG=log))
+        with open(log, encoding="utf-8") as handle:
+            points = [line.split()[0] for line in handle if line.strip()]
+        return result, points
+
+    def test_resume_reruns_only_what_failed(self):
+        import socket
+        for host in self.HOSTS:
+            try:
+                socket.getaddrinfo(host, None)
+            except OSError:
+                self.skipTest(f"{host} does not resolve here")
+        failing = "pair.r0.localhost.runsc"
+        first, points = self.run_screen("--hosts", ",".join(self.HOSTS), "--run-id", "s1",
+                                        FAKE_COLL_FAIL_POINT=failing)
+        pairs = sorted(point for point in points if point.startswith("pair."))
+        self.assertEqual(len(pairs), 6, points)  # 4 nodes: every pair once
+        self.assertIn(failing, pairs)
+        run_dir = os.path.join(self.results, "s1")
+        with open(os.path.join(run_dir, "screen.json"), encoding="utf-8") as handle:
+            document = json.load(handle)
+        failed = [pair for pair in document["pairs"] if pair["outcome"] == "failed"]
+        self.assertEqual([(pair["a"], pair["b"], pair["stage"]) for pair in failed], [("localhost", "runsc", "pair")])
+        self.assertIn("exit 5", failed[0]["reason"])
+        # A failure must reproduce: the pair was repeated in the retest round after the 3 pair rounds, passed
+        # there, and nothing is bad.
+        others = [point for point in points if not point.startswith("pair.")]
+        self.assertEqual(sorted(others[:4]), sorted("intra." + host for host in self.HOSTS))  # all at once
+        self.assertEqual(others[4:], ["repeat.r3.localhost.runsc"])
+        self.assertEqual([(pair["a"], pair["b"], pair["stage"], pair["outcome"]) for pair in document["pairs"][6:]],
+                         [("localhost", "runsc", "retest", "ok")])
+        self.assertEqual((first.returncode, document["result"]), (0, "pass"), first.stderr)
+        # --resume: the failed pair runs again, nothing that completed with its values does.
+        second, points = self.run_screen("--resume", "s1")
+        self.assertEqual(points, [failing], second.stderr)
+        with open(os.path.join(run_dir, "screen.json"), encoding="utf-8") as handle:
+            document = json.load(handle)
+        self.assertEqual((second.returncode, document["result"]), (0, "pass"), second.stderr)
+        with open(os.path.join(run_dir, "screen.md"), encoding="utf-8") as handle:
+            self.assertTrue(handle.read().startswith("# Screen: PASS"))
 
 
 class ReadmeScale(unittest.TestCase):
