@@ -168,6 +168,25 @@ class Resume(TempDirTest):
         with open(os.path.join(run_dir, "screen.md"), encoding="utf-8") as handle:
             self.assertTrue(handle.read().startswith("# Screen: PASS"))
 
+    def test_node_failing_the_node_stage_is_started_twice_then_not_paired(self):
+        result, points = self.run_screen("--hosts", ",".join(self.HOSTS), "--run-id", "s2",
+                                         FAKE_COLL_FAIL_POINT="intra.vm")
+        self.assertEqual(points.count("intra.vm"), 2, points)  # one more start for a node-stage job, no more
+        self.assertFalse([point for point in points if point.startswith("pair.") and ".vm" in point], points)
+        run_dir = os.path.join(self.results, "s2")
+        with open(os.path.join(run_dir, "screen.json"), encoding="utf-8") as handle:
+            document = json.load(handle)
+        node = [row for row in document["nodes"] if row["name"] == "vm"][0]
+        self.assertEqual((node["verdict"], node["paired"]), ("bad", False))
+        self.assertEqual([reason["code"] for reason in node["reasons"]], ["node.intra_failed"])
+        self.assertIn("exit 5", node["reasons"][0]["detail"]["reason"])
+        self.assertEqual(result.returncode, 1, result.stderr)
+        with open(os.path.join(run_dir, "screen_manifest.json"), encoding="utf-8") as handle:
+            state = json.load(handle)["jobs"]["intra.vm"]
+        self.assertEqual((state["attempts"], state["status"]), (2, "failed"))
+        with open(os.path.join(run_dir, "screen.md"), encoding="utf-8") as handle:
+            self.assertEqual(handle.read().splitlines()[2], "- Bad nodes: vm (node.intra_failed)")
+
 
 class ReadmeScale(unittest.TestCase):
     def test_readme_scale_table_is_the_planners(self):

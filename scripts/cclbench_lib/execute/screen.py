@@ -29,6 +29,9 @@ MANIFEST = "screen_manifest.json"
 RESULT = "screen.json"
 # Retest passes: each pass plans rounds of suspects with unmet known-good nodes from the verdicts so far.
 RETEST_PASSES = 3
+# A node-stage launch that left no output at all is started once more (Screen._run_one).
+LAUNCH_ATTEMPTS = 2
+NODE_STAGE_KINDS = ("doctor", "intra", "loopback")
 EXIT_MEANINGS = {1: "a case failed or data was wrong", 2: "bad usage", 3: "transport expectation failed",
                  4: "timeout", 5: "runtime error", 6: "peer lost", 7: "nothing measured"}
 
@@ -153,18 +156,52 @@ class Screen:
         return f"{seconds // 60}m{seconds % 60:02d}s"
 
     def _run_one(self, job, results):
+        """One job. A node-stage job that left no readable output at all (the launcher or the program failed: an
+        agent or orted that did not start on a loaded node) is started once more, and the manifest and the log
+        say so: a node that fails the node stage is not paired, and nothing else gives it a second opinion. A
+        pair is never retried here (the rules repeat a failed pair, and a failure must reproduce), nor a job
+        that measured low or ran out of time: those are findings."""
         state = self.manifest["jobs"].setdefault(job["name"], {"attempts": 0})
         state.update(kind=job["kind"], hosts=job["hosts"], status="running", started_utc=utc_now(),
-                     attempts=state.get("attempts", 0) + 1, command=shlex.join(job["argv"]))
+                     command=shlex.join(job["argv"]), retried_reason=None)
+        began = time.monotonic()
+        for attempt in range(1, LAUNCH_ATTEMPTS + 1):
+            state["attempts"] = state.get("attempts", 0) + 1
+            code, problem, found = self._launch(job, append=attempt > 1)
+            if found is not None or self.interrupted or (problem and "--launch-timeout" in problem) or \
+                    job["kind"] not in NODE_STAGE_KINDS or attempt == LAUNCH_ATTEMPTS:
+                break
+            state["retried_reason"] = problem or f"exit {code} and no readable output"
+            self.log_line(f"# {utc_now()} {job['name']}: no output ({state['retried_reason']}): starting it again")
+        reason = problem
+        if reason is None and code != 0 and not (job["kind"] == "doctor" and code == 1 and found):
+            reason = f"exit {code} ({EXIT_MEANINGS.get(code, 'unexpected exit status')})"
+        if reason is None and found is None:
+            reason = f"no readable output {job['output']}"
+        if reason is None and job["kind"] != "doctor" and found["reason"]:
+            reason = found["reason"]
+        if found is None:
+            found = {"doctor": None} if job["kind"] == "doctor" else \
+                {"busbw_gbps": None, "small_time_us": None, "transport": None, "rail_bytes": None}
+        elapsed = time.monotonic() - began
+        state.update(status="failed" if reason else "complete", exit_code=code, reason=reason,
+                     finished_utc=utc_now(), elapsed_s=round(elapsed, 3))
+        if reason:
+            reason = f"{reason} (see logs/{job['name']}.log)"
+        results[job["name"]] = {"values": found, "reason": reason}
+        self.log_line(f"# {utc_now()} {job['name']}: {'failed: ' + reason if reason else 'complete'} "
+                      f"in {elapsed:.1f}s")
+
+    def _launch(self, job, append):
+        """(exit code, problem or None, values or None) of one start of the job."""
         log_path = os.path.join(self.run_dir, "logs", job["name"] + ".log")
         env = dict(os.environ)
         env.update(job["env"])
         if os.path.exists(job["output"]):
             os.unlink(job["output"])  # a stale output of an earlier attempt is never read as this one's
-        began = time.monotonic()
         code, problem = None, None
         try:
-            with open(log_path, "wb") as log:
+            with open(log_path, "ab" if append else "wb") as log:
                 log.write(("$ " + shlex.join(job["argv"]) + "\n").encode())
                 log.flush()
                 try:
@@ -187,25 +224,7 @@ class Screen:
                             self.children.pop(job["name"], None)
         except OSError as error:
             problem = f"cannot write {log_path}: {error.strerror}"
-        found = self.values(job) if not problem else None
-        reason = problem
-        if reason is None and code != 0 and not (job["kind"] == "doctor" and code == 1 and found):
-            reason = f"exit {code} ({EXIT_MEANINGS.get(code, 'unexpected exit status')})"
-        if reason is None and found is None:
-            reason = f"no readable output {job['output']}"
-        if reason is None and job["kind"] != "doctor" and found["reason"]:
-            reason = found["reason"]
-        if found is None:
-            found = {"doctor": None} if job["kind"] == "doctor" else \
-                {"busbw_gbps": None, "small_time_us": None, "transport": None, "rail_bytes": None}
-        elapsed = time.monotonic() - began
-        state.update(status="failed" if reason else "complete", exit_code=code, reason=reason,
-                     finished_utc=utc_now(), elapsed_s=round(elapsed, 3))
-        if reason:
-            reason = f"{reason} (see logs/{job['name']}.log)"
-        results[job["name"]] = {"values": found, "reason": reason}
-        self.log_line(f"# {utc_now()} {job['name']}: {'failed: ' + reason if reason else 'complete'} "
-                      f"in {elapsed:.1f}s")
+        return code, problem, (self.values(job) if not problem else None)
 
     @staticmethod
     def _stop(child):
