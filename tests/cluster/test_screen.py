@@ -12,8 +12,10 @@ pair moves here (~100 MB/s): 8 Mbit/s.
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 
@@ -53,12 +55,22 @@ class Fleet(unittest.TestCase):
             raise unittest.SkipTest(reason)
         cls.cluster = vcluster.Cluster(NODES)
         cls.cluster.__enter__()
-        cls.results = os.path.join(cls.cluster.state_dir, "results")
-        os.makedirs(cls.results)
+        cls.results = tempfile.mkdtemp(prefix="cclbench-screen-")  # kept when a test fails, for its logs
+        cls.failed = False
 
     @classmethod
     def tearDownClass(cls):
         cls.cluster.__exit__(None, None, None)
+        if cls.failed:
+            print(f"\n  screen runs kept in {cls.results}", file=sys.stderr)
+        else:
+            shutil.rmtree(cls.results, ignore_errors=True)
+
+    def run(self, result=None):
+        outcome = super().run(result)
+        if result is not None and (result.failures or result.errors):
+            type(self).failed = True
+        return outcome
 
     def tearDown(self):
         for node in NODES:
@@ -110,6 +122,7 @@ class Fleet(unittest.TestCase):
         # on both hosts (the TCP BTL stripes over eth0 and eth3).
         for pair in document["pairs"]:
             self.assertEqual(pair["transport"]["backend"], "mpi")
+            self.assertIsInstance(pair["rail_bytes"], dict, pair)
             self.assertEqual(sorted(pair["rail_bytes"]), sorted([pair["a"], pair["b"]]))
             for counts in pair["rail_bytes"].values():
                 self.assertGreater(min(counts["eth0"], counts["eth3"]) / max(counts.values()), 0.5, counts)
