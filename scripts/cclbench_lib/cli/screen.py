@@ -2,6 +2,7 @@
 
 import math
 import os
+import shlex
 import sys
 
 from ..base.errors import CclbenchError, UsageError
@@ -137,7 +138,7 @@ def dry_run(inputs, run_dir, out):
     examples = first[1:] + ([pair_job(inputs, run_dir, *schedule["rounds"][0]["pairs"][0], 0)]
                             if schedule["rounds"] else [])
     for job in examples:
-        out.write(f"example {job['kind']} job: {' '.join(job['argv'])}\n")
+        out.write(f"example {job['kind']} job: {shlex.join(job['argv'])}\n")
     return 0
 
 
@@ -162,6 +163,8 @@ def cmd_screen(args, argv, launcher_choice, coll_perf_flags, default_bin_dir):
         if not isinstance(inputs, dict):
             raise CclbenchError(f"{os.path.join(run_dir, MANIFEST)} has no inputs: cannot resume", 2)
         inputs = dict(inputs, as_root=os.geteuid() == 0)
+        if args.dry_run:
+            return dry_run(inputs, run_dir, sys.stdout)
     else:
         inputs = screen_inputs(args, launcher_choice, coll_perf_flags, default_bin_dir)
         run_dir = os.path.join(results, validate_run_id(args.run_id or default_run_id("screen-")))
