@@ -81,6 +81,17 @@ class DryRun(TempDirTest):
         again = dry_run("--hosts", ",".join(hosts), "--quick", "2", "--seed", "7", "--results", self.results)
         self.assertEqual(rounds_of(again.stdout), rounds, "the same seed gives the same rounds")
 
+    def test_inside_a_slurm_allocation_the_allocation_is_the_fleet(self):
+        result = run_cli(["screen", "--dry-run", "--bin-dir", FAKE_BIN, "--mpirun", FAKE_MPIRUN, "--hcas", "mlx5_0:1",
+                          "--results", self.results],
+                         env={"SLURM_JOB_NODELIST": "gpu[01-03],gpu07", "SLURM_JOB_ID": "42", "SLURM_GPUS_PER_NODE": "8"})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("screen of 4 nodes: gpu01,gpu02,gpu03,gpu07", result.stdout)
+        self.assertIn("backend: nccl, 8 GPU(s) a node", result.stdout)
+        # srun cannot serve here (no slurmctld, or no srun): mpirun inside the allocation, and the reason printed
+        self.assertRegex(result.stdout, r"launcher: mpirun \(Slurm job 42 but .+: mpirun inside the allocation\)")
+        self.assertRegex(result.stdout, r"example pair job: \S*mpirun .*-np 16 --host gpu0\d:8,gpu0\d:8 ")
+
 
 class BadInput(TempDirTest):
     def test_one_line_errors(self):

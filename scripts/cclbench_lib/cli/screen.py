@@ -119,6 +119,8 @@ def dry_run(inputs, run_dir, out):
     out.write(f"backend: {backend(inputs)}" + (f", {inputs['gpus_per_node']} GPU(s) a node" if inputs["gpus_per_node"]
                                                else "") + f"; sizes {format_size(inputs['large_bytes'])} (bus "
               f"bandwidth) and {format_size(inputs['small_bytes'])} (small-message time)\n")
+    chosen = launcher_of(inputs)
+    out.write(f"launcher: {chosen['name']}" + (f" ({chosen['reason']})" if chosen.get("reason") else "") + "\n")
     note = stage_env_note(inputs)
     if note:
         out.write(f"note: {note}\n")
