@@ -185,7 +185,7 @@ def cmd_screen(args, argv, launcher_choice, coll_perf_flags, default_bin_dir):
     document = screen.run()
     path = screen.report_path
     for line in headline(document):
-        if line:
+        if line and not line.endswith(": none"):
             print(f"cclbench: screen: {line.lstrip('# -')}", file=sys.stderr)
     print(f"cclbench: screen: {os.path.join(run_dir, 'screen.json')}, report {path}", file=sys.stderr)
     return document["exit_code"]

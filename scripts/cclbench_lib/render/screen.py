@@ -121,7 +121,9 @@ def plot_pairs(pyplot, path, names, matrix):
 def _detail(detail):
     parts = []
     for key, value in sorted(detail.items()):
-        if isinstance(value, float):
+        if value is None:
+            value = "-"
+        elif isinstance(value, float):
             value = fmt_number(value, 3)
         elif isinstance(value, list):
             value = ",".join(str(item) for item in value)
