@@ -45,7 +45,8 @@ int measure(RunResources& resources, const MpiContext& context, const std::strin
   Watchdog watchdog(context, config.timeout_seconds, on_watchdog_timeout(resources, program));
   Runner runner(backend, context, runner_options(config), watchdog, stop_signal());
   const bool emulated = backend.emulated();
-  CollPerfObservers observers(config, context, watchdog, startup.tuning_document);
+  CollPerfObservers observers(config, context, watchdog, startup.tuning_document,
+                              capture.active ? capture.own_log_path : std::string());
   sink.set_section("rails_options", observers.rails_options_json());
   const RunOutcome outcome = runner.run(
       cases, &observers, [&](const CaseResult& result) { sink.add(result, emulated); }, [&](int) { sink.end_cycle(); });

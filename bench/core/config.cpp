@@ -210,6 +210,9 @@ std::string help_text(const std::string& program_name) {
       << "  --point NAME              sweep-point label recorded with every case\n"
       << "  --sysfs-root DIR          root of /sys for rail counters                    [/sys]\n"
       << "  --all-netdevs             rail evidence also lists interfaces that moved no bytes\n"
+      << "  --netdevs IF[,IF]         interfaces that are rails: their byte counters per case\n"
+      << "                            and host (TCP: NCCL NET/Socket, MPI's TCP BTL)\n"
+      << "                            [NCCL's NET/Socket interfaces, from its log]\n"
       << "  --quiet                   no console table\n"
       << "  -h, --help                this text\n"
       << "\n"
@@ -335,6 +338,8 @@ std::optional<Config> parse_config(int argc, const char* const argv[]) {
       if (config.samples_path.empty()) throw UsageError("--samples: needs a file name");
     } else if (flag == "--all-netdevs") {
       config.all_netdevs = true;
+    } else if (flag == "--netdevs") {
+      config.netdevs = parse_netdev_list(cursor.value(flag));
     } else if (flag == "--log-dir" || flag == "--nccl-log-dir") {
       config.log_dir = cursor.value(flag);
       if (config.log_dir.empty()) throw UsageError(flag + ": needs a directory");
@@ -447,6 +452,28 @@ std::vector<std::uint64_t> sweep_sizes(const Config& config) {
   }
   if (sizes.size() >= kMaxSteps) throw UsageError("the sweep has more than 4096 sizes; use a larger -f or -i");
   return sizes;
+}
+
+std::vector<std::string> parse_netdev_list(std::string_view value) {
+  std::vector<std::string> names;
+  std::size_t start = 0;
+  while (start <= value.size()) {
+    std::size_t comma = value.find(',', start);
+    if (comma == std::string_view::npos) comma = value.size();
+    const std::string item(value.substr(start, comma - start));
+    const bool bad_char = std::any_of(item.begin(), item.end(), [](char c) {
+      const auto byte = static_cast<unsigned char>(c);
+      return c == '/' || c == ':' || byte <= ' ' || byte == 0x7f;
+    });
+    if (item.empty() || item.size() > 15 || item == "." || item == ".." || bad_char) {
+      throw UsageError("--netdevs: '" + item.substr(0, 40) +
+                       "' is not an interface name (1-15 characters, no '/', ':', ',' or whitespace)");
+    }
+    if (std::find(names.begin(), names.end(), item) != names.end()) throw UsageError("--netdevs: '" + item + "' given twice");
+    names.push_back(item);
+    start = comma + 1;
+  }
+  return names;
 }
 
 }  // namespace cclbench

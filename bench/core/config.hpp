@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bench/core/types.hpp"
@@ -56,6 +57,7 @@ struct Config {
   std::string jsonl_path;         // --jsonl (appended record by record)
   std::string samples_path;       // --samples FILE: per-iteration times, one JSONL line per case
   bool all_netdevs = false;       // --all-netdevs: rail evidence lists interfaces that moved no bytes
+  std::vector<std::string> netdevs;  // --netdevs IF[,IF]: interfaces that are rails (netdev counters)
   std::string log_dir;            // --nccl-log-dir (alias --log-dir): NCCL logs; "" = next to -J/--jsonl or a temp dir
   std::string expect_transport;   // --expect-transport SPEC
   std::string sysfs_root = "/sys";// --sysfs-root (rail counters)
@@ -91,5 +93,10 @@ std::string help_text(const std::string& program_name);
 
 // The requested sizes in order: min, min*f... (or +i) up to and including max.
 std::vector<std::uint64_t> sweep_sizes(const Config& config);
+
+// A --netdevs value "eth0,eth3" -> {"eth0", "eth3"}; throws UsageError naming the bad item when an
+// item is not a valid Linux interface name (1-15 bytes, not "." or "..", no '/', ':' or whitespace)
+// or is repeated.
+std::vector<std::string> parse_netdev_list(std::string_view value);
 
 }  // namespace cclbench

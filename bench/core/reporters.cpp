@@ -62,7 +62,7 @@ std::string csv_field(const nlohmann::json& value) {
 
 namespace {
 
-constexpr const char* kRailNodeArrays[] = {"flags", "ib_ports", "netdevs"};
+constexpr const char* kRailNodeArrays[] = {"flags", "ib_ports", "netdevs", "netdev_rails"};
 
 // per_rank at one rank says nothing that time_us and iterations do not: the one rank's mean is
 // time_us.mean and it is the slowest in every iteration (null when the case was not timed).

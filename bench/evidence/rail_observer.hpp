@@ -2,6 +2,8 @@
 // Rail counters per case for coll_perf records (rails.hpp reads and compares them).
 #include <cstdlib>
 #include <exception>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,15 +18,31 @@
 namespace cclbench {
 
 // Around every case (never inside the timed loop: before fill, after checking), the node-local
-// rank 0 reads the rail counters of its node; deltas are gathered to world rank 0 per node.
+// rank 0 (the node's lowest world rank) reads the rail counters of its node; deltas are gathered
+// to world rank 0 per node. Netdev rails (schema 1.5): --netdevs, else the interfaces of NCCL's
+// "NET/Socket : Using ..." line in this process's own NCCL log (`nccl_log_path`, written during
+// communicator init, so it is looked for before each case until found).
 class RailCounterObserver final : public CaseObserver {
  public:
-  RailCounterObserver(const Config& config, const MpiContext& context) : config_(config), context_(context) {
+  RailCounterObserver(const Config& config, const MpiContext& context, std::string nccl_log_path = {})
+      : config_(config), context_(context), nccl_log_path_(std::move(nccl_log_path)) {
     if (const char* hca = std::getenv("NCCL_IB_HCA")) options_.expected_rails = rails_from_nccl_ib_hca(hca);
     options_.keep_zero_netdevs = config.all_netdevs;
+    if (!config.netdevs.empty()) {
+      options_.netdev_rails = config.netdevs;
+      options_.netdev_rails_from = "--netdevs";
+    }
   }
   void before_case(const CaseSpec&) override {
-    if (context_.local_rank == 0) before_ = read_rail_counters(config_.sysfs_root);
+    if (context_.local_rank != 0) return;
+    if (options_.netdev_rails.empty() && !nccl_log_path_.empty()) {
+      std::ifstream stream(nccl_log_path_);
+      std::ostringstream text;
+      if (stream) text << stream.rdbuf();
+      options_.netdev_rails = socket_interfaces_from_nccl_log(text.str());
+      if (!options_.netdev_rails.empty()) options_.netdev_rails_from = "nccl_log";
+    }
+    before_ = read_rail_counters(config_.sysfs_root);
   }
   void after_case(CaseResult& result) override {
     std::string local;
@@ -64,13 +82,14 @@ class RailCounterObserver final : public CaseObserver {
  private:
   const Config& config_;
   const MpiContext& context_;
+  std::string nccl_log_path_;
   RailOptions options_;
   RailSnapshot before_;
 
  public:
   nlohmann::json options_json() const {
     return {{"expected_rails", options_.expected_rails}, {"min_share", options_.min_share},
-            {"all_netdevs", options_.keep_zero_netdevs}};
+            {"all_netdevs", options_.keep_zero_netdevs}, {"netdevs", config_.netdevs}};
   }
 };
 

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "bench/evidence/log_text.hpp"
+#include "bench/evidence/nccl_evidence.hpp"
 
 namespace cclbench {
 
@@ -194,7 +195,8 @@ nlohmann::json rail_delta_json(const RailSnapshot& before, const RailSnapshot& a
       }
     }
     if (!errors.empty()) flags.push_back("rail " + now.rail() + " error counters increased: " + errors.dump());
-    ports.push_back({{"rail", now.rail()},
+    ports.push_back({{"source", "hca"},
+                     {"rail", now.rail()},
                      {"hca", now.hca},
                      {"port", now.port},
                      {"netdev", now.netdev.empty() ? nlohmann::json(nullptr) : nlohmann::json(now.netdev)},
@@ -291,10 +293,84 @@ nlohmann::json rail_delta_json(const RailSnapshot& before, const RailSnapshot& a
     }
   }
   result["netdevs"] = netdevs;
+
+  // Interfaces that are rails (--netdevs, or NCCL's NET/Socket list): one row each, in the order
+  // given, with shares among them on this host. Absent or unreadable counters are null with a reason.
+  nlohmann::json netdev_rails = nlohmann::json::array();
+  std::uint64_t netdev_total = 0;
+  bool netdev_complete = true;
+  for (const std::string& name : options.netdev_rails) {
+    const auto now = std::find_if(after.netdevs.begin(), after.netdevs.end(),
+                                  [&](const NetdevCounters& netdev) { return netdev.name == name; });
+    const auto then = std::find_if(before.netdevs.begin(), before.netdevs.end(),
+                                   [&](const NetdevCounters& netdev) { return netdev.name == name; });
+    std::string reason;
+    nlohmann::json tx = nullptr;
+    nlohmann::json rx = nullptr;
+    if (now == after.netdevs.end()) {
+      reason = after.net_missing_reason.empty() ? "no such interface under " + after.sysfs_root + "/class/net"
+                                                : after.net_missing_reason;
+    } else if (then == before.netdevs.end()) {
+      reason = "interface not present in the first snapshot";
+    } else {
+      if (!then->reason.empty()) reason = then->reason;
+      else if (!now->reason.empty()) reason = now->reason;
+      tx = delta(then->tx_bytes, now->tx_bytes, 1, reason, "tx_bytes");
+      std::string rx_reason;
+      rx = delta(then->rx_bytes, now->rx_bytes, 1, rx_reason, "rx_bytes");
+      if (reason.empty()) reason = rx_reason;
+    }
+    nlohmann::json total = nullptr;
+    if (tx.is_number() && rx.is_number()) {
+      total = tx.get<std::uint64_t>() + rx.get<std::uint64_t>();
+      netdev_total += total.get<std::uint64_t>();
+    } else {
+      netdev_complete = false;
+    }
+    netdev_rails.push_back({{"source", "netdev"},
+                            {"rail", name},
+                            {"netdev", name},
+                            {"tx_bytes", tx},
+                            {"rx_bytes", rx},
+                            {"total_bytes", total},
+                            {"share", nullptr},
+                            {"reason", reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(reason)}});
+  }
+  for (auto& row : netdev_rails) {
+    if (!netdev_complete || !row["total_bytes"].is_number() || netdev_total == 0) continue;  // no share of an unknown whole
+    const double share = static_cast<double>(row["total_bytes"].get<std::uint64_t>()) / static_cast<double>(netdev_total);
+    row["share"] = share;
+    if (options.netdev_rails.size() >= 2 && netdev_complete && share < options.min_share) {
+      std::ostringstream text;
+      text.precision(3);
+      text << "rail " << row["rail"].get<std::string>() << " (netdev) carried " << share * 100.0
+           << "% of the bytes on the netdev rails (< " << options.min_share * 100.0 << "%)";
+      flags.push_back(text.str());
+    }
+  }
+  if (!options.netdev_rails.empty()) {
+    result["netdev_rails_from"] = options.netdev_rails_from;
+    result["netdev_rails_total_bytes"] = netdev_complete ? nlohmann::json(netdev_total) : nlohmann::json(nullptr);
+  }
+  result["netdev_rails"] = netdev_rails;
   result["netdevs_zero_omitted"] = zero_netdevs;
   result["net_reason"] = after.net_missing_reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(after.net_missing_reason);
   result["flags"] = flags;
   return result;
+}
+
+std::vector<std::string> socket_interfaces_from_nccl_log(const std::string& text) {
+  std::vector<std::string> names;
+  if (text.find("NET/Socket : Using") == std::string::npos) return names;  // the common case: no parse
+  const EvidenceSummary summary = parse_nccl_log_texts({{"nccl log", text}});
+  for (const ProcessEvidence& process : summary.processes) {
+    std::vector<NetDevice> devices = process.socket_devices;
+    std::stable_sort(devices.begin(), devices.end(), [](const NetDevice& a, const NetDevice& b) { return a.index < b.index; });
+    for (const NetDevice& device : devices) {
+      if (!device.name.empty() && std::find(names.begin(), names.end(), device.name) == names.end()) names.push_back(device.name);
+    }
+  }
+  return names;
 }
 
 std::vector<std::string> rails_from_nccl_ib_hca(std::string_view value) {

@@ -53,6 +53,12 @@ struct RailOptions {
   // Interfaces whose tx and rx deltas are both 0 (and readable) are left out of the record unless
   // named in `netdevs` or this is set (coll_perf --all-netdevs); the record counts them instead.
   bool keep_zero_netdevs = false;
+  // Interfaces that are rails (schema 1.5): the traffic of NCCL's NET/Socket transport or MPI's TCP
+  // BTL shows only in netdev counters. From coll_perf --netdevs, else from NCCL's
+  // "NET/Socket : Using [0]eth0<...> [1]eth3<...>" line. Each gets a row in the node's
+  // netdev_rails (source "netdev"), with its share among these interfaces on that host.
+  std::vector<std::string> netdev_rails;
+  std::string netdev_rails_from;          // "--netdevs", "nccl_log" or "" (none)
 };
 
 // The constant text that explains rail_delta_json's numbers: written once per document (coll_perf
@@ -68,6 +74,10 @@ RailSnapshot read_rail_counters(const std::string& sysfs_root = "/sys");
 // the imbalance flag and netdev byte deltas (kRailCounterNote says what they count).
 // A counter that decreased (wrap or reset) is null with a reason, never a negative or a guess.
 nlohmann::json rail_delta_json(const RailSnapshot& before, const RailSnapshot& after, const RailOptions& options);
+
+// The interfaces of NCCL's "NET/Socket : Using [0]eth0:10.0.0.1<0> [1]eth3:...<0>" lines in a
+// log text, in index order, without repeats; empty when the text has no such line.
+std::vector<std::string> socket_interfaces_from_nccl_log(const std::string& text);
 
 // Rails named by an NCCL_IB_HCA value: "mlx5_0:1,mlx5_3:1" or "=mlx5_0,mlx5_3" -> the list;
 // an exclusion list ("^mlx5_1") names no expected rail -> empty (every port counts).

@@ -52,8 +52,8 @@ class TestStallHook final : public CaseObserver {
 class CollPerfObservers final : public CaseObserver {
  public:
   CollPerfObservers(const Config& config, const MpiContext& context, PhaseMonitor& monitor,
-                    const nlohmann::json& tuning_document)
-      : stall_hook_(context, monitor), rails_(config, context), tuning_(config.tuning_from_path, tuning_document) {}
+                    const nlohmann::json& tuning_document, const std::string& nccl_log_path = {})
+      : stall_hook_(context, monitor), rails_(config, context, nccl_log_path), tuning_(config.tuning_from_path, tuning_document) {}
   void before_case(const CaseSpec& spec) override {
     stall_hook_.before_case(spec);
     rails_.before_case(spec);

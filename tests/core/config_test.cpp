@@ -237,6 +237,18 @@ TEST(NcclTestsFlags, MpiBackendRefusesNcclOnlyFlagsWithTheReason) {
   EXPECT_FALSE(mpi_backend_refusal(*parse({"-N", "3"})).has_value());
 }
 
+TEST(Config, NetdevsNamesInterfacesAndRefusesBadNames) {
+  EXPECT_TRUE(parse({})->netdevs.empty());
+  EXPECT_EQ(parse({"--netdevs", "eth0,eth3"})->netdevs, (std::vector<std::string>{"eth0", "eth3"}));
+  EXPECT_EQ(parse({"--netdevs", "lo"})->netdevs, (std::vector<std::string>{"lo"}));
+  EXPECT_EQ(parse({"--netdevs", "enp1s0f0.100"})->netdevs, (std::vector<std::string>{"enp1s0f0.100"}));
+  for (const std::string bad : {"", "eth0,", ",eth0", "eth/0", "eth0:1", "a b", "..", "sixteen-chars-xx"}) {
+    EXPECT_NE(usage_error({"--netdevs", bad}).find("--netdevs:"), std::string::npos) << "'" << bad << "'";
+  }
+  EXPECT_NE(usage_error({"--netdevs", "eth0,eth0"}).find("given twice"), std::string::npos);
+  EXPECT_NE(usage_error({"--netdevs"}), "");
+}
+
 TEST(NcclTestsFlags, HelpListsTheNoOpsAndRefusalsWithTheirReasons) {
   const std::string help = help_text("coll_perf");
   for (const NcclTestsFlag& flag : nccl_tests_flags()) {

@@ -42,7 +42,7 @@ TEST(Record, MeasurementModeFieldsAreInEveryRecordAndCsvRow) {
   result.cycle = 2;
   result.gated_time_us = 1.5;
   const nlohmann::json record = case_record(result, "", false);
-  EXPECT_EQ(record["schema_version"], "1.4.0");
+  EXPECT_EQ(record["schema_version"], "1.5.0");
   EXPECT_EQ(record["op"], "mulsum");
   EXPECT_EQ(record["graph_launches"], 10);
   EXPECT_EQ(record["ops_per_launch"], 4);
@@ -116,8 +116,8 @@ TEST(Record, OneRankPerRankIsLeftOutOnlyWhereItRepeatsTheRecord) {
 TEST(Record, EmptyRailArraysAreLeftOutAndFilledBack) {
   CaseResult result = timed_result();
   result.evidence["rails"] = nlohmann::json::parse(
-      R"({"nodes": [{"host": "a", "flags": [], "ib_ports": [], "netdevs": [], "netdevs_zero_omitted": 3},
-                    {"host": "b", "flags": ["b: imbalanced"], "ib_ports": [], "netdevs": []}], "flags": ["b: imbalanced"]})");
+      R"({"nodes": [{"host": "a", "flags": [], "ib_ports": [], "netdevs": [], "netdev_rails": [], "netdevs_zero_omitted": 3},
+                    {"host": "b", "flags": ["b: imbalanced"], "ib_ports": [], "netdevs": [], "netdev_rails": []}], "flags": ["b: imbalanced"]})");
   const nlohmann::json lean = case_record(result, "", false);
   EXPECT_EQ(lean["evidence"]["rails"], nlohmann::json::parse(
       R"({"nodes": [{"host": "a", "netdevs_zero_omitted": 3}, {"host": "b", "flags": ["b: imbalanced"]}], "flags": ["b: imbalanced"]})"));

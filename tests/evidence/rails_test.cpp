@@ -165,6 +165,95 @@ TEST_F(FakeSysfs, MissingTreeIsNullWithReasonNeverZero) {
   EXPECT_EQ(delta["flags"].size(), 2u);  // both expected rails are absent
 }
 
+// Schema 1.5: netdev rails. One tree per snapshot: root/<name>/class/net/<if>/statistics/{tx,rx}_bytes.
+std::string net_tree(const std::string& dir, const std::string& name,
+                     const std::vector<std::tuple<std::string, std::string, std::string>>& interfaces) {
+  const fs::path root = fs::path(dir) / name;
+  fs::create_directories(root / "class" / "net");
+  for (const auto& [interface, tx, rx] : interfaces) {
+    const fs::path statistics = root / "class" / "net" / interface / "statistics";
+    fs::create_directories(statistics);
+    std::ofstream(statistics / "tx_bytes") << tx << "\n";
+    std::ofstream(statistics / "rx_bytes") << rx << "\n";
+  }
+  return root.string();
+}
+
+TEST_F(FakeSysfs, NetdevRailsCarryByteDeltasAndSharesPerHost) {
+  const auto before = read_rail_counters(net_tree(dir_, "b", {{"eth0", "1000", "2000"}, {"eth3", "500", "500"}, {"lo", "7", "7"}}));
+  const auto after = read_rail_counters(net_tree(dir_, "a", {{"eth0", "4000", "5000"}, {"eth3", "3500", "3500"}, {"lo", "9", "9"}}));
+  RailOptions options;
+  options.netdev_rails = {"eth0", "eth3"};
+  options.netdev_rails_from = "--netdevs";
+  const nlohmann::json delta = rail_delta_json(before, after, options);
+  ASSERT_EQ(delta["netdev_rails"].size(), 2u);
+  const auto& eth0 = delta["netdev_rails"][0];
+  const auto& eth3 = delta["netdev_rails"][1];
+  EXPECT_EQ(eth0["source"], "netdev");
+  EXPECT_EQ(eth0["rail"], "eth0");
+  EXPECT_EQ(eth0["netdev"], "eth0");
+  EXPECT_EQ(eth0["tx_bytes"], 3000);
+  EXPECT_EQ(eth0["rx_bytes"], 3000);
+  EXPECT_EQ(eth0["total_bytes"], 6000);
+  EXPECT_EQ(eth3["total_bytes"], 6000);
+  EXPECT_DOUBLE_EQ(eth0["share"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(eth3["share"].get<double>(), 0.5);
+  EXPECT_TRUE(eth0["reason"].is_null());
+  EXPECT_EQ(delta["netdev_rails_total_bytes"], 12000);
+  EXPECT_EQ(delta["netdev_rails_from"], "--netdevs");
+  EXPECT_EQ(delta["flags"], nlohmann::json::array());
+}
+
+TEST_F(FakeSysfs, DeadNetdevRailIsFlaggedAndCountsZeroNotNull) {
+  const auto before = read_rail_counters(net_tree(dir_, "b", {{"eth0", "0", "0"}, {"eth3", "100", "100"}}));
+  const auto after = read_rail_counters(net_tree(dir_, "a", {{"eth0", "8000", "8000"}, {"eth3", "100", "100"}}));
+  RailOptions options;
+  options.netdev_rails = {"eth0", "eth3"};
+  const nlohmann::json delta = rail_delta_json(before, after, options);
+  const auto& eth3 = delta["netdev_rails"][1];
+  EXPECT_EQ(eth3["total_bytes"], 0);  // readable and unchanged: a measured 0
+  EXPECT_DOUBLE_EQ(eth3["share"].get<double>(), 0.0);
+  ASSERT_EQ(delta["flags"].size(), 1u);
+  EXPECT_NE(delta["flags"][0].get<std::string>().find("rail eth3 (netdev) carried 0%"), std::string::npos) << delta["flags"];
+}
+
+TEST_F(FakeSysfs, MissingOrBrokenNetdevRailIsNullWithReason) {
+  const auto before = read_rail_counters(net_tree(dir_, "b", {{"eth0", "10", "10"}, {"eth3", "900", "900"}}));
+  const auto after = read_rail_counters(net_tree(dir_, "a", {{"eth0", "20", "20"}, {"eth3", "5", "5"}}));
+  RailOptions options;
+  options.netdev_rails = {"eth0", "eth3", "eth9"};
+  const nlohmann::json delta = rail_delta_json(before, after, options);
+  ASSERT_EQ(delta["netdev_rails"].size(), 3u);
+  EXPECT_EQ(delta["netdev_rails"][0]["total_bytes"], 20);
+  EXPECT_TRUE(delta["netdev_rails"][1]["total_bytes"].is_null());
+  EXPECT_NE(delta["netdev_rails"][1]["reason"].get<std::string>().find("decreased"), std::string::npos);
+  EXPECT_TRUE(delta["netdev_rails"][2]["tx_bytes"].is_null());
+  EXPECT_NE(delta["netdev_rails"][2]["reason"].get<std::string>().find("no such interface"), std::string::npos);
+  EXPECT_TRUE(delta["netdev_rails_total_bytes"].is_null());
+  EXPECT_EQ(delta["flags"], nlohmann::json::array());  // no share verdict on incomplete counters
+  // Without netdev rails, no row and no total: the HCA rows alone, marked "hca".
+  const nlohmann::json plain = rail_delta_json(before, after, RailOptions{});
+  EXPECT_EQ(plain["netdev_rails"], nlohmann::json::array());
+  EXPECT_FALSE(plain.contains("netdev_rails_total_bytes"));
+}
+
+TEST(Rails, HcaRowsSaySource) {
+  const nlohmann::json delta = rail_delta_json(read_rail_counters(kSysfs + "two_rails_before"),
+                                               read_rail_counters(kSysfs + "two_rails_after"), RailOptions{});
+  ASSERT_EQ(delta["ib_ports"].size(), 2u);
+  for (const auto& row : delta["ib_ports"]) EXPECT_EQ(row["source"], "hca");
+}
+
+TEST(Rails, SocketInterfacesFromNcclLog) {
+  const std::string log =
+      "node5:1234:1234 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
+      "node5:1234:1234 [0] NCCL INFO NET/Socket : Using [0]eth0:198.18.10.5<0> [1]eth3:198.18.13.5<0>\n"
+      "node5:1234:1240 [0] NCCL INFO Using network Socket\n";
+  EXPECT_EQ(socket_interfaces_from_nccl_log(log), (std::vector<std::string>{"eth0", "eth3"}));
+  EXPECT_TRUE(socket_interfaces_from_nccl_log("node5:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE\n").empty());
+  EXPECT_TRUE(socket_interfaces_from_nccl_log("").empty());
+}
+
 TEST(Rails, NcclIbHcaValues) {
   EXPECT_EQ(rails_from_nccl_ib_hca("mlx5_0:1,mlx5_3:1"), (std::vector<std::string>{"mlx5_0:1", "mlx5_3:1"}));
   EXPECT_EQ(rails_from_nccl_ib_hca("=mlx5_0, mlx5_3"), (std::vector<std::string>{"mlx5_0", "mlx5_3"}));

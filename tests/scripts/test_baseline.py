@@ -252,6 +252,23 @@ class LocalRuns(BaselineRuns):
 class TwoNodeRuns(BaselineRuns):
     """Two hosts through the fake launcher: the sweep, probes, gates, rails, resume."""
 
+    def test_gpu_less_hosts_run_the_mpi_backend_and_name_a_host_with_gpus(self):
+        """No GPU where cclbench runs, none given: the MPI backend on both hosts (issue 26.2). A host whose
+        topo_map finds GPUs anyway is named, with the flag that gives the NCCL plan."""
+        hosts = ["--hosts", "localhost,127.0.0.1"]
+        result = self.baseline("M", *hosts, env={"CCLBENCH_FAKE_GPU_COUNT": "0", "FAKE_GPUS": "0"})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        manifest = self.manifest("M")
+        self.assertEqual([launch["name"] for launch in manifest["plan"] if launch["kind"] in ("sanity", "intra", "inter")],
+                         ["sanity", "intra.localhost", "intra.127.0.0.1", "inter.mpi"])
+        self.assertTrue(all(state["status"] == "complete" for state in manifest["points"].values()), manifest["points"])
+        self.assertNotIn("has 8 GPU(s)", result.stderr)
+        found = self.baseline("G", *hosts, env={"CCLBENCH_FAKE_GPU_COUNT": "0", "FAKE_GPUS": "8"})
+        self.assertEqual(found.returncode, 0, found.stderr)
+        self.assertIn("cclbench: note: host localhost has 8 GPU(s), but no GPU was found where cclbench runs: this run "
+                      "is the MPI backend, correctness only; pass --gpus-per-node 8 for the NCCL plan", found.stderr)
+        self.assertIn("# note: host 127.0.0.1 has 8 GPU(s)", read_text(os.path.join(self.results, "G", "run.log")))
+
     def test_two_node_run_with_fake_launcher(self):
         log = os.path.join(self.tmp, "mpirun.log")
         result = self.baseline("T", *TWO_NODES, env={"FAKE_MPIRUN_LOG": log})

@@ -404,13 +404,13 @@ class Command(FixtureTest):
     def test_hosts_through_mpirun_compares_versions(self):
         sysfs, procfs = self.fixture()
         out = os.path.join(self.tmp, "doctor.json")
-        result = run_cli(["doctor", "--hosts", "node5,node7", "--mpirun", FAKE_MPIRUN, "--sysfs-root", sysfs,
+        result = run_cli(["doctor", "--hosts", "localhost,127.0.0.1", "--mpirun", FAKE_MPIRUN, "--sysfs-root", sysfs,
                           "--procfs-root", procfs, "--json", out])
         self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
         with open(out) as handle:
             document = json.load(handle)
-        self.assertEqual(document["hosts"], ["node5", "node7"])
-        self.assertEqual({c["host"] for c in document["checks"]}, {"node5", "node7", "*"})
+        self.assertEqual(document["hosts"], ["localhost", "127.0.0.1"])
+        self.assertEqual({c["host"] for c in document["checks"]}, {"localhost", "127.0.0.1", "*"})
         driver = next(c for c in document["checks"] if c["id"] == "versions" and c["subject"] == "nvidia_driver")
         self.assertEqual((driver["status"], driver["detail"]), ("pass", "all hosts: 580.95.05"))
 
@@ -427,11 +427,11 @@ class Command(FixtureTest):
         srun_log, mpirun_log = os.path.join(self.tmp, "srun.log"), os.path.join(self.tmp, "mpirun.log")
         env = {"SLURM_JOB_ID": "4242", "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""),
                "FAKE_SRUN_LOG": srun_log, "FAKE_MPIRUN_LOG": mpirun_log}
-        args = ["doctor", "--hosts", "node5,node7", "--mpirun", FAKE_MPIRUN, "--sysfs-root", sysfs, "--procfs-root", procfs]
+        args = ["doctor", "--hosts", "localhost,127.0.0.1", "--mpirun", FAKE_MPIRUN, "--sysfs-root", sysfs, "--procfs-root", procfs]
         result = run_cli(args, env=env)
         self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
         launches = [json.loads(line) for line in read_text(srun_log).splitlines()]
-        self.assertEqual([argv[argv.index("--nodelist") + 1] for argv in launches], ["node5", "node7"])
+        self.assertEqual([argv[argv.index("--nodelist") + 1] for argv in launches], ["localhost", "127.0.0.1"])
         self.assertTrue(all("--mpi=pmix" in argv and argv[argv.index("-n") + 1] == "1" for argv in launches), launches)
         self.assertFalse(os.path.exists(mpirun_log), "mpirun was not used")
         forced = run_cli(args + ["--launcher", "mpirun"], env=env)

@@ -101,6 +101,40 @@ class FakesMatchTheRealTools(TempDirTest):
         self.assertEqual(fake_csv[0], real_csv[0], "CSV header")
         self.assertEqual([row[1] for row in fake_csv[1:]], [row[1] for row in real_csv[1:]], "CSV case ids")
 
+    def test_fake_netdev_rails_have_the_real_shape_and_validate(self):
+        """Schema 1.5: --netdevs rows (source "netdev") as the real coll_perf writes them over loopback; a named
+        interface without counters is null with a reason in both."""
+        args = ["--backend", "mpi", "-b", "8K", "-e", "8K", "-n", "2", "-w", "1", "--coll", "all_reduce", "--quiet",
+                "--netdevs", "lo,nosuch9"]
+        real_dir = os.path.join(self.tmp, "real")
+        fake_dir = os.path.join(self.tmp, "fake")
+        os.makedirs(real_dir)
+        os.makedirs(fake_dir)
+        result = subprocess.run([MPIRUN, "-np", "2", "--oversubscribe", "--bind-to", "none", "--mca", "btl", "self,tcp",
+                                 "--mca", "btl_tcp_if_include", "lo", os.path.join(APPS, "coll_perf")] + args +
+                                self.outputs(real_dir), capture_output=True, text=True, env=mpirun_env(), timeout=300)
+        self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+        self.run_fake("coll_perf", args + self.outputs(fake_dir), env={"FAKE_COLL_NETDEV_RAILS": "lo=1000"})
+        documents = []
+        for folder in (real_dir, fake_dir):
+            for schema, name in (("coll_perf.schema.json", "r.json"), ("case_record.schema.json", "r.jsonl")):
+                ok, errors = validate(schema, os.path.join(folder, name))
+                self.assertTrue(ok, f"{folder}/{name}: {errors}")
+            documents.append(self.load(folder)[0])
+        real, fake = documents
+        self.assertEqual(fake["rails_options"], real["rails_options"])
+        real_node = with_defaults(real["cases"][0])["evidence"]["rails"]["nodes"][0]
+        fake_node = with_defaults(fake["cases"][0])["evidence"]["rails"]["nodes"][0]
+        for key in ("netdev_rails_from", "netdev_rails_total_bytes"):
+            self.assertEqual(fake_node[key], real_node[key], key)
+        self.assertEqual([row["rail"] for row in fake_node["netdev_rails"]], ["lo", "nosuch9"])
+        for fake_row, real_row in zip(fake_node["netdev_rails"], real_node["netdev_rails"]):
+            self.assertEqual(set(fake_row), set(real_row))
+            for key in ("source", "rail", "netdev", "share"):
+                self.assertEqual(fake_row[key], real_row[key], key)
+        self.assertIsNone(real_node["netdev_rails"][1]["total_bytes"])
+        self.assertEqual(fake_node["netdev_rails"][1]["reason"], real_node["netdev_rails"][1]["reason"])
+
     def test_real_coll_perf_csv_equals_its_json_cell_by_cell(self):
         """coll_perf --csv against -J, every cell: same rows, same order, numbers equal after parsing, empty cell
         for null (never 0), true/false for booleans."""

@@ -138,6 +138,36 @@ class HcaDiscovery(TempDirTest):
         self.assertIn("NCCL_IB_HCA==mlx5_3:1", result.stdout)
 
 
+    def test_gpu_less_hosts_plan_the_mpi_backend(self):
+        """No GPU here and no --gpus-per-node: --hosts plans the MPI backend on every host (issue 26.2), with no
+        --hcas and no topo_map discovery; every point says it is correctness only. With GPUs the plan is the
+        NCCL one, unchanged."""
+        args = ["plan", "--hosts", "node5,node7", "--bin-dir", "/nonexistent-bin", "--results", self.results,
+                "--repeat", "1", "--mpirun-args=--mca btl_tcp_if_include 198.18.10.0/24"]
+        result = run_cli(args, env={"CCLBENCH_FAKE_GPU_COUNT": "0", "NCCL_SOCKET_IFNAME": "eth0"})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        launches = [shlex.split(line) for line in result.stdout.splitlines()]
+        coll = [argv for argv in launches if "/nonexistent-bin/coll_perf" in argv]
+        self.assertEqual([argv[argv.index("--point") + 1] for argv in coll],
+                         ["sanity", "intra.node5", "intra.node7", "inter.mpi"])
+        for argv in coll:
+            self.assertEqual(argv[argv.index("--backend") + 1], "mpi")
+            self.assertNotIn("--expect-transport", argv)
+            self.assertNotIn("--tuning-probe", argv)
+            self.assertFalse([word for word in argv if word.startswith("NCCL_IB_HCA")], argv)
+        self.assertEqual([argv[argv.index("--host") + 1] for argv in coll],
+                         ["node5:2,node7:2", "node5:2", "node7:2", "node5:2,node7:2"])
+        self.assertFalse(any("/nonexistent-bin/p2p_matrix" in argv for argv in launches), "no P2P matrix without a GPU")
+        # Every launch, the doctor and topology ones included, passes the user's NCCL variable to every rank.
+        self.assertTrue(all(argv[argv.index("-x") + 1] == "NCCL_SOCKET_IFNAME=eth0" for argv in launches), launches)
+        self.assertIn("correctness only", result.stderr)
+        self.assertIn("passed to every rank on every host (set here): NCCL_SOCKET_IFNAME", result.stderr)
+        with_gpus = run_cli(args + ["--gpus-per-node", "8", "--hcas", "mlx5_0:1"], env={"CCLBENCH_FAKE_GPU_COUNT": "0"})
+        self.assertEqual(with_gpus.returncode, 0, with_gpus.stderr)
+        self.assertNotIn("--backend", with_gpus.stdout)
+        self.assertIn("--expect-transport inter=NET/IB", with_gpus.stdout)
+
+
 class LocalPlan(TempDirTest):
     def plan(self, gpus):
         result = run_cli(["plan", "--results", self.results, "--run-id", "L", "--bin-dir", "/b"],

@@ -38,3 +38,27 @@ def allowlisted_env(environ=None):
             continue
         selected[name] = environ[name]
     return selected, redacted
+
+
+# --- the environment every rank gets ----------------------------------------------------------
+
+# Prefixes of the variables that shape a measurement and must be the same on every host's ranks.
+EXPORT_PREFIXES = ("NCCL_", "CUDA_", "UCX_")
+# Per-process or per-node geometry: set for each node by its launcher or allocation (Slurm's GRES,
+# a site's prolog), never copied from the head node. CUDA_VISIBLE_DEVICES names the head's devices;
+# forcing it onto other nodes would hide or renumber theirs, and the plan already places one rank
+# per GPU with --host H:N. NCCL_HOSTID is set per host by coll_perf's --share-gpu emulation.
+PER_NODE_NAMES = frozenset({"CUDA_VISIBLE_DEVICES", "NCCL_HOSTID"})
+
+
+def exported_env(environ=None):
+    """The allowlisted NCCL_*/CUDA_*/UCX_* variables set where cclbench runs, to pass to every rank
+    on every host (mpirun -x, srun's env prefix). Returns (values, secret_names): a secret-looking
+    name travels by name only (`-x NAME`), so its value is never written into a command."""
+    environ = os.environ if environ is None else environ
+    values, _ = allowlisted_env(environ)
+    chosen = {name: value for name, value in values.items()
+              if name.startswith(EXPORT_PREFIXES) and name not in PER_NODE_NAMES}
+    secret = sorted(name for name in environ if name.startswith(EXPORT_PREFIXES) and looks_secret(name)
+                    and name not in PER_NODE_NAMES)
+    return chosen, secret

@@ -8,6 +8,7 @@ import sys
 import tempfile
 
 from ..base import locations
+from ..base.environment import exported_env
 from ..base.errors import CclbenchError, UsageError
 from ..base.files import read_json, write_json_atomic
 from ..base.locations import resolve_program
@@ -22,7 +23,7 @@ from ..execute.smoke import run_smoke, smoke_launches
 from ..model.hosts import (check_resolvable, local_gpu_count, local_hostname, parse_host_list, parse_hostfile,
                            slurm_gpus_per_node, slurm_hosts)
 from ..model.launcher import LAUNCHER_CHOICES, choose_launcher, launcher_of
-from ..plan.baseline import DEFAULT_EXPECT, Planner, format_launch, plan_mode
+from ..plan.baseline import DEFAULT_EXPECT, Planner, format_launch, mode_notes, plan_mode
 from ..plan.decode import AB_MAX_VARIANTS, parse_ab, parse_decode, plan_notes
 from ..render.compare import run_compare
 from ..render.report import build_report
@@ -227,9 +228,10 @@ def plan_inputs(args):
         granted = slurm_gpus_per_node()
     local_gpus = local_gpu_count()
     if hosts:
+        # GPUs per node: --gpus-per-node, the hostfile's slots, the allocation's GPUs, else this node's own
+        # count (nvidia-smi -L). None anywhere: 0, the MPI backend on every host (correctness only); the
+        # topology step then holds every host to it (execute/runner.py).
         gpus = args.gpus_per_node or slots or granted or local_gpus
-        if not gpus:
-            raise UsageError("cannot tell how many GPUs each node has: pass --gpus-per-node (or slots= in the hostfile)")
         if slots is not None and args.gpus_per_node and args.gpus_per_node > slots:
             raise UsageError(f"--gpus-per-node {args.gpus_per_node} exceeds the hostfile's slots={slots}")
     else:
@@ -240,11 +242,16 @@ def plan_inputs(args):
     max_bytes = parse_size(args.maxbytes, "-e")
     sweep_sizes(min_bytes, max_bytes, args.stepfactor)
     bin_dir = os.path.abspath(args.bin_dir or DEFAULT_BIN_DIR)
-    if len(hosts) > 1:
+    if len(hosts) > 1 and gpus:
         hcas = parse_hcas(args.hcas) if args.hcas else discover_hcas(bin_dir)
+    elif len(hosts) > 1:
+        hcas = []  # the MPI backend: no NCCL, no NCCL_IB_HCA binding; its TCP rails come from --mpirun-args
     else:
         hcas = parse_hcas(args.hcas) if args.hcas else []
     expect = "" if str(args.expect_transport).lower() in ("", "none", "off") else args.expect_transport
+    if hosts and not gpus:
+        expect = ""  # no NCCL transport to gate
+    exported, exported_names = exported_env()
     return {
         "hosts": hosts, "local_host": local_hostname(), "gpus_per_node": gpus, "hcas": hcas,
         "min_bytes": min_bytes, "max_bytes": max_bytes, "step_factor": args.stepfactor,
@@ -256,6 +263,7 @@ def plan_inputs(args):
         "as_root": os.geteuid() == 0, "cpu_count": os.cpu_count() or 1, "coll_perf_flags": coll_perf_flags(bin_dir),
         "tuning_probe": args.tuning_probe, "sysfs_root": os.path.abspath(args.sysfs_root) if args.sysfs_root else None,
         "decode": parse_decode(args.decode), "ab": parse_ab(args.ab),
+        "exported_env": exported, "exported_env_names": exported_names,
     }
 
 
@@ -288,7 +296,7 @@ def cmd_plan(args, out):
     launches = Planner(inputs, run_dir).build()
     for launch in launches:
         out.write(format_launch(launch) + "\n")
-    for note in plan_notes(inputs, launches):
+    for note in mode_notes(inputs) + plan_notes(inputs, launches):
         print(f"cclbench: note: {note}", file=sys.stderr)
     if getattr(args, "plan_json", None):
         write_json_atomic(args.plan_json, plan_document(inputs, run_dir, launches))

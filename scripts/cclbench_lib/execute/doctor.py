@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 
+from ..base.environment import exported_env
 from ..base.errors import CclbenchError, UsageError
 from ..base.files import read_json, write_json_atomic
 from ..base.locations import resolve_program
@@ -24,8 +25,8 @@ from ..model.doctor_checks import (DOCTOR_SCHEMA_VERSION, JSON_LINE_PREFIX, Node
                                    check_gdr_module, check_gpu_state, check_nccl_env, check_netdev_mtu,
                                    check_numa_affinity, check_pcie_link, check_rdma_port, check_roce_gid,
                                    check_versions_local, compare_versions, host_versions, result)
-from ..model.launcher import choose_launcher, command, mpirun_version
-from ..model.hosts import local_hostname, parse_host_list, parse_hostfile, validate_host
+from ..model.launcher import choose_launcher, command, launch_error_lines, mpirun_version
+from ..model.hosts import check_resolvable, local_hostname, parse_host_list, parse_hostfile, validate_host
 from ..plan.doctor_point import cclbench_script, doctor_argv
 from ..render.doctor import render_table
 
@@ -237,17 +238,18 @@ def run_host(sysfs_root, procfs_root, env, probes, host):
             "status": overall, "summary": counts, "versions": {host: versions}, "checks": checks}
 
 
-def merge(host_documents, planned_hosts=None):
+def merge(host_documents, planned_hosts=None, launch_failures=None):
     """One cluster document from {host: host document or None}; a planned host without a document is a
-    `host_report` fail; versions are compared across the hosts that reported."""
+    `host_report` fail, in the launcher's own words where launch_failures ({host: detail}) has them;
+    versions are compared across the hosts that reported."""
     hosts = list(planned_hosts or sorted(host_documents))
     checks, versions, roots = [], {}, None
     for host in hosts:
         document = host_documents.get(host)
         if not isinstance(document, dict) or not isinstance(document.get("checks"), list):
-            checks.append(dict(result("host_report", "fail", host, "host",
-                                      f"no doctor result from {host}: see run.log; is scripts/cclbench at the same "
-                                      "path there?"), host=host))
+            detail = (launch_failures or {}).get(host) or (f"no doctor result from {host}: see run.log; is "
+                                                           "scripts/cclbench at the same path there?")
+            checks.append(dict(result("host_report", "fail", host, "host", detail), host=host))
             versions[host] = None
             continue
         roots = roots or document.get("roots")
@@ -303,11 +305,14 @@ def gather_hosts(args, hosts):
     --nodelist H` inside a Slurm allocation: model/launcher), each printing its document as one stdout line
     (no shared filesystem needed), merged here."""
     mpirun = resolve_program(args.mpirun, "mpirun")
+    exported, exported_names = exported_env()
     inputs = {"mpirun": mpirun, "mpirun_args": split_mpirun_args(args.mpirun_args), "as_root": os.geteuid() == 0,
+              "exported_env": exported, "exported_env_names": exported_names,
               "launcher": choose_launcher(args.launcher, mpirun,
                                           srun_args=split_mpirun_args(args.srun_args, "--srun-args"))}
     script = cclbench_script()
-    documents = {}
+    documents, failures = {}, {}
+    name = inputs["launcher"]["name"]
     for host in hosts:
         argv = command(inputs, 1, host) + doctor_argv(script, args.sysfs_root, args.procfs_root, host, emit_line=True)
         try:
@@ -315,6 +320,7 @@ def gather_hosts(args, hosts):
                                  stdin=subprocess.DEVNULL)
         except (OSError, subprocess.SubprocessError) as error:
             print(f"cclbench: doctor: {host}: {error}", file=sys.stderr)
+            failures[host] = f"no doctor result from {host}: {name} did not finish ({error})"
             continue
         for line in out.stdout.splitlines():
             if line.startswith(JSON_LINE_PREFIX):
@@ -323,9 +329,11 @@ def gather_hosts(args, hosts):
                 except ValueError:
                     pass
         if host not in documents:
-            tail = (out.stderr or out.stdout or "").strip().splitlines()[-1:] or ["no output"]
-            print(f"cclbench: doctor: {host}: no result (exit {out.returncode}: {tail[0][:200]})", file=sys.stderr)
-    return merge(documents, hosts)
+            words = " / ".join(line[:200] for line in launch_error_lines((out.stderr or "") + "\n" + (out.stdout or "")))
+            failures[host] = (f"no doctor result from {host}: {name} exited {out.returncode}: "
+                              + (words or "it printed nothing"))
+            print(f"cclbench: doctor: {failures[host]}", file=sys.stderr)
+    return merge(documents, hosts, failures)
 
 
 def run_doctor_command(args):
@@ -338,14 +346,16 @@ def run_doctor_command(args):
     for option, value in (("--sysfs-root", args.sysfs_root), ("--procfs-root", args.procfs_root)):
         if value is not None and not value.strip():
             raise UsageError(f"{option}: empty path")
+    if hosts and not args.host_only:
+        check_resolvable(hosts)  # as baseline does: an unknown name is the user's typo, not a host to launch on
     return cmd_doctor(args, hosts)
 
 
 # --- run directory (baseline and report) ----------------------------------------------------------
 
-def merge_run_directory(run_dir, hosts):
+def merge_run_directory(run_dir, hosts, launch_failures=None):
     """doctor/<host>.json of a run -> doctor.json (the merged document); returns it, or None when no
-    host has reported yet."""
+    host has reported yet. launch_failures: {host: detail} of doctor launches that failed (merge)."""
     found = {}
     for host in hosts:
         path = os.path.join(run_dir, "doctor", f"{host}.json")
@@ -356,6 +366,6 @@ def merge_run_directory(run_dir, hosts):
                 found[host] = None
     if not found:
         return None
-    document = merge(found, hosts)
+    document = merge(found, hosts, launch_failures)
     write_json_atomic(os.path.join(run_dir, "doctor.json"), document)
     return document

@@ -18,7 +18,7 @@ from ..execute.manifest import manifest_path, new_manifest, pending_point, save_
 from ..model import launcher
 from ..model.records import CASES_FILE, SANITY_FILE, cases_path, latest_by_case, load_cases
 from ..model.run_dir import launch_outputs
-from ..plan.baseline import Planner
+from ..plan.baseline import Planner, mode_notes
 from ..render.report import build_report
 from ..rules.ab import choose_binding, sweep_bindings
 from ..rules.repeat_rule import repeat_failures
@@ -128,6 +128,8 @@ class Baseline:
         self.save_manifest()
         self.log = open_append(os.path.join(self.run_dir, "run.log"))
         self.log_line(f"# {utc_now()} cclbench {'resume' if self.resume else 'baseline'}: {shlex.join(self.argv)}")
+        for note in mode_notes(self.inputs):
+            self.log_line(f"# note: {note}")
 
     def check_outputs(self, launch):
         return launch_outputs(self.run_dir, launch)
@@ -162,10 +164,13 @@ class Baseline:
             timer = threading.Timer(timeout, expire)
             timer.daemon = True
             timer.start()
+        self.first_lines = []  # the launcher's own words when a launch fails (doctor: host unreachable)
         try:
             for raw in self.child.stdout:
                 line = raw.decode("utf-8", "replace")
                 self.log_line(line)
+                if len(self.first_lines) < 60:
+                    self.first_lines.append(line)
                 if self.verbose:
                     sys.stderr.write(line)
             code = self.child.wait()
@@ -267,6 +272,9 @@ class Baseline:
         if code != 0 and not start_problem:
             meaning = EXIT_MEANINGS.get(code, "unexpected exit status")
             reason = f"exit {code} ({meaning})" + (f"; {reason}" if reason else "")
+            words = launcher.launch_error_lines("".join(getattr(self, "first_lines", [])))
+            if launch["kind"] == "doctor" and words:
+                reason += "; the launcher said: " + " / ".join(line[:200] for line in words)
             ok = False
         status = "complete" if ok else "failed"
         state.update(status=status, exit_code=code, reason=reason, finished_utc=utc_now(),
@@ -278,20 +286,32 @@ class Baseline:
     def check_gpu_count(self, launch):
         """After topology: the node must have the GPUs the plan puts on it."""
         planned = self.inputs["gpus_per_node"]
-        if not self.inputs["hosts"] or not planned:
+        if not self.inputs["hosts"]:
             return
         try:
             model = read_json(launch["outputs"][0], "topology")
         except CclbenchError:
             return
         gpus = model.get("gpus") if isinstance(model, dict) else None
+        if not planned:
+            if isinstance(gpus, list) and gpus:  # GPU-less plan (none found where cclbench runs): say what it misses
+                note = (f"host {launch['hosts'][0]} has {len(gpus)} GPU(s), but no GPU was found where cclbench runs: "
+                        f"this run is the MPI backend, correctness only; pass --gpus-per-node {len(gpus)} for the NCCL plan")
+                self.log_line(f"# note: {note}")
+                print(f"cclbench: note: {note}", file=sys.stderr, flush=True)
+            return
         if isinstance(gpus, list) and len(gpus) != planned:
             raise CclbenchError(f"host {launch['hosts'][0]} has {len(gpus)} GPU(s) but --gpus-per-node is {planned}", 2)
 
     def merge_doctor(self):
         """doctor/<host>.json -> doctor.json after each doctor launch; one stderr line with the verdict."""
         hosts = [launch["hosts"][0] for launch in self.launches if launch["kind"] == "doctor"]
-        document = merge_run_directory(self.run_dir, hosts)
+        failures = {}
+        for launch in self.launches:
+            state = self.manifest["points"].get(launch["name"]) or {}
+            if launch["kind"] == "doctor" and state.get("status") == "failed" and state.get("reason"):
+                failures[launch["hosts"][0]] = f"no doctor result from {launch['hosts'][0]}: {state['reason']}"
+        document = merge_run_directory(self.run_dir, hosts, failures)
         done = all(os.path.exists(os.path.join(self.run_dir, "doctor", f"{host}.json")) for host in hosts)
         if document and done:
             counts = document["summary"]

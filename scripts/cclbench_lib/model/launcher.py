@@ -120,10 +120,21 @@ def launcher_of(inputs):
                                       "args": []}
 
 
+def rank_env(inputs, env=None):
+    """What every rank gets: the measurement environment set where cclbench ran (inputs
+    "exported_env", recorded when the plan was made), then the point's own variables, which win (a
+    binding's NCCL_IB_HCA, an A/B variant)."""
+    merged = dict(inputs.get("exported_env") or {})
+    merged.update(env or {})
+    return merged
+
+
 def command(inputs, nranks, host_spec=None, env=None, oversubscribe=False):
     """argv prefix that starts `nranks` ranks (on `host_spec`, 'host[:slots],...', when given) with
-    `env` exported to them; the program and its arguments follow."""
+    `env` and the exported measurement environment (rank_env) passed to them on every host; the
+    program and its arguments follow."""
     launcher = launcher_of(inputs)
+    env = rank_env(inputs, env)
     if launcher["name"] == "srun":
         return _srun(launcher, inputs, nranks, host_spec, env, oversubscribe)
     return _mpirun(inputs, nranks, host_spec, env, oversubscribe)
@@ -142,12 +153,15 @@ def _mpirun(inputs, nranks, host_spec, env, oversubscribe):
         argv += ["--host", host_spec]
     for name, value in (env or {}).items():
         argv += ["-x", f"{name}={value}"]
+    for name in inputs.get("exported_env_names") or []:
+        argv += ["-x", name]  # secret-looking: mpirun reads the value here, the command never holds it
     return argv
 
 
 def _srun(launcher, inputs, nranks, host_spec, env, oversubscribe):
     # srun hands its own environment to the ranks; `env NAME=VALUE` keeps the exported variables in
-    # the recorded command (srun's --export splits values at commas, and NCCL_IB_HCA has them).
+    # the recorded command (srun's --export splits values at commas, and NCCL_IB_HCA has them). The
+    # secret-looking names of exported_env_names reach the ranks through srun's default --export=ALL.
     argv = ["env"] + [f"{name}={value}" for name, value in env.items()] if env else []
     argv += [launcher["program"], f"--mpi={launcher['mpi']}", "--kill-on-bad-exit=1", "-n", str(nranks)]
     if host_spec:
@@ -161,3 +175,23 @@ def _srun(launcher, inputs, nranks, host_spec, env, oversubscribe):
     if oversubscribe:
         argv.append("--overcommit")
     return argv + list(launcher.get("args") or [])
+
+
+# Lines of a launcher's output that name why a host could not be reached or a rank not started: ssh's
+# and srun's own errors, and the shell's "not found". Open MPI's help text around them only explains.
+_CAUSE_LINE = re.compile(r"^(ssh|srun|slurmstepd|sh|bash|env|orted)\b[^:]*:|Could not resolve|Permission denied|"
+                         r"No route to host|Connection (timed out|refused)|Network is unreachable|"
+                         r"^(Executable|Node|Host|Local host|Remote host):")
+_SEPARATOR = re.compile(r"^[-=*\s]*$")
+
+
+def launch_error_lines(text, limit=3):
+    """The first lines of a failed launch's output (mpirun or srun) that say what went wrong, in the launcher's
+    own words: its cause lines (ssh: Could not resolve hostname ..., srun: error: ...) when it printed any,
+    else its first non-blank lines; Open MPI's per-process warnings ("[host:pid] ... Warning: ...") last."""
+    lines = [line.strip() for line in (text or "").splitlines() if not _SEPARATOR.match(line)]
+    causes = [line for line in lines if _CAUSE_LINE.search(line)]
+    if causes:
+        return causes[:limit]
+    plain = [line for line in lines if not re.match(r"^\[[^\]]+:\d+\] .*Warning", line)]
+    return (plain or lines)[:limit]

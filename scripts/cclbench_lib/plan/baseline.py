@@ -35,6 +35,12 @@ EMULATED_CHECK_ITERATIONS = 2
 EMULATED_CHECK_WARMUP = 1
 ONE_GPU_NOTE = ("one GPU: the collectives run as one real rank on it (GPU times with no peer); "
                 f"{EMULATED_RANKS} emulated ranks (--share-gpu) check the multi-rank code paths, correctness only")
+# GPU-less hosts (no GPU found and no --gpus-per-node): the MPI backend, this many ranks per host.
+MPI_RANKS_PER_HOST = 2
+CLUSTER_MPI_NOTE = ("no GPU on the hosts: the MPI backend runs the collectives on host memory across the hosts "
+                    "(its TCP traffic goes where --mpirun-args sends it, e.g. --mca btl_tcp_if_include SUBNETS); "
+                    "correctness only, these are not GPU or NCCL figures")
+CLUSTER_MPI_SKIPPED_NOTE = "--decode and --ab need NCCL: not planned on GPU-less hosts (the MPI backend)"
 EMULATED_NOTE = (f"{EMULATED_RANKS} emulated ranks share one GPU (--share-gpu, NET/Socket on loopback): "
                  "correctness only, timings are not performance figures")
 
@@ -204,6 +210,8 @@ class Planner:
     def _cluster_plan(self, hosts):
         inputs = self.inputs
         gpn = inputs["gpus_per_node"]
+        if not gpn:
+            return self._cluster_mpi_plan(hosts)
         launches = [self.doctor_launch(host, True) for host in hosts]
         for host in hosts:
             out = self.path("topology", f"{host}.json")
@@ -250,6 +258,38 @@ class Planner:
             point["host_spec"] = f"{point['hosts'][0]}:{gpn}"
         points += self._decode_and_ab(points, hosts, all_hosts, expect)
         launches += self._interleaved(points, tuning=self.tuning_enabled(True))
+        return launches
+
+    def _cluster_mpi_plan(self, hosts):
+        """GPU-less hosts: the doctor and topology per host, then the MPI backend (coll_perf --backend mpi) on
+        each host and across all of them; every point correctness-only (CLUSTER_MPI_NOTE), no P2P matrix, no
+        NCCL binding, transport gate or TUNING probe."""
+        per_host = MPI_RANKS_PER_HOST
+        extra = ["--backend", "mpi"]
+        note = CLUSTER_MPI_NOTE
+        if self.inputs.get("decode") or self.inputs.get("ab"):
+            note = f"{note}; {CLUSTER_MPI_SKIPPED_NOTE}"
+        launches = [self.doctor_launch(host, True) for host in hosts]
+        for host in hosts:
+            out = self.path("topology", f"{host}.json")
+            launches.append(self.launch(f"topology.{host}", "topology",
+                                        self.mpirun(1, host) + [self.tool("topo_map"), "--json", out],
+                                        hosts=[host], outputs=[out]))
+        all_hosts = ",".join(f"{host}:{per_host}" for host in hosts)
+        nranks = per_host * len(hosts)
+        sanity_sizes = self._sanity_sizes()
+        argv = self.mpirun(nranks, all_hosts) + self.coll_args(
+            "sanity", sanity_sizes, ["all_reduce"], SANITY_ITERATIONS, "sanity.jsonl") + extra
+        launches.append(self.launch("sanity", "sanity", argv, nranks, hosts, sizes=sweep_sizes(*sanity_sizes),
+                                    collectives=["all_reduce"], mode_note=note))
+        points = [{"base": f"intra.{host}", "kind": "intra", "nranks": per_host, "hosts": [host], "env": {},
+                   "mpirun": self.mpirun(per_host, f"{host}:{per_host}"), "expect": "", "extra": extra, "note": note,
+                   "mpi": True, "host_spec": f"{host}:{per_host}"} for host in hosts]
+        if len(hosts) > 1:
+            points.append({"base": "inter.mpi", "kind": "inter", "nranks": nranks, "hosts": hosts, "env": {},
+                           "mpirun": self.mpirun(nranks, all_hosts), "expect": "", "extra": extra, "note": note,
+                           "mpi": True, "host_spec": all_hosts})
+        launches += self._interleaved(points, tuning=False)
         return launches
 
     def _decode_and_ab(self, points, hosts, all_hosts, expect):
@@ -347,6 +387,18 @@ class Planner:
             name, sizes, KNOWN_COLLECTIVES, EMULATED_CHECK_ITERATIONS, warmup=EMULATED_CHECK_WARMUP) + ["--share-gpu"]
         return self.launch(name, "local", argv, EMULATED_RANKS, [host], base_point=name, repeat=1,
                            sizes=sweep_sizes(*sizes), collectives=list(KNOWN_COLLECTIVES), mode_note=EMULATED_NOTE)
+
+
+def mode_notes(inputs):
+    """One-line notes `plan` prints to stderr about the plan as a whole: the MPI backend on GPU-less hosts, and
+    the measurement environment passed to every rank on every host."""
+    notes = []
+    if inputs["hosts"] and not inputs["gpus_per_node"]:
+        notes.append(CLUSTER_MPI_NOTE)
+    exported = sorted(inputs.get("exported_env") or {}) + list(inputs.get("exported_env_names") or [])
+    if exported:
+        notes.append("passed to every rank on every host (set here): " + ", ".join(exported))
+    return notes
 
 
 def plan_mode(inputs):

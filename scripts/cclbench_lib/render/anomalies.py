@@ -35,6 +35,25 @@ def _imbalance(item):
     return f"rail shares {share} (limit {item['limit']:g}x)"
 
 
+def _value(value):
+    return "unset" if value is None else f"'{value}'"
+
+
+def _env_host(item):
+    points = item["points"]
+    where = f" ({len(points)} points)" if len(points) > 1 else ""
+    if item["against"] == "manifest":
+        said = f"the run's record (run_manifest.json env, set where cclbench ran, and the point's own) says {_value(item['expected'])}"
+    else:
+        said = f"the other hosts' ranks ran with {_value(item['expected'])}"
+    return f"{item['host']}'s ranks ran with {item['variable']}={_value(item['value'])}{where}; {said}"
+
+
+def _env_rank(item):
+    ranks = ", ".join(f"rank {rank} {_value(value)}" for rank, value in item["ranks"])
+    return f"{item['host']}: the ranks disagree on {item['variable']}: {ranks}"
+
+
 # code: (kind, detail text)
 DETAILS = {
     "transport_exit": ("transport mismatch", lambda i: i["reason"] or "transport expectation failed"),
@@ -54,6 +73,8 @@ DETAILS = {
     "rail_unbound": ("rail imbalance", lambda i: f"traffic on {i['rail']}, which NCCL_IB_HCA did not bind"),
     "rail_imbalance": ("rail imbalance", _imbalance),
     "unreadable": ("unreadable result", lambda i: i["problem"]),
+    "env.host_differs": ("host environment differs", _env_host),
+    "env.rank_differs": ("rank environment differs", _env_rank),
 }
 
 

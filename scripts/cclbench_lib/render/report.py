@@ -98,10 +98,37 @@ def environment_section(data):
     lines.append(md_table(["variable", "value"], sorted(env.items())) if env else "_none set_")
     if manifest.get("env_redacted"):
         lines.append(f"\nRedacted (names only): {', '.join(manifest['env_redacted'])}")
+    lines += host_env_lines(data)
     notes = manifest.get("notes") or []
     for note in notes:
         lines.append(f"\n> Note: {note}")
     return lines
+
+
+def host_env_lines(data):
+    """What each host's ranks ran with (coll_perf manifest.env_by_host, schema 1.4), over every point: one row
+    per variable, one column per host; a host that ran several values across the points lists them all."""
+    hosts, values = list(data.manifest.get("hosts") or []), {}
+    for launch in data.plan:
+        document = data.raw.get(launch["name"])
+        manifest = document.get("manifest") if isinstance(document, dict) else None
+        by_host = manifest.get("env_by_host") if isinstance(manifest, dict) else None
+        if not isinstance(by_host, dict):
+            continue
+        for host, env in by_host.items():
+            if host not in hosts:
+                hosts.append(host)
+            for name, value in (env or {}).items() if isinstance(env, dict) else ():
+                seen = values.setdefault(name, {}).setdefault(host, [])
+                if value not in seen:
+                    seen.append(value)
+    if not values:
+        return ["", "Environment each host's ranks ran with: _not recorded (coll_perf before schema 1.4, or no "
+                "point ran)_"]
+    rows = [[name] + [" / ".join("unset" if v is None else str(v) for v in values[name].get(host, [None]))
+                      for host in hosts] for name in sorted(values)]
+    return ["", "Environment each host's ranks ran with (coll_perf env_by_host, every point; `unset`: not set "
+            "on that host's ranks):", "", md_table(["variable"] + hosts, rows)]
 
 
 def _join(value):

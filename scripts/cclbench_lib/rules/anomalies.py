@@ -1,11 +1,13 @@
 """The anomalies a report lists first, as data: {'code', 'where', ...fields} per finding, in the report's order
-(launches, cases, transport, missing cases, ceilings, repeats, rails, outliers, unreadable files). The codes and
+(launches, cases, transport, missing cases, ceilings, repeats, rails, hosts' environment, outliers, unreadable
+files). The codes and
 the fields are render/anomalies.py's to put into words."""
 
 from ..model.records import point_completeness, was_skipped
 from ..model.run_dir import rail_totals
 from ..rules import outliers
 from ..rules.ceilings import RAIL_IMBALANCE_RATIO, ceiling_for
+from ..rules.env_hosts import env_anomalies
 from ..rules.repeat_rule import repeat_failures
 
 
@@ -126,10 +128,24 @@ def rail_anomalies(data):
     return found
 
 
+def host_env_anomalies(data):
+    """Hosts whose ranks ran with another measurement environment than the run recorded, or than the other
+    hosts (rules/env_hosts.py), from coll_perf's manifest.env_by_host (schema 1.4; older results hold none)."""
+    points = []
+    for launch in data.plan:
+        document = data.raw.get(launch["name"])
+        manifest = document.get("manifest") if isinstance(document, dict) else None
+        if isinstance(manifest, dict) and isinstance(manifest.get("env_by_host"), dict):
+            points.append((launch["name"], launch.get("env") or {}, manifest["env_by_host"],
+                           manifest.get("env_rank_disagreements")))
+    return env_anomalies(points, data.manifest.get("env") or {}, data.manifest.get("hosts") or [])
+
+
 def find_anomalies(data, cv_gate):
     """Every anomaly of a run directory (model/run_dir.RunData), in the report's order."""
     found = (launch_anomalies(data) + case_anomalies(data) + transport_anomalies(data) + missing_case_anomalies(data)
-             + ceiling_anomalies(data) + repeat_anomalies(data, cv_gate) + rail_anomalies(data))
+             + ceiling_anomalies(data) + repeat_anomalies(data, cv_gate) + rail_anomalies(data)
+             + host_env_anomalies(data))
     # P2P pairs/GPUs, host<->device, straggler rank: rules/outliers.py gives them as rows already.
     found += [{"code": "outlier", "kind": kind, "where": where, "detail": detail}
               for kind, where, detail in outliers.anomaly_rows(data)]
