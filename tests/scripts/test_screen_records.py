@@ -56,6 +56,22 @@ class PointValues(unittest.TestCase):
         self.assertEqual(values["rail_bytes"], {"node1": {"eth0": 1000, "eth3": 0}, "node2": {"eth0": 1000},
                                                 "gpu1": {"mlx5_0:1": 7, "mlx5_3:1": 0}})
 
+    def test_netdev_rails_of_schema_1_5(self):
+        rails = [{"host": "node1", "netdev_rails": [
+                    {"source": "netdev", "rail": "eth0", "netdev": "eth0", "tx_bytes": 5, "rx_bytes": 5, "total_bytes": 10},
+                    {"source": "netdev", "rail": "eth3", "netdev": "eth3", "tx_bytes": 0, "rx_bytes": 0, "total_bytes": 0}]},
+                 {"host": "node2", "netdev_rails": [
+                    {"source": "netdev", "rail": "eth0", "netdev": "eth0", "tx_bytes": 6, "rx_bytes": 6, "total_bytes": 12},
+                    {"source": "netdev", "rail": "eth3", "netdev": "eth3", "tx_bytes": None, "rx_bytes": None,
+                     "total_bytes": None, "reason": "no such interface"}]}]
+        document = {"cases": [case(LARGE, rails=rails), case(SMALL)]}
+        expected = {"node1": {"eth0": 10, "eth3": 0}, "node2": {"eth0": 12}}
+        self.assertEqual(point_values(document, LARGE, SMALL, ["eth0", "eth3"])["rail_bytes"], expected)
+        # no rail named (NCCL over sockets found its interfaces itself): every netdev rail the record lists
+        self.assertEqual(point_values(document, LARGE, SMALL)["rail_bytes"], expected)
+        self.assertEqual(point_values(document, LARGE, SMALL, ["eth0"])["rail_bytes"],
+                         {"node1": {"eth0": 10}, "node2": {"eth0": 12}})
+
 
 if __name__ == "__main__":
     unittest.main()

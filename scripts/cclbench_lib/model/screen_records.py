@@ -10,8 +10,9 @@ point_values(document, large, small, rails) -> {"busbw_gbps", "small_time_us", "
   transport: the document's transport evidence (NCCL's own log), or {"backend": "mpi", "reason"} where there is
       no NCCL communicator;
   rail_bytes: {host: {rail: tx + rx bytes}} during the large size, from the record's rail evidence: netdev
-      counters for rails named as interfaces (eth0), HCA port counters for rails named as ports (mlx5_0:1);
-      a host where a rail has no counter has no entry (missing is not 0);
+      rails (schema 1.5 netdev_rails rows; before it, the --all-netdevs list) for rails named as interfaces
+      (eth0), HCA port counters for rails named as ports (mlx5_0:1), every netdev rail when none is named;
+      a rail with no counter has no entry (missing is not 0);
   reason: why a value is None (the record's reason or status), else None.
 """
 
@@ -39,15 +40,22 @@ def _count(value):
 
 
 def rail_bytes(case, rails):
-    """{host: {rail: bytes}} of one case record for the rails named (see the module docstring)."""
+    """{host: {rail: bytes}} of one case record for the rails named (see the module docstring); rails None: every
+    netdev rail the record lists (coll_perf found them in NCCL's NET/Socket line), no HCA port."""
     evidence = ((case or {}).get("evidence") or {}).get("rails") or {}
     found = {}
     for node in evidence.get("nodes") or []:
         if not isinstance(node, dict) or not isinstance(node.get("host"), str):
             continue
         counts = {}
-        for netdev in node.get("netdevs") or []:
-            if isinstance(netdev, dict) and netdev.get("name") in rails:
+        for row in node.get("netdev_rails") or []:  # schema 1.5: the interfaces that are rails on this host
+            if isinstance(row, dict) and isinstance(row.get("rail"), str) and (rails is None or row["rail"] in rails):
+                total = _count(row.get("total_bytes"))
+                if total is not None:
+                    counts[row["rail"]] = total
+        for netdev in node.get("netdevs") or []:  # before 1.5 (--all-netdevs): every interface, the rails picked here
+            if isinstance(netdev, dict) and rails is not None and netdev.get("name") in rails and \
+                    netdev["name"] not in counts:
                 tx, rx = _count(netdev.get("tx_bytes")), _count(netdev.get("rx_bytes"))
                 if tx is not None and rx is not None:
                     counts[netdev["name"]] = tx + rx
@@ -56,7 +64,7 @@ def rail_bytes(case, rails):
                 continue
             label = port.get("rail") or f"{port.get('hca')}:{port.get('port')}"
             total = _count(port.get("total_bytes"))
-            if label in rails and total is not None:
+            if rails is not None and label in rails and total is not None:
                 counts[label] = total
         if counts:
             found[node["host"]] = counts
@@ -88,5 +96,5 @@ def point_values(document, large_bytes, small_bytes, rails=()):
         transport = {"backend": (large or small or {}).get("backend"),
                      "reason": document.get("transport_reason") if isinstance(document, dict) else None}
     return {"busbw_gbps": busbw, "small_time_us": time_us, "transport": transport,
-            "rail_bytes": rail_bytes(large, set(rails)) if rails else None,
+            "rail_bytes": rail_bytes(large, set(rails) if rails else None),
             "reason": "; ".join(reasons) if reasons else None}
