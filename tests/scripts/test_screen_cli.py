@@ -15,9 +15,9 @@ from helpers import FAKE_BIN, FAKE_MPIRUN, SOURCE_DIR, TempDirTest, run_cli
 from cclbench_lib.plan.screen_schedule import scale_table
 
 
-def dry_run(*args, gpus="0"):
+def dry_run(*args, gpus="0", **env):
     return run_cli(["screen", "--dry-run", "--bin-dir", FAKE_BIN, "--mpirun", FAKE_MPIRUN] + list(args),
-                   env={"CCLBENCH_FAKE_GPU_COUNT": gpus})
+                   env=dict(env, CCLBENCH_FAKE_GPU_COUNT=gpus))
 
 
 def rounds_of(stdout):
@@ -53,7 +53,7 @@ class DryRun(TempDirTest):
 
     def test_gpu_nodes_get_a_loopback_point_per_rail(self):
         result = dry_run("--hosts", "a1,a2,a3,a4", "--hcas", "mlx5_0:1,mlx5_3:1", "--gpus-per-node", "8",
-                         "--results", self.results, gpus="8")
+                         "--results", self.results, gpus="8", NCCL_SOCKET_IFNAME="eth0")
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertIn("doctor, intra, loopback mlx5_0:1, loopback mlx5_3:1", result.stdout)
         loopbacks = [line for line in result.stdout.splitlines() if line.startswith("example loopback job")]
@@ -61,7 +61,8 @@ class DryRun(TempDirTest):
         for line, rail in zip(loopbacks, ("mlx5_0:1", "mlx5_3:1")):
             for word in ("-x NCCL_P2P_DISABLE=1", "-x NCCL_SHM_DISABLE=1", f"-x NCCL_IB_HCA=={rail} ", "-np 8 --host a1:8"):
                 self.assertIn(word, line)
-        self.assertRegex(result.stdout, r"example pair job: .*-np 16 --host a\d:8,a\d:8 -x NCCL_IB_HCA==mlx5_0:1,mlx5_3:1 ")
+        self.assertRegex(result.stdout, r"example pair job: .*-np 16 --host a\d:8,a\d:8 -x NCCL_SOCKET_IFNAME=eth0 "
+                                        r"-x NCCL_IB_HCA==mlx5_0:1,mlx5_3:1 ")  # the environment reaches every rank
         self.assertEqual(len(rounds_of(result.stdout)), 3)  # even n: n - 1 rounds
         self.assertIn("expected wall time: 140 s", result.stdout)  # 4 node-stage jobs + 3 rounds, 20 s each
 

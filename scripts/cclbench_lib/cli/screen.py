@@ -5,6 +5,7 @@ import os
 import shlex
 import sys
 
+from ..base.environment import exported_env
 from ..base.errors import CclbenchError, UsageError
 from ..base.files import read_json
 from ..base.locations import resolve_program
@@ -92,7 +93,8 @@ def screen_inputs(args, launcher_choice, coll_perf_flags, default_bin_dir):
         raise UsageError(f"--small {args.small} must be smaller than --large {args.large}")
     hcas = parse_hcas(args.hcas) if args.hcas else []
     bin_dir = os.path.abspath(args.bin_dir or default_bin_dir)
-    return {"hosts": hosts, "gpus_per_node": gpus or 0, "hcas": hcas if gpus else [],
+    exported, exported_names = exported_env()  # the measurement environment reaches every rank, as in baseline
+    return {"exported_env": exported, "exported_env_names": exported_names, "hosts": hosts, "gpus_per_node": gpus or 0, "hcas": hcas if gpus else [],
             "netdevs": _netdevs(args.netdevs) if args.netdevs else [], "quick": args.quick, "seed": args.seed,
             "large_bytes": large, "small_bytes": small, "iterations": args.iters, "warmup": args.warmup_iters,
             "timeout_s": args.timeout, "launch_timeout_s": args.launch_timeout, "max_concurrent": args.max_concurrent,
