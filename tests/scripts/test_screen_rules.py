@@ -9,7 +9,6 @@ link throttled (that pair alone slow), a dead pair in a two-node fleet. screen()
 measurements and the rules the way `cclbench screen` is to: node stage, pair rounds, then retests against known
 good nodes while there are suspects. Expected verdicts are written from the injected fault, not from the code.
 """
-import importlib.util
 import json
 import os
 import random
@@ -18,25 +17,10 @@ import sys
 import tempfile
 import unittest
 
-from helpers import SCHEMA_DIR, SOURCE_DIR, VALIDATOR, validate
+from helpers import SCHEMA_DIR, VALIDATOR, validate
 
+from cclbench_lib.plan import screen_schedule as schedule
 from cclbench_lib.rules import screen_rules as rules
-
-
-def load_schedule():
-    """cclbench_lib.plan.screen_schedule, from its file while plan.py shadows the plan/ package (issue 25)."""
-    try:
-        from cclbench_lib.plan import screen_schedule
-        return screen_schedule
-    except ImportError:
-        path = os.path.join(SOURCE_DIR, "scripts", "cclbench_lib", "plan", "screen_schedule.py")
-        spec = importlib.util.spec_from_file_location("screen_schedule", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-
-
-schedule = load_schedule()
 
 BUSBW_GBPS = 24.0
 BUSBW_SD = 0.04

@@ -2,30 +2,12 @@
 rounds, --quick shuffles, retest rounds, the wall-time estimate and the scale table. Expected counts come from
 closed forms written out here (n(n-1)/2 pairs, n-1 rounds for even n, n for odd, floor(n/2) pairs a round),
 not from the planner."""
-import importlib.util
 import itertools
-import os
 import time
 import unittest
 
-from helpers import SOURCE_DIR
-
-
-def load_schedule():
-    """cclbench_lib.plan.screen_schedule; until the package layering (issue 25) turns plan.py into the plan/
-    package, plan/ is shadowed by plan.py, so the module (stdlib only) is loaded from its file."""
-    try:
-        from cclbench_lib.plan import screen_schedule
-        return screen_schedule
-    except ImportError:
-        path = os.path.join(SOURCE_DIR, "scripts", "cclbench_lib", "plan", "screen_schedule.py")
-        spec = importlib.util.spec_from_file_location("screen_schedule", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-
-
-schedule = load_schedule()
+import helpers  # noqa: F401  (puts scripts/ on sys.path)
+from cclbench_lib.plan import screen_schedule as schedule
 
 
 def names(count):

@@ -1,4 +1,4 @@
-"""Command line: plan, baseline, report, compare, smoke, doctor. Every failure is one stderr line."""
+"""Command line: plan, baseline, report, compare, smoke, doctor, screen. Every failure is one stderr line."""
 
 import argparse
 import os
@@ -16,6 +16,7 @@ from ..base.values import (DEFAULT_COLLECTIVES, DEFAULT_CROSS_NIC, default_run_i
                            parse_hcas, parse_percent, parse_size, split_mpirun_args, sweep_sizes, validate_run_id)
 from ..base.version import SCHEMA_VERSION, TOOL_VERSION
 from ..cli.doctor import add_doctor_parser
+from ..cli.screen import add_screen_parser, cmd_screen
 from ..execute.doctor import run_doctor_command
 from ..execute.runner import Baseline
 from ..execute.smoke import run_smoke, smoke_launches
@@ -160,6 +161,7 @@ def build_parser():
     smoke.add_argument("--time-limit", type=seconds("--time-limit"), default=60.0, help="whole-test budget (default 60 s)")
     smoke.add_argument("--verbose", action="store_true")
     add_doctor_parser(sub)
+    add_screen_parser(sub, add_launcher_options, positive_int, seconds)
     return parser
 
 
@@ -391,6 +393,8 @@ def main(argv=None):
             return cmd_smoke(args, ["cclbench"] + argv)
         if args.command == "doctor":
             return run_doctor_command(args)
+        if args.command == "screen":
+            return cmd_screen(args, ["cclbench"] + argv, launcher_choice, coll_perf_flags, DEFAULT_BIN_DIR)
         raise UsageError(f"unknown command {args.command}")
     except CclbenchError as error:
         print(f"cclbench: error: {error}", file=sys.stderr)

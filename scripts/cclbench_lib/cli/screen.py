@@ -1,0 +1,193 @@
+"""The `screen` sub-parser and command (issue 28): find the bad node, rail and link of a fleet."""
+
+import math
+import os
+import shlex
+import sys
+
+from ..base.environment import exported_env
+from ..base.errors import CclbenchError, UsageError
+from ..base.files import read_json
+from ..base.locations import resolve_program
+from ..base.values import default_run_id, format_size, parse_hcas, parse_size, split_mpirun_args, validate_run_id
+from ..execute.screen import MANIFEST, Screen, plan_stages
+from ..model.hosts import check_resolvable, local_gpu_count, parse_host_list, parse_hostfile, slurm_gpus_per_node, \
+    slurm_hosts
+from ..model.launcher import launcher_of
+from ..plan.screen_jobs import backend, node_jobs, pair_job, stage_env_note
+from ..plan.screen_schedule import PER_PAIR_S, node_stage_s, wall_time_s
+from ..render.screen import headline
+
+NETDEV_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-@")
+
+
+def add_screen_parser(sub, add_launcher_options, positive_int, seconds):
+    screen = sub.add_parser("screen", help="screen a fleet: each node alone, then disjoint pairs at the same time; "
+                            "names the bad nodes, links and rails (exit 1 when anything is bad, 3 when only suspect)")
+    where = screen.add_argument_group("where")
+    where.add_argument("--hosts", help="comma-separated hosts (default: the Slurm allocation's nodes)")
+    where.add_argument("--hostfile", help="Open MPI hostfile ('node5 slots=8' lines)")
+    where.add_argument("--gpus-per-node", type=positive_int("--gpus-per-node", 1, 1024),
+                       help="GPUs (ranks) per node (default: hostfile slots, the allocation's, else nvidia-smi -L "
+                            "here; none: the MPI backend in host memory)")
+    where.add_argument("--hcas", help="RDMA rails as HCA:port list: one loopback point each, and NCCL_IB_HCA of the "
+                       "pairs (GPU nodes only)")
+    where.add_argument("--netdevs", help="rail interfaces whose byte counters give each rail's share of a pair "
+                       "(example: eth0,eth3)")
+    what = screen.add_argument_group("what")
+    what.add_argument("--quick", nargs="?", const=1, type=positive_int("--quick", 1, 1000), metavar="K",
+                      help="K shuffled rounds of disjoint pairs (default 1) instead of every pair (n-1 rounds)")
+    what.add_argument("--seed", type=positive_int("--seed", 0, 1 << 31), default=0, help="--quick's shuffle seed")
+    what.add_argument("--large", default="64M", help="the large size: bus bandwidth (default 64M)")
+    what.add_argument("--small", default="8K", help="the small size: small-message time (default 8K)")
+    what.add_argument("-n", "--iters", type=positive_int("-n", 1, 1 << 24), default=20, help="timed iterations")
+    what.add_argument("-w", "--warmup_iters", type=positive_int("-w", 0, 1 << 20), default=5, help="warm-up iterations")
+    what.add_argument("--timeout", type=positive_int("--timeout", 1, 1 << 24), help="coll_perf -T per case, seconds")
+    what.add_argument("--launch-timeout", type=seconds("--launch-timeout"), default=600.0,
+                      help="kill a job after this many seconds (default 600); it then counts as failed")
+    what.add_argument("--max-concurrent", type=positive_int("--max-concurrent", 1, 1 << 20),
+                      help="at most this many jobs at once (default: a whole round)")
+    what.add_argument("--per-pair-s", type=seconds("--per-pair-s"), default=PER_PAIR_S,
+                      help=f"one job's wall time for the estimate (default {PER_PAIR_S:g} s)")
+    what.add_argument("--sysfs-root", help="coll_perf --sysfs-root for rail counters")
+    screen.add_argument("--dry-run", action="store_true",
+                        help="print the node stage, the pair schedule, its rounds and the expected wall time, and stop")
+    screen.add_argument("--resume", metavar="RUN_ID", help="continue RUN_ID: jobs complete with their values are not "
+                        "rerun")
+    add_launcher_options(screen)
+    return screen
+
+
+def _netdevs(text):
+    names = [part.strip() for part in text.split(",")]
+    if not all(names) or any(set(name) - NETDEV_CHARS or len(name) > 15 for name in names):
+        raise UsageError(f"--netdevs: '{text}' is not a comma-separated list of interface names (example: eth0,eth3)")
+    if len(set(names)) != len(names):
+        raise UsageError(f"--netdevs: '{text}' names an interface twice")
+    return names
+
+
+def screen_inputs(args, launcher_choice, coll_perf_flags, default_bin_dir):
+    if args.hosts and args.hostfile:
+        raise UsageError("give either --hosts or --hostfile, not both")
+    slots = granted = None
+    if args.hosts:
+        hosts = parse_host_list(args.hosts)
+    elif args.hostfile:
+        entries = parse_hostfile(args.hostfile)
+        hosts = [host for host, _ in entries]
+        slot_values = {s for _, s in entries if s is not None}
+        if len(slot_values) > 1:
+            raise UsageError(f"--hostfile: hosts have different slot counts {sorted(slot_values)}; pass --gpus-per-node")
+        slots = slot_values.pop() if slot_values else None
+    else:
+        hosts = slurm_hosts() or []
+        granted = slurm_gpus_per_node()
+        if not hosts:
+            raise UsageError("screen needs hosts: pass --hosts or --hostfile, or run inside a Slurm allocation")
+    if len(hosts) < 2:
+        raise UsageError(f"screen needs at least two hosts to pair, got {len(hosts)} ({','.join(hosts)})")
+    gpus = args.gpus_per_node or slots or granted or local_gpu_count()
+    large, small = parse_size(args.large, "--large"), parse_size(args.small, "--small")
+    if small >= large:
+        raise UsageError(f"--small {args.small} must be smaller than --large {args.large}")
+    hcas = parse_hcas(args.hcas) if args.hcas else []
+    bin_dir = os.path.abspath(args.bin_dir or default_bin_dir)
+    exported, exported_names = exported_env()  # the measurement environment reaches every rank, as in baseline
+    return {"exported_env": exported, "exported_env_names": exported_names, "hosts": hosts, "gpus_per_node": gpus or 0, "hcas": hcas if gpus else [],
+            "netdevs": _netdevs(args.netdevs) if args.netdevs else [], "quick": args.quick, "seed": args.seed,
+            "large_bytes": large, "small_bytes": small, "iterations": args.iters, "warmup": args.warmup_iters,
+            "timeout_s": args.timeout, "launch_timeout_s": args.launch_timeout, "max_concurrent": args.max_concurrent,
+            "per_pair_s": args.per_pair_s, "bin_dir": bin_dir, "mpirun": args.mpirun,
+            "mpirun_args": split_mpirun_args(args.mpirun_args), "launcher": launcher_choice(args),
+            "as_root": os.geteuid() == 0, "coll_perf_flags": coll_perf_flags(bin_dir),
+            "sysfs_root": os.path.abspath(args.sysfs_root) if args.sysfs_root else None}
+
+
+def estimate(inputs, stage, schedule):
+    """(rounds as run, wall seconds): a round larger than --max-concurrent runs in slices."""
+    limit = inputs.get("max_concurrent")
+    rounds = sum(max(1, math.ceil(len(entry["pairs"]) / limit)) if limit else 1 for entry in schedule["rounds"])
+    per_job = inputs["per_pair_s"]
+    slices = math.ceil(len(stage) / limit) if limit else 1
+    return rounds, wall_time_s(rounds, node_stage_s(stage, per_job) * slices, per_job)
+
+
+def dry_run(inputs, run_dir, out):
+    stage, schedule = plan_stages(inputs)
+    hosts = inputs["hosts"]
+    kinds = [job["kind"] + (f" {job['rail']}" if job.get("rail") else "") for job in stage[hosts[0]]]
+    out.write(f"screen of {len(hosts)} nodes: {','.join(hosts)}\n")
+    out.write(f"backend: {backend(inputs)}" + (f", {inputs['gpus_per_node']} GPU(s) a node" if inputs["gpus_per_node"]
+                                               else "") + f"; sizes {format_size(inputs['large_bytes'])} (bus "
+              f"bandwidth) and {format_size(inputs['small_bytes'])} (small-message time)\n")
+    chosen = launcher_of(inputs)
+    out.write(f"launcher: {chosen['name']}" + (f" ({chosen['reason']})" if chosen.get("reason") else "") + "\n")
+    note = stage_env_note(inputs)
+    if note:
+        out.write(f"note: {note}\n")
+    out.write(f"node stage: every node at once, {len(kinds)} job(s) each: {', '.join(kinds)}\n")
+    mode = (f"quick: {schedule['repeats']} shuffled round(s), seed {schedule['seed']}" if schedule["mode"] == "quick"
+            else "full: the circle method, every pair once")
+    out.write(f"pair stage: {mode}; {len(schedule['rounds'])} round(s), {schedule['pair_count']} pair(s), "
+              f"{schedule['concurrent_jobs']} concurrent job(s) a round\n")
+    for entry in schedule["rounds"]:
+        bye = f" (bye: {entry['bye']})" if entry["bye"] else ""
+        out.write(f"  round {entry['round'] + 1}: " + " ".join(f"{a}-{b}" for a, b in entry["pairs"]) + bye + "\n")
+    rounds, wall = estimate(inputs, stage, schedule)
+    per_job = inputs["per_pair_s"]
+    out.write(f"expected wall time: {wall:.0f} s (node stage {len(kinds)} x {per_job:g} s, then {rounds} round(s) x "
+              f"{per_job:g} s; each retest round adds {per_job:g} s)\n")
+    first = node_jobs(inputs, run_dir, hosts[0], stage[hosts[0]])
+    examples = first[1:] + ([pair_job(inputs, run_dir, *schedule["rounds"][0]["pairs"][0], 0)]
+                            if schedule["rounds"] else [])
+    for job in examples:
+        out.write(f"example {job['kind']} job: {shlex.join(job['argv'])}\n")
+    return 0
+
+
+def check_tools(inputs):
+    chosen = launcher_of(inputs)
+    resolve_program(chosen["program"], chosen["name"])
+    tool = os.path.join(inputs["bin_dir"], "coll_perf")
+    if not (os.path.isfile(tool) and os.access(tool, os.X_OK)):
+        raise CclbenchError(f"coll_perf is not built in {inputs['bin_dir']} (build it, or pass --bin-dir)", 2)
+
+
+def cmd_screen(args, argv, launcher_choice, coll_perf_flags, default_bin_dir):
+    results = os.path.abspath(args.results)
+    if args.resume:
+        if args.run_id and args.run_id != args.resume:
+            raise UsageError(f"--run-id {args.run_id} and --resume {args.resume} disagree")
+        run_dir = os.path.join(results, validate_run_id(args.resume))
+        if not os.path.isdir(run_dir):
+            raise UsageError(f"--resume {args.resume}: {run_dir} does not exist")
+        manifest = read_json(os.path.join(run_dir, MANIFEST), "screen manifest")
+        inputs = manifest.get("inputs") if isinstance(manifest, dict) else None
+        if not isinstance(inputs, dict):
+            raise CclbenchError(f"{os.path.join(run_dir, MANIFEST)} has no inputs: cannot resume", 2)
+        inputs = dict(inputs, as_root=os.geteuid() == 0)
+        if args.dry_run:
+            return dry_run(inputs, run_dir, sys.stdout)
+    else:
+        inputs = screen_inputs(args, launcher_choice, coll_perf_flags, default_bin_dir)
+        run_dir = os.path.join(results, validate_run_id(args.run_id or default_run_id("screen-")))
+        if args.dry_run:
+            return dry_run(inputs, run_dir, sys.stdout)
+        if os.path.lexists(run_dir):
+            raise UsageError(f"{run_dir} already exists: pass --resume {os.path.basename(run_dir)} to continue it, "
+                             "or choose another --run-id")
+    check_tools(inputs)
+    check_resolvable(inputs["hosts"])
+    note = stage_env_note(inputs)
+    if note:
+        print(f"cclbench: note: {note}", file=sys.stderr)
+    os.makedirs(run_dir, exist_ok=True)
+    screen = Screen(inputs, run_dir, resume=bool(args.resume), argv=argv)
+    document = screen.run()
+    path = screen.report_path
+    for line in headline(document):
+        if line and not line.endswith(": none"):
+            print(f"cclbench: screen: {line.lstrip('# -')}", file=sys.stderr)
+    print(f"cclbench: screen: {os.path.join(run_dir, 'screen.json')}, report {path}", file=sys.stderr)
+    return document["exit_code"]

@@ -1,0 +1,354 @@
+"""`cclbench screen`: runs the node stage, the pair rounds and the retests into RESULTS/RUN_ID (issue 28).
+
+The jobs of one batch (a node-stage step on every node, or one round of disjoint pairs) run at the same time,
+each its own launcher process, its output in logs/<job>.log. screen_manifest.json holds the inputs and every
+job's state and is rewritten atomically after each batch; `--resume RUN_ID` skips jobs whose state is complete
+and whose output still parses with its values (pair records complete and ok are not rerun). Verdicts come from
+rules.screen_rules.classify, screen.json from its to_document, screen.md from render.screen.
+"""
+
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from ..base.errors import CclbenchError
+from ..base.files import make_dirs, open_append, read_json, write_json_atomic
+from ..base.values import utc_now
+from ..base.version import TOOL_VERSION
+from ..model.screen_records import point_values
+from ..plan.screen_jobs import backend, node_jobs, pair_job
+from ..plan.screen_schedule import node_stage, pair_schedule, retest_rounds
+from ..render.screen import write_report
+from ..rules.screen_rules import classify, node_stage_verdicts, to_document
+
+MANIFEST = "screen_manifest.json"
+RESULT = "screen.json"
+# Retest passes: each pass plans rounds of suspects with unmet known-good nodes from the verdicts so far.
+RETEST_PASSES = 3
+# A node-stage launch that left no output at all is started once more (Screen._run_one).
+LAUNCH_ATTEMPTS = 2
+NODE_STAGE_KINDS = ("doctor", "intra", "loopback")
+EXIT_MEANINGS = {1: "a case failed or data was wrong", 2: "bad usage", 3: "transport expectation failed",
+                 4: "timeout", 5: "runtime error", 6: "peer lost", 7: "nothing measured"}
+
+
+class Interrupted(Exception):
+    pass
+
+
+def plan_stages(inputs):
+    """(node-stage jobs {node: [job]}, pair schedule) for the dry run and the run."""
+    hosts = inputs["hosts"]
+    rails = {host: list(inputs["hcas"]) for host in hosts} if backend(inputs) == "nccl" else {}
+    stage = node_stage(hosts, rails, inputs["large_bytes"], inputs["small_bytes"])
+    return stage, pair_schedule(hosts, quick=bool(inputs["quick"]), repeats=inputs["quick"] or 1,
+                                seed=inputs["seed"])
+
+
+class Screen:
+    def __init__(self, inputs, run_dir, resume=False, argv=None, verbose=False, stream=sys.stderr):
+        self.inputs = inputs
+        self.run_dir = os.path.abspath(run_dir)
+        self.resume = resume
+        self.argv = argv or []
+        self.verbose = verbose
+        self.stream = stream
+        self.manifest = None
+        self.log = None
+        self.children = {}
+        self.lock = threading.Lock()
+        self.interrupted = None
+        self.started = time.monotonic()
+        self.report_path = None
+
+    # -- state -------------------------------------------------------------------------------------
+    def say(self, text):
+        print(f"cclbench: {text}", file=self.stream, flush=True)
+
+    def log_line(self, text):
+        if self.log:
+            self.log.write(text.rstrip("\n") + "\n")
+            self.log.flush()
+
+    def save(self):
+        write_json_atomic(os.path.join(self.run_dir, MANIFEST), self.manifest)
+
+    def prepare(self):
+        if self.resume:
+            self.manifest = read_json(os.path.join(self.run_dir, MANIFEST), "screen manifest")
+            if not isinstance(self.manifest, dict) or not isinstance(self.manifest.get("jobs"), dict):
+                raise CclbenchError(f"{os.path.join(self.run_dir, MANIFEST)} is not a cclbench screen manifest", 2)
+        else:
+            self.manifest = {"kind": "screen_manifest", "tool_version": TOOL_VERSION, "created_utc": utc_now(),
+                             "inputs": self.inputs, "jobs": {}, "invocations": [], "status": "running"}
+        self.manifest["invocations"].append({"argv": self.argv, "started_utc": utc_now(), "resume": self.resume})
+        self.manifest["status"] = "running"
+        for sub in ("raw", "doctor", "logs", "nccl"):
+            make_dirs(os.path.join(self.run_dir, sub))
+        self.save()
+        self.log = open_append(os.path.join(self.run_dir, "screen.log"))
+
+    # -- jobs --------------------------------------------------------------------------------------
+    def values(self, job):
+        """The job's values from its output (None when it has none to read)."""
+        path = job["output"]
+        if not os.path.exists(path):
+            return None
+        try:
+            document = read_json(path, job["name"])
+        except CclbenchError:
+            return None
+        if job["kind"] == "doctor":
+            status = document.get("status") if isinstance(document, dict) else None
+            return {"doctor": status if status in ("pass", "warn", "fail") else None}
+        rails = [] if job["kind"] == "loopback" else list(self.inputs.get("netdevs") or []) + \
+            (list(self.inputs["hcas"]) if backend(self.inputs) == "nccl" else [])
+        return point_values(document, self.inputs["large_bytes"], self.inputs["small_bytes"], rails)
+
+    def reusable(self, job):
+        state = self.manifest["jobs"].get(job["name"]) or {}
+        if not self.resume or state.get("status") != "complete":
+            return None
+        found = self.values(job)
+        if found is None or (job["kind"] != "doctor" and (found["busbw_gbps"] is None or
+                                                           found["small_time_us"] is None)):
+            return None
+        return found
+
+    def run_batch(self, jobs, title):
+        """Runs the jobs at the same time (at most max_concurrent); {name: {"values", "reason"}}."""
+        results = {}
+        todo = []
+        for job in jobs:
+            found = self.reusable(job)
+            if found is not None:
+                results[job["name"]] = {"values": found, "reason": None}
+                self.log_line(f"# {utc_now()} skip {job['name']}: complete and its output parses")
+            else:
+                todo.append(job)
+        if len(todo) < len(jobs):
+            self.say(f"{title}: {len(jobs) - len(todo)} of {len(jobs)} job(s) already complete")
+        limit = self.inputs.get("max_concurrent") or len(todo) or 1
+        for start in range(0, len(todo), limit):
+            chunk = todo[start:start + limit]
+            began = time.monotonic()
+            threads = [threading.Thread(target=self._run_one, args=(job, results), daemon=True) for job in chunk]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                while thread.is_alive():
+                    thread.join(0.2)
+            if self.interrupted:
+                self.save()
+                raise Interrupted()
+            self.save()
+            failed = sum(1 for job in chunk if results[job["name"]]["reason"])
+            self.say(f"{title}: {len(chunk)} job(s) at once in {time.monotonic() - began:.1f}s"
+                     + (f", {failed} without values" if failed else "") + f"; elapsed {self.elapsed()}")
+        return results
+
+    def elapsed(self):
+        seconds = int(time.monotonic() - self.started)
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+
+    def _run_one(self, job, results):
+        """One job. A node-stage job that left no readable output at all (the launcher or the program failed: an
+        agent or orted that did not start on a loaded node) is started once more, and the manifest and the log
+        say so: a node that fails the node stage is not paired, and nothing else gives it a second opinion. A
+        pair is never retried here (the rules repeat a failed pair, and a failure must reproduce), nor a job
+        that measured low or ran out of time: those are findings."""
+        state = self.manifest["jobs"].setdefault(job["name"], {"attempts": 0})
+        state.update(kind=job["kind"], hosts=job["hosts"], status="running", started_utc=utc_now(),
+                     command=shlex.join(job["argv"]), retried_reason=None)
+        began = time.monotonic()
+        for attempt in range(1, LAUNCH_ATTEMPTS + 1):
+            state["attempts"] = state.get("attempts", 0) + 1
+            code, problem, found = self._launch(job, append=attempt > 1)
+            if found is not None or self.interrupted or (problem and "--launch-timeout" in problem) or \
+                    job["kind"] not in NODE_STAGE_KINDS or attempt == LAUNCH_ATTEMPTS:
+                break
+            state["retried_reason"] = problem or f"exit {code} and no readable output"
+            self.log_line(f"# {utc_now()} {job['name']}: no output ({state['retried_reason']}): starting it again")
+        reason = problem
+        if reason is None and code != 0 and not (job["kind"] == "doctor" and code == 1 and found):
+            reason = f"exit {code} ({EXIT_MEANINGS.get(code, 'unexpected exit status')})"
+        if reason is None and found is None:
+            reason = f"no readable output {job['output']}"
+        if reason is None and job["kind"] != "doctor" and found["reason"]:
+            reason = found["reason"]
+        if found is None:
+            found = {"doctor": None} if job["kind"] == "doctor" else \
+                {"busbw_gbps": None, "small_time_us": None, "transport": None, "rail_bytes": None}
+        elapsed = time.monotonic() - began
+        state.update(status="failed" if reason else "complete", exit_code=code, reason=reason,
+                     finished_utc=utc_now(), elapsed_s=round(elapsed, 3))
+        if reason:
+            reason = f"{reason} (see logs/{job['name']}.log)"
+        results[job["name"]] = {"values": found, "reason": reason}
+        self.log_line(f"# {utc_now()} {job['name']}: {'failed: ' + reason if reason else 'complete'} "
+                      f"in {elapsed:.1f}s")
+
+    def _launch(self, job, append):
+        """(exit code, problem or None, values or None) of one start of the job."""
+        log_path = os.path.join(self.run_dir, "logs", job["name"] + ".log")
+        env = dict(os.environ)
+        env.update(job["env"])
+        if os.path.exists(job["output"]):
+            os.unlink(job["output"])  # a stale output of an earlier attempt is never read as this one's
+        code, problem = None, None
+        try:
+            with open(log_path, "ab" if append else "wb") as log:
+                log.write(("$ " + shlex.join(job["argv"]) + "\n").encode())
+                log.flush()
+                try:
+                    child = subprocess.Popen(job["argv"], stdout=log, stderr=subprocess.STDOUT,
+                                             stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+                except OSError as error:
+                    problem = f"cannot start {job['argv'][0]}: {error.strerror}"
+                    child = None
+                if child:
+                    with self.lock:
+                        self.children[job["name"]] = child
+                    try:
+                        code = child.wait(timeout=self.inputs.get("launch_timeout_s"))
+                    except subprocess.TimeoutExpired:
+                        self._stop(child)
+                        code = child.wait()
+                        problem = f"launch exceeded --launch-timeout {self.inputs['launch_timeout_s']}s"
+                    finally:
+                        with self.lock:
+                            self.children.pop(job["name"], None)
+        except OSError as error:
+            problem = f"cannot write {log_path}: {error.strerror}"
+        return code, problem, (self.values(job) if not problem else None)
+
+    @staticmethod
+    def _stop(child):
+        """SIGTERM to the launcher's process group, SIGKILL 10 s later."""
+        try:
+            os.killpg(child.pid, signal.SIGTERM)
+        except OSError:
+            return
+        try:
+            child.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(child.pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+    def on_signal(self, signum, _frame):
+        self.interrupted = signum
+        with self.lock:
+            children = list(self.children.values())
+        for child in children:
+            threading.Thread(target=self._stop, args=(child,), daemon=True).start()
+
+    # -- stages ------------------------------------------------------------------------------------
+    def node_stage(self, stage):
+        jobs = {node: node_jobs(self.inputs, self.run_dir, node, specs) for node, specs in stage.items()}
+        steps = max((len(node_list) for node_list in jobs.values()), default=0)
+        data = {node: {"doctor": None, "intra_busbw_gbps": None, "intra_small_time_us": None,
+                       "loopback_busbw_gbps": {}, "loopback_reason": {}} for node in self.inputs["hosts"]}
+        for step in range(steps):
+            batch = [node_list[step] for node_list in jobs.values() if step < len(node_list)]
+            results = self.run_batch(batch, f"node stage {step + 1}/{steps} ({batch[0]['kind']})")
+            for job in batch:
+                node, found, reason = job["hosts"][0], results[job["name"]]["values"], results[job["name"]]["reason"]
+                if job["kind"] == "doctor":
+                    data[node]["doctor"] = found["doctor"]
+                elif job["kind"] == "intra":
+                    data[node].update(intra_busbw_gbps=found["busbw_gbps"], intra_small_time_us=found["small_time_us"],
+                                      intra_reason=reason)
+                else:
+                    data[node]["loopback_busbw_gbps"][job["rail"]] = found["busbw_gbps"]
+                    data[node]["loopback_reason"][job["rail"]] = reason
+        return data
+
+    def pair_batch(self, pairs, number, kind, title):
+        return self.pair_batch_mixed([(kind, pair) for pair in pairs], number, title)
+
+    @staticmethod
+    def row(job, result, number):
+        found, reason = result["values"], result["reason"]
+        return {"a": job["hosts"][0], "b": job["hosts"][1], "round": number,
+                "stage": "pair" if job["kind"] == "pair" else "retest", "job": job["name"],
+                "busbw_gbps": found["busbw_gbps"], "small_time_us": found["small_time_us"],
+                "reason": reason, "transport": found["transport"], "rail_bytes": found["rail_bytes"]}
+
+    def run(self):
+        self.prepare()
+        old = {sig: signal.signal(sig, self.on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            document = self._run()
+        except Interrupted:
+            self.finish("interrupted")
+            code = 130 if self.interrupted == signal.SIGINT else 143
+            raise CclbenchError(f"interrupted; resume with: cclbench screen --resume {os.path.basename(self.run_dir)}",
+                                code) from None
+        finally:
+            for sig, handler in old.items():
+                signal.signal(sig, handler)
+        self.finish("complete")
+        return document
+
+    def _run(self):
+        inputs = self.inputs
+        hosts = inputs["hosts"]
+        stage, _ = plan_stages(inputs)
+        data = self.node_stage(stage)
+        _, paired = node_stage_verdicts(hosts, data)
+        left_out = [node for node in hosts if node not in paired]
+        if left_out:
+            self.say(f"node stage: {', '.join(left_out)} failed and {'is' if len(left_out) == 1 else 'are'} not paired")
+        if len(paired) >= 2:
+            schedule = pair_schedule(paired, quick=bool(inputs["quick"]), repeats=inputs["quick"] or 1,
+                                     seed=inputs["seed"])
+        else:
+            schedule = {"mode": "quick" if inputs["quick"] else "full", "seed": inputs["seed"] if inputs["quick"]
+                        else None, "repeats": inputs["quick"] or 1, "rounds": [], "pair_count": 0,
+                        "concurrent_jobs": 0}
+        pairs = []
+        for entry in schedule["rounds"]:
+            pairs += self.pair_batch(entry["pairs"], entry["round"], "pair",
+                                     f"pair round {entry['round'] + 1}/{len(schedule['rounds'])}")
+        verdicts = classify(hosts, data, pairs)
+        schedule["retest_rounds"] = []
+        for _ in range(RETEST_PASSES):
+            retest = verdicts["retest"]
+            rounds = retest_rounds(retest["suspects"], retest["known_good"], retest["met"],
+                                   repeat_pairs=retest["repeat_pairs"])
+            if not rounds:
+                break
+            for entry in rounds:
+                number = len(schedule["rounds"]) + len(schedule["retest_rounds"])
+                schedule["retest_rounds"].append({"round": number, "pairs": entry["pairs"],
+                                                  "repeats": entry["repeats"]})
+                title = f"retest round {number + 1} ({', '.join(retest['suspects']) or 'repeats'})"
+                both = [("repeat", pair) for pair in entry["repeats"]] + [("retest", pair) for pair in entry["pairs"]]
+                pairs += self.pair_batch_mixed(both, number, title)
+            verdicts = classify(hosts, data, pairs)
+        document = to_document(schedule, data, pairs, verdicts, TOOL_VERSION, utc_now())
+        for row, pair in zip(document["pairs"], pairs):
+            row["reason"] = pair["reason"] if row["busbw_gbps"] is None or row["small_time_us"] is None else None
+        write_json_atomic(os.path.join(self.run_dir, RESULT), document)
+        self.report_path = write_report(self.run_dir, document)
+        return document
+
+    def pair_batch_mixed(self, kinds_and_pairs, number, title):
+        """One round whose pairs are repeats and retests, all at the same time."""
+        jobs = [pair_job(self.inputs, self.run_dir, a, b, number, kind) for kind, (a, b) in kinds_and_pairs]
+        results = self.run_batch(jobs, title)
+        return [self.row(job, results[job["name"]], number) for job in jobs]
+
+    def finish(self, status):
+        self.manifest["status"] = status
+        self.manifest["invocations"][-1].update(finished_utc=utc_now(), status=status)
+        self.save()
+        if self.log:
+            self.log.close()
+            self.log = None

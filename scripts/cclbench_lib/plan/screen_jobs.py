@@ -1,0 +1,107 @@
+"""The launches of `cclbench screen` (issue 28): each job of plan.screen_schedule as an exact argument list.
+
+A job is plain data: {"name", "kind": doctor|intra|loopback|pair|retest|repeat, "hosts", "argv", "env",
+"output" (the -J document or the doctor's JSON), "round", "rail"}. Names are stable functions of the job
+(stage, round, hosts, rail), so `screen --resume` finds the same job under the same name.
+
+Backends: NCCL where the nodes have GPUs (gpus_per_node ranks a node); the MPI backend (host memory, two
+ranks on the node for the intra-node point, one a node for a pair) on GPU-less hosts, where there is no
+loopback point: the MPI backend has no NCCL_IB_HCA to pin a rail with.
+"""
+
+import os
+
+from ..model import launcher
+from ..plan.doctor_point import cclbench_script, doctor_argv
+
+# The MPI backend's intra-node point: two ranks on the node, through its shared memory.
+MPI_INTRA_RANKS = 2
+COLLECTIVE = "all_reduce"
+
+
+def backend(inputs):
+    return "nccl" if inputs["gpus_per_node"] else "mpi"
+
+
+def _rail_label(rail):
+    return rail.replace(":", "p")
+
+
+def _tool(inputs):
+    return os.path.join(inputs["bin_dir"], "coll_perf")
+
+
+def _coll_argv(inputs, run_dir, name):
+    flags = inputs.get("coll_perf_flags")
+    argv = [_tool(inputs), "--backend", backend(inputs), "--coll", COLLECTIVE, "--placement", "out",
+            "--sizes", f"{inputs['large_bytes']},{inputs['small_bytes']}", "-n", str(inputs["iterations"]),
+            "-w", str(inputs["warmup"]), "-c", "1", "--point", name, "--quiet",
+            "-J", os.path.join(run_dir, "raw", name + ".json")]
+    if inputs.get("timeout_s"):
+        argv += ["-T", str(inputs["timeout_s"])]
+    if backend(inputs) == "nccl":
+        argv += ["--nccl-log-dir", os.path.join(run_dir, "nccl", name)]
+    netdevs = inputs.get("netdevs") or []
+    if netdevs:
+        # The rail counters per host: coll_perf --netdevs where it has it, else every interface (--all-netdevs,
+        # so that a rail that moved nothing is listed with 0 rather than left out) and the rails picked here.
+        if flags is None or "--netdevs" in flags:
+            argv += ["--netdevs", ",".join(netdevs)]
+        elif "--all-netdevs" in flags:
+            argv.append("--all-netdevs")
+    if inputs.get("sysfs_root"):
+        argv += ["--sysfs-root", inputs["sysfs_root"]]
+    return argv
+
+
+def _job(name, kind, hosts, argv, env, output, round_number=None, rail=None):
+    return {"name": name, "kind": kind, "hosts": list(hosts), "argv": argv, "env": dict(env or {}),
+            "output": output, "round": round_number, "rail": rail}
+
+
+def node_jobs(inputs, run_dir, node, stage_jobs):
+    """The node stage's launches of one node, from plan.screen_schedule.node_stage's jobs for it."""
+    jobs = []
+    for spec in stage_jobs:
+        if spec["kind"] == "doctor":
+            name = f"doctor.{node}"
+            out = os.path.join(run_dir, "doctor", f"{node}.json")
+            argv = launcher.command(inputs, 1, node) + doctor_argv(cclbench_script(), inputs.get("sysfs_root"), None,
+                                                                   node, out)
+            jobs.append(_job(name, "doctor", [node], argv, {}, out))
+        elif spec["kind"] == "intra":
+            name = f"intra.{node}"
+            ranks, env = (inputs["gpus_per_node"] if backend(inputs) == "nccl" else MPI_INTRA_RANKS), {}
+            argv = launcher.command(inputs, ranks, f"{node}:{ranks}", env, oversubscribe=backend(inputs) == "mpi") + \
+                _coll_argv(inputs, run_dir, name)
+            jobs.append(_job(name, "intra", [node], argv, env, os.path.join(run_dir, "raw", name + ".json")))
+        elif spec["kind"] == "loopback":
+            name = f"loopback.{node}.{_rail_label(spec['rail'])}"
+            ranks = inputs["gpus_per_node"]
+            env = dict(spec["env"])
+            argv = launcher.command(inputs, ranks, f"{node}:{ranks}", env) + _coll_argv(inputs, run_dir, name)
+            jobs.append(_job(name, "loopback", [node], argv, env, os.path.join(run_dir, "raw", name + ".json"),
+                             rail=spec["rail"]))
+    return jobs
+
+
+def pair_job(inputs, run_dir, a, b, round_number, kind="pair"):
+    """One two-node point (kind pair, retest or repeat) over the rails: NCCL_IB_HCA pinned to every rail."""
+    name = f"{kind}.r{round_number}.{a}.{b}"
+    per_node = inputs["gpus_per_node"] or 1
+    env = {}
+    if backend(inputs) == "nccl" and inputs.get("hcas"):
+        env["NCCL_IB_HCA"] = "=" + ",".join(inputs["hcas"])
+    argv = launcher.command(inputs, 2 * per_node, f"{a}:{per_node},{b}:{per_node}", env) + \
+        _coll_argv(inputs, run_dir, name)
+    return _job(name, kind, [a, b], argv, env, os.path.join(run_dir, "raw", name + ".json"), round_number)
+
+
+def stage_env_note(inputs):
+    """Why a node has no loopback point, or None."""
+    if backend(inputs) == "mpi":
+        return "no GPU: the intra-node point is the MPI backend (host memory) and there is no loopback point"
+    if not inputs.get("hcas"):
+        return "no RDMA rail given or found: no loopback point"
+    return None
+

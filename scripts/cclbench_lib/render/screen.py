@@ -1,0 +1,213 @@
+"""screen.md of `cclbench screen` (issue 28): the bad nodes, links and rails first, then the per-node table, the
+pair matrix (a heatmap PNG when matplotlib is there and the fleet is small enough to read, else a markdown
+matrix), the suspects with their evidence and every pair. Text only from screen.json and the rules' codes."""
+
+import os
+
+from ..base.files import write_atomic
+from ..render.markdown import fmt_number, md_table
+from ..render.plots import heatmap_figure, save
+from ..render.report import load_pyplot
+from ..rules import screen_rules as rules
+
+REPORT = "screen.md"
+HEATMAP = "screen_pairs.png"
+# A matrix is read cell by cell: beyond this many nodes it is not drawn (the pair list and the verdicts remain).
+MATRIX_MAX_NODES = 32
+HEATMAP_MAX_NODES = 32
+
+CODE_TEXT = {
+    rules.NODE_DOCTOR_FAIL: "the doctor failed a check",
+    rules.NODE_DOCTOR_NO_RESULT: "the doctor left no result",
+    rules.NODE_INTRA_FAILED: "the intra-node point failed",
+    rules.NODE_INTRA_SLOW: "intra-node bus bandwidth below the fleet's band",
+    rules.NODE_SLOW_WITH_GOOD_PARTNERS: "slow with known-good partners",
+    rules.NODE_FAILED_WITH_GOOD_PARTNERS: "failed with known-good partners",
+    rules.NODE_UNRESOLVED: "failed pairs not yet explained",
+    rules.NODE_NO_GOOD_PARTNER: "never passed with a known-good node",
+    rules.LINK_SLOW_PAIR: "this pair alone is slow, both nodes pass with others",
+    rules.LINK_FAILED_PAIR: "this pair alone fails, both nodes pass with others",
+    rules.LINK_NOT_REPRODUCED: "one failure of this pair, not reproduced yet",
+    rules.LINK_UNRESOLVED: "failed pair not yet explained",
+    rules.RAIL_LOOPBACK_FAILED: "the rail's loopback point failed",
+    rules.RAIL_LOOPBACK_SLOW: "the rail's loopback below the fleet's band",
+    rules.RAIL_UNBALANCED: "the rail carried far less than its sibling, with known-good partners",
+    rules.RAIL_UNBALANCED_UNRESOLVED: "the rail carried far less than its sibling, not yet attributed",
+}
+
+
+def _codes(reasons):
+    return ", ".join(sorted({reason["code"] for reason in reasons})) or "-"
+
+
+def _named(rows, verdict, label):
+    return [label(row) + f" ({_codes(row['reasons'])})" for row in rows if row["verdict"] == verdict]
+
+
+def headline(document):
+    """The report's first lines: the result, then the bad (and suspect) nodes, links and rails."""
+    result = document["result"]
+    lines = [f"# Screen: {result.upper()} ({len(document['nodes'])} nodes, {len(document['pairs'])} pair "
+             f"measurements, exit {document['exit_code']})", ""]
+    groups = (("nodes", lambda row: row["name"], [r for r in document["nodes"]]),
+              ("links", lambda row: f"{row['a']}-{row['b']}", document["links"]),
+              ("rails", lambda row: f"{row['node']} {row['rail']}", document["rails"]))
+    for verdict in (rules.BAD, rules.SUSPECT):
+        for what, label, rows in groups:
+            named = _named(rows, verdict, label)
+            lines.append(f"- {verdict.capitalize()} {what}: " + ("; ".join(named) if named else "none"))
+    accepted = sum(1 for row in document["nodes"] if row["verdict"] == rules.ACCEPT)
+    lines.append(f"- Accepted nodes: {accepted} of {len(document['nodes'])}")
+    return lines
+
+
+def pair_matrix(document):
+    """(names, matrix) of the median large-size busbw per pair (None: never measured or no value)."""
+    names = [row["name"] for row in document["nodes"]]
+    position = {name: index for index, name in enumerate(names)}
+    values = {}
+    for pair in document["pairs"]:
+        if pair["busbw_gbps"] is not None:
+            values.setdefault(frozenset((pair["a"], pair["b"])), []).append(pair["busbw_gbps"])
+    matrix = [[None] * len(names) for _ in names]
+    for key, found in values.items():
+        a, b = sorted(key, key=position.get)
+        found.sort()
+        middle = found[len(found) // 2] if len(found) % 2 else (found[len(found) // 2 - 1] + found[len(found) // 2]) / 2
+        matrix[position[a]][position[b]] = matrix[position[b]][position[a]] = middle
+    return names, matrix
+
+
+def _stage_cell(stage):
+    loop = stage["loopback_busbw_gbps"]
+    return "; ".join(f"{rail} {fmt_number(value)}" if value is not None else f"{rail} failed"
+                     for rail, value in sorted(loop.items())) or "-"
+
+
+def node_table(document):
+    counts = {}
+    for pair, outcome in zip(document["pairs"], (p["outcome"] for p in document["pairs"])):
+        for node in (pair["a"], pair["b"]):
+            entry = counts.setdefault(node, [0, 0])
+            entry[0] += outcome == rules.PAIR_OK
+            entry[1] += 1
+    rows = []
+    for row in document["nodes"]:
+        stage = row["node_stage"]
+        ok, total = counts.get(row["name"], (0, 0))
+        rows.append([row["name"], row["verdict"], stage["doctor"] or "no result",
+                     fmt_number(stage["intra_busbw_gbps"], 3), fmt_number(stage["intra_small_time_us"]),
+                     _stage_cell(stage), f"{ok}/{total}" if row["paired"] else "not paired",
+                     _codes(row["reasons"])])
+    return md_table(["node", "verdict", "doctor", "intra busbw GB/s", "intra small us", "loopback busbw GB/s",
+                     "pairs ok", "reasons"], rows)
+
+
+def markdown_matrix(names, matrix):
+    rows = [[name] + ["-" if i == j else ("n/a" if value is None else fmt_number(value, 3))
+                      for j, value in enumerate(row)] for i, (name, row) in enumerate(zip(names, matrix))]
+    return md_table(["busbw GB/s"] + names, rows)
+
+
+def plot_pairs(pyplot, path, names, matrix):
+    figure, axis, _, _ = heatmap_figure(pyplot, "pair bus bandwidth at the large size (median)", matrix, "GB/s")
+    axis.set_xticks(range(len(names)), names, rotation=45, fontsize=7)
+    axis.set_yticks(range(len(names)), names, fontsize=7)
+    axis.set_xlabel("node")
+    axis.set_ylabel("node")
+    save(pyplot, figure, path)
+
+
+def _detail(detail):
+    parts = []
+    for key, value in sorted(detail.items()):
+        if value is None:
+            value = "-"
+        elif isinstance(value, float):
+            value = fmt_number(value, 3)
+        elif isinstance(value, list):
+            value = ",".join(str(item) for item in value)
+        parts.append(f"{key}={value}")
+    return " ".join(parts) or "-"
+
+
+def reasons_section(document):
+    rows = []
+    for row in document["nodes"]:
+        for reason in row["reasons"]:
+            rows.append([row["name"], reason["code"], CODE_TEXT.get(reason["code"], ""), _detail(reason["detail"]),
+                         ",".join(str(i) for i in reason["pairs"]) or "-"])
+    for row in document["links"]:
+        for reason in row["reasons"]:
+            rows.append([f"{row['a']}-{row['b']}", reason["code"], CODE_TEXT.get(reason["code"], ""),
+                         _detail(reason["detail"]), ",".join(str(i) for i in reason["pairs"]) or "-"])
+    if not rows:
+        return "No reasons: every node accepted."
+    return md_table(["node / link", "code", "meaning", "evidence", "pairs"], rows)
+
+
+def _rails_cell(rail_bytes):
+    if not rail_bytes:
+        return "-"
+    return "; ".join(host + " " + " ".join(f"{rail} {value / 1e6:.1f}MB" for rail, value in sorted(counts.items()))
+                     for host, counts in sorted(rail_bytes.items()))
+
+
+def _transport_cell(transport):
+    if not isinstance(transport, dict):
+        return "-"
+    if transport.get("backend") == "mpi":
+        return "MPI backend (no NCCL)"
+    return ", ".join(f"{key}={value}" for key, value in sorted(transport.items())
+                     if isinstance(value, (str, int, float)))[:80] or "-"
+
+
+def pairs_section(document):
+    rows = [[str(p["index"]), p["stage"], str(p["round"]), p["a"], p["b"], fmt_number(p["busbw_gbps"], 3),
+             fmt_number(p["small_time_us"]), p["outcome"], _transport_cell(p["transport"]), _rails_cell(p["rail_bytes"]),
+             p["reason"] or ""] for p in document["pairs"]]
+    return md_table(["#", "stage", "round", "a", "b", "busbw GB/s", "small us", "outcome", "transport",
+                     "rail bytes", "reason"], rows)
+
+
+def render(document, plot_name=None, plot_note=None):
+    lines = headline(document) + [""]
+    bands = document["bands"]
+    for key, unit in (("busbw_gbps", "GB/s bus bandwidth"), ("small_time_us", "us small-message time")):
+        band = bands.get(key)
+        lines.append(f"Fleet band, {unit}: " + (f"median {fmt_number(band['median'], 3)}, limit "
+                                                 f"{fmt_number(band['limit'], 3)} over {band['values']} values"
+                                                 if band else "none (fewer than three values: only failures count)"))
+    schedule = document["schedule"]
+    lines += ["", f"Schedule: {schedule['mode']}"
+              + (f" (seed {schedule['seed']}, {schedule['repeats']} shuffled round(s))" if schedule["mode"] == "quick"
+                 else "") + f", {len(schedule['rounds'])} round(s) of at most {schedule['concurrent_jobs']} concurrent "
+              f"pair(s), {schedule['pair_count']} pair(s); {len(schedule['retest_rounds'])} retest round(s).", "",
+              "## Nodes", ""]
+    lines += [node_table(document), "", "## Pairs", ""]
+    names, matrix = pair_matrix(document)
+    if plot_name:
+        lines += [f"![pair bus bandwidth]({plot_name})", ""]
+    elif plot_note:
+        lines += [f"(no heatmap: {plot_note})", ""]
+    if len(names) <= MATRIX_MAX_NODES:
+        lines += [markdown_matrix(names, matrix), ""]
+    else:
+        lines += [f"({len(names)} nodes: no matrix; the pairs are listed below)", ""]
+    lines += ["## Reasons", "", reasons_section(document), "", "## Every pair measured", "", pairs_section(document)]
+    return "\n".join(lines) + "\n"
+
+
+def write_report(run_dir, document):
+    """screen.md (and screen_pairs.png) in run_dir; returns the report's path."""
+    plot_name = plot_note = None
+    names, matrix = pair_matrix(document)
+    if 2 <= len(names) <= HEATMAP_MAX_NODES and any(v is not None for row in matrix for v in row):
+        pyplot, plot_note = load_pyplot()
+        if pyplot is not None:
+            plot_pairs(pyplot, os.path.join(run_dir, HEATMAP), names, matrix)
+            plot_name = HEATMAP
+    path = os.path.join(run_dir, REPORT)
+    write_atomic(path, render(document, plot_name, plot_note))
+    return path
+

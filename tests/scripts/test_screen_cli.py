@@ -1,0 +1,221 @@
+"""`cclbench screen` without a cluster: the --dry-run schedule and estimate, and bad input (one line, exit 2).
+
+Expected pairs come from itertools.combinations, rounds and wall times from the closed forms of the issue (even n:
+n - 1 rounds of n / 2 pairs, odd n: n rounds of (n - 1) / 2; wall = node-stage jobs x 20 s + rounds x 20 s),
+written out here, not from the planner. The run itself is tested on the virtual cluster (tests/cluster/test_screen.py).
+"""
+import itertools
+import json
+import os
+import re
+import unittest
+
+from helpers import FAKE_BIN, FAKE_MPIRUN, SOURCE_DIR, TempDirTest, run_cli
+
+from cclbench_lib.plan.screen_schedule import scale_table
+
+
+def dry_run(*args, gpus="0", **env):
+    return run_cli(["screen", "--dry-run", "--bin-dir", FAKE_BIN, "--mpirun", FAKE_MPIRUN] + list(args),
+                   env=dict(env, CCLBENCH_FAKE_GPU_COUNT=gpus))
+
+
+def rounds_of(stdout):
+    rounds = []
+    for line in stdout.splitlines():
+        match = re.match(r"  round (\d+): (.*?)( \(bye: (\S+)\))?$", line)
+        if match:
+            rounds.append(([tuple(pair.split("-")) for pair in match.group(2).split()], match.group(4)))
+    return rounds
+
+
+class DryRun(TempDirTest):
+    def test_full_five_nodes_every_pair_once(self):
+        hosts = [f"n{i}" for i in range(1, 6)]
+        result = dry_run("--hosts", ",".join(hosts), "--results", self.results, "--netdevs", "eth0,eth3")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        rounds = rounds_of(result.stdout)
+        self.assertEqual(len(rounds), 5)  # odd n: n rounds
+        pairs = [frozenset(pair) for round_pairs, _ in rounds for pair in round_pairs]
+        self.assertEqual(sorted(map(sorted, pairs)), sorted(map(sorted, map(frozenset, itertools.combinations(hosts, 2)))))
+        for round_pairs, bye in rounds:
+            nodes = [node for pair in round_pairs for node in pair]
+            self.assertEqual(len(round_pairs), 2)
+            self.assertEqual(sorted(nodes + [bye]), hosts)  # disjoint, one node sits out
+        self.assertEqual(sorted(bye for _, bye in rounds), hosts)
+        self.assertIn("5 round(s), 10 pair(s), 2 concurrent job(s) a round", result.stdout)
+        # doctor + intra (no GPU: no loopback) at 20 s, then 5 rounds at 20 s
+        self.assertIn("expected wall time: 140 s", result.stdout)
+        self.assertIn("no GPU: the intra-node point is the MPI backend", result.stdout)
+        self.assertRegex(result.stdout, r"example pair job: \S*mpirun .*-np 2 --host n\d:1,n\d:1 \S*coll_perf "
+                                        r"--backend mpi .*--sizes 67108864,8192")
+        self.assertFalse(os.path.exists(self.results), "a dry run writes nothing")
+
+    def test_gpu_nodes_get_a_loopback_point_per_rail(self):
+        result = dry_run("--hosts", "a1,a2,a3,a4", "--hcas", "mlx5_0:1,mlx5_3:1", "--gpus-per-node", "8",
+                         "--results", self.results, gpus="8", NCCL_SOCKET_IFNAME="eth0")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("doctor, intra, loopback mlx5_0:1, loopback mlx5_3:1", result.stdout)
+        loopbacks = [line for line in result.stdout.splitlines() if line.startswith("example loopback job")]
+        self.assertEqual(len(loopbacks), 2)
+        for line, rail in zip(loopbacks, ("mlx5_0:1", "mlx5_3:1")):
+            for word in ("-x NCCL_P2P_DISABLE=1", "-x NCCL_SHM_DISABLE=1", f"-x NCCL_IB_HCA=={rail} ", "-np 8 --host a1:8"):
+                self.assertIn(word, line)
+        self.assertRegex(result.stdout, r"example pair job: .*-np 16 --host a\d:8,a\d:8 -x NCCL_SOCKET_IFNAME=eth0 "
+                                        r"-x NCCL_IB_HCA==mlx5_0:1,mlx5_3:1 ")  # the environment reaches every rank
+        self.assertEqual(len(rounds_of(result.stdout)), 3)  # even n: n - 1 rounds
+        self.assertIn("expected wall time: 140 s", result.stdout)  # 4 node-stage jobs + 3 rounds, 20 s each
+
+    def test_quick_rounds_and_max_concurrent(self):
+        hosts = [f"h{i}" for i in range(8)]
+        result = dry_run("--hosts", ",".join(hosts), "--quick", "2", "--seed", "7", "--max-concurrent", "3",
+                         "--per-pair-s", "10", "--results", self.results)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        rounds = rounds_of(result.stdout)
+        self.assertEqual(len(rounds), 2)
+        for round_pairs, bye in rounds:
+            self.assertIsNone(bye)
+            self.assertEqual(sorted(node for pair in round_pairs for node in pair), hosts)
+        self.assertIn("quick: 2 shuffled round(s), seed 7", result.stdout)
+        # 8 nodes, 3 at once: the node stage's 2 jobs in 3 slices (60 s), each 4-pair round in 2 slices (4 x 10 s)
+        self.assertIn("expected wall time: 100 s", result.stdout)
+        again = dry_run("--hosts", ",".join(hosts), "--quick", "2", "--seed", "7", "--results", self.results)
+        self.assertEqual(rounds_of(again.stdout), rounds, "the same seed gives the same rounds")
+
+    def test_inside_a_slurm_allocation_the_allocation_is_the_fleet(self):
+        result = run_cli(["screen", "--dry-run", "--bin-dir", FAKE_BIN, "--mpirun", FAKE_MPIRUN, "--hcas", "mlx5_0:1",
+                          "--results", self.results],
+                         env={"SLURM_JOB_NODELIST": "gpu[01-03],gpu07", "SLURM_JOB_ID": "42", "SLURM_GPUS_PER_NODE": "8"})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("screen of 4 nodes: gpu01,gpu02,gpu03,gpu07", result.stdout)
+        self.assertIn("backend: nccl, 8 GPU(s) a node", result.stdout)
+        # srun cannot serve here (no slurmctld, or no srun): mpirun inside the allocation, and the reason printed
+        self.assertRegex(result.stdout, r"launcher: mpirun \(Slurm job 42 but .+: mpirun inside the allocation\)")
+        self.assertRegex(result.stdout, r"example pair job: \S*mpirun .*-np 16 --host gpu0\d:8,gpu0\d:8 ")
+
+
+class BadInput(TempDirTest):
+    def test_one_line_errors(self):
+        hostfile = os.path.join(self.tmp, "hosts")
+        with open(hostfile, "w") as handle:
+            handle.write("n1 slots=8\nn2 slots=4\n")
+        cases = [
+            (["--hosts", "n1"], "at least two hosts"),
+            ([], "screen needs hosts"),
+            (["--hosts", "n1,n2", "--hostfile", hostfile], "not both"),
+            (["--hostfile", hostfile], "different slot counts"),
+            (["--hosts", "n1,n1"], "listed twice"),
+            (["--hosts", "n1,n2;reboot"], "host name"),
+            (["--hosts", "n1,n2", "--small", "64M", "--large", "8K"], "smaller than"),
+            (["--hosts", "n1,n2", "--large", "lots"], "--large"),
+            (["--hosts", "n1,n2", "--netdevs", "eth0,$(reboot)"], "--netdevs"),
+            (["--hosts", "n1,n2", "--quick", "0"], "--quick"),
+            (["--hosts", "n1,n2", "--hcas", "mlx5_0"], "HCA"),
+            (["--hosts", "n1,n2", "--max-concurrent", "none"], "--max-concurrent"),
+        ]
+        for args, text in cases:
+            with self.subTest(args=args):
+                self.assertOneLineError(dry_run(*args, "--results", self.results), 2, text)
+        runs = [
+            (["--hosts", "no-such-host.invalid,other.invalid"], "unknown host"),
+            (["--resume", "nothere"], "does not exist"),
+            (["--hosts", "n1,n2", "--bin-dir", os.path.join(self.tmp, "nobin")], "not built"),
+        ]
+        for args, text in runs:
+            with self.subTest(args=args):
+                result = run_cli(["screen", "--bin-dir", FAKE_BIN, "--mpirun", FAKE_MPIRUN, "--results", self.results]
+                                 + args)
+                self.assertOneLineError(result, 2, text)
+        self.assertFalse(os.path.exists(self.results), "bad input creates no run directory")
+
+
+class Resume(TempDirTest):
+    """A whole screen through the test doubles (fake mpirun runs the fake coll_perf once as rank 0; the doctor is
+    the real one on this machine), four names of this machine as the fleet."""
+    HOSTS = ["localhost", "127.0.0.1", "vm", "runsc"]
+
+    def run_screen(self, *args, **env):
+        log = os.path.join(self.tmp, "points.log")
+        if os.path.exists(log):
+            os.unlink(log)
+        result = run_cli(["screen", "--bin-dir", FAKE_BIN, "--mpirun", FAKE_MPIRUN, "--results", self.results,
+                          "-n", "2", "-w", "0"] + list(args), env=dict(env, FAKE_COLL_LOG=log))
+        with open(log, encoding="utf-8") as handle:
+            points = [line.split()[0] for line in handle if line.strip()]
+        return result, points
+
+    def test_resume_reruns_only_what_failed(self):
+        import socket
+        for host in self.HOSTS:
+            try:
+                socket.getaddrinfo(host, None)
+            except OSError:
+                self.skipTest(f"{host} does not resolve here")
+        failing = "pair.r0.localhost.runsc"
+        first, points = self.run_screen("--hosts", ",".join(self.HOSTS), "--run-id", "s1",
+                                        FAKE_COLL_FAIL_POINT=failing)
+        pairs = sorted(point for point in points if point.startswith("pair."))
+        self.assertEqual(len(pairs), 6, points)  # 4 nodes: every pair once
+        self.assertIn(failing, pairs)
+        run_dir = os.path.join(self.results, "s1")
+        with open(os.path.join(run_dir, "screen.json"), encoding="utf-8") as handle:
+            document = json.load(handle)
+        failed = [pair for pair in document["pairs"] if pair["outcome"] == "failed"]
+        self.assertEqual([(pair["a"], pair["b"], pair["stage"]) for pair in failed], [("localhost", "runsc", "pair")])
+        self.assertIn("exit 5", failed[0]["reason"])
+        # A failure must reproduce: the pair was repeated in the retest round after the 3 pair rounds, passed
+        # there, and nothing is bad.
+        others = [point for point in points if not point.startswith("pair.")]
+        self.assertEqual(sorted(others[:4]), sorted("intra." + host for host in self.HOSTS))  # all at once
+        self.assertEqual(others[4:], ["repeat.r3.localhost.runsc"])
+        self.assertEqual([(pair["a"], pair["b"], pair["stage"], pair["outcome"]) for pair in document["pairs"][6:]],
+                         [("localhost", "runsc", "retest", "ok")])
+        self.assertEqual((first.returncode, document["result"]), (0, "pass"), first.stderr)
+        # --resume: the failed pair runs again, nothing that completed with its values does.
+        second, points = self.run_screen("--resume", "s1")
+        self.assertEqual(points, [failing], second.stderr)
+        with open(os.path.join(run_dir, "screen.json"), encoding="utf-8") as handle:
+            document = json.load(handle)
+        self.assertEqual((second.returncode, document["result"]), (0, "pass"), second.stderr)
+        with open(os.path.join(run_dir, "screen.md"), encoding="utf-8") as handle:
+            self.assertTrue(handle.read().startswith("# Screen: PASS"))
+
+    def test_node_failing_the_node_stage_is_started_twice_then_not_paired(self):
+        result, points = self.run_screen("--hosts", ",".join(self.HOSTS), "--run-id", "s2",
+                                         FAKE_COLL_FAIL_POINT="intra.vm")
+        self.assertEqual(points.count("intra.vm"), 2, points)  # one more start for a node-stage job, no more
+        self.assertFalse([point for point in points if point.startswith("pair.") and ".vm" in point], points)
+        run_dir = os.path.join(self.results, "s2")
+        with open(os.path.join(run_dir, "screen.json"), encoding="utf-8") as handle:
+            document = json.load(handle)
+        node = [row for row in document["nodes"] if row["name"] == "vm"][0]
+        self.assertEqual((node["verdict"], node["paired"]), ("bad", False))
+        self.assertEqual([reason["code"] for reason in node["reasons"]], ["node.intra_failed"])
+        self.assertIn("exit 5", node["reasons"][0]["detail"]["reason"])
+        self.assertEqual(result.returncode, 1, result.stderr)
+        with open(os.path.join(run_dir, "screen_manifest.json"), encoding="utf-8") as handle:
+            state = json.load(handle)["jobs"]["intra.vm"]
+        self.assertEqual((state["attempts"], state["status"]), (2, "failed"))
+        with open(os.path.join(run_dir, "screen.md"), encoding="utf-8") as handle:
+            self.assertEqual(handle.read().splitlines()[2], "- Bad nodes: vm (node.intra_failed)")
+
+
+class ReadmeScale(unittest.TestCase):
+    def test_readme_scale_table_is_the_planners(self):
+        """The README's scale table holds what scale_table() plans (rounds, jobs, pairs, seconds)."""
+        with open(os.path.join(SOURCE_DIR, "README.md"), encoding="utf-8") as handle:
+            text = handle.read()
+        table = text[text.index("**Scale**"):].split("\n\n")[1]
+        rows = []
+        for line in table.splitlines()[2:]:
+            cells = [cell.strip() for cell in line.strip("|").split("|")]
+            number = lambda cell: int(cell.split(" s")[0].replace(",", ""))  # noqa: E731
+            rows.append((number(cells[0]), cells[1], number(cells[2]), number(cells[3]), number(cells[4]),
+                         number(cells[5]), number(cells[6]), number(cells[7])))
+        expected = [(row["nodes"], row["mode"], row["rounds"], row["concurrent_jobs"], row["pairs"],
+                     row["node_stage_s"], row["pair_stage_s"], row["wall_s"]) for row in scale_table()]
+        self.assertEqual(rows, expected)
+
+
+if __name__ == "__main__":
+    unittest.main()
