@@ -328,6 +328,21 @@ class Faults(unittest.TestCase):
         self.assertFalse(any({"node0", "node1"} & {p["a"], p["b"]} for p in pairs))
 
 
+    def test_one_gpu_nodes_are_not_failed_for_a_busbw_that_does_not_exist(self):
+        """One GPU a node: the intra-node point is one rank, which crosses no link, so coll_perf writes busbw null
+        (busbw_reason '1 rank'). Such a node is accepted on its small-message time; a one-rank node with no time at
+        all (the point did not run) still fails."""
+        fleet = Fleet(4, seed=31)
+        for node in fleet.nodes:
+            fleet.stage[node].update(intra_busbw_gbps=None, intra_ranks=1,
+                                     intra_reason="busbw: 1 rank: no link is crossed")
+        fleet.stage["node3"]["intra_small_time_us"] = None
+        verdicts, _pairs, _ = screen(fleet)
+        self.assertEqual(codes(verdicts, "node0"), [])
+        self.assertEqual(codes(verdicts, "node3"), [rules.NODE_INTRA_FAILED])
+        self.assertEqual(by_verdict(verdicts)["bad"], ["node3"])
+
+
 class BadInput(unittest.TestCase):
     def test_pairs_must_name_fleet_nodes(self):
         stage = {"n1": {}, "n2": {}}

@@ -74,7 +74,8 @@ def node_jobs(inputs, run_dir, node, stage_jobs):
             ranks, env = (inputs["gpus_per_node"] if backend(inputs) == "nccl" else MPI_INTRA_RANKS), {}
             argv = launcher.command(inputs, ranks, f"{node}:{ranks}", env, oversubscribe=backend(inputs) == "mpi") + \
                 _coll_argv(inputs, run_dir, name)
-            jobs.append(_job(name, "intra", [node], argv, env, os.path.join(run_dir, "raw", name + ".json")))
+            jobs.append(dict(_job(name, "intra", [node], argv, env, os.path.join(run_dir, "raw", name + ".json")),
+                             ranks=ranks))
         elif spec["kind"] == "loopback":
             name = f"loopback.{node}.{_rail_label(spec['rail'])}"
             ranks = inputs["gpus_per_node"]

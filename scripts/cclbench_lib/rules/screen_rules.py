@@ -260,10 +260,13 @@ def node_stage_verdicts(nodes, node_stage):
     """The node stage's verdicts: {node: [(verdict, code, detail, rail or None)]} and the nodes that go on to the
     pair stage. node_stage: {node: {"doctor": "pass"|"warn"|"fail"|None, "intra_busbw_gbps": x|None,
     "intra_small_time_us": y|None, "loopback_busbw_gbps": {rail: x|None}, optional "intra_reason": text and
-    "loopback_reason": {rail: text} (why a value is missing: carried into the reason's detail)}} (a node absent:
-    no doctor result and no intra-node values)."""
+    "loopback_reason": {rail: text} (why a value is missing: carried into the reason's detail), optional
+    "intra_ranks": n}} (a node absent: no doctor result and no intra-node values). At one rank (one GPU a node) the
+    intra-node point crosses no link: it has no bus bandwidth by definition (coll_perf writes null with
+    busbw_reason), so only its small-message time must exist, and the node is never compared on busbw."""
     findings = {node: [] for node in nodes}
-    intra_band = fleet_band([(node_stage.get(n) or {}).get("intra_busbw_gbps") for n in nodes], True,
+    intra_band = fleet_band([(node_stage.get(n) or {}).get("intra_busbw_gbps") for n in nodes
+                             if (node_stage.get(n) or {}).get("intra_ranks") != 1], True,
                             bw_floor_ratio=SINGLE_VALUE_FLOOR_RATIO)
     rails = sorted({rail for n in nodes for rail in ((node_stage.get(n) or {}).get("loopback_busbw_gbps") or {})})
     loop_bands = {rail: fleet_band([((node_stage.get(n) or {}).get("loopback_busbw_gbps") or {}).get(rail)
@@ -277,7 +280,9 @@ def node_stage_verdicts(nodes, node_stage):
         elif doctor not in ("pass", "warn"):
             findings[node].append((BAD, NODE_DOCTOR_NO_RESULT, {"doctor": doctor}, None))
         busbw, small = stage.get("intra_busbw_gbps"), stage.get("intra_small_time_us")
-        if not _number(busbw) or not _number(small):
+        if stage.get("intra_ranks") == 1 and _number(small):
+            pass  # one rank: no link crossed, no busbw to judge; the point ran and its time exists
+        elif not _number(busbw) or not _number(small):
             findings[node].append((BAD, NODE_INTRA_FAILED, {"intra_busbw_gbps": busbw if _number(busbw) else None,
                                                            "intra_small_time_us": small if _number(small) else None,
                                                            "reason": stage.get("intra_reason")}, None))
@@ -446,6 +451,7 @@ def to_document(schedule, node_stage, pairs, verdicts, tool_version, created_utc
             "intra_busbw_gbps": stage.get("intra_busbw_gbps") if _number(stage.get("intra_busbw_gbps")) else None,
             "intra_small_time_us": stage.get("intra_small_time_us")
             if _number(stage.get("intra_small_time_us")) else None,
+            "intra_ranks": stage.get("intra_ranks") if isinstance(stage.get("intra_ranks"), int) else None,
             "loopback_busbw_gbps": {rail: value if _number(value) else None
                                     for rail, value in (stage.get("loopback_busbw_gbps") or {}).items()}}))
     return {"schema_version": SCHEMA_VERSION, "kind": "screen", "tool": {"name": "cclbench", "version": tool_version},
