@@ -36,7 +36,7 @@ CCLBENCH = os.path.join(SOURCE_DIR, "scripts", "cclbench")
 RAIL_SUBNETS = "198.18.10.0/24,198.18.13.0/24"
 HOSTS = "node5,node7"
 # Small and few: this flow runs on a loaded 2-core CI machine.
-SMALL = ["-b", "8K", "-e", "64K", "--coll", "all_reduce", "-n", "3", "-w", "1", "--repeat", "1"]
+SMALL = ["-b", "8K", "-e", "64K", "--coll", "all_reduce", "-n", "3", "-w", "1", "--repeat", "1", "--netdevs", "eth0,eth3"]
 
 
 def skip_reason():
@@ -151,6 +151,9 @@ class CrossHost(unittest.TestCase):
                      "> Note: no GPU on the hosts: the MPI backend"):
             self.assertIn(text, report)
         self.assertRegex(report, r"\| inter\.mpi \| - \| - \| not gated \| not available: MPI backend")
+        # The rails per host from the interfaces' own counters (--netdevs): MPI's TCP traffic over both rails.
+        for host in ("node5", "node7"):
+            self.assertRegex(report, rf"\| inter\.mpi \| {host} \| netdev \(--netdevs\) \| eth0 \d+%, eth3 \d+% \|")
         self.assertNotIn("host environment differs", report)
         manifest = json.loads(self.read("envcase", "run_manifest.json"))
         self.assertEqual(manifest["env"].get("NCCL_SOCKET_IFNAME"), "eth0")

@@ -161,6 +161,24 @@ class HcaDiscovery(TempDirTest):
         ok, errors = validate("plan.schema.json", os.path.join(self.tmp, "plan.json"))
         self.assertTrue(ok, errors)
 
+    def test_netdevs_reach_every_coll_perf_launch(self):
+        """--netdevs names the rail interfaces coll_perf counts bytes on (rails seen on the MPI backend over TCP);
+        every coll_perf launch gets it, the plan records it, and a bad name is a one-line usage error."""
+        args = ["plan", "--hosts", "node5,node7", "--bin-dir", "/nonexistent-bin", "--results", self.results,
+                "--repeat", "1", "--netdevs", "eth0,eth3", "--json", os.path.join(self.tmp, "plan.json")]
+        result = run_cli(args, env={"CCLBENCH_FAKE_GPU_COUNT": "0"})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        coll = [shlex.split(line) for line in result.stdout.splitlines() if "/nonexistent-bin/coll_perf" in line]
+        self.assertTrue(coll)
+        for argv in coll:
+            self.assertEqual(argv[argv.index("--netdevs") + 1], "eth0,eth3", argv)
+        with open(os.path.join(self.tmp, "plan.json"), encoding="utf-8") as handle:
+            self.assertEqual(json.load(handle)["plan_inputs"]["netdevs"], ["eth0", "eth3"])
+        ok, errors = validate("plan.schema.json", os.path.join(self.tmp, "plan.json"))
+        self.assertTrue(ok, errors)
+        for bad in ("eth0,eth0", "a/b", "eth0,,eth3", "x" * 16):
+            self.assertOneLineError(run_cli(["plan", "--netdevs", bad, "--results", self.results]), 2, "--netdevs")
+
     def test_gpu_less_hosts_plan_the_mpi_backend(self):
         """No GPU here and no --gpus-per-node: --hosts plans the MPI backend on every host (issue 26.2), with no
         --hcas and no topo_map discovery; every point says it is correctness only. With GPUs the plan is the

@@ -109,6 +109,21 @@ def parse_hcas(text):
     return items
 
 
+NETDEV_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-@")
+
+
+def parse_netdevs(text):
+    """--netdevs IF[,IF]: rail interface names (Linux allows 15 characters), each once; [] when not given."""
+    if not text:
+        return []
+    names = [part.strip() for part in text.split(",")]
+    if not all(names) or any(set(name) - NETDEV_CHARS or len(name) > 15 for name in names):
+        raise UsageError(f"--netdevs: '{text}' is not a comma-separated list of interface names (example: eth0,eth3)")
+    if len(set(names)) != len(names):
+        raise UsageError(f"--netdevs: '{text}' names an interface twice")
+    return names
+
+
 def parse_collectives(text):
     items = [item.strip().replace("-", "_") for item in str(text).split(",") if item.strip()]
     aliases = {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",

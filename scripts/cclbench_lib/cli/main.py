@@ -13,7 +13,7 @@ from ..base.errors import CclbenchError, UsageError
 from ..base.files import read_json, write_json_atomic
 from ..base.locations import resolve_program
 from ..base.values import (DEFAULT_COLLECTIVES, DEFAULT_CROSS_NIC, default_run_id, parse_collectives, parse_cross_nic,
-                           parse_hcas, parse_percent, parse_size, split_mpirun_args, sweep_sizes, validate_run_id)
+                           parse_hcas, parse_netdevs, parse_percent, parse_size, split_mpirun_args, sweep_sizes, validate_run_id)
 from ..base.version import SCHEMA_VERSION, TOOL_VERSION
 from ..cli.doctor import add_doctor_parser
 from ..cli.screen import add_screen_parser, cmd_screen
@@ -112,6 +112,9 @@ def add_plan_options(parser):
                       help=f"transport gate for coll_perf (default '{DEFAULT_EXPECT}'; 'none' disables)")
     what.add_argument("--no-tuning-probe", dest="tuning_probe", action="store_false",
                       help="do not ask coll_perf for its untimed TUNING probe (algorithm/protocol per size)")
+    what.add_argument("--netdevs", metavar="IF[,IF]", help="rail interfaces whose byte counters coll_perf records per "
+                      "host at every point (coll_perf --netdevs; example eth0,eth3): rails seen on the MPI backend "
+                      "over TCP, or where NCCL's NET/Socket line is not found")
     what.add_argument("--sysfs-root", help="coll_perf --sysfs-root for rail counters (default: coll_perf's, /sys)")
     what.add_argument("--cv-gate", default="3%", help="per-case CV target across repeats: a case above it is a "
                       "warning; a point fails only when its spread is systematic (the repeat rule in the README; "
@@ -270,6 +273,7 @@ def plan_inputs(args):
         "tuning_probe": args.tuning_probe, "sysfs_root": os.path.abspath(args.sysfs_root) if args.sysfs_root else None,
         "decode": parse_decode(args.decode), "ab": parse_ab(args.ab),
         "exported_env": exported, "exported_env_names": exported_names, "hcas_found": hcas_found,
+        "netdevs": parse_netdevs(args.netdevs),
     }
 
 

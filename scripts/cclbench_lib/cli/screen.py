@@ -9,7 +9,8 @@ from ..base.environment import exported_env
 from ..base.errors import CclbenchError, UsageError
 from ..base.files import read_json
 from ..base.locations import resolve_program
-from ..base.values import default_run_id, format_size, parse_hcas, parse_size, split_mpirun_args, validate_run_id
+from ..base.values import (default_run_id, format_size, parse_hcas, parse_netdevs, parse_size, split_mpirun_args,
+                           validate_run_id)
 from ..execute.screen import MANIFEST, Screen, plan_stages
 from ..model.hosts import check_resolvable, local_gpu_count, parse_host_list, parse_hostfile, slurm_gpus_per_node, \
     slurm_hosts
@@ -18,7 +19,6 @@ from ..plan.screen_jobs import backend, node_jobs, pair_job, stage_env_note
 from ..plan.screen_schedule import PER_PAIR_S, node_stage_s, wall_time_s
 from ..render.screen import headline
 
-NETDEV_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-@")
 
 
 def add_screen_parser(sub, add_launcher_options, positive_int, seconds):
@@ -58,15 +58,6 @@ def add_screen_parser(sub, add_launcher_options, positive_int, seconds):
     return screen
 
 
-def _netdevs(text):
-    names = [part.strip() for part in text.split(",")]
-    if not all(names) or any(set(name) - NETDEV_CHARS or len(name) > 15 for name in names):
-        raise UsageError(f"--netdevs: '{text}' is not a comma-separated list of interface names (example: eth0,eth3)")
-    if len(set(names)) != len(names):
-        raise UsageError(f"--netdevs: '{text}' names an interface twice")
-    return names
-
-
 def screen_inputs(args, launcher_choice, coll_perf_flags, default_bin_dir):
     if args.hosts and args.hostfile:
         raise UsageError("give either --hosts or --hostfile, not both")
@@ -95,7 +86,7 @@ def screen_inputs(args, launcher_choice, coll_perf_flags, default_bin_dir):
     bin_dir = os.path.abspath(args.bin_dir or default_bin_dir)
     exported, exported_names = exported_env()  # the measurement environment reaches every rank, as in baseline
     return {"exported_env": exported, "exported_env_names": exported_names, "hosts": hosts, "gpus_per_node": gpus or 0, "hcas": hcas if gpus else [],
-            "netdevs": _netdevs(args.netdevs) if args.netdevs else [], "quick": args.quick, "seed": args.seed,
+            "netdevs": parse_netdevs(args.netdevs), "quick": args.quick, "seed": args.seed,
             "large_bytes": large, "small_bytes": small, "iterations": args.iters, "warmup": args.warmup_iters,
             "timeout_s": args.timeout, "launch_timeout_s": args.launch_timeout, "max_concurrent": args.max_concurrent,
             "per_pair_s": args.per_pair_s, "bin_dir": bin_dir, "mpirun": args.mpirun,

@@ -112,6 +112,8 @@ class Planner:
             argv += ["--expect-transport", expect]
         if inputs.get("sysfs_root") and self.has_flag("--sysfs-root"):
             argv += ["--sysfs-root", inputs["sysfs_root"]]
+        if inputs.get("netdevs"):
+            argv += ["--netdevs", ",".join(inputs["netdevs"])]
         if tuning_from:
             argv += ["--tuning-from", tuning_from]
         return argv

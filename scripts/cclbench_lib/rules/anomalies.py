@@ -129,7 +129,7 @@ def rail_anomalies(data):
     """Rails: both rails must carry traffic, symmetric, without error increments; per host over the netdev rails
     (rules/rails.py); a NET/Socket point whose traffic no counter saw (no netdev rows) is one finding for the run."""
     found, unseen = [], []
-    for point, launch, _records, totals, errors, flags, sockets, netdev in _rail_points(data):
+    for point, launch, records, totals, errors, flags, sockets, netdev in _rail_points(data):
         for rail, count in sorted(errors.items()):
             found.append({"code": "rail_errors", "where": point, "rail": rail, "count": count})
         if sockets and not netdev:
@@ -137,7 +137,7 @@ def rail_anomalies(data):
         if launch is not None and launch.get("kind") == "inter":
             for flag in [flag for flag in flags if not (sockets and _hca_flag(flag)) and not (netdev and _netdev_flag(flag))][:5]:
                 found.append({"code": "rail_flag", "where": point, "flag": flag})
-        found += [dict(finding, where=point) for finding in judge_host_rails(netdev)]
+        found += [dict(finding, where=point) for finding in judge_host_rails(_striped(records, netdev))]
         if sockets or not totals or launch is None or launch.get("kind") != "inter":
             continue  # over sockets the HCA ports carry none of the point: their balance says nothing
         bound = [h for h in (launch.get("env") or {}).get("NCCL_IB_HCA", "").lstrip("=^").split(",") if h]
@@ -178,6 +178,20 @@ def _hca_flag(flag):
 def _netdev_flag(flag):
     """coll_perf's per-case flag of a low netdev rail: rules/rails.py judges the sum over the point instead."""
     return "(netdev) carried" in flag
+
+
+# Open MPI's TCP BTL sends a message up to its eager limit (btl_tcp_eager_limit, 64 KiB by default) over one
+# interface and stripes only larger ones over all of them: under the MPI backend only those cases can show a rail.
+MPI_TCP_EAGER_LIMIT_BYTES = 64 * 1024
+
+
+def _striped(records, netdev):
+    """The netdev entries to judge: all of them, or under the MPI backend those of the cases above the TCP BTL's
+    eager limit (none: nothing to judge; the table still shows every row)."""
+    if not (records and all(record.get("backend") == "mpi" for record in records)):
+        return netdev
+    large = [record for record in records if (record.get("bytes") or 0) > MPI_TCP_EAGER_LIMIT_BYTES]
+    return [entry for entry in rail_bytes_per_host(large) if entry["source"] == "netdev"] if netdev else []
 
 
 def _netdev_judged(data, point, launch, records):
