@@ -34,6 +34,15 @@ sys.path.insert(0, HERE)
 import vcluster  # noqa: E402
 from test_vcluster import COLL_PERF, RAIL_SUBNETS, SOURCE_DIR, main, mpi_env, skip_reason  # noqa: E402
 
+
+def fake_hca_fail_codes(run_dir):
+    """The fail codes of a run's verdict.json. The fake topo_map's node has RDMA ports mlx5_0/mlx5_3 that this
+    machine lacks, so the doctor's nccl_env check fails on NCCL_IB_HCA and the expected rails have no counters
+    (rail.flag): with every point measured, those are the only fails (rules/verdict.py)."""
+    with open(os.path.join(run_dir, "verdict.json")) as handle:
+        verdict = json.load(handle)
+    return sorted({reason["code"] for reason in verdict["reasons"] if reason["severity"] == "fail"})
+
 CCLBENCH = os.path.join(SOURCE_DIR, "scripts", "cclbench")
 FAKE_BIN = os.path.join(SOURCE_DIR, "tests", "scripts", "fake_bin")
 NODES = ("node5", "node7")
@@ -187,7 +196,9 @@ class Faults(unittest.TestCase):
         self.assertIn(f"{INTER}: exit {exit_says}", error)
         self.assertEqual(point["status"], "failed")
         self.assertGreaterEqual(len(kept), before, "records measured before the fault are kept")
-        self.assertEqual(resume_code, 0, self.stderr_of(run_id, resume=True)[-2000:])
+        self.assertEqual(resume_code, 1, self.stderr_of(run_id, resume=True)[-2000:])
+        self.assertEqual(fake_hca_fail_codes(self.run_dir(run_id)), ["doctor.fail", "rail.flag"],
+                         self.stderr_of(run_id, resume=True)[-2000:])
         self.assertEqual(manifest["status"], "complete")
         sizes = {r["bytes"] for r in final if r.get("status") == "ok"}
         self.assertEqual(len(sizes), 6, f"64K..2M: every size measured after the resume ({sorted(sizes)})")

@@ -8,6 +8,7 @@ Expected values come from the test's own link settings (vcluster's port MTU), no
 """
 import json
 import os
+import shutil
 import stat
 import sys
 import tempfile
@@ -115,7 +116,17 @@ class PathMtu(unittest.TestCase):
         self.assertTrue(all("1500-byte" in c["detail"] for c in checks.values()))
 
     def probe_as_nobody(self, *specs):
-        argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", CCLBENCH, "doctor"]
+        # nobody cannot read a checkout in a private (0700) folder such as CI's clone: run a readable copy of scripts/
+        copy = tempfile.mkdtemp(prefix="cclbench-nobody-")
+        self.addCleanup(shutil.rmtree, copy, True)
+        shutil.copytree(os.path.join(os.path.dirname(CCLBENCH)), os.path.join(copy, "scripts"),
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        for folder, _dirs, files in os.walk(copy):
+            os.chmod(folder, 0o755)
+            for name in files:
+                os.chmod(os.path.join(folder, name), 0o755)
+        argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", os.path.join(copy, "scripts", "cclbench"),
+                "doctor"]
         for spec in specs:
             argv += ["--probe-path-mtu", spec]
         result = self.cluster.exec("node5", argv, capture_output=True, text=True, timeout=60)

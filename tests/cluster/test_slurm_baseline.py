@@ -30,6 +30,15 @@ import vcluster  # noqa: E402
 import vslurm  # noqa: E402
 from test_vcluster import COLL_PERF, RAIL_SUBNETS, SOURCE_DIR, main, skip_reason  # noqa: E402
 
+
+def fake_hca_fail_codes(run_dir):
+    """The fail codes of a run's verdict.json. The fake topo_map's node has RDMA ports mlx5_0/mlx5_3 that this
+    machine lacks, so the doctor's nccl_env check fails on NCCL_IB_HCA and the expected rails have no counters
+    (rail.flag): with every point measured, those are the only fails (rules/verdict.py)."""
+    with open(os.path.join(run_dir, "verdict.json")) as handle:
+        verdict = json.load(handle)
+    return sorted({reason["code"] for reason in verdict["reasons"] if reason["severity"] == "fail"})
+
 CCLBENCH = os.path.join(SOURCE_DIR, "scripts", "cclbench")
 FAKE_BIN = os.path.join(SOURCE_DIR, "tests", "scripts", "fake_bin")
 NODES = ("node5", "node7")
@@ -96,7 +105,8 @@ class SlurmBaseline(unittest.TestCase):
         print(f"\n  salloc baseline: exit {result.returncode}\n  " + "\n  ".join(result.stderr.strip().splitlines()[-14:]),
               file=sys.stderr)
         run_dir = os.path.join(results, "slurm")
-        self.assertEqual(result.returncode, 0, result.stderr[-3000:] + self.slurm.logs_tail())
+        self.assertEqual(result.returncode, 1, result.stderr[-3000:] + self.slurm.logs_tail())
+        self.assertEqual(fake_hca_fail_codes(run_dir), ["doctor.fail", "rail.flag"], result.stderr[-3000:])
         with open(os.path.join(run_dir, "run_manifest.json")) as handle:
             manifest = json.load(handle)
         launcher = manifest["plan_inputs"]["launcher"]
