@@ -343,6 +343,17 @@ class Faults(unittest.TestCase):
         self.assertEqual(by_verdict(verdicts)["bad"], ["node3"])
 
 
+    def test_correctness_only_intra_points_are_not_judged_on_speed(self):
+        """GPU-less nodes: the intra-node point is the MPI backend on host memory, correctness only. A node whose
+        host was busy (0.2 against a fleet at 0.6-1.5 GB/s, seen in CI) is not suspect for it."""
+        fleet = Fleet(8, seed=37)
+        for node in fleet.nodes:
+            fleet.stage[node]["intra_correctness_only"] = True
+        fleet.stage["node7"]["intra_busbw_gbps"] = fleet.stage["node0"]["intra_busbw_gbps"] / 5
+        verdicts, _pairs, _ = screen(fleet)
+        self.assertEqual(codes(verdicts, "node7"), [])
+
+
 class BadInput(unittest.TestCase):
     def test_pairs_must_name_fleet_nodes(self):
         stage = {"n1": {}, "n2": {}}

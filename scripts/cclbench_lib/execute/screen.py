@@ -263,7 +263,8 @@ class Screen:
                     data[node]["doctor"] = found["doctor"]
                 elif job["kind"] == "intra":
                     data[node].update(intra_busbw_gbps=found["busbw_gbps"], intra_small_time_us=found["small_time_us"],
-                                      intra_reason=reason, intra_ranks=job.get("ranks"))
+                                      intra_reason=reason, intra_ranks=job.get("ranks"),
+                                      intra_correctness_only=bool(job.get("correctness_only")))
                 else:
                     data[node]["loopback_busbw_gbps"][job["rail"]] = found["busbw_gbps"]
                     data[node]["loopback_reason"][job["rail"]] = reason

@@ -75,7 +75,7 @@ def node_jobs(inputs, run_dir, node, stage_jobs):
             argv = launcher.command(inputs, ranks, f"{node}:{ranks}", env, oversubscribe=backend(inputs) == "mpi") + \
                 _coll_argv(inputs, run_dir, name)
             jobs.append(dict(_job(name, "intra", [node], argv, env, os.path.join(run_dir, "raw", name + ".json")),
-                             ranks=ranks))
+                             ranks=ranks, correctness_only=backend(inputs) == "mpi"))
         elif spec["kind"] == "loopback":
             name = f"loopback.{node}.{_rail_label(spec['rail'])}"
             ranks = inputs["gpus_per_node"]

@@ -256,6 +256,12 @@ def rail_lows(pair, ratio=RAIL_LOW_RATIO):
     return lows
 
 
+def _intra_untimed(stage):
+    """An intra-node point whose speed judges nothing: one rank (no bus bandwidth) or the MPI backend on host
+    memory (correctness only: its times are the host's load, 0.2-1.5 GB/s on one loaded 2-core machine)."""
+    return stage.get("intra_ranks") == 1 or bool(stage.get("intra_correctness_only"))
+
+
 def node_stage_verdicts(nodes, node_stage):
     """The node stage's verdicts: {node: [(verdict, code, detail, rail or None)]} and the nodes that go on to the
     pair stage. node_stage: {node: {"doctor": "pass"|"warn"|"fail"|None, "intra_busbw_gbps": x|None,
@@ -266,7 +272,7 @@ def node_stage_verdicts(nodes, node_stage):
     busbw_reason), so only its small-message time must exist, and the node is never compared on busbw."""
     findings = {node: [] for node in nodes}
     intra_band = fleet_band([(node_stage.get(n) or {}).get("intra_busbw_gbps") for n in nodes
-                             if (node_stage.get(n) or {}).get("intra_ranks") != 1], True,
+                             if not _intra_untimed(node_stage.get(n) or {})], True,
                             bw_floor_ratio=SINGLE_VALUE_FLOOR_RATIO)
     rails = sorted({rail for n in nodes for rail in ((node_stage.get(n) or {}).get("loopback_busbw_gbps") or {})})
     loop_bands = {rail: fleet_band([((node_stage.get(n) or {}).get("loopback_busbw_gbps") or {}).get(rail)
@@ -280,8 +286,8 @@ def node_stage_verdicts(nodes, node_stage):
         elif doctor not in ("pass", "warn"):
             findings[node].append((BAD, NODE_DOCTOR_NO_RESULT, {"doctor": doctor}, None))
         busbw, small = stage.get("intra_busbw_gbps"), stage.get("intra_small_time_us")
-        if stage.get("intra_ranks") == 1 and _number(small):
-            pass  # one rank: no link crossed, no busbw to judge; the point ran and its time exists
+        if _intra_untimed(stage) and _number(small):
+            pass  # one rank (no link crossed) or the MPI backend on host memory (correctness only): it ran
         elif not _number(busbw) or not _number(small):
             findings[node].append((BAD, NODE_INTRA_FAILED, {"intra_busbw_gbps": busbw if _number(busbw) else None,
                                                            "intra_small_time_us": small if _number(small) else None,
