@@ -15,6 +15,7 @@ from ..base.locations import resolve_program
 from ..base.values import (DEFAULT_COLLECTIVES, DEFAULT_CROSS_NIC, default_run_id, parse_collectives, parse_cross_nic,
                            parse_hcas, parse_netdevs, parse_percent, parse_size, split_mpirun_args, sweep_sizes, validate_run_id)
 from ..base.version import SCHEMA_VERSION, TOOL_VERSION
+from ..cli.docs import add_docs_parser, cmd_docs
 from ..cli.doctor import add_doctor_parser
 from ..cli.screen import add_screen_parser, cmd_screen
 from ..execute.doctor import run_doctor_command
@@ -74,7 +75,8 @@ def seconds(what):
 
 
 def add_launcher_options(parser):
-    parser.add_argument("--bin-dir", help=f"where coll_perf, topo_map, p2p_matrix live (default {DEFAULT_BIN_DIR})")
+    parser.add_argument("--bin-dir", help="where coll_perf, topo_map, p2p_matrix live (default: the build's "
+                        "bench/apps in a checkout, PREFIX/bin when installed; cclbench --version prints it)")
     parser.add_argument("--mpirun", default="mpirun", help="the MPI launcher (default: mpirun on PATH)")
     parser.add_argument("--mpirun-args", action="append", default=[], metavar="ARGS",
                         help="extra launcher arguments, split like a shell would but never run through one; "
@@ -165,6 +167,7 @@ def build_parser():
     smoke.add_argument("--verbose", action="store_true")
     add_doctor_parser(sub)
     add_screen_parser(sub, add_launcher_options, positive_int, seconds)
+    add_docs_parser(sub)
     return parser
 
 
@@ -399,6 +402,8 @@ def main(argv=None):
             return run_doctor_command(args)
         if args.command == "screen":
             return cmd_screen(args, ["cclbench"] + argv, launcher_choice, coll_perf_flags, DEFAULT_BIN_DIR)
+        if args.command == "docs":
+            return cmd_docs(args, build_parser(), DEFAULT_BIN_DIR)
         raise UsageError(f"unknown command {args.command}")
     except CclbenchError as error:
         print(f"cclbench: error: {error}", file=sys.stderr)

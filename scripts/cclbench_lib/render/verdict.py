@@ -39,7 +39,8 @@ def verdict_lines(verdict):
     """The report's first lines: the verdict, its first reasons with where to look, the per-host table."""
     lines = [f"# {headline(verdict)}", ""]
     for reason in verdict["reasons"][:FIRST_REASONS]:
-        lines.append(f"- {reason['severity']}: {reason_text(reason)}. Look at: {reason['look']}")
+        lines.append(f"- {reason['severity']}: {reason_text(reason)}. Look at: {reason['look']}. "
+                     f"Explained: docs/verdicts.md#{reason['code']}")
     more = len(verdict["reasons"]) - FIRST_REASONS
     if more > 0:
         lines.append(f"- and {more} more under Anomalies")
@@ -50,7 +51,8 @@ def verdict_lines(verdict):
     lines.append("Severities: fail (exit 1) wrong data, failed cases, a transport gate missed, a doctor fail, a "
                  "dead or unbalanced rail, an outlier link, GPU or rank, a point not reproducible as a whole; "
                  "warn (exit 0) single cases above the CV target, host-bound jitter, doctor warnings; skip: nothing "
-                 "to judge on that host. verdict.json holds the same, with every reason's code and numbers.")
+                 "to judge on that host. verdict.json holds the same, with every reason's code and numbers. Every code, what "
+                 "it means and what to check: docs/verdicts.md in the cclbench source.")
     return lines + [""]
 
 
