@@ -26,6 +26,7 @@ from ..model.hosts import (check_resolvable, local_gpu_count, local_hostname, pa
 from ..model.launcher import LAUNCHER_CHOICES, choose_launcher, launcher_of
 from ..plan.baseline import DEFAULT_EXPECT, Planner, by_design_note, format_launch, mode_notes, once_note, plan_mode
 from ..plan.decode import AB_MAX_VARIANTS, parse_ab, parse_decode, plan_notes
+from ..plan.estimate import estimate_line
 from ..render.compare import run_compare
 from ..render.report import build_report
 from ..render.verdict import console_line
@@ -313,6 +314,7 @@ def cmd_plan(args, out):
                                                                      by_design_note(launches)]:
         if note:
             print(f"cclbench: note: {note}", file=sys.stderr)
+    print(f"cclbench: plan: {estimate_line(launches, inputs)}", file=sys.stderr)
     if getattr(args, "plan_json", None):
         write_json_atomic(args.plan_json, plan_document(inputs, run_dir, launches))
     return 0
