@@ -1,5 +1,5 @@
 """`compare`: verdicts on synthetic runs, the noise rule, one-sided cases, correctness-only records and the
-CI exit status. Expected bands are worked out by hand from the README's rule, not from the code."""
+CI exit status. Expected bands are worked out by hand from the rule as docs/bring-up.md states it, not from the code."""
 import json
 import os
 import random

@@ -1,7 +1,7 @@
 """Rails seen where the traffic is (issue 26 item 5): the report's rails table per host and source from coll_perf's
 netdev rails (schema 1.5), the per-host rail rule (rules/rails.py: rail.dead, rail.unbalanced) and the HCA flags of a
 NET/Socket run said once, on synthetic run directories. Expected figures are worked out by hand from the byte
-counts written (4 cases per point; README "Rails")."""
+counts written (4 cases per point; docs/bring-up.md "Rails")."""
 import json
 import os
 import socket

@@ -120,7 +120,7 @@ def add_plan_options(parser):
                       "over TCP, or where NCCL's NET/Socket line is not found")
     what.add_argument("--sysfs-root", help="coll_perf --sysfs-root for rail counters (default: coll_perf's, /sys)")
     what.add_argument("--cv-gate", default="3%", help="per-case CV target across repeats: a case above it is a "
-                      "warning; a point fails only when its spread is systematic (the repeat rule in the README; "
+                      "warning; a point fails only when its spread is systematic (the repeat rule in docs/bring-up.md; "
                       "default 3%%)")
     what.add_argument("--decode", metavar="SPEC", help="also measure the model's decode messages: hidden=H,dtype=bfloat16,"
                       "batches=1,2,4,...[,collectives=all_reduce,alltoall][,per_step=N][,topk=K]; sizes are exactly "

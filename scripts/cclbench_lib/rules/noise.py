@@ -1,6 +1,6 @@
 """The noise rule of `compare RUN_A RUN_B`: per case, the headline time of A and B and a verdict that knows its noise.
 
-The rule (also printed in the output and stated in the README, "Compare"):
+The rule (also printed in the output and stated in docs/bring-up.md, "Compare"):
   t = median over repeats of the bandwidth time (gated_time_us, else time_us.mean: the time busbw and the
       report's plots come from), sound records only.
   Two noise sources: the repeats' scatter inside a run, and the run's own drift, which all its repeats share

@@ -59,7 +59,7 @@ RAIL_LOW_RATIO = 0.25
 ACCEPT, SUSPECT, BAD = "accept", "suspect", "bad"
 EXIT_CODES = {"pass": 0, "fail": 1, "suspect": 3}
 
-# Reason codes (stable; the report and the README explain them).
+# Reason codes (stable; REASON_MEANINGS below explains them in docs/verdicts.md).
 NODE_DOCTOR_FAIL = "node.doctor_fail"
 NODE_DOCTOR_NO_RESULT = "node.doctor_no_result"
 NODE_INTRA_FAILED = "node.intra_failed"

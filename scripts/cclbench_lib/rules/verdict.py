@@ -2,7 +2,7 @@
 FAILED, per host and check, per point, and every reason with a stable code. No text, no I/O: render/verdict.py
 puts it into words, the report, the console's last line and smoke's JUnit file come from it.
 
-Severities have fixed meanings (README "Verdicts"):
+Severities have fixed meanings (docs/bring-up.md "Reading the report"; each code in docs/verdicts.md):
   fail  (exit 1)  wrong data, failed or errored cases, a transport gate missed, a doctor fail, a dead or
                   unbalanced rail, an outlier link, GPU or rank, a point not reproducible as a whole;
   warn  (exit 0, shown first)  single cases above the CV target, host-bound jitter, doctor warnings;
