@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 26.6 on the virtual cluster: faults across hosts in the middle of a baseline's cross-host point.
+"""Faults on the virtual cluster: faults across hosts in the middle of a baseline's cross-host point.
 
 The baseline runs inside node5 under real mpirun (through the vc-ssh agent) with one rank per node on the
 MPI backend (coll_perf over TCP on the two rails; the plan still needs a GPU per host today, so topo_map

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 26.4 on the virtual cluster: `doctor --hosts` checks each rail's MTU end to end between the hosts
+"""The path MTU check on the virtual cluster: `doctor --hosts` checks each rail's MTU end to end between the hosts
 (a don't-fragment ICMP echo of the interface's MTU, bisected on failure), and a baseline whose sanity pass
 hangs on a path MTU mismatch ends at its --launch-timeout with that finding in its error.
 

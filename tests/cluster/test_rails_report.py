@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`cclbench report` on a real two-node coll_perf result (issue 26 item 5): the virtual cluster (vcluster.py), MPI
+"""`cclbench report` on a real two-node coll_perf result: the virtual cluster (vcluster.py), MPI
 backend over the tcp BTL on both rails, coll_perf --netdevs eth0,eth3 writing its case records into a run
 directory whose plan has one inter-node point. The report's rails table has one netdev row per host with both
 rails' bytes; with node7's eth3 down, the anomalies name node7 and eth3 as a dead rail and nothing else about the

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """`cclbench screen` on the virtual cluster grown to 8 nodes (vcluster.py), the MPI backend (no GPU here), the
-real coll_perf and mpirun: the four fleet cases of issue 28. CTest `cluster_screen`; exits 77 (skip) with the
+real coll_perf and mpirun: the four fleet cases (healthy, a slow node, a dead rail, a slow link). CTest `cluster_screen`; exits 77 (skip) with the
 reason where a cluster cannot be built (not root, no namespaces, no ip) or coll_perf is not built.
 
 Faults come from the kernel, not from the product: a tbf rate limit on one node's eth0, one node's eth3 down,

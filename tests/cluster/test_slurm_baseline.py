@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 26.7 on the virtual cluster: `baseline` inside `salloc -N 2` runs its cross-host plan with srun.
+"""Slurm on the virtual cluster: `baseline` inside `salloc -N 2` runs its cross-host plan with srun.
 
 Slurm across the nodes is tests/cluster/vslurm.py (munged + slurmctld in node5, one slurmd per node).
 cclbench runs in node5 inside `salloc -N 2`; with `--launcher auto` it picks srun (srun --mpi=pmix, which

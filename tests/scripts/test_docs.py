@@ -87,7 +87,8 @@ class CliPage(unittest.TestCase):
         self.page = read(os.path.join(DOCS, "cli.md"))
         made_with = re.search(r"argparse of Python (\d+\.\d+)", self.page)
         running = "%d.%d" % sys.version_info[:2]
-        if made_with and made_with.group(1) != running and self._testMethodName != "test_cpp_part_matches_the_built_tools":
+        cpp_only = self._testMethodName == "test_cpp_part_matches_the_built_tools"
+        if made_with and made_with.group(1) != running and not cpp_only:
             self.skipTest(f"docs/cli.md was generated with argparse of Python {made_with.group(1)}, this is "
                           f"{running}: argparse lays help out differently across versions")
 

@@ -1,4 +1,4 @@
-"""The `screen` sub-parser and command (issue 28): find the bad node, rail and link of a fleet."""
+"""The `screen` sub-parser and command: find the bad node, rail and link of a fleet."""
 
 import math
 import os

@@ -1,4 +1,4 @@
-"""The schedule of `cclbench screen` (issue 28) as plain data: which jobs run, in which round, with whom.
+"""The schedule of `cclbench screen` as plain data: which jobs run, in which round, with whom.
 
 Stages:
   node stage: every node at once, alone: the doctor, one intra-node point (one large and one small size) and,

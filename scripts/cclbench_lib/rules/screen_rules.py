@@ -1,4 +1,4 @@
-"""Verdicts of `cclbench screen` (issue 28): which node, link or rail of a fleet is bad, relative to the fleet.
+"""Verdicts of `cclbench screen`: which node, link or rail of a fleet is bad, relative to the fleet.
 
 The rules, as data (reason codes below; the report renders them):
   Node stage (each node alone): a doctor "fail" or no doctor result, an intra-node point that failed (no value) or a
@@ -37,7 +37,7 @@ import math
 import statistics
 
 # The project's noise rule (scripts/cclbench_lib/compare.py): NOISE_SIGMAS and the MAD-to-sd factor of
-# compare.point_shift. Defined here once until the layering (issue 25) makes them one constant in rules/.
+# compare.point_shift. Restated here until rules/noise.py's constants are shared by both rules.
 NOISE_SIGMAS = 4.0
 MAD_TO_SD = 1.4826
 # NVIDIA ClusterKit: a pair is suspect below 93% of the best bandwidth or above 2.1x the best latency. Used as
@@ -53,7 +53,7 @@ SINGLE_VALUE_FLOOR_RATIO = 0.85
 # Two distinct known-good partners: one failure with a good node can be that link.
 MIN_GOOD_FAILS = 2
 # A rail below a quarter of its busiest sibling's bytes is "far below" it (healthy rails split a point about
-# evenly: 1.44 GB each over eth0 and eth3 on the virtual cluster, issue 26; a dead rail carries ~0).
+# evenly: 1.44 GB each over eth0 and eth3 on the virtual cluster's two-node baseline; a dead rail carries ~0).
 RAIL_LOW_RATIO = 0.25
 
 ACCEPT, SUSPECT, BAD = "accept", "suspect", "bad"
