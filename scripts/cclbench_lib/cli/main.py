@@ -21,8 +21,7 @@ from ..cli.screen import add_screen_parser, cmd_screen
 from ..execute.doctor import run_doctor_command
 from ..execute.runner import Baseline
 from ..execute.smoke import run_smoke, smoke_launches
-from ..model.hosts import (check_resolvable, local_gpu_count, local_hostname, parse_host_list, parse_hostfile,
-                           slurm_gpus_per_node, slurm_hosts)
+from ..model.hosts import check_resolvable, hosts_and_slots, local_gpu_count, local_hostname
 from ..model.launcher import LAUNCHER_CHOICES, choose_launcher, launcher_of
 from ..plan.baseline import DEFAULT_EXPECT, Planner, by_design_note, format_launch, mode_notes, once_note, plan_mode
 from ..plan.decode import AB_MAX_VARIANTS, parse_ab, parse_decode, plan_notes
@@ -218,25 +217,11 @@ def coll_perf_flags(bin_dir):
 
 def plan_inputs(args):
     """Validated plan inputs (a plain dict: stored in the manifest and replayed on --resume)."""
-    if args.hosts and args.hostfile:
-        raise UsageError("give either --hosts or --hostfile, not both")
-    slots = granted = None
-    if args.hosts:
-        hosts = parse_host_list(args.hosts)
-    elif args.hostfile:
-        entries = parse_hostfile(args.hostfile)
-        hosts = [host for host, _ in entries]
-        slot_values = {s for _, s in entries if s is not None}
-        if len(slot_values) > 1:
-            raise UsageError(f"--hostfile: hosts have different slot counts {sorted(slot_values)}; pass --gpus-per-node")
-        slots = slot_values.pop() if slot_values else None
-    else:
-        hosts = slurm_hosts() or []
+    hosts, slots, granted = hosts_and_slots(args.hosts, args.hostfile)
+    if not (args.hosts or args.hostfile) and hosts == [local_hostname()]:
         # A one-node allocation of this very machine is planned like the machine itself (the local
         # plan picks GPUs, one shared GPU or the MPI backend); its ranks still start through srun.
-        if hosts == [local_hostname()]:
-            hosts = []
-        granted = slurm_gpus_per_node()
+        hosts = []
     local_gpus = local_gpu_count()
     if hosts:
         # GPUs per node: --gpus-per-node, the hostfile's slots, the allocation's GPUs, else this node's own
