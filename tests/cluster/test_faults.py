@@ -31,8 +31,8 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import vcluster  # noqa: E402
-from cluster_setup import (CCLBENCH, COLL_PERF, fake_gpu_bin_dir, fake_hca_fail_codes, main,  # noqa: E402,F401
-                           mpi_env, mpirun_args, skip_reason)
+from cluster_setup import (CCLBENCH, fake_gpu_bin_dir, fake_hca_fail_codes, main, mpi_env,  # noqa: E402
+                           mpirun_args, open_cluster)
 
 NODES = ("node5", "node7")
 WATCHDOG_S = 8          # coll_perf -T (baseline --timeout): per case
@@ -59,15 +59,9 @@ def read_records(path, point=None):
 class Faults(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        reason = skip_reason()
-        if reason:
-            raise unittest.SkipTest(reason)
-        if not os.access(COLL_PERF, os.X_OK):
-            raise unittest.SkipTest(f"coll_perf not built ({COLL_PERF})")
+        open_cluster(cls, NODES, tools=("coll_perf",))
         cls.work = tempfile.TemporaryDirectory(prefix="cclbench-faults-")
         cls.bin_dir = fake_gpu_bin_dir(os.path.join(cls.work.name, "bin"))
-        cls.cluster = vcluster.Cluster(list(NODES))
-        cls.cluster.__enter__()
         cls.netns_inode = {node: os.stat(f"/run/netns/{cls.cluster.ns(node)}").st_ino for node in NODES}
 
     @classmethod

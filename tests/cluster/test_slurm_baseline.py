@@ -28,7 +28,7 @@ sys.path.insert(0, HERE)
 import vcluster  # noqa: E402
 import vslurm  # noqa: E402
 from cluster_setup import (CCLBENCH, COLL_PERF, RAIL_SUBNETS, fake_gpu_bin_dir, fake_hca_fail_codes,  # noqa: E402
-                           main, skip_reason)
+                           main, open_cluster)
 
 NODES = ("node5", "node7")
 INTER = "inter.cross0.rail-mlx5_0"
@@ -37,17 +37,11 @@ INTER = "inter.cross0.rail-mlx5_0"
 class SlurmBaseline(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        reason = skip_reason()
-        if reason:
-            raise unittest.SkipTest(reason)
-        if not os.access(COLL_PERF, os.X_OK):
-            raise unittest.SkipTest(f"coll_perf not built ({COLL_PERF})")
         if not vslurm.find("salloc"):
             raise unittest.SkipTest("salloc is not installed")
+        open_cluster(cls, NODES, tools=("coll_perf",))
         cls.work = tempfile.TemporaryDirectory(prefix="cclbench-vslurm-baseline-")
         cls.bin_dir = fake_gpu_bin_dir(os.path.join(cls.work.name, "bin"))
-        cls.cluster = vcluster.Cluster(list(NODES))
-        cls.cluster.__enter__()
         try:
             cls.slurm = vslurm.VirtualSlurm(cls.cluster).start()
         except BaseException:

@@ -192,11 +192,7 @@ class SlurmAcrossNodes(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        reason = skip_reason()
-        if reason:
-            raise unittest.SkipTest(reason)
-        cls.cluster = vcluster.Cluster(["node5", "node7"])
-        cls.cluster.__enter__()
+        open_cluster(cls, ["node5", "node7"])
         try:
             cls.slurm = vslurm.VirtualSlurm(cls.cluster).start()
         except BaseException:
