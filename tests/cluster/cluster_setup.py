@@ -13,6 +13,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 try:
     import vcluster  # noqa: E402
+    import vslurm  # noqa: E402
     HARNESS_MISSING = None
 except ImportError as error:
     vcluster = None
@@ -123,3 +124,21 @@ def main():
     if outcome.wasSuccessful() and outcome.skipped and outcome.testsRun == skipped_tests:
         sys.exit(77)
     sys.exit(0 if outcome.wasSuccessful() else 1)
+
+
+def open_slurm(test_class, nodes, tools=()):
+    """open_cluster, then Slurm across its nodes on test_class.slurm (vslurm.py); the cluster goes down again when
+    Slurm cannot start."""
+    open_cluster(test_class, nodes, tools=tools)
+    try:
+        test_class.slurm = vslurm.VirtualSlurm(test_class.cluster).start()
+    except BaseException:
+        test_class.cluster.__exit__(None, None, None)
+        raise
+
+
+def close_slurm(test_class):
+    try:
+        test_class.slurm.stop()
+    finally:
+        test_class.cluster.__exit__(None, None, None)

@@ -28,7 +28,7 @@ sys.path.insert(0, HERE)
 import vcluster  # noqa: E402
 import vslurm  # noqa: E402
 from cluster_setup import (CCLBENCH, COLL_PERF, RAIL_SUBNETS, fake_gpu_bin_dir, fake_hca_fail_codes,  # noqa: E402
-                           main, open_cluster)
+                           close_slurm, main, open_slurm)
 
 NODES = ("node5", "node7")
 INTER = "inter.cross0.rail-mlx5_0"
@@ -39,15 +39,9 @@ class SlurmBaseline(unittest.TestCase):
     def setUpClass(cls):
         if not vslurm.find("salloc"):
             raise unittest.SkipTest("salloc is not installed")
-        open_cluster(cls, NODES, tools=("coll_perf",))
+        open_slurm(cls, NODES, tools=("coll_perf",))
         cls.work = tempfile.TemporaryDirectory(prefix="cclbench-vslurm-baseline-")
         cls.bin_dir = fake_gpu_bin_dir(os.path.join(cls.work.name, "bin"))
-        try:
-            cls.slurm = vslurm.VirtualSlurm(cls.cluster).start()
-        except BaseException:
-            cls.cluster.__exit__(None, None, None)
-            cls.work.cleanup()
-            raise
         probe = cls.cluster.exec("node5", ["srun", "--mpi=list"], env=cls.slurm.env(), capture_output=True, text=True,
                                  timeout=60)
         if "pmix" not in probe.stdout + probe.stderr:
@@ -57,9 +51,8 @@ class SlurmBaseline(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         try:
-            cls.slurm.stop()
+            close_slurm(cls)
         finally:
-            cls.cluster.__exit__(None, None, None)
             cls.work.cleanup()
 
     def test_baseline_inside_salloc_runs_its_cross_host_plan_with_srun(self):

@@ -17,9 +17,8 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import vcluster  # noqa: E402
-import vslurm  # noqa: E402
-from cluster_setup import (COLL_PERF, RAIL_SUBNETS, close_cluster, main, mpi_env,  # noqa: E402
-                           mpirun_argv, open_cluster, skip_reason)
+from cluster_setup import (COLL_PERF, RAIL_SUBNETS, close_cluster, close_slurm, main, mpi_env,  # noqa: E402
+                           mpirun_argv, open_cluster, open_slurm, skip_reason)
 
 NETPROBE = os.path.join(HERE, "netprobe.py")
 
@@ -192,19 +191,11 @@ class SlurmAcrossNodes(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        open_cluster(cls, ["node5", "node7"])
-        try:
-            cls.slurm = vslurm.VirtualSlurm(cls.cluster).start()
-        except BaseException:
-            cls.cluster.__exit__(None, None, None)
-            raise
+        open_slurm(cls, ["node5", "node7"])
 
     @classmethod
     def tearDownClass(cls):
-        try:
-            cls.slurm.stop()
-        finally:
-            cls.cluster.__exit__(None, None, None)
+        close_slurm(cls)
 
     def srun(self, *args):
         return self.cluster.exec("node5", ["srun"] + list(args), env=self.slurm.env(), capture_output=True,
