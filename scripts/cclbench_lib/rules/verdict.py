@@ -292,8 +292,10 @@ CODE_MEANINGS = {
                     "The reason in the record and the point's output in run.log.", ()),
     "case.missing": ("A launch ended without a record for some of its planned cases.",
                      "run.log for the launch: a crash, a timeout or a killed rank.", ()),
-    "launch.never_ran": ("A planned launch never ran (the run was interrupted or stopped before it).",
-                         "Continue the run with `cclbench baseline --resume RUN_ID`.", ()),
+    "launch.never_ran": ("A planned launch never ran: the run was interrupted, or it stopped early (a failed "
+                         "sanity pass stops everything after it).",
+                         "Fix what stopped the run (the other fails name it), then continue it with "
+                         "`cclbench baseline --resume RUN_ID`.", ()),
     "launch.failed": ("A launch exited non-zero or was killed (a rank died, `--launch-timeout`, a signal).",
                       "run.log for the launch's exit status and the launcher's words.", ()),
     "run.unreadable": ("A file of the run directory could not be read or parsed.",
