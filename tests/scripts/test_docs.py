@@ -151,6 +151,26 @@ class FrontPage(unittest.TestCase):
         ci = read(os.path.join(REPO, ".ci", "run")).splitlines()
         self.assertIn("bash scripts/run_tests.sh", ci)
 
+    def test_links_between_pages_resolve(self):
+        """Every relative link of the README and docs/ names a file that exists, and its #anchor a heading or an
+        <a id> of that file (GitHub's heading anchors: lower case, punctuation dropped, spaces as '-')."""
+        def anchors(path):
+            text = read(path)
+            found = set(re.findall(r'<a id="([^"]+)"></a>', text))
+            for heading in re.findall(r"^#+ (.+)$", text, re.M):
+                found.add(re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-"))
+            return found
+        pages = [os.path.join(REPO, "README.md")] + [os.path.join(DOCS, name) for name in sorted(os.listdir(DOCS))]
+        for page in pages:
+            for target in re.findall(r"\]\(([^)\s]+)\)", read(page)):
+                if target.startswith(("http://", "https://")):
+                    continue
+                path, _, anchor = target.partition("#")
+                path = os.path.normpath(os.path.join(os.path.dirname(page), path)) if path else page
+                self.assertTrue(os.path.exists(path), f"{os.path.basename(page)}: {target}")
+                if anchor and path.endswith(".md"):
+                    self.assertIn(anchor, anchors(path), f"{os.path.basename(page)}: {target}")
+
     def test_links_to_docs_exist(self):
         text = "\n".join(self.lines)
         for target in re.findall(r"\]\(((?:docs|results_schema|tests|scripts)/[^)#\s]+)", text):
