@@ -1,4 +1,4 @@
-"""Command line: plan, baseline, report, compare, smoke, doctor, screen. Every failure is one stderr line."""
+"""Command line: plan, baseline, report, compare, smoke, doctor, screen, docs. Every failure is one stderr line."""
 
 import argparse
 import os
