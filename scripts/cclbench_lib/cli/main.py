@@ -15,7 +15,7 @@ from ..base.locations import resolve_program
 from ..base.values import (DEFAULT_COLLECTIVES, DEFAULT_CROSS_NIC, default_run_id, parse_collectives, parse_cross_nic,
                            parse_hcas, parse_netdevs, parse_percent, parse_size, split_mpirun_args, sweep_sizes, validate_run_id)
 from ..base.version import SCHEMA_VERSION, TOOL_VERSION
-from ..cli.docs import add_docs_parser, cmd_docs
+from ..cli.docs import add_docs_parser, cmd_docs, tool_help
 from ..cli.doctor import add_doctor_parser
 from ..cli.screen import add_screen_parser, cmd_screen
 from ..execute.doctor import run_doctor_command
@@ -203,16 +203,10 @@ def discover_hcas(bin_dir):
 def coll_perf_flags(bin_dir):
     """The long flags `coll_perf --help` lists (None when it is not built: the planner then assumes the
     newest). The plan adapts to the build instead of failing on a flag an older build lacks."""
-    tool = os.path.join(bin_dir, "coll_perf")
-    if not os.access(tool, os.X_OK):
+    text = tool_help(bin_dir, "coll_perf")
+    if text is None:
         return None
-    try:
-        result = subprocess.run([tool, "--help"], capture_output=True, text=True, timeout=30, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if result.returncode != 0:
-        return None
-    return sorted(set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", result.stdout)))
+    return sorted(set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", text)))
 
 
 def plan_inputs(args):
