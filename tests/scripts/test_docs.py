@@ -19,6 +19,7 @@ sys.path.insert(0, SCRIPTS)
 from cclbench_lib.cli import docs as cli_docs  # noqa: E402
 from cclbench_lib.cli.main import DEFAULT_BIN_DIR, build_parser  # noqa: E402
 from cclbench_lib.render import docs as render_docs  # noqa: E402
+from cclbench_lib.render.verdict import verdict_lines  # noqa: E402
 from cclbench_lib.rules import screen_rules, verdict  # noqa: E402
 
 DOCS = os.path.join(REPO, "docs")
@@ -76,6 +77,15 @@ class VerdictsPage(unittest.TestCase):
             self.assertIn(f"`{name}` = `{value!r}`", self.page)
         with self.assertRaisesRegex(render_docs.DocsError, "rails.NO_SUCH_RATIO does not exist"):
             render_docs.constant_value("rails.NO_SUCH_RATIO")
+
+    def test_the_report_points_each_reason_at_its_entry(self):
+        # A run with wrong data on one host: the report's first lines send the reader to the code's entry.
+        finding = {"code": "wrong_data", "where": "intra.node5", "case_id": "all_reduce.float.sum.out.8K", "wrong": 3}
+        judged = verdict.build_verdict("R", ["node5"], [{"point": "intra.node5", "hosts": ["node5"]}], [finding], {})
+        reasons = [line for line in verdict_lines(judged) if line.startswith("- fail: ")]
+        self.assertEqual(len(reasons), 1, reasons)
+        self.assertTrue(reasons[0].endswith("Explained: docs/verdicts.md#data.wrong"), reasons[0])
+        self.assertIn('<a id="data.wrong"></a>', self.page)
 
     def test_severities_on_the_page_are_the_rules(self):
         for code, (severity, check, _look) in verdict.CODES.items():
