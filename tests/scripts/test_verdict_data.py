@@ -159,7 +159,7 @@ class VerdictFiles(TempDirTest):
         self.assertNotIn("repeat.", anomalies)
         self.assertNotIn("all_reduce.float.sum.out.8K", anomalies)
         repeat = text[text.index("## Repeatability"):]
-        self.assertIn("- note: repeat.case_above_target (case above CV target (chance explains)) at local.gpus2: "
+        self.assertIn("- note: repeat.case_above_target (case above CV target, within chance) at local.gpus2: "
                       "all_reduce.float.sum.out.8K: CV 8.10%, robust dispersion 0.74% across repeats; 1 of 4 cases "
                       "not host-bound above the CV target; the healthy noise explains up to 2 (a rate of 0.02 a case; "
                       "3 or more happen with P < 0.001)", repeat)
@@ -263,7 +263,7 @@ class MeasuredH200Runs(TempDirTest):
                 first = verdict["notes"][0]
                 self.assertEqual((first["code"], first["subject"]),
                                  ("repeat.case_above_gate", "reduce_scatter.float.sum.out.1M"))
-                self.assertIn("- note: repeat.case_above_gate (case above CV gate, no stable median (chance explains)) "
+                self.assertIn("- note: repeat.case_above_gate (case above CV gate, no stable median, within chance) "
                               "at local.gpu1: reduce_scatter.float.sum.out.1M: CV 6.45%, robust dispersion 9.52%",
                               text[text.index("## Repeatability"):])
             # One wrong element in a case and repeat drawn at random: FAILED, whatever the noise.

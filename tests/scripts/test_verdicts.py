@@ -155,10 +155,10 @@ class ReportRules(TempDirTest):
         repeat = text[text.index("## Repeatability"):]
         self.assertIn("- fail: repeat.systematic_spread (systematic spread (point not reproducible)) at local.gpus2: "
                       "median CV 6.88% over its 2 cases (limit 5%)", repeat)
-        self.assertIn("- note: repeat.case_above_gate (case above CV gate, no stable median (chance explains)) at "
+        self.assertIn("- note: repeat.case_above_gate (case above CV gate, no stable median, within chance) at "
                       "local.gpus2: alltoall.float.none.out.8M: CV 5.66%, robust dispersion 8.39% across repeats; 1 of "
                       "2 cases without a stable median; the healthy noise explains up to 1", repeat)
-        self.assertIn("- note: repeat.case_above_target (case above CV target (chance explains)) at local.gpus2: "
+        self.assertIn("- note: repeat.case_above_target (case above CV target, within chance) at local.gpus2: "
                       "alltoall.float.none.out.16M: CV 8.10%, robust dispersion 0.74% across repeats; 1 of 2 cases "
                       "not host-bound above the CV target", repeat)
         self.assertIn("1 above target (one repeat off), 1 above target, no stable median.", text)
