@@ -55,8 +55,10 @@ CASE_GATE_RATE = 0.005
 FALSE_ALARM = 1e-4
 # One repeat's shift that fails the point. Measured: in the ten H200 runs a whole repeat sits off the other
 # two by up to 3.9% (median over the out-of-place cases; sign-consistent on 52-55 of 56 cases: a healthy
-# process-level shift), up to 2.5% over all 112 cases (2.67% at most in 20,000 synthetic runs). A repeat 10%
-# slower gives 9.5% (log 1.1); 6% is between the two, and twice the default gate.
+# process-level shift), up to 3.7% over all 112 cases (run 2's third repeat, sign-consistent on 95% of them; the
+# synthetic runs show less, 2.67% at most in 20,000). A repeat 10% slower gives 9.5% (log 1.1); 6% is between
+# the two, and twice the default gate. There is no warning below it: a tier between 3.7% and 6% would rest on ten
+# runs' maximum with no margin.
 SHIFT_LIMIT_PCT = 6.0
 # Never below the shift that a looser gate allows: at three repeats one repeat off by s alone gives a CV of
 # s / sqrt(3), so a shift within sqrt(3) x the gate keeps every case within the gate.
