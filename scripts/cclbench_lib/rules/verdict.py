@@ -5,8 +5,11 @@ puts it into words, the report, the console's last line and smoke's JUnit file c
 Severities have fixed meanings (docs/bring-up.md "Reading the report"; each code in docs/verdicts.md):
   fail  (exit 1)  wrong data, failed or errored cases, a transport gate missed, a doctor fail, a dead or
                   unbalanced rail, an outlier link, GPU or rank, a point not reproducible as a whole;
-  warn  (exit 0, shown first)  single cases above the CV target, host-bound jitter, doctor warnings;
-  pass.
+  warn  (exit 0, shown first)  more single cases above the CV target or without a stable median than the
+                  healthy noise explains, doctor warnings;
+  pass;
+  note  (counted nowhere)  what the run did not measure by design, and single cases whose spread the
+                  repeatability rule's noise model explains (rules/repeatability.py), host-bound jitter included.
 Any finding of the rules layer slots in: one whose code CODES names gets its severity and check from there;
 one of another code keeps its own 'severity' (and 'check', one of CHECKS), and without a severity it is a fail
 (an unjudged finding never passes silently).
@@ -24,7 +27,7 @@ SEVERITIES = (FAIL, WARN)
 HEALTHY, WARNINGS, FAILED = "HEALTHY", "WARNINGS", "FAILED"
 # The per-host table's columns, in the report's order.
 CHECKS = ("doctor", "transport", "rails", "outliers", "data", "repeatability")
-NOTE = "note"  # not a severity: what the run did not measure by design (counted nowhere)
+NOTE = "note"  # counted nowhere: what the run did not measure by design, or spread the healthy noise explains
 
 # Stable code: (severity, check, where to look; {point}, {host} and {subject} are filled in).
 CODES = {
@@ -54,9 +57,11 @@ CODES = {
     repeatability.REPEAT_SHIFT: (FAIL, "repeatability", "report.md 'Repeatability', point {point}"),
     repeatability.SYSTEMATIC_SPREAD: (FAIL, "repeatability", "report.md 'Repeatability', point {point}"),
     repeatability.CASES_ABOVE_GATE: (FAIL, "repeatability", "report.md 'Repeatability', point {point}"),
-    repeatability.CASE_ABOVE_GATE: (WARN, "repeatability", "report.md 'Repeatability', point {point}"),
-    repeatability.CASE_ABOVE_TARGET: (WARN, "repeatability", "report.md 'Repeatability', point {point}"),
-    repeatability.HOST_BOUND_JITTER: (WARN, "repeatability", "report.md 'Repeatability', point {point}"),
+    repeatability.MANY_CASES_ABOVE_GATE: (WARN, "repeatability", "report.md 'Repeatability', point {point}"),
+    repeatability.MANY_CASES_ABOVE_TARGET: (WARN, "repeatability", "report.md 'Repeatability', point {point}"),
+    repeatability.CASE_ABOVE_GATE: (NOTE, "repeatability", "report.md 'Repeatability', point {point}"),
+    repeatability.CASE_ABOVE_TARGET: (NOTE, "repeatability", "report.md 'Repeatability', point {point}"),
+    repeatability.HOST_BOUND_JITTER: (NOTE, "repeatability", "report.md 'Repeatability', point {point}"),
     "env.host_differs": (FAIL, "data", "report.md 'Environment' (each host's ranks); manifest.env_by_host in raw/, "
                                         "point {point}"),
     "env.rank_differs": (FAIL, "data", "manifest.env_rank_disagreements in raw/, point {point}"),
@@ -355,15 +360,25 @@ CODE_MEANINGS = {
     repeatability.CASES_ABOVE_GATE: ("More cases without a stable median than chance explains.",
                                      "As for systematic spread: the point is noisier than a healthy one.",
                                      ("repeatability.CASE_GATE_RATE", "repeatability.FALSE_ALARM")),
+    repeatability.MANY_CASES_ABOVE_GATE: ("More of a point's cases without a stable median than the healthy noise "
+                                          "explains, though not yet a failing count.",
+                                          "Host load, CPU binding, clocks; rerun and compare the counts.",
+                                          ("repeatability.CASE_GATE_RATE", "repeatability.WARN_FALSE_ALARM")),
+    repeatability.MANY_CASES_ABOVE_TARGET: ("More of a point's cases that are not host-bound above the CV target "
+                                            "than the healthy noise explains.",
+                                            "Host load, CPU binding, clocks; rerun and compare the counts.",
+                                            ("repeatability.CASE_TARGET_RATE", "repeatability.WARN_FALSE_ALARM")),
     repeatability.CASE_ABOVE_GATE: ("A single case above the CV target with no stable median (its robust dispersion "
-                                    "is above the target too).",
-                                    "Usually nothing; a warning, never a fail on its own.",
+                                    "is above the target too), as the healthy noise explains: a note.",
+                                    "Nothing; only more such cases than chance explains warn.",
                                     ("repeatability.MAD_TO_SIGMA",)),
-    repeatability.CASE_ABOVE_TARGET: ("A single case above the CV target, one repeat off: its robust dispersion is "
-                                      "within the target.",
-                                      "Nothing; a warning, never a fail on its own.", ("repeatability.MAD_TO_SIGMA",)),
+    repeatability.CASE_ABOVE_TARGET: ("A single case above the CV target, one repeat off (its robust dispersion is "
+                                      "within the target), as the healthy noise explains: a note.",
+                                      "Nothing; only more such cases than chance explains warn.",
+                                      ("repeatability.MAD_TO_SIGMA",)),
     repeatability.HOST_BOUND_JITTER: ("Cases whose launch cost exceeds the GPU's time (host-bound) scatter more "
-                                      "than the target: the launching thread's scheduling shows.",
+                                      "than the target, each median stable: the launching thread's scheduling "
+                                      "shows. A note.",
                                       "Nothing for the network; pin the ranks' CPUs to compare small sizes.",
                                       ("repeat_rule.HOST_BOUND_RATIO", "repeatability.HOST_BOUND_GATE_FACTOR")),
     "env.host_differs": ("A host's ranks ran with a measurement variable (NCCL_*, CUDA_*, UCX_*) other than the run "
