@@ -88,7 +88,7 @@ struct NcclTestsFlag {
 };
 const std::vector<NcclTestsFlag>& nccl_tests_flags();
 
-// The help text (also the source of the README's usage section).
+// The help text (also the source of docs/cli.md's coll_perf section: cclbench docs).
 std::string help_text(const std::string& program_name);
 
 // The requested sizes in order: min, min*f... (or +i) up to and including max.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The -g N shape side by side with nccl-tests (issue 14 item 1), to run from the repo root on a
+# The -g N shape side by side with nccl-tests, to run from the repo root on a
 # machine with N GPUs after scripts/setup.sh and nccl-tests' make. Per repetition: nccl-tests' four
 # binaries, then coll_perf as it runs by default, with NCCL_DEBUG=WARN (no NCCL log capture), and
 # also without UCX in Open MPI (no UCX memory hooks in the process); then the launch-loop micro

@@ -1,5 +1,5 @@
 #pragma once
-// coll_perf's exit status once the cases ran (README "Exit status"; the error paths map their
+// coll_perf's exit status once the cases ran (docs/results.md "Exit status"; the error paths map their
 // exceptions in run_end.hpp).
 #include "bench/core/errors.hpp"
 

@@ -28,26 +28,10 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import vcluster  # noqa: E402
-
-SOURCE_DIR = os.environ.get("CCLBENCH_SOURCE_DIR") or os.path.dirname(os.path.dirname(HERE))
-BINARY_DIR = os.environ.get("CCLBENCH_BINARY_DIR") or os.path.join(SOURCE_DIR, "build")
-APPS = os.path.join(BINARY_DIR, "bench", "apps")
-CCLBENCH = os.path.join(SOURCE_DIR, "scripts", "cclbench")
-RAIL_SUBNETS = "198.18.10.0/24,198.18.13.0/24"
+from cluster_setup import APPS, CCLBENCH, main, mpirun_args, skip_reason  # noqa: E402
 HOSTS = "node5,node7"
 # Small and few: this flow runs on a loaded 2-core CI machine.
 SMALL = ["-b", "8K", "-e", "64K", "--coll", "all_reduce", "-n", "3", "-w", "1", "--repeat", "1", "--netdevs", "eth0,eth3"]
-
-
-def skip_reason():
-    try:
-        vcluster.check_supported()
-    except vcluster.Unsupported as error:
-        return str(error)
-    for tool in ("coll_perf", "topo_map"):
-        if not os.access(os.path.join(APPS, tool), os.X_OK):
-            return f"{tool} not built in {APPS}"
-    return None
 
 
 def coll_perf_schema(document):
@@ -58,7 +42,7 @@ def coll_perf_schema(document):
 class CrossHost(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        reason = skip_reason()
+        reason = skip_reason("coll_perf", "topo_map")
         if reason:
             raise unittest.SkipTest(reason)
         cls.work = tempfile.mkdtemp(prefix="cclbench-crosshost-")
@@ -72,8 +56,7 @@ class CrossHost(unittest.TestCase):
 
     # -- helpers ---------------------------------------------------------------------------------
     def mpirun_args(self):
-        return (f"--mca plm rsh --mca plm_rsh_agent {self.cluster.agent} --mca oob_tcp_if_include mgmt0 "
-                f"--mca btl tcp,self --mca btl_tcp_if_include {RAIL_SUBNETS} --bind-to none")
+        return mpirun_args(self.cluster)
 
     def env(self, **extra):
         env = {name: value for name, value in os.environ.items()
@@ -248,14 +231,6 @@ class CrossHost(unittest.TestCase):
         self.assertEqual(len(rows), 3 * 2 * 4, "three points x in/out-of-place x four sizes")
         for row in rows:  # correctness-only records: compared for their data, never judged on time
             self.assertTrue(row.endswith("| ok in both (MPI backend on host memory: correctness only) |"), row)
-
-
-def main():
-    outcome = unittest.main(exit=False, verbosity=2).result
-    skipped_tests = sum(isinstance(test, unittest.TestCase) for test, _ in outcome.skipped)
-    if outcome.wasSuccessful() and outcome.skipped and outcome.testsRun == skipped_tests:
-        sys.exit(77)
-    sys.exit(0 if outcome.wasSuccessful() else 1)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 26.6 on the virtual cluster: faults across hosts in the middle of a baseline's cross-host point.
+"""Faults on the virtual cluster: faults across hosts in the middle of a baseline's cross-host point.
 
 The baseline runs inside node5 under real mpirun (through the vc-ssh agent) with one rank per node on the
 MPI backend (coll_perf over TCP on the two rails; the plan still needs a GPU per host today, so topo_map
@@ -22,7 +22,6 @@ CTest `cluster_faults` (label cluster); exits 77 (skip) with the reason where no
 import json
 import os
 import signal
-import stat
 import subprocess
 import sys
 import tempfile
@@ -32,30 +31,14 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import vcluster  # noqa: E402
-from test_vcluster import COLL_PERF, RAIL_SUBNETS, SOURCE_DIR, main, mpi_env, skip_reason  # noqa: E402
+from cluster_setup import (CCLBENCH, fake_gpu_bin_dir, fake_hca_fail_codes, main, mpi_env,  # noqa: E402
+                           mpirun_args, open_cluster)
 
-
-def fake_hca_fail_codes(run_dir):
-    """The fail codes of a run's verdict.json. The fake topo_map's node has RDMA ports mlx5_0/mlx5_3 that this
-    machine lacks, so the doctor's nccl_env check fails on NCCL_IB_HCA and the expected rails have no counters
-    (rail.flag): with every point measured, those are the only fails (rules/verdict.py)."""
-    with open(os.path.join(run_dir, "verdict.json")) as handle:
-        verdict = json.load(handle)
-    return sorted({reason["code"] for reason in verdict["reasons"] if reason["severity"] == "fail"})
-
-CCLBENCH = os.path.join(SOURCE_DIR, "scripts", "cclbench")
-FAKE_BIN = os.path.join(SOURCE_DIR, "tests", "scripts", "fake_bin")
 NODES = ("node5", "node7")
 WATCHDOG_S = 8          # coll_perf -T (baseline --timeout): per case
 LAUNCH_TIMEOUT_S = 120  # the runner's outer limit: must not be what ends these faults
 INTER = "inter.cross0.rail-mlx5_0"
 TABLE = []
-
-
-def write_script(path, text):
-    with open(path, "w") as handle:
-        handle.write(text)
-    os.chmod(path, stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH)
 
 
 def read_records(path, point=None):
@@ -76,19 +59,9 @@ def read_records(path, point=None):
 class Faults(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        reason = skip_reason()
-        if reason:
-            raise unittest.SkipTest(reason)
-        if not os.access(COLL_PERF, os.X_OK):
-            raise unittest.SkipTest(f"coll_perf not built ({COLL_PERF})")
+        open_cluster(cls, NODES, tools=("coll_perf",))
         cls.work = tempfile.TemporaryDirectory(prefix="cclbench-faults-")
-        cls.bin_dir = os.path.join(cls.work.name, "bin")
-        os.makedirs(cls.bin_dir)
-        write_script(os.path.join(cls.bin_dir, "coll_perf"), f"#!/bin/sh\nexec {COLL_PERF} \"$@\" --backend mpi\n")
-        for tool in ("topo_map", "p2p_matrix"):
-            write_script(os.path.join(cls.bin_dir, tool), f"#!/bin/sh\nFAKE_GPUS=1 exec {FAKE_BIN}/{tool} \"$@\"\n")
-        cls.cluster = vcluster.Cluster(list(NODES))
-        cls.cluster.__enter__()
+        cls.bin_dir = fake_gpu_bin_dir(os.path.join(cls.work.name, "bin"))
         cls.netns_inode = {node: os.stat(f"/run/netns/{cls.cluster.ns(node)}").st_ino for node in NODES}
 
     @classmethod
@@ -135,8 +108,7 @@ class Faults(unittest.TestCase):
                      "--cross-nic", "0", "--expect-transport", "none", "--no-tuning-probe",
                      "--timeout", str(WATCHDOG_S), "--launch-timeout", str(LAUNCH_TIMEOUT_S),
                      "--bin-dir", self.bin_dir,
-                     f"--mpirun-args=--mca plm rsh --mca plm_rsh_agent {self.cluster.agent} --mca oob_tcp_if_include "
-                     f"mgmt0 --mca btl tcp,self --mca btl_tcp_if_include {RAIL_SUBNETS} --bind-to none"]
+                     f"--mpirun-args={mpirun_args(self.cluster)}"]
         with open(os.path.join(self.work.name, f"{run_id}.{'resume' if resume else 'run'}.err"), "w") as err:
             return self.cluster.popen("node5", argv, env=mpi_env(), stdout=subprocess.DEVNULL, stderr=err,
                                       cwd=self.work.name)

@@ -8,64 +8,31 @@ Exits 77 (skip) with the reason where the harness cannot run (not root, no names
 import json
 import os
 import sys
-import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-try:
-    import vcluster  # noqa: E402
-    HARNESS_MISSING = None
-except ImportError as error:
-    vcluster = None
-    HARNESS_MISSING = f"no virtual cluster harness (tests/cluster/vcluster.py): {error}"
+from cluster_setup import COLL_PERF, close_cluster, mpi_env, mpirun_argv, open_cluster, skip_reason  # noqa: E402
 
-SOURCE_DIR = os.environ.get("CCLBENCH_SOURCE_DIR") or os.path.dirname(os.path.dirname(HERE))
-BINARY_DIR = os.environ.get("CCLBENCH_BINARY_DIR") or os.path.join(SOURCE_DIR, "build")
-COLL_PERF = os.path.join(BINARY_DIR, "bench", "apps", "coll_perf")
-MPIRUN = os.environ.get("CCLBENCH_VC_MPIRUN", "mpirun")
-RAIL_SUBNETS = "198.18.10.0/24,198.18.13.0/24"  # by subnet: a down name would void Open MPI's whole list
 SIZE = 4 << 20
-
-
-def skip_reason():
-    if HARNESS_MISSING:
-        return HARNESS_MISSING
-    try:
-        vcluster.check_supported()
-    except vcluster.Unsupported as error:
-        return str(error)
-    if not os.access(COLL_PERF, os.X_OK):
-        return f"coll_perf not built ({COLL_PERF})"
-    return None
 
 
 class NetdevRailsOnTheVirtualCluster(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        reason = skip_reason()
-        if reason:
-            raise unittest.SkipTest(reason)
-        cls.cluster = vcluster.Cluster(["node5", "node7"])
-        cls.cluster.__enter__()
-        cls.work = tempfile.mkdtemp(prefix="cclbench-netdev-rails-")
+        open_cluster(cls, ["node5", "node7"], "cclbench-netdev-rails-", tools=("coll_perf",))
 
     @classmethod
     def tearDownClass(cls):
-        cls.cluster.__exit__(None, None, None)
-        leftovers = [ns for ns in vcluster.list_netns(cls.cluster.tools) if ns.startswith(cls.cluster.id)]
-        assert not leftovers, leftovers
+        close_cluster(cls)
 
     def run_coll_perf(self, name):
         out = os.path.join(self.work, name + ".json")
-        argv = [MPIRUN, "--mca", "plm", "rsh", "--mca", "plm_rsh_agent", self.cluster.agent,
-                "--mca", "oob_tcp_if_include", "mgmt0", "--mca", "btl", "tcp,self",
-                "--mca", "btl_tcp_if_include", RAIL_SUBNETS, "--bind-to", "none", "--host", "node5:1,node7:1",
-                "-np", "2", COLL_PERF, "--backend", "mpi", "--coll", "all_reduce", "--placement", "out",
-                "-b", str(SIZE), "-e", str(SIZE), "-n", "10", "-w", "1", "--quiet", "--netdevs", "eth0,eth3", "-J", out]
+        argv = mpirun_argv(self.cluster, "node5:1,node7:1", [
+            COLL_PERF, "--backend", "mpi", "--coll", "all_reduce", "--placement", "out",
+            "-b", str(SIZE), "-e", str(SIZE), "-n", "10", "-w", "1", "--quiet", "--netdevs", "eth0,eth3", "-J", out], 2)
         before = {link: self.cluster.counters("node7", link) for link in ("eth0", "eth3")}
-        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-        result = self.cluster.exec("node5", argv, env=env, capture_output=True, text=True, timeout=120)
+        result = self.cluster.exec("node5", argv, env=mpi_env(), capture_output=True, text=True, timeout=120)
         after = {link: self.cluster.counters("node7", link) for link in ("eth0", "eth3")}
         self.assertEqual(result.returncode, 0, result.stdout[-2000:] + result.stderr[-2000:])
         with open(out) as handle:
@@ -110,7 +77,7 @@ class NetdevRailsOnTheVirtualCluster(unittest.TestCase):
 
 
 def main():
-    reason = skip_reason()
+    reason = skip_reason("coll_perf")
     if reason:
         print(f"SKIP: {reason}")
         return 77

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 26.4 on the virtual cluster: `doctor --hosts` checks each rail's MTU end to end between the hosts
+"""The path MTU check on the virtual cluster: `doctor --hosts` checks each rail's MTU end to end between the hosts
 (a don't-fragment ICMP echo of the interface's MTU, bisected on failure), and a baseline whose sanity pass
 hangs on a path MTU mismatch ends at its --launch-timeout with that finding in its error.
 
@@ -9,7 +9,6 @@ Expected values come from the test's own link settings (vcluster's port MTU), no
 import json
 import os
 import shutil
-import stat
 import sys
 import tempfile
 import time
@@ -18,27 +17,17 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import vcluster  # noqa: E402
-from test_vcluster import COLL_PERF, RAIL_SUBNETS, SOURCE_DIR, main, mpi_env, skip_reason  # noqa: E402
+from cluster_setup import (CCLBENCH, COLL_PERF, SOURCE_DIR, fake_gpu_bin_dir, main, mpi_env,  # noqa: E402
+                           mpirun_args, skip_reason)
 
 sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "scripts"))
 from helpers import validate  # noqa: E402  (the schema subset the scripts tests use)
 
-CCLBENCH = os.path.join(SOURCE_DIR, "scripts", "cclbench")
-FAKE_BIN = os.path.join(SOURCE_DIR, "tests", "scripts", "fake_bin")
 NODES = ("node5", "node7")
 
 
 def launcher_args(cluster, btl=True):
-    args = f"--mca plm rsh --mca plm_rsh_agent {cluster.agent} --mca oob_tcp_if_include mgmt0 --bind-to none"
-    if btl:
-        args += f" --mca btl tcp,self --mca btl_tcp_if_include {RAIL_SUBNETS}"
-    return "--mpirun-args=" + args
-
-
-def write_script(path, text):
-    with open(path, "w") as handle:
-        handle.write(text)
-    os.chmod(path, stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH)
+    return "--mpirun-args=" + mpirun_args(cluster, btl)
 
 
 class PathMtu(unittest.TestCase):
@@ -156,11 +145,7 @@ class PathMtu(unittest.TestCase):
         NCCL's does: the launch hangs, the runner's --launch-timeout ends it, and the error names the path."""
         if not os.access(COLL_PERF, os.X_OK):
             self.skipTest(f"coll_perf not built ({COLL_PERF})")
-        bin_dir = os.path.join(self.work.name, "bin")
-        os.makedirs(bin_dir, exist_ok=True)
-        write_script(os.path.join(bin_dir, "coll_perf"), f"#!/bin/sh\nexec {COLL_PERF} \"$@\" --backend mpi\n")
-        for tool in ("topo_map", "p2p_matrix"):  # one fake GPU per host: the plan needs GPUs today
-            write_script(os.path.join(bin_dir, tool), f"#!/bin/sh\nFAKE_GPUS=1 exec {FAKE_BIN}/{tool} \"$@\"\n")
+        bin_dir = fake_gpu_bin_dir(os.path.join(self.work.name, "bin"))  # one fake GPU per host: the plan needs GPUs
         self.set_mtus(9000, {"eth0": 1500, "eth3": 1500})
         timeout = 20
         env = dict(mpi_env(), NCCL_SOCKET_IFNAME="eth0,eth3")

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`cclbench report` on a real two-node coll_perf result (issue 26 item 5): the virtual cluster (vcluster.py), MPI
+"""`cclbench report` on a real two-node coll_perf result: the virtual cluster (vcluster.py), MPI
 backend over the tcp BTL on both rails, coll_perf --netdevs eth0,eth3 writing its case records into a run
 directory whose plan has one inter-node point. The report's rails table has one netdev row per host with both
 rails' bytes; with node7's eth3 down, the anomalies name node7 and eth3 as a dead rail and nothing else about the
@@ -10,46 +10,34 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from test_netdev_rails import COLL_PERF, MPIRUN, RAIL_SUBNETS, SIZE, SOURCE_DIR, skip_reason, vcluster  # noqa: E402
-
-CCLBENCH = os.path.join(SOURCE_DIR, "scripts", "cclbench")
+from cluster_setup import CCLBENCH, COLL_PERF, close_cluster, mpi_env, mpirun_argv, open_cluster  # noqa: E402
+from test_netdev_rails import SIZE, main  # noqa: E402
 POINT = "inter.mpi"
 
 
 class RailsReportOnTheVirtualCluster(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        reason = skip_reason()
-        if reason:
-            raise unittest.SkipTest(reason)
-        cls.cluster = vcluster.Cluster(["node5", "node7"])
-        cls.cluster.__enter__()
-        cls.work = tempfile.mkdtemp(prefix="cclbench-rails-report-")
+        open_cluster(cls, ["node5", "node7"], "cclbench-rails-report-", tools=("coll_perf",))
 
     @classmethod
     def tearDownClass(cls):
-        cls.cluster.__exit__(None, None, None)
-        leftovers = [ns for ns in vcluster.list_netns(cls.cluster.tools) if ns.startswith(cls.cluster.id)]
-        assert not leftovers, leftovers
+        close_cluster(cls)
 
     def run_and_report(self, name):
         """(anomalies text, rails text, node7 kernel bytes {rail: rx + tx}) of a one-point run directory."""
         run = os.path.join(self.work, name)
         os.makedirs(run)
-        argv = [MPIRUN, "--mca", "plm", "rsh", "--mca", "plm_rsh_agent", self.cluster.agent,
-                "--mca", "oob_tcp_if_include", "mgmt0", "--mca", "btl", "tcp,self",
-                "--mca", "btl_tcp_if_include", RAIL_SUBNETS, "--bind-to", "none", "--host", "node5:1,node7:1",
-                "-np", "2", COLL_PERF, "--backend", "mpi", "--coll", "all_reduce", "--placement", "out",
-                "-b", str(SIZE), "-e", str(SIZE), "-n", "10", "-w", "1", "--quiet", "--netdevs", "eth0,eth3",
-                "--point", POINT, "--jsonl", os.path.join(run, "cases.jsonl")]
+        argv = mpirun_argv(self.cluster, "node5:1,node7:1", [
+            COLL_PERF, "--backend", "mpi", "--coll", "all_reduce", "--placement", "out",
+            "-b", str(SIZE), "-e", str(SIZE), "-n", "10", "-w", "1", "--quiet", "--netdevs", "eth0,eth3",
+            "--point", POINT, "--jsonl", os.path.join(run, "cases.jsonl")], 2)
         before = {link: self.cluster.counters("node7", link) for link in ("eth0", "eth3")}
-        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-        result = self.cluster.exec("node5", argv, env=env, capture_output=True, text=True, timeout=120)
+        result = self.cluster.exec("node5", argv, env=mpi_env(), capture_output=True, text=True, timeout=120)
         after = {link: self.cluster.counters("node7", link) for link in ("eth0", "eth3")}
         self.assertEqual(result.returncode, 0, result.stdout[-2000:] + result.stderr[-2000:])
         kernel = {link: sum(after[link][key] - before[link][key] for key in ("rx_bytes", "tx_bytes")) for link in before}
@@ -105,15 +93,6 @@ class RailsReportOnTheVirtualCluster(unittest.TestCase):
         self.assertIn(f"| rail dead | {POINT} | node7 eth3 [netdev (--netdevs)] carried 0.0% of the host's rail bytes",
                       "\n".join(rows))
         self.assertTrue(all(line.startswith(f"| rail dead | {POINT} | node") and " eth3 [" in line for line in rows), rows)
-
-
-def main():
-    reason = skip_reason()
-    if reason:
-        print(f"SKIP: {reason}")
-        return 77
-    result = unittest.main(exit=False, verbosity=2).result
-    return 0 if result.wasSuccessful() else 1
 
 
 if __name__ == "__main__":

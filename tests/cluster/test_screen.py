@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """`cclbench screen` on the virtual cluster grown to 8 nodes (vcluster.py), the MPI backend (no GPU here), the
-real coll_perf and mpirun: the four fleet cases of issue 28. CTest `cluster_screen`; exits 77 (skip) with the
+real coll_perf and mpirun: the four fleet cases (healthy, a slow node, a dead rail, a slow link). CTest `cluster_screen`; exits 77 (skip) with the
 reason where a cluster cannot be built (not root, no namespaces, no ip) or coll_perf is not built.
 
 Faults come from the kernel, not from the product: a tbf rate limit on one node's eth0, one node's eth3 down,
@@ -22,35 +22,20 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import vcluster  # noqa: E402
+from cluster_setup import APPS, CCLBENCH, MPIRUN, SOURCE_DIR, main, mpirun_args, skip_reason  # noqa: E402
 
-SOURCE_DIR = os.environ.get("CCLBENCH_SOURCE_DIR") or os.path.dirname(os.path.dirname(HERE))
-BINARY_DIR = os.environ.get("CCLBENCH_BINARY_DIR") or os.path.join(SOURCE_DIR, "build")
-APPS = os.path.join(BINARY_DIR, "bench", "apps")
-CCLBENCH = os.path.join(SOURCE_DIR, "scripts", "cclbench")
 VALIDATOR = os.path.join(SOURCE_DIR, "tests", "tools", "validate_json.py")
 SCHEMA = os.path.join(SOURCE_DIR, "results_schema", "screen.schema.json")
-MPIRUN = os.environ.get("CCLBENCH_VC_MPIRUN", "mpirun")
-RAIL_SUBNETS = "198.18.10.0/24,198.18.13.0/24"
 NODES = [f"node{i}" for i in range(1, 9)]
 RATE = "8mbit"
 SCREEN_ARGS = ["--large", "1M", "--small", "8K", "-n", "8", "-w", "1", "--max-concurrent", "2",
                "--netdevs", "eth0,eth3", "--launch-timeout", "120", "--timeout", "60"]
 
 
-def skip_reason():
-    try:
-        vcluster.check_supported()
-    except vcluster.Unsupported as error:
-        return str(error)
-    if not os.access(os.path.join(APPS, "coll_perf"), os.X_OK):
-        return f"coll_perf not built ({APPS})"
-    return None
-
-
 class Fleet(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        reason = skip_reason()
+        reason = skip_reason("coll_perf")
         if reason:
             raise unittest.SkipTest(reason)
         cls.cluster = vcluster.Cluster(NODES)
@@ -80,15 +65,13 @@ class Fleet(unittest.TestCase):
 
     def screen(self, run_id, *extra):
         """Runs cclbench screen from node1 over the agent; (exit code, screen.json, screen.md, stderr)."""
-        mpirun_args = (f"--mca plm rsh --mca plm_rsh_agent {self.cluster.agent} --mca oob_tcp_if_include mgmt0 "
-                       f"--mca btl tcp,self --mca btl_tcp_if_include {RAIL_SUBNETS} --bind-to none "
-                       "--mca mpi_yield_when_idle 1")
+        launch_args = mpirun_args(self.cluster) + " --mca mpi_yield_when_idle 1"
         env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                    PYTHONDONTWRITEBYTECODE="1")
         started = time.monotonic()
         result = self.cluster.exec("node1", [sys.executable, CCLBENCH, "screen", "--hosts", ",".join(NODES),
                                              "--bin-dir", APPS, "--mpirun", MPIRUN, "--results", self.results,
-                                             "--run-id", run_id, f"--mpirun-args={mpirun_args}"]
+                                             "--run-id", run_id, f"--mpirun-args={launch_args}"]
                                    + SCREEN_ARGS + list(extra), env=env, capture_output=True, text=True, timeout=600)
         run_dir = os.path.join(self.results, run_id)
         print(f"\n  {run_id}: exit {result.returncode} in {time.monotonic() - started:.0f}s", file=sys.stderr)
@@ -168,14 +151,6 @@ class Fleet(unittest.TestCase):
         self.assertEqual(self.bad_nodes(document), [])
         self.assertEqual(code, 1)
         self.assertIn("- Bad links: node2-node6 (link.slow_pair)", report)
-
-
-def main():
-    outcome = unittest.main(exit=False, verbosity=2).result
-    skipped_tests = sum(isinstance(test, unittest.TestCase) for test, _ in outcome.skipped)
-    if outcome.wasSuccessful() and outcome.skipped and outcome.testsRun == skipped_tests:
-        sys.exit(77)
-    sys.exit(0 if outcome.wasSuccessful() else 1)
 
 
 if __name__ == "__main__":

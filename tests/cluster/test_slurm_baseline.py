@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 26.7 on the virtual cluster: `baseline` inside `salloc -N 2` runs its cross-host plan with srun.
+"""Slurm on the virtual cluster: `baseline` inside `salloc -N 2` runs its cross-host plan with srun.
 
 Slurm across the nodes is tests/cluster/vslurm.py (munged + slurmctld in node5, one slurmd per node).
 cclbench runs in node5 inside `salloc -N 2`; with `--launcher auto` it picks srun (srun --mpi=pmix, which
@@ -19,7 +19,6 @@ Slurm can run.
 """
 import json
 import os
-import stat
 import sys
 import tempfile
 import unittest
@@ -28,53 +27,21 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import vcluster  # noqa: E402
 import vslurm  # noqa: E402
-from test_vcluster import COLL_PERF, RAIL_SUBNETS, SOURCE_DIR, main, skip_reason  # noqa: E402
+from cluster_setup import (CCLBENCH, COLL_PERF, RAIL_SUBNETS, fake_gpu_bin_dir, fake_hca_fail_codes,  # noqa: E402
+                           close_slurm, main, open_slurm)
 
-
-def fake_hca_fail_codes(run_dir):
-    """The fail codes of a run's verdict.json. The fake topo_map's node has RDMA ports mlx5_0/mlx5_3 that this
-    machine lacks, so the doctor's nccl_env check fails on NCCL_IB_HCA and the expected rails have no counters
-    (rail.flag): with every point measured, those are the only fails (rules/verdict.py)."""
-    with open(os.path.join(run_dir, "verdict.json")) as handle:
-        verdict = json.load(handle)
-    return sorted({reason["code"] for reason in verdict["reasons"] if reason["severity"] == "fail"})
-
-CCLBENCH = os.path.join(SOURCE_DIR, "scripts", "cclbench")
-FAKE_BIN = os.path.join(SOURCE_DIR, "tests", "scripts", "fake_bin")
 NODES = ("node5", "node7")
 INTER = "inter.cross0.rail-mlx5_0"
-
-
-def write_script(path, text):
-    with open(path, "w") as handle:
-        handle.write(text)
-    os.chmod(path, stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH)
 
 
 class SlurmBaseline(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        reason = skip_reason()
-        if reason:
-            raise unittest.SkipTest(reason)
-        if not os.access(COLL_PERF, os.X_OK):
-            raise unittest.SkipTest(f"coll_perf not built ({COLL_PERF})")
         if not vslurm.find("salloc"):
             raise unittest.SkipTest("salloc is not installed")
+        open_slurm(cls, NODES, tools=("coll_perf",))
         cls.work = tempfile.TemporaryDirectory(prefix="cclbench-vslurm-baseline-")
-        cls.bin_dir = os.path.join(cls.work.name, "bin")
-        os.makedirs(cls.bin_dir)
-        write_script(os.path.join(cls.bin_dir, "coll_perf"), f"#!/bin/sh\nexec {COLL_PERF} \"$@\" --backend mpi\n")
-        for tool in ("topo_map", "p2p_matrix"):
-            write_script(os.path.join(cls.bin_dir, tool), f"#!/bin/sh\nFAKE_GPUS=1 exec {FAKE_BIN}/{tool} \"$@\"\n")
-        cls.cluster = vcluster.Cluster(list(NODES))
-        cls.cluster.__enter__()
-        try:
-            cls.slurm = vslurm.VirtualSlurm(cls.cluster).start()
-        except BaseException:
-            cls.cluster.__exit__(None, None, None)
-            cls.work.cleanup()
-            raise
+        cls.bin_dir = fake_gpu_bin_dir(os.path.join(cls.work.name, "bin"))
         probe = cls.cluster.exec("node5", ["srun", "--mpi=list"], env=cls.slurm.env(), capture_output=True, text=True,
                                  timeout=60)
         if "pmix" not in probe.stdout + probe.stderr:
@@ -84,9 +51,8 @@ class SlurmBaseline(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         try:
-            cls.slurm.stop()
+            close_slurm(cls)
         finally:
-            cls.cluster.__exit__(None, None, None)
             cls.work.cleanup()
 
     def test_baseline_inside_salloc_runs_its_cross_host_plan_with_srun(self):

@@ -17,55 +17,20 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import vcluster  # noqa: E402
-import vslurm  # noqa: E402
+from cluster_setup import (COLL_PERF, RAIL_SUBNETS, close_cluster, close_slurm, main, mpi_env,  # noqa: E402
+                           mpirun_argv, open_cluster, open_slurm, skip_reason)
 
-SOURCE_DIR = os.environ.get("CCLBENCH_SOURCE_DIR") or os.path.dirname(os.path.dirname(HERE))
-BINARY_DIR = os.environ.get("CCLBENCH_BINARY_DIR") or os.path.join(SOURCE_DIR, "build")
-COLL_PERF = os.path.join(BINARY_DIR, "bench", "apps", "coll_perf")
 NETPROBE = os.path.join(HERE, "netprobe.py")
-MPIRUN = os.environ.get("CCLBENCH_VC_MPIRUN", "mpirun")
-# The rails by subnet, not by name: a name that is down on one node makes Open MPI ignore the
-# whole list there ("Unknown interface name") and the ranks cannot reach each other.
-RAIL_SUBNETS = "198.18.10.0/24,198.18.13.0/24"
-
-
-def skip_reason():
-    try:
-        vcluster.check_supported()
-    except vcluster.Unsupported as error:
-        return str(error)
-    return None
-
-
-def mpirun_argv(cluster, hosts, command, np):
-    """The launch the harness documents: plm rsh (overrides OMPI_MCA_plm=isolated), the agent,
-    orted on mgmt0, the tcp BTL on the two rails, no binding (one core per node otherwise)."""
-    return [MPIRUN, "--mca", "plm", "rsh", "--mca", "plm_rsh_agent", cluster.agent,
-            "--mca", "oob_tcp_if_include", "mgmt0", "--mca", "btl", "tcp,self",
-            "--mca", "btl_tcp_if_include", RAIL_SUBNETS, "--bind-to", "none",
-            "--host", hosts, "-np", str(np)] + command
-
-
-def mpi_env():
-    env = dict(os.environ)
-    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    return env
 
 
 class VirtualCluster(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        reason = skip_reason()
-        if reason:
-            raise unittest.SkipTest(reason)
-        cls.cluster = vcluster.Cluster(["node5", "node6", "node7"])
-        cls.cluster.__enter__()
+        open_cluster(cls, ["node5", "node6", "node7"])
 
     @classmethod
     def tearDownClass(cls):
-        cls.cluster.__exit__(None, None, None)
-        leftovers = [ns for ns in vcluster.list_netns(cls.cluster.tools) if ns.startswith(cls.cluster.id)]
-        assert not leftovers, leftovers
+        close_cluster(cls)
 
     def run_on(self, node, argv, timeout=120, **kwargs):
         return self.cluster.exec(node, argv, env=mpi_env(), capture_output=True, text=True, timeout=timeout,
@@ -226,23 +191,11 @@ class SlurmAcrossNodes(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        reason = skip_reason()
-        if reason:
-            raise unittest.SkipTest(reason)
-        cls.cluster = vcluster.Cluster(["node5", "node7"])
-        cls.cluster.__enter__()
-        try:
-            cls.slurm = vslurm.VirtualSlurm(cls.cluster).start()
-        except BaseException:
-            cls.cluster.__exit__(None, None, None)
-            raise
+        open_slurm(cls, ["node5", "node7"])
 
     @classmethod
     def tearDownClass(cls):
-        try:
-            cls.slurm.stop()
-        finally:
-            cls.cluster.__exit__(None, None, None)
+        close_slurm(cls)
 
     def srun(self, *args):
         return self.cluster.exec("node5", ["srun"] + list(args), env=self.slurm.env(), capture_output=True,
@@ -321,15 +274,6 @@ class Teardown(unittest.TestCase):
             self.assertEqual(self.leftovers(cluster.id), [])
         finally:
             cluster.down()
-
-
-def main():
-    outcome = unittest.main(exit=False, verbosity=2).result
-    # A skip in setUpClass is recorded as a skip but not as a test run.
-    skipped_tests = sum(isinstance(test, unittest.TestCase) for test, _ in outcome.skipped)
-    if outcome.wasSuccessful() and outcome.skipped and outcome.testsRun == skipped_tests:
-        sys.exit(77)
-    sys.exit(0 if outcome.wasSuccessful() else 1)
 
 
 if __name__ == "__main__":

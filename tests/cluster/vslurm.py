@@ -18,20 +18,17 @@ Every daemon runs inside a node namespace, so the cluster's teardown (it kills w
 namespaces) ends them even after a SIGKILL of the test.
 """
 import os
-import shutil
 import subprocess
-import tempfile
-import time
+import sys
 import unittest
 
-DAEMONS = ("munged", "mungekey", "slurmctld", "slurmd")
+# The private Slurm the scripts tests start on one node: its munge, configuration, waiting and teardown.
+sys.path.append(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts"))
+from slurm_cluster import DAEMONS, PrivateSlurm, find, tail  # noqa: E402,F401 (find: the tests' own lookups)
+
 CLIENTS = ("srun", "sinfo")
 NODE_CPUS = 4
 GENERIC_OPTIONS = {"rw", "ro", "relatime", "noatime", "nosuid", "nodev", "noexec"}
-
-
-def find(name):
-    return shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin:/usr/bin:/bin")
 
 
 def cgroup_mount_script():
@@ -58,21 +55,12 @@ def cgroup_mount_script():
     return " && ".join(lines) or "true"
 
 
-class VirtualSlurm:
+class VirtualSlurm(PrivateSlurm):
+    WHAT = "Slurm on the virtual cluster"
+
     def __init__(self, cluster):
+        super().__init__("cclbench-vslurm-")
         self.cluster = cluster
-        self.root = tempfile.mkdtemp(prefix="cclbench-vslurm-")
-        self.conf = os.path.join(self.root, "slurm.conf")
-        self.processes = []
-
-    def path(self, *parts):
-        return os.path.join(self.root, *parts)
-
-    def env(self, **extra):
-        env = {name: value for name, value in os.environ.items() if not name.startswith("SLURM_")}
-        env["SLURM_CONF"] = self.conf
-        env.update(extra)
-        return env
 
     def start(self):
         if os.geteuid() != 0:
@@ -99,19 +87,11 @@ class VirtualSlurm:
         nodes = self.cluster.nodes
         for sub in ["log", "run", "state"] + [f"spool-{n}" for n in nodes] + [f"tmp-{n}" for n in nodes]:
             os.makedirs(self.path(sub))
-        key = self.path("munge.key")
-        made = subprocess.run([find("mungekey"), "--create", f"--keyfile={key}", "--force"], capture_output=True,
-                              text=True)
-        if made.returncode != 0:
-            raise unittest.SkipTest(f"mungekey failed: {made.stderr.strip()[-200:]}")
-        os.chmod(key, 0o600)
+        key = self.munge_key()
         socket_path = self.path("run", "munge.socket")
         head = nodes[0]
-        self._spawn(head, [find("munged"), "--foreground", "--force", f"--key-file={key}", f"--socket={socket_path}",
-                           f"--pid-file={self.path('run', 'munged.pid')}",
-                           f"--seed-file={self.path('run', 'munged.seed')}",
-                           f"--log-file={self.path('log', 'munged.log')}"], "munged.out")
-        self._wait(lambda: os.path.exists(socket_path), 30, "munged did not create its socket")
+        self._spawn(head, self.munged_argv(key, socket_path), "munged.out")
+        self.wait(lambda: os.path.exists(socket_path), 30, "munged did not create its socket", self.logs_tail)
         with open(self.path("plugstack.conf"), "w"):
             pass
         with open(self.conf, "w") as conf:
@@ -127,62 +107,18 @@ class VirtualSlurm:
                                        capture_output=True, text=True, timeout=30)
             states = [s.rstrip("*") for s in result.stdout.split()]
             return result.returncode == 0 and states == ["idle"] * len(nodes)
-        self._wait(idle, 90, "the nodes did not become idle")
+        self.wait(idle, 90, "the nodes did not become idle", self.logs_tail)
 
     def _config(self, munge_socket, head):
-        root = self.root
         return "\n".join([
             "ClusterName=cclbenchvc",
             f"SlurmctldHost={head}({self.cluster.address(head)})",
-            "SlurmctldPort=6817", "SlurmdPort=6818",  # each daemon in its own network namespace
-            "SlurmUser=root", "SlurmdUser=root",
-            "AuthType=auth/munge", "CredType=cred/munge", f"AuthInfo=socket={munge_socket}",
-            f"StateSaveLocation={root}/state",
-            f"SlurmdSpoolDir={root}/spool-%n",
-            f"TmpFS={root}/tmp-%n",  # PMIx's client folder, per node
-            f"SlurmctldPidFile={root}/run/slurmctld.pid",
-            f"SlurmdPidFile={root}/run/slurmd-%n.pid",
-            f"SlurmctldLogFile={root}/log/slurmctld.log",
-            f"SlurmdLogFile={root}/log/slurmd-%n.log",
-            f"PlugStackConfig={root}/plugstack.conf",
-            "ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none", "SwitchType=switch/none",
-            "MpiDefault=none", "SelectType=select/cons_tres", "SelectTypeParameters=CR_Core",
-            "SlurmdParameters=config_overrides", "ReturnToService=2", "JobCompType=jobcomp/none",
-            "AccountingStorageType=accounting_storage/none", "JobAcctGatherType=jobacct_gather/none",
-            "SchedulerType=sched/builtin", "KillWait=5"] +
+            "SlurmctldPort=6817", "SlurmdPort=6818"] +  # each daemon in its own network namespace
+            self.common_config(munge_socket, per_node=True) +  # TmpFS per node: PMIx's client folder
             [f"NodeName={node} NodeAddr={self.cluster.address(node)} CPUs={NODE_CPUS} State=UNKNOWN"
              for node in self.cluster.nodes] +
             ["PartitionName=test Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES", ""])
 
     def logs_tail(self, lines=6):
-        out = []
-        for name in sorted(os.listdir(self.path("log"))):
-            with open(self.path("log", name), errors="replace") as handle:
-                out.append(f"{name}: " + " | ".join(handle.read().strip().splitlines()[-lines:]))
-        return "; ".join(out)
-
-    def _wait(self, ready, deadline_s, what):
-        deadline = time.monotonic() + deadline_s
-        while time.monotonic() < deadline:
-            try:
-                if ready():
-                    return
-            except (OSError, subprocess.SubprocessError):
-                pass
-            if any(p.poll() is not None for p in self.processes):
-                break
-            time.sleep(0.5)
-        raise unittest.SkipTest(f"cannot start Slurm on the virtual cluster: {what}; {self.logs_tail()}")
-
-    def stop(self):
-        for process in reversed(self.processes):
-            if process.poll() is None:
-                process.terminate()
-        for process in reversed(self.processes):
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        self.processes = []
-        shutil.rmtree(self.root, ignore_errors=True)
+        names = sorted(os.listdir(self.path("log")))
+        return "; ".join(f"{name}: {tail(self.path('log', name), lines)}" for name in names)

@@ -225,7 +225,7 @@ def g_path(args):
     code, out, err, _ = run([coll_perf(args), "-g", str(gpus + 1), "-b", "8K", "-e", "8K"], base_env(), 300)
     check(code == 2, f"-g {gpus + 1}: exit {code}, expected 2\n" + describe(out, err))
     check("only" in err and "visible" in err and re.search(r"host \S+", err), f"-g {gpus + 1}: unclear message\n{err}")
-    # Issue 15: it said "start at most 0 ranks per node"; it must say what to run instead.
+    # It once said "start at most 0 ranks per node"; it must say what to run instead.
     check(f"use -g {gpus} or fewer" in err and "at most 0" not in err, f"-g {gpus + 1}: no remedy in\n{err}")
     return f"-g {gpus}: {len(document['cases'])} cases ok; -g {gpus + 1}: usage error"
 

@@ -86,7 +86,7 @@ TEST(NcclBackendHost, WithoutAGpuTheBackendRefusesWithNothingMeasured) {
   }
 }
 
-// Issue 15: -g 3 on a 2-GPU node said "start at most 0 ranks per node". Expected texts written out.
+// A usage error that once read wrong: -g 3 on a 2-GPU node said "start at most 0 ranks per node". Expected texts written out.
 TEST(NcclTooFewGpus, OneProcessAskingForMoreGpusThanTheNodeHasIsToldToLowerG) {
   const std::string message = too_few_gpus_message("2 visible (CUDA_VISIBLE_DEVICES=<unset>)", 2, 3, 0, 1);
   EXPECT_EQ(message, "needs GPUs 0..2 but only 2 visible (CUDA_VISIBLE_DEVICES=<unset>): -g 3 asks for more GPUs than "

@@ -221,7 +221,7 @@ class LocalRuns(BaselineRuns):
         self.assertIn("24 ok.", text, "24 cases of the one-rank point pass the repeat gate")
 
     def test_one_gpu_report_shows_what_one_gpu_measures(self):
-        """Issue 27.3/27.4: no self-inflicted anomaly, busbw '- (1 rank)' (never 0.00), algbw instead, no ceiling where
+        """One GPU: no self-inflicted anomaly, busbw '- (1 rank)' (never 0.00), algbw instead, no ceiling where
         no link is crossed, the local device copy instead of 1 x 1 matrices, summary.csv's busbw_reason."""
         result = run_cli(["baseline"] + SMALL + self.fake_args("G1"), env={"CCLBENCH_FAKE_GPU_COUNT": "1", "FAKE_GPUS": "1"})
         self.assertEqual(result.returncode, 0, result.stderr)
@@ -344,7 +344,7 @@ class TwoNodeRuns(BaselineRuns):
     """Two hosts through the fake launcher: the sweep, probes, gates, rails, resume."""
 
     def test_gpu_less_hosts_run_the_mpi_backend_and_name_a_host_with_gpus(self):
-        """No GPU where cclbench runs, none given: the MPI backend on both hosts (issue 26.2). A host whose
+        """No GPU where cclbench runs, none given: the MPI backend on both hosts. A host whose
         topo_map finds GPUs anyway is named, with the flag that gives the NCCL plan."""
         hosts = ["--hosts", "localhost,127.0.0.1"]
         result = self.baseline("M", *hosts, env={"CCLBENCH_FAKE_GPU_COUNT": "0", "FAKE_GPUS": "0"})

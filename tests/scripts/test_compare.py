@@ -1,5 +1,5 @@
 """`compare`: verdicts on synthetic runs, the noise rule, one-sided cases, correctness-only records and the
-CI exit status. Expected bands are worked out by hand from the README's rule, not from the code."""
+CI exit status. Expected bands are worked out by hand from the rule as docs/bring-up.md states it, not from the code."""
 import json
 import os
 import random
@@ -271,8 +271,8 @@ class Compare(TempDirTest):
 #           baselines at three repeats imply, after the repeats' own 1.5% spread, 2026-12-01);
 #   noise ~ N(0, 1.8% small, 1% else): one per repeat (the same H200 runs: a median spread of 1.46% over three
 #           repeats, which underestimates the standard deviation by about a sixth).
-# Calibration: at one repeat it reproduces the A/A compare of two single-GPU H200 baselines (issue 15's
-# closing note: 54 of 112 cases within 2%, 58 "inconclusive", none beyond 15%; on 2026-12-01, 19 within 2%,
+# Calibration: at one repeat it reproduces the A/A compare of two single-GPU H200 baselines (measured
+# then: 54 of 112 cases within 2%, 58 "inconclusive", none beyond 15%; on 2026-12-01, 19 within 2%,
 # 92 "inconclusive", 1 beyond 15%);
 # test_the_model_is_as_noisy_as_the_h200 holds it there. Times: the one-rank point of an H200 (3 us + a
 # 2 TB/s copy: 3-37 us) and an 8-rank point (25 us + 40 GB/s: 25 us-1.7 ms).

@@ -1,4 +1,4 @@
-"""The measurement environment on every host (issue 26 item 3): what cclbench passes to every rank
+"""The measurement environment on every host: what cclbench passes to every rank
 (base/environment.exported_env, model/launcher.command) and the judgement over what each host's ranks
 really ran with (rules/env_hosts.py over coll_perf's manifest.env_by_host). Plain data in, plain data out;
 the expected values are written out by hand from the inputs."""
@@ -51,7 +51,7 @@ class HostsAgree(unittest.TestCase):
                                        ["node5", "node7"]), [])
 
     def test_remote_host_without_the_head_variable_is_named(self):
-        # Finding 1 of issue 26: the head's NCCL_SOCKET_IFNAME never reached node7's ranks.
+        # The case found on the virtual cluster: the head's NCCL_SOCKET_IFNAME never reached node7's ranks.
         by_host = {"node5": {"NCCL_SOCKET_IFNAME": "eth0"}, "node7": {"NCCL_SOCKET_IFNAME": None}}
         found = env_anomalies([("sanity", {}, by_host, []), ("inter", {}, by_host, [])], self.HEAD, ["node5", "node7"])
         self.assertEqual(found, [{"code": ENV_HOST_DIFFERS, "where": "sanity", "points": ["sanity", "inter"],

@@ -45,7 +45,7 @@ class GpuSmoke(TempDirTest):
         suite = ElementTree.parse(os.path.join(run, "smoke.junit.xml")).getroot().find("testsuite")
         self.assertEqual((suite.get("failures"), suite.get("skipped")), ("0", "0"))
         names = [case.get("name") for case in suite.findall("testcase")]
-        # One testcase per part, then one per judged check of verdict.json (issue 27: JUnit from the verdict).
+        # One testcase per part, then one per judged check of verdict.json (the JUnit file is rendered from the verdict).
         self.assertEqual(names, ["topology", "p2p_matrix", "collectives_1rank_nccl", "collectives_4rank_share_gpu",
                                  "check.outliers", "check.data"])
         report = run_cli(["report", run])

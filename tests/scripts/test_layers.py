@@ -1,4 +1,4 @@
-"""The orchestration package in layers (issue 25): every module of scripts/cclbench_lib imports only from its
+"""The orchestration package in layers: every module of scripts/cclbench_lib imports only from its
 own or a lower layer, at the top of the file (matplotlib alone may be imported inside a function), and no
 modules import each other in a circle. A module's layer is its subpackage, so a new module needs no edit here."""
 import ast

@@ -180,7 +180,7 @@ class HcaDiscovery(TempDirTest):
             self.assertOneLineError(run_cli(["plan", "--netdevs", bad, "--results", self.results]), 2, "--netdevs")
 
     def test_gpu_less_hosts_plan_the_mpi_backend(self):
-        """No GPU here and no --gpus-per-node: --hosts plans the MPI backend on every host (issue 26.2), with no
+        """No GPU here and no --gpus-per-node: --hosts plans the MPI backend on every host, with no
         --hcas and no topo_map discovery; every point says it is correctness only. With GPUs the plan is the
         NCCL one, unchanged."""
         args = ["plan", "--hosts", "node5,node7", "--bin-dir", "/nonexistent-bin", "--results", self.results,
@@ -227,7 +227,7 @@ class LocalPlan(TempDirTest):
         self.assertFalse(any("/b/p2p_matrix" in argv for argv in launches), "no P2P matrix without a GPU")
 
     def test_correctness_only_points_run_once_whatever_repeat_says(self):
-        """Issue 27.5: the MPI backend on host memory (and its decode points) run once, and the plan says so."""
+        """Correctness-only points: the MPI backend on host memory (and its decode points) run once, and the plan says so."""
         for repeat in ("3", "5"):
             result = run_cli(["plan", "--results", self.results, "--run-id", "L", "--bin-dir", "/b", "--repeat", repeat,
                               "--decode", "hidden=1024,batches=1,2"], env={"CCLBENCH_FAKE_GPU_COUNT": "0"})
@@ -244,7 +244,7 @@ class LocalPlan(TempDirTest):
         one = run_cli(["plan", "--results", self.results, "--bin-dir", "/b"], env={"CCLBENCH_FAKE_GPU_COUNT": "1"})
         self.assertIn("correctness-only points run once whatever --repeat 3 says", one.stderr)
         self.assertIn(": local.share-gpu4 (emulated ranks)", one.stderr)
-        # Issue 27.3: what coll_perf will skip by design is said once in the plan, with the points.
+        # What coll_perf will skip by design is said once in the plan, with the points.
         self.assertIn("cclbench: note: not verifiable by design: in-place alltoall and sendrecv at more than one rank "
                       "(NCCL defines no in-place result, so coll_perf skips them with its reason; the report lists them "
                       "once, never as an anomaly): local.share-gpu4\n", one.stderr)

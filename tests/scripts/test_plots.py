@@ -181,7 +181,7 @@ class ReportPlots(unittest.TestCase):
 
 @unittest.skipIf(PYPLOT is None, f"matplotlib not available: {WHY_NOT}")
 class EqualLinksLookEqual(unittest.TestCase):
-    """Issue 15: 390.03 and 390.05 GB/s sat at opposite ends of a '+3.903e2' colour bar."""
+    """No offset notation: 390.03 and 390.05 GB/s sat at opposite ends of a '+3.903e2' colour bar."""
 
     def test_near_equal_values_get_a_colour_bar_from_zero_without_offset(self):
         figure, axis, image, bar = plots.heatmap_figure(PYPLOT, "NV18", [[None, 390.03], [390.05, None]], "GB/s")

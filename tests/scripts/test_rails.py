@@ -1,7 +1,7 @@
-"""Rails seen where the traffic is (issue 26 item 5): the report's rails table per host and source from coll_perf's
+"""Rails seen where the traffic is: the report's rails table per host and source from coll_perf's
 netdev rails (schema 1.5), the per-host rail rule (rules/rails.py: rail.dead, rail.unbalanced) and the HCA flags of a
 NET/Socket run said once, on synthetic run directories. Expected figures are worked out by hand from the byte
-counts written (4 cases per point; README "Rails")."""
+counts written (4 cases per point; docs/bring-up.md "Rails")."""
 import json
 import os
 import socket
@@ -195,7 +195,7 @@ class FakeCollPerfRun(TempDirTest):
         args = ["baseline", "-b", "8K", "-e", "32K", "-n", "3", "-w", "1", "--repeat", "1", "--no-tuning-probe",
                 "--hosts", "localhost,127.0.0.1", "--gpus-per-node", "8", "--hcas", "mlx5_0:1,mlx5_3:1"]
         result = run_cli(args + self.fake_args(run_id), env={"FAKE_COLL_NETDEV_RAILS": "eth0=200000000,eth3=0"})
-        # A dead rail fails the run (issue 27); the doctor fails too: this machine has no mlx5_0/mlx5_3.
+        # A dead rail fails the run (rail.dead is a fail); the doctor fails too: this machine has no mlx5_0/mlx5_3.
         self.assertEqual(result.returncode, 1, result.stderr)
         run = os.path.join(self.results, run_id)
         self.assertEqual(verdict_fail_codes(run), ["doctor.fail", "rail.dead"])

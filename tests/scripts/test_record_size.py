@@ -1,4 +1,4 @@
-"""Lean records (issue 14): coll_perf -J stays <= 1 KB per case at 1 rank, a 16-rank run <= 1 MB per
+"""Lean records: coll_perf -J stays <= 1 KB per case at 1 rank, a 16-rank run <= 1 MB per
 100 cases, per-iteration samples go to the --samples side file that records name, constant text is
 once per document, fields at their default are left out (schema 1.3) and read back as that default.
 Real coll_perf, MPI backend, under mpirun --oversubscribe; skips (77) when coll_perf or mpirun is
@@ -22,7 +22,7 @@ if not os.access(COLL_PERF, os.X_OK):
 elif not MPIRUN:
     SKIP_REASON = "mpirun is not installed"
 
-# The budgets of issue 14, not derived from today's output.
+# The record-size budgets set when records were made lean, not derived from today's output.
 BYTES_PER_CASE_ONE_RANK = 1024
 BYTES_PER_100_CASES_16_RANKS = 1_000_000
 

@@ -202,8 +202,8 @@ class Resume(TempDirTest):
 
 class ReadmeScale(unittest.TestCase):
     def test_readme_scale_table_is_the_planners(self):
-        """The README's scale table holds what scale_table() plans (rounds, jobs, pairs, seconds)."""
-        with open(os.path.join(SOURCE_DIR, "README.md"), encoding="utf-8") as handle:
+        """docs/bring-up.md's scale table holds what scale_table() plans (rounds, jobs, pairs, seconds)."""
+        with open(os.path.join(SOURCE_DIR, "docs", "bring-up.md"), encoding="utf-8") as handle:
             text = handle.read()
         table = text[text.index("**Scale**"):].split("\n\n")[1]
         rows = []

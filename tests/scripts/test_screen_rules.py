@@ -2,7 +2,7 @@
 
 A fleet here is a model of the measured runs: every pair's large-size bus bandwidth scatters with a 4% standard
 deviation (the upper end of the 2-4% seen on repeated points), its small-message time with 5%, its two rails
-each carry half of the bytes within 2% (1.44 GB each over eth0 and eth3 on the virtual cluster, issue 26).
+each carry half of the bytes within 2% (1.44 GB each over eth0 and eth3 on the virtual cluster's two-node baseline).
 Faults are what the issue's fleet cases inject: a node's eth0 rate-limited (its pairs at half the bandwidth),
 a node's eth3 down (that rail carries nothing, on both hosts of its pairs; with RDMA its loopback fails), one
 link throttled (that pair alone slow), a dead pair in a two-node fleet. screen() composes the schedule, the

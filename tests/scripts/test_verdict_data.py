@@ -1,4 +1,4 @@
-"""The verdict as data (issue 27.1-2): the severities of the stable codes (rules/verdict.py), verdict.json and
+"""The verdict as data: the severities of the stable codes (rules/verdict.py), verdict.json and
 compare.json against their schemas on synthetic runs and on real baselines with the doubles, the exit codes
 (healthy 0, warnings only 0, fail 1), the report's first line, and the ten measured one-H200 runs
 (tests/scripts/data/h200_repeat_noise.json) rebuilt as run directories: every one HEALTHY, its single cases notes
@@ -22,8 +22,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 NOISE = os.path.join(HERE, "data", "h200_repeat_noise.json")
 NO_PLOTS = {"CCLBENCH_NO_MATPLOTLIB": "1"}
 
-# "Three severities with fixed meanings", and "a healthy machine reads HEALTHY": a single case whose spread
-# chance explains, host-bound jitter included, is a note; more of them than chance explains is a warning.
+# "Three severities with fixed meanings" (docs/verdicts.md), and "a healthy machine reads HEALTHY": a single case
+# whose spread chance explains, host-bound jitter included, is a note; more of them than chance explains is a warning.
 ISSUE_SEVERITIES = {
     "data.wrong": "fail", "case.failed": "fail", "transport.gate_missed": "fail", "doctor.fail": "fail",
     "rail.dead": "fail", "rail.unbalanced": "fail", "outlier.link": "fail", "outlier.gpu": "fail",

@@ -1,5 +1,5 @@
 """The repeat rule per case (rules/repeat_rule.judge_repeatability over records) and the report's rules for emulated and MPI-backend points, on
-synthetic records. Expected figures are worked out by hand from the README's rule."""
+synthetic records. Expected figures are worked out by hand from the rule as docs/bring-up.md states it."""
 import os
 import unittest
 from unittest import mock

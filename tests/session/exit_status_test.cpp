@@ -1,4 +1,4 @@
-// coll_perf's exit status after the cases ran. Expected numbers: the README's table ("Exit status:
+// coll_perf's exit status after the cases ran. Expected numbers: docs/results.md's table ("Exit status:
 // 0 ok, 1 a case failed, 2 bad usage, 3 transport expectation not met, ... 7 nothing measured,
 // 130/143 interrupted") and the usual 128 + signal convention (SIGINT 2, SIGTERM 15).
 #include <gtest/gtest.h>

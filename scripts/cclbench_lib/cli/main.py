@@ -1,4 +1,4 @@
-"""Command line: plan, baseline, report, compare, smoke, doctor, screen. Every failure is one stderr line."""
+"""Command line: plan, baseline, report, compare, smoke, doctor, screen, docs. Every failure is one stderr line."""
 
 import argparse
 import os
@@ -15,16 +15,17 @@ from ..base.locations import resolve_program
 from ..base.values import (DEFAULT_COLLECTIVES, DEFAULT_CROSS_NIC, default_run_id, parse_collectives, parse_cross_nic,
                            parse_hcas, parse_netdevs, parse_percent, parse_size, split_mpirun_args, sweep_sizes, validate_run_id)
 from ..base.version import SCHEMA_VERSION, TOOL_VERSION
+from ..cli.docs import add_docs_parser, cmd_docs, tool_help
 from ..cli.doctor import add_doctor_parser
 from ..cli.screen import add_screen_parser, cmd_screen
 from ..execute.doctor import run_doctor_command
 from ..execute.runner import Baseline
 from ..execute.smoke import run_smoke, smoke_launches
-from ..model.hosts import (check_resolvable, local_gpu_count, local_hostname, parse_host_list, parse_hostfile,
-                           slurm_gpus_per_node, slurm_hosts)
+from ..model.hosts import check_resolvable, hosts_and_slots, local_gpu_count, local_hostname
 from ..model.launcher import LAUNCHER_CHOICES, choose_launcher, launcher_of
 from ..plan.baseline import DEFAULT_EXPECT, Planner, by_design_note, format_launch, mode_notes, once_note, plan_mode
 from ..plan.decode import AB_MAX_VARIANTS, parse_ab, parse_decode, plan_notes
+from ..plan.estimate import estimate_line
 from ..render.compare import run_compare
 from ..render.report import build_report
 from ..render.verdict import console_line
@@ -74,7 +75,8 @@ def seconds(what):
 
 
 def add_launcher_options(parser):
-    parser.add_argument("--bin-dir", help=f"where coll_perf, topo_map, p2p_matrix live (default {DEFAULT_BIN_DIR})")
+    parser.add_argument("--bin-dir", help="where coll_perf, topo_map, p2p_matrix live (default: the build's "
+                        "bench/apps in a checkout, PREFIX/bin when installed; cclbench --version prints it)")
     parser.add_argument("--mpirun", default="mpirun", help="the MPI launcher (default: mpirun on PATH)")
     parser.add_argument("--mpirun-args", action="append", default=[], metavar="ARGS",
                         help="extra launcher arguments, split like a shell would but never run through one; "
@@ -117,7 +119,7 @@ def add_plan_options(parser):
                       "over TCP, or where NCCL's NET/Socket line is not found")
     what.add_argument("--sysfs-root", help="coll_perf --sysfs-root for rail counters (default: coll_perf's, /sys)")
     what.add_argument("--cv-gate", default="3%", help="per-case CV target across repeats: a case above it is a "
-                      "warning; a point fails only when its spread is systematic (the repeat rule in the README; "
+                      "warning; a point fails only when its spread is systematic (the repeat rule in docs/bring-up.md; "
                       "default 3%%)")
     what.add_argument("--decode", metavar="SPEC", help="also measure the model's decode messages: hidden=H,dtype=bfloat16,"
                       "batches=1,2,4,...[,collectives=all_reduce,alltoall][,per_step=N][,topk=K]; sizes are exactly "
@@ -165,6 +167,7 @@ def build_parser():
     smoke.add_argument("--verbose", action="store_true")
     add_doctor_parser(sub)
     add_screen_parser(sub, add_launcher_options, positive_int, seconds)
+    add_docs_parser(sub)
     return parser
 
 
@@ -200,39 +203,19 @@ def discover_hcas(bin_dir):
 def coll_perf_flags(bin_dir):
     """The long flags `coll_perf --help` lists (None when it is not built: the planner then assumes the
     newest). The plan adapts to the build instead of failing on a flag an older build lacks."""
-    tool = os.path.join(bin_dir, "coll_perf")
-    if not os.access(tool, os.X_OK):
+    text = tool_help(bin_dir, "coll_perf")
+    if text is None:
         return None
-    try:
-        result = subprocess.run([tool, "--help"], capture_output=True, text=True, timeout=30, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if result.returncode != 0:
-        return None
-    return sorted(set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", result.stdout)))
+    return sorted(set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", text)))
 
 
 def plan_inputs(args):
     """Validated plan inputs (a plain dict: stored in the manifest and replayed on --resume)."""
-    if args.hosts and args.hostfile:
-        raise UsageError("give either --hosts or --hostfile, not both")
-    slots = granted = None
-    if args.hosts:
-        hosts = parse_host_list(args.hosts)
-    elif args.hostfile:
-        entries = parse_hostfile(args.hostfile)
-        hosts = [host for host, _ in entries]
-        slot_values = {s for _, s in entries if s is not None}
-        if len(slot_values) > 1:
-            raise UsageError(f"--hostfile: hosts have different slot counts {sorted(slot_values)}; pass --gpus-per-node")
-        slots = slot_values.pop() if slot_values else None
-    else:
-        hosts = slurm_hosts() or []
+    hosts, slots, granted = hosts_and_slots(args.hosts, args.hostfile)
+    if not (args.hosts or args.hostfile) and hosts == [local_hostname()]:
         # A one-node allocation of this very machine is planned like the machine itself (the local
         # plan picks GPUs, one shared GPU or the MPI backend); its ranks still start through srun.
-        if hosts == [local_hostname()]:
-            hosts = []
-        granted = slurm_gpus_per_node()
+        hosts = []
     local_gpus = local_gpu_count()
     if hosts:
         # GPUs per node: --gpus-per-node, the hostfile's slots, the allocation's GPUs, else this node's own
@@ -310,6 +293,7 @@ def cmd_plan(args, out):
                                                                      by_design_note(launches)]:
         if note:
             print(f"cclbench: note: {note}", file=sys.stderr)
+    print(f"cclbench: plan: {estimate_line(launches, inputs)}", file=sys.stderr)
     if getattr(args, "plan_json", None):
         write_json_atomic(args.plan_json, plan_document(inputs, run_dir, launches))
     return 0
@@ -399,6 +383,8 @@ def main(argv=None):
             return run_doctor_command(args)
         if args.command == "screen":
             return cmd_screen(args, ["cclbench"] + argv, launcher_choice, coll_perf_flags, DEFAULT_BIN_DIR)
+        if args.command == "docs":
+            return cmd_docs(args, build_parser(), DEFAULT_BIN_DIR)
         raise UsageError(f"unknown command {args.command}")
     except CclbenchError as error:
         print(f"cclbench: error: {error}", file=sys.stderr)

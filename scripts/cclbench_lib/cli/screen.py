@@ -1,4 +1,4 @@
-"""The `screen` sub-parser and command (issue 28): find the bad node, rail and link of a fleet."""
+"""The `screen` sub-parser and command: find the bad node, rail and link of a fleet."""
 
 import math
 import os
@@ -12,8 +12,7 @@ from ..base.locations import resolve_program
 from ..base.values import (default_run_id, format_size, parse_hcas, parse_netdevs, parse_size, split_mpirun_args,
                            validate_run_id)
 from ..execute.screen import MANIFEST, Screen, plan_stages
-from ..model.hosts import check_resolvable, local_gpu_count, parse_host_list, parse_hostfile, slurm_gpus_per_node, \
-    slurm_hosts
+from ..model.hosts import check_resolvable, hosts_and_slots, local_gpu_count
 from ..model.launcher import launcher_of
 from ..plan.screen_jobs import backend, node_jobs, pair_job, stage_env_note
 from ..plan.screen_schedule import PER_PAIR_S, node_stage_s, wall_time_s
@@ -59,23 +58,9 @@ def add_screen_parser(sub, add_launcher_options, positive_int, seconds):
 
 
 def screen_inputs(args, launcher_choice, coll_perf_flags, default_bin_dir):
-    if args.hosts and args.hostfile:
-        raise UsageError("give either --hosts or --hostfile, not both")
-    slots = granted = None
-    if args.hosts:
-        hosts = parse_host_list(args.hosts)
-    elif args.hostfile:
-        entries = parse_hostfile(args.hostfile)
-        hosts = [host for host, _ in entries]
-        slot_values = {s for _, s in entries if s is not None}
-        if len(slot_values) > 1:
-            raise UsageError(f"--hostfile: hosts have different slot counts {sorted(slot_values)}; pass --gpus-per-node")
-        slots = slot_values.pop() if slot_values else None
-    else:
-        hosts = slurm_hosts() or []
-        granted = slurm_gpus_per_node()
-        if not hosts:
-            raise UsageError("screen needs hosts: pass --hosts or --hostfile, or run inside a Slurm allocation")
+    hosts, slots, granted = hosts_and_slots(args.hosts, args.hostfile)
+    if not hosts:
+        raise UsageError("screen needs hosts: pass --hosts or --hostfile, or run inside a Slurm allocation")
     if len(hosts) < 2:
         raise UsageError(f"screen needs at least two hosts to pair, got {len(hosts)} ({','.join(hosts)})")
     gpus = args.gpus_per_node or slots or granted or local_gpu_count()

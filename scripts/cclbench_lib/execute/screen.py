@@ -1,4 +1,4 @@
-"""`cclbench screen`: runs the node stage, the pair rounds and the retests into RESULTS/RUN_ID (issue 28).
+"""`cclbench screen`: runs the node stage, the pair rounds and the retests into RESULTS/RUN_ID.
 
 The jobs of one batch (a node-stage step on every node, or one round of disjoint pairs) run at the same time,
 each its own launcher process, its output in logs/<job>.log. screen_manifest.json holds the inputs and every

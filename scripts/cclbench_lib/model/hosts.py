@@ -184,3 +184,20 @@ def check_resolvable(hosts):
             socket.getaddrinfo(host, None)
         except (socket.gaierror, UnicodeError):
             raise CclbenchError(f"unknown host '{host}': it does not resolve (check --hosts/--hostfile)", 2) from None
+
+
+def hosts_and_slots(hosts_text, hostfile):
+    """The hosts a command runs on and what they say about GPUs per node: (hosts, hostfile slots or None, the
+    Slurm allocation's GPUs per node or None). From --hosts, else --hostfile (one slot count for all), else the
+    allocation's nodes ([] outside one)."""
+    if hosts_text and hostfile:
+        raise UsageError("give either --hosts or --hostfile, not both")
+    if hosts_text:
+        return parse_host_list(hosts_text), None, None
+    if hostfile:
+        entries = parse_hostfile(hostfile)
+        slot_values = {slots for _host, slots in entries if slots is not None}
+        if len(slot_values) > 1:
+            raise UsageError(f"--hostfile: hosts have different slot counts {sorted(slot_values)}; pass --gpus-per-node")
+        return [host for host, _slots in entries], (slot_values.pop() if slot_values else None), None
+    return slurm_hosts() or [], None, slurm_gpus_per_node()

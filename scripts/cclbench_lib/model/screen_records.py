@@ -1,4 +1,4 @@
-"""A `cclbench screen` job's coll_perf -J document as the values the screen's rules judge (issue 28).
+"""A `cclbench screen` job's coll_perf -J document as the values the screen's rules judge.
 
 point_values(document, large, small, rails) -> {"busbw_gbps", "small_time_us", "transport", "rail_bytes", "reason"}:
   busbw_gbps: the large size's bus bandwidth (its record's status ok) at its median iteration: the record's

@@ -1,4 +1,4 @@
-"""The launches of `cclbench screen` (issue 28): each job of plan.screen_schedule as an exact argument list.
+"""The launches of `cclbench screen`: each job of plan.screen_schedule as an exact argument list.
 
 A job is plain data: {"name", "kind": doctor|intra|loopback|pair|retest|repeat, "hosts", "argv", "env",
 "output" (the -J document or the doctor's JSON), "round", "rail"}. Names are stable functions of the job

@@ -1,4 +1,4 @@
-"""The schedule of `cclbench screen` (issue 28) as plain data: which jobs run, in which round, with whom.
+"""The schedule of `cclbench screen` as plain data: which jobs run, in which round, with whom.
 
 Stages:
   node stage: every node at once, alone: the doctor, one intra-node point (one large and one small size) and,
@@ -180,7 +180,7 @@ def wall_time_s(pair_rounds, node_stage_wall_s, per_pair_s=PER_PAIR_S, retest_ro
 
 
 def scale_table(node_counts=SCALE_NODE_COUNTS, per_pair_s=PER_PAIR_S, rails=2, quick_repeats=1, seed=0):
-    """Rows for the README and --dry-run, from schedules really planned (nodes named node0, node1, ...):
+    """Rows for docs/bring-up.md's scale table and --dry-run, from schedules really planned (nodes named node0, node1, ...):
     {"nodes", "mode", "rounds", "concurrent_jobs", "pairs", "node_stage_s", "pair_stage_s", "wall_s",
     "retest_round_s"} for each count, full then quick. Node stage: doctor + intra + one loopback per rail, each
     per_pair_s; wall_s leaves retests out (each retest round adds retest_round_s)."""

@@ -1,4 +1,4 @@
-"""screen.md of `cclbench screen` (issue 28): the bad nodes, links and rails first, then the per-node table, the
+"""screen.md of `cclbench screen`: the bad nodes, links and rails first, then the per-node table, the
 pair matrix (a heatmap PNG when matplotlib is there and the fleet is small enough to read, else a markdown
 matrix), the suspects with their evidence and every pair. Text only from screen.json and the rules' codes."""
 

@@ -41,7 +41,8 @@ def verdict_lines(verdict):
     """The report's first lines: the verdict, its first reasons with where to look, the per-host table."""
     lines = [f"# {headline(verdict)}", ""]
     for reason in verdict["reasons"][:FIRST_REASONS]:
-        lines.append(f"- {reason['severity']}: {reason_text(reason)}. Look at: {reason['look']}")
+        lines.append(f"- {reason['severity']}: {reason_text(reason)}. Look at: {reason['look']}. "
+                     f"Explained: docs/verdicts.md#{reason['code']}")
     more = len(verdict["reasons"]) - FIRST_REASONS
     if more > 0:
         lines.append(f"- and {more} more under Anomalies")
@@ -57,7 +58,8 @@ def verdict_lines(verdict):
                  "warn (exit 0) more single cases above the CV target or without a stable median than the healthy "
                  "noise explains, doctor warnings; skip: nothing to judge on that host; note (counted nowhere) what "
                  "was not measured by design, single cases whose spread the healthy noise explains and host-bound "
-                 "jitter. verdict.json holds the same, with every reason's code and numbers.")
+                 "jitter. verdict.json holds the same, with every reason's code and numbers. Every code, what it "
+                 "means and what to check: docs/verdicts.md in the cclbench source.")
     return lines + [""]
 
 

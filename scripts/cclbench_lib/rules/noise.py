@@ -1,6 +1,6 @@
 """The noise rule of `compare RUN_A RUN_B`: per case, the headline time of A and B and a verdict that knows its noise.
 
-The rule (also printed in the output and stated in the README, "Compare"):
+The rule (also printed in the output and stated in docs/bring-up.md, "Compare"):
   t = median over repeats of the bandwidth time (gated_time_us, else time_us.mean: the time busbw and the
       report's plots come from), sound records only.
   Two noise sources: the repeats' scatter inside a run, and the run's own drift, which all its repeats share
@@ -42,8 +42,8 @@ ONE_REPEAT_FLOOR_PCT = 15.0
 # differed by up to 16.9% (2.84 against 2.43 us), 3 cases beyond 10%: the tails of a few-us point are heavy.
 ONE_REPEAT_FLOOR_TINY_PCT = 20.0
 # One run's drift (a standard deviation, percent). The repeats of one run share its state, so their spread
-# cannot show how far a whole run sits from another: two back-to-back single-GPU H200 baselines (issue 15's
-# closing note, times 3-40 us) differed by more than 2% on 58 of 112 cases at one repeat, and at three
+# cannot show how far a whole run sits from another: two back-to-back single-GPU H200 baselines (times
+# 3-40 us) differed by more than 2% on 58 of 112 cases at one repeat, and at three
 # repeats 30 cases were all "faster" behind bands of 2-3% drawn from the repeats alone. Measured on
 # 2026-12-01: three back-to-back single-GPU H200 baselines at three repeats (112 cases each, 1-35 us) differ
 # pairwise by a standard deviation of 1.2-2.3% (no common shift), with a median repeat spread of 1.5%:

@@ -1,7 +1,7 @@
 """Outliers that name what is slow: a P2P pair or GPU against the pairs of its path class, a GPU's
 host<->device bandwidth against the other GPUs, and the straggler rank of a collective.
 
-The rules (README, "Report: outliers"):
+The rules (docs/bring-up.md, "Outliers and plots"):
   - P2P: in each pair bandwidth test of a p2p_matrix result (the largest size measured), pairs are
     grouped by path class (NV#, PIX, PXB, PHB, NODE, SYS: from the result's capability[].path_class,
     else from the host's topology JSON by PCI bus id). A pair below LOW_RATIO of its class median is

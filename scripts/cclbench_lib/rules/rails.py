@@ -8,7 +8,7 @@ point moved too little over the rails for a share to mean anything (a one-node p
 from ..rules.ceilings import RAIL_IMBALANCE_RATIO
 
 # A rail below this fraction of its busiest sibling's bytes is dead: healthy rails split a point about evenly
-# (1.44 GB each over eth0 and eth3 on the virtual cluster, issue 26), a rail that is down carries ~0.
+# (1.44 GB each over eth0 and eth3 on the virtual cluster's two-node baseline), a rail that is down carries ~0.
 RAIL_DEAD_RATIO = 0.05
 # The busiest rail of a host must have moved this much before its siblings are judged against it.
 RAIL_JUDGED_MIN_BYTES = 1 << 20

@@ -6,7 +6,7 @@ from ..model.records import bandwidth_time_us, group_repeats, is_correctness_onl
 from ..rules.repeatability import HOST_BOUND_GATE_FACTOR, MAD_TO_SIGMA, judge_point
 
 
-# The repeat rule (README "Baseline, report and compare"). A case's headline is the median over its
+# The repeat rule (docs/bring-up.md "The baseline"). A case's headline is the median over its
 # repeats of the bandwidth time; its CV across repeats is the bring-up figure (target <= the gate): a case
 # above it is a warning, and a point fails only when its spread is systematic (rules/repeatability.py).
 #  - robust dispersion = 1.4826 x MAD / median (MAD = median absolute deviation from the median; one

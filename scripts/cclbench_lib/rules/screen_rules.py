@@ -1,4 +1,4 @@
-"""Verdicts of `cclbench screen` (issue 28): which node, link or rail of a fleet is bad, relative to the fleet.
+"""Verdicts of `cclbench screen`: which node, link or rail of a fleet is bad, relative to the fleet.
 
 The rules, as data (reason codes below; the report renders them):
   Node stage (each node alone): a doctor "fail" or no doctor result, an intra-node point that failed (no value) or a
@@ -37,7 +37,7 @@ import math
 import statistics
 
 # The project's noise rule (scripts/cclbench_lib/compare.py): NOISE_SIGMAS and the MAD-to-sd factor of
-# compare.point_shift. Defined here once until the layering (issue 25) makes them one constant in rules/.
+# compare.point_shift. Restated here until rules/noise.py's constants are shared by both rules.
 NOISE_SIGMAS = 4.0
 MAD_TO_SD = 1.4826
 # NVIDIA ClusterKit: a pair is suspect below 93% of the best bandwidth or above 2.1x the best latency. Used as
@@ -53,13 +53,13 @@ SINGLE_VALUE_FLOOR_RATIO = 0.85
 # Two distinct known-good partners: one failure with a good node can be that link.
 MIN_GOOD_FAILS = 2
 # A rail below a quarter of its busiest sibling's bytes is "far below" it (healthy rails split a point about
-# evenly: 1.44 GB each over eth0 and eth3 on the virtual cluster, issue 26; a dead rail carries ~0).
+# evenly: 1.44 GB each over eth0 and eth3 on the virtual cluster's two-node baseline; a dead rail carries ~0).
 RAIL_LOW_RATIO = 0.25
 
 ACCEPT, SUSPECT, BAD = "accept", "suspect", "bad"
 EXIT_CODES = {"pass": 0, "fail": 1, "suspect": 3}
 
-# Reason codes (stable; the report and the README explain them).
+# Reason codes (stable; REASON_MEANINGS below explains them in docs/verdicts.md).
 NODE_DOCTOR_FAIL = "node.doctor_fail"
 NODE_DOCTOR_NO_RESULT = "node.doctor_no_result"
 NODE_INTRA_FAILED = "node.intra_failed"
@@ -469,3 +469,58 @@ def to_document(schedule, node_stage, pairs, verdicts, tool_version, created_utc
                          "retest_rounds": schedule.get("retest_rounds") or []},
             "bands": verdicts["bands"], "nodes": rows, "pairs": pair_rows, "links": verdicts["links"],
             "rails": verdicts["rails"], "result": verdicts["result"], "exit_code": verdicts["exit_code"]}
+
+
+# What each reason code means and what to check, next to the codes so that docs/verdicts.md (render/docs.py,
+# `cclbench docs`) and the rules share one source: code -> (verdict it gives, means, check, constants as
+# "module.NAME" in rules/). A code of REASON_CODES without an entry fails tests/scripts/test_docs.py.
+REASON_MEANINGS = {
+    NODE_DOCTOR_FAIL: (BAD, "The node's doctor failed a check; the node is not paired.",
+                       "The doctor's detail for the node (screen.json, logs/); fix and rerun.", ()),
+    NODE_DOCTOR_NO_RESULT: (BAD, "The node's doctor left no result (it could not be started or reached).",
+                            "The node's job output in logs/: ssh, the launcher, the node itself.", ()),
+    NODE_INTRA_FAILED: (BAD, "The node's intra-node point failed (no value); the node is not paired.",
+                        "The intra job's output in logs/: GPUs, NCCL, the driver.", ()),
+    NODE_INTRA_SLOW: (SUSPECT, "The node's intra-node bus bandwidth is below the fleet's band: one value against "
+                      "the fleet, no second opinion.",
+                      "The node's GPUs and PCIe/NVLink (`cclbench doctor`, `cclbench baseline` on it alone).",
+                      ("screen_rules.NOISE_SIGMAS", "screen_rules.SINGLE_VALUE_FLOOR_RATIO",
+                       "screen_rules.MIN_FLEET_VALUES")),
+    NODE_SLOW_WITH_GOOD_PARTNERS: (BAD, "The node's pairs were slow (bandwidth below, or small-message time above, "
+                                   "the fleet's band) with at least two distinct known-good partners.",
+                                   "The node's NICs, cables and switch ports; its doctor; then its GPUs.",
+                                   ("screen_rules.MIN_GOOD_FAILS", "screen_rules.BW_FLOOR_RATIO",
+                                    "screen_rules.TIME_FLOOR_FACTOR", "screen_rules.NOISE_SIGMAS")),
+    NODE_FAILED_WITH_GOOD_PARTNERS: (BAD, "The node's pairs failed (no value) with at least two distinct "
+                                     "known-good partners.",
+                                     "The pair jobs' output in logs/: NCCL's errors, timeouts.",
+                                     ("screen_rules.MIN_GOOD_FAILS",)),
+    NODE_UNRESOLVED: (SUSPECT, "The node failed pairs, but not with enough known-good partners to call it bad.",
+                      "The pairs behind the reason; a retest against good nodes, or a full screen.",
+                      ("screen_rules.MIN_GOOD_FAILS",)),
+    NODE_NO_GOOD_PARTNER: (SUSPECT, "The node never passed with a known-good node (or never met one): nothing "
+                           "vouches for it.",
+                           "Run a full screen, or `--quick` with more rounds.", ()),
+    LINK_SLOW_PAIR: (BAD, "One pair was slow, reproducibly, while both its nodes pass with others: the path "
+                     "between them.",
+                     "The switch ports and cables between the two nodes; the fabric's routing.",
+                     ("screen_rules.BW_FLOOR_RATIO", "screen_rules.TIME_FLOOR_FACTOR")),
+    LINK_FAILED_PAIR: (BAD, "One pair failed, reproducibly, while both its nodes pass with others.",
+                       "The pair's job output in logs/; the path between the two nodes.", ()),
+    LINK_NOT_REPRODUCED: (SUSPECT, "One pair failed once and the failure was not (yet) reproduced.",
+                          "Nothing unless it repeats; a `--resume` or another screen retests it.", ()),
+    LINK_UNRESOLVED: (SUSPECT, "A pair failed and the fleet's other pairs cannot tell the link from its nodes.",
+                      "The pairs behind the reason; more rounds.", ()),
+    RAIL_LOOPBACK_FAILED: (BAD, "A rail's loopback point (all traffic through that one NIC) failed.",
+                           "The rail's port state, cable and GID (`cclbench doctor`).", ()),
+    RAIL_LOOPBACK_SLOW: (SUSPECT, "A rail's loopback bandwidth is below the fleet's band.",
+                         "The rail's link speed and PCIe link; its error counters.",
+                         ("screen_rules.SINGLE_VALUE_FLOOR_RATIO", "screen_rules.NOISE_SIGMAS")),
+    RAIL_UNBALANCED: (BAD, "A rail of the node carried far less than its busiest sibling in its pairs, with "
+                      "known-good partners.",
+                      "That rail's port, cable and switch port (`ip link`, the doctor's path_mtu).",
+                      ("screen_rules.RAIL_LOW_RATIO", "screen_rules.MIN_GOOD_FAILS")),
+    RAIL_UNBALANCED_UNRESOLVED: (SUSPECT, "A rail was low in some pairs, but not enough to name whose rail it is.",
+                                 "The pairs behind the reason; the rail on both nodes.",
+                                 ("screen_rules.RAIL_LOW_RATIO",)),
+}

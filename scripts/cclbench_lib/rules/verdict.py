@@ -2,7 +2,7 @@
 FAILED, per host and check, per point, and every reason with a stable code. No text, no I/O: render/verdict.py
 puts it into words, the report, the console's last line and smoke's JUnit file come from it.
 
-Severities have fixed meanings (README "Verdicts"):
+Severities have fixed meanings (docs/bring-up.md "Reading the report"; each code in docs/verdicts.md):
   fail  (exit 1)  wrong data, failed or errored cases, a transport gate missed, a doctor fail, a dead or
                   unbalanced rail, an outlier link, GPU or rank, a point not reproducible as a whole;
   warn  (exit 0, shown first)  more single cases above the CV target or without a stable median than the
@@ -278,3 +278,117 @@ def run_verdict(data, cv_gate_pct):
     verdict = build_verdict(data.manifest.get("run_id"), hosts, points, findings, applicable)
     verdict["cv_gate_pct"] = cv_gate_pct
     return verdict
+
+
+# What each stable code means and what to check on the cluster, next to the codes so that docs/verdicts.md (generated
+# by render/docs.py, `cclbench docs`) and the rules share one source: code -> (means, check, constants). constants
+# name the rules' thresholds as "module.NAME" in rules/ (docs/verdicts.md prints their values). A code in CODES
+# without an entry here fails tests/scripts/test_docs.py.
+CODE_MEANINGS = {
+    "data.wrong": ("A case computed wrong data: received elements differed from the exact expected pattern in a "
+                   "checked run (the record's `wrong` counts them).",
+                   "The GPU and its links: rerun the point; a GPU that keeps computing wrong data is faulty (ECC, "
+                   "Xid in the kernel log, `cclbench doctor`).", ()),
+    "data.above_ceiling": ("A bus bandwidth above the physical ceiling of its path (a 400G rail, a PCIe Gen5 x16 "
+                           "link): impossible on that hardware, so a unit, timing or byte-count error.",
+                           "The topology (NVLink where none was expected?), the point's rails, the build.",
+                           ("ceilings.RAIL_GBPS", "ceilings.PCIE_GEN5_X16_GBPS")),
+    "case.failed": ("A case ended failed or in error (its record's status and reason say why).",
+                    "The reason in the record and the point's output in run.log.", ()),
+    "case.missing": ("A launch ended without a record for some of its planned cases.",
+                     "run.log for the launch: a crash, a timeout or a killed rank.", ()),
+    "launch.never_ran": ("A planned launch never ran: the run was interrupted, or it stopped early (a failed "
+                         "sanity pass stops everything after it).",
+                         "Fix what stopped the run (the other fails name it), then continue it with "
+                         "`cclbench baseline --resume RUN_ID`.", ()),
+    "launch.failed": ("A launch exited non-zero or was killed (a rank died, `--launch-timeout`, a signal).",
+                      "run.log for the launch's exit status and the launcher's words.", ()),
+    "run.unreadable": ("A file of the run directory could not be read or parsed.",
+                       "The file named in the reason (disk full, an interrupted copy).", ()),
+    "data.torn_records": ("cases.jsonl held lines cut short by an interrupted append; they are ignored and their "
+                          "cases were measured again on resume.",
+                          "Nothing, unless it repeats: then the disk or the filesystem.", ()),
+    "transport.gate_missed": ("NCCL did not use the transport the gate expected (`--expect-transport`), e.g. "
+                              "NET/Socket where NET/IB + GDRDMA was expected: a silent fallback.",
+                              "The NCCL log of the point (nccl/), `cclbench doctor` (gdr_module, rdma_port, "
+                              "nccl_env).", ()),
+    "rail.dead": ("A rail of a host carried almost nothing while its busiest sibling carried the point.",
+                  "The rail's port, cable and switch port; `ip link`, `ibstat`; the doctor's path_mtu.",
+                  ("rails.RAIL_DEAD_RATIO", "rails.RAIL_JUDGED_MIN_BYTES",
+                   "anomalies.MPI_TCP_EAGER_LIMIT_BYTES")),
+    "rail.unbalanced": ("A rail's busiest sibling carried more than the balance ratio times its bytes: the rails "
+                        "do not share the point evenly.",
+                        "The rail's link speed and errors, NCCL_IB_HCA, NCCL_CROSS_NIC.",
+                        ("ceilings.RAIL_IMBALANCE_RATIO", "rails.RAIL_JUDGED_MIN_BYTES")),
+    "rail.unbound": ("A rail the point was bound to (NCCL_IB_HCA) carried no traffic reported for it.",
+                     "The point's NCCL_IB_HCA list against the host's ports (`cclbench doctor`, rdma_port).", ()),
+    "rail.errors": ("An HCA port's error counters rose during the point.",
+                    "The port's cable, transceiver and switch port; its error counters in sysfs.", ()),
+    "rail.no_counters": ("A rail's byte counters could not be read while a sibling's were, so its share is unknown "
+                         "(null with a reason, never 0).",
+                         "The row's reason: the interface name, `--netdevs`, `--sysfs-root`.", ()),
+    "rail.not_seen": ("A NET/Socket point had no netdev rows: no counter saw its traffic, so its rails are "
+                      "unjudged.",
+                      "Pass `--netdevs` or use a coll_perf with netdev rails (schema 1.5).", ()),
+    "rail.flag": ("coll_perf flagged a rail (an expected rail without counters, or one below its share).",
+                  "evidence.rails.flags of the point; the rail's port.", ()),
+    "outlier.link": ("A GPU pair of the P2P matrix below the median of its path class.",
+                     "That pair's path: the PCIe switch, the NVLink, ACS/IOMMU (`cclbench doctor`).",
+                     ("outliers.LOW_RATIO", "outliers.MIN_GROUP")),
+    "outlier.gpu": ("A GPU whose copies (to peers or to and from the host) sit below the other GPUs'.",
+                    "That GPU's PCIe link (`cclbench doctor` pcie_link), its slot and riser, its clocks.",
+                    ("outliers.LOW_RATIO", "outliers.MIN_GROUP")),
+    "outlier.rank": ("A rank that was the slowest in far more iterations than chance and whose mean time sits "
+                     "above the other ranks': a straggler.",
+                     "That rank's GPU, its CPU binding and NUMA node, its host's load.",
+                     ("outliers.STRAGGLER_Z", "outliers.STRAGGLER_EXCESS")),
+    "doctor.fail": ("A doctor check failed on a host (the subject and detail say which and why).",
+                    "The detail's fix; rerun `cclbench doctor --hosts ...` until it passes.", ()),
+    "doctor.warn": ("A doctor check warned on a host: it may slow a benchmark without breaking it.",
+                    "The detail; fix it or accept it knowingly.", ()),
+    "doctor.unreadable": ("The doctor's result could not be read.",
+                          "doctor/ in the run directory; rerun `cclbench doctor`.", ()),
+    repeatability.REPEAT_SHIFT: ("One repeat of a point sits off the others on most of its cases: the run drifted "
+                                 "(clocks, another job, a thermal event).",
+                                 "What else ran on the hosts; the GPUs' clocks and temperatures; rerun.",
+                                 ("repeatability.SHIFT_LIMIT_PCT", "repeatability.SHIFT_GATE_FACTOR",
+                                  "repeatability.SHIFT_CONSISTENT_FRACTION")),
+    repeatability.SYSTEMATIC_SPREAD: ("The median CV over a point's cases is above the limit: the point does not "
+                                      "reproduce as a whole.",
+                                      "Host load, CPU binding, power and clock settings; rerun.",
+                                      ("repeatability.SPREAD_LIMIT_PCT",)),
+    repeatability.CASES_ABOVE_GATE: ("More cases without a stable median than chance explains.",
+                                     "As for systematic spread: the point is noisier than a healthy one.",
+                                     ("repeatability.CASE_GATE_RATE", "repeatability.FALSE_ALARM")),
+    repeatability.MANY_CASES_ABOVE_GATE: ("More of a point's cases without a stable median than the healthy noise "
+                                          "explains, though not yet a failing count.",
+                                          "Host load, CPU binding, clocks; rerun and compare the counts.",
+                                          ("repeatability.CASE_GATE_RATE", "repeatability.WARN_FALSE_ALARM")),
+    repeatability.MANY_CASES_ABOVE_TARGET: ("More of a point's cases that are not host-bound above the CV target "
+                                            "than the healthy noise explains.",
+                                            "Host load, CPU binding, clocks; rerun and compare the counts.",
+                                            ("repeatability.CASE_TARGET_RATE", "repeatability.WARN_FALSE_ALARM")),
+    repeatability.CASE_ABOVE_GATE: ("A single case above the CV target with no stable median (its robust dispersion "
+                                    "is above the target too), as the healthy noise explains: a note.",
+                                    "Nothing; only more such cases than chance explains warn.",
+                                    ("repeatability.MAD_TO_SIGMA",)),
+    repeatability.CASE_ABOVE_TARGET: ("A single case above the CV target, one repeat off (its robust dispersion is "
+                                      "within the target), as the healthy noise explains: a note.",
+                                      "Nothing; only more such cases than chance explains warn.",
+                                      ("repeatability.MAD_TO_SIGMA",)),
+    repeatability.HOST_BOUND_JITTER: ("Cases whose launch cost exceeds the GPU's time (host-bound) scatter more "
+                                      "than the target, each median stable: the launching thread's scheduling "
+                                      "shows. A note.",
+                                      "Nothing for the network; pin the ranks' CPUs to compare small sizes.",
+                                      ("repeat_rule.HOST_BOUND_RATIO", "repeatability.HOST_BOUND_GATE_FACTOR")),
+    "env.host_differs": ("A host's ranks ran with a measurement variable (NCCL_*, CUDA_*, UCX_*) other than the run "
+                         "recorded, or other than the other hosts.",
+                         "The host's shell profile or modules; what the launcher forwards (`-x`, srun's env).", ()),
+    "env.rank_differs": ("The ranks of one host disagreed on a measurement variable.",
+                         "A wrapper script or per-rank profile on that host.", ()),
+    "case.skipped": ("Cases the tool skipped with its reason (not possible here): a note, counted nowhere.",
+                     "Nothing; the reason is in each record.", ()),
+    "ab.variant_not_measured": ("A forced `--ab` variant produced no measurement (NCCL refused it): an A/B finding, "
+                                "not a broken baseline.",
+                                "NCCL's WARN line quoted in the report's A/B section.", ()),
+}

@@ -1,0 +1,167 @@
+"""How long a baseline plan will take, launch by launch, before anything runs (`plan` and `baseline --dry-run` print
+it, as `screen --dry-run` prints its schedule's).
+
+The model reads each launch as the planner wrote it - kind, ranks, hosts, sizes, collectives, coll_perf's -n/-w/-c/-G,
+--placement, -d, -o, --backend, --share-gpu and the NCCL_IB_HCA binding - so it follows any plan (new point kinds,
+per-rail points) without knowing how the plan was made:
+
+  launch = start-up of its kind (mpirun, MPI_Init, CUDA context, NCCL communicators, teardown)
+         + per case: CASE_OVERHEAD_S + operations x (latency + bytes x bus factor / bus bandwidth)
+  operations per case = warm-up + 3 x iterations (the timed pass, the batch pass and the gated pass over the same
+      -n iterations; 2 x on the MPI backend, which has no gated pass) + checked runs; in CUDA-graph mode (-G K) the
+      batch and gated passes replay the graph K times each: warm-up + iterations + 2 x K x iterations + checks.
+  cases = sizes x collectives x placements x data types x reduction ops (an in-place case coll_perf skips is
+      counted: it costs its overhead only, and the estimate errs long).
+  bus factor: nccl-tests' (AllReduce 2(n-1)/n; AllGather, ReduceScatter, AlltoAll (n-1)/n; others 1); at one
+      rank a collective is a device copy: factor 1.
+
+The constants are deliberately on the slow side of what the hardware does (an estimate that errs long is a plan
+that finishes early): bus bandwidths well below the ceilings of rules/ceilings.py, latencies of a loaded launch.
+They are a model, not a measurement: run_manifest.json records each launch's real `elapsed_s` to calibrate them
+against.
+Pure: plain data in and out."""
+
+from ..base.values import parse_size, sweep_sizes
+
+# Start-up and teardown of one launch, by kind (seconds).
+LAUNCH_S = {"doctor": 5.0, "topology": 3.0, "p2p": 10.0, "local": 3.0, "intra": 4.0, "inter": 6.0}
+DEFAULT_LAUNCH_S = 4.0  # any other kind (sanity and TUNING probes take their ranks' kind)
+# p2p_matrix: every ordered GPU pair of a host is measured by several tests (copy engine and SM, read and write,
+# uni- and bidirectional, P2P on and staged, latency).
+P2P_S_PER_GPU_PAIR = 1.0
+# Per case: buffers, events, synchronisation, the rail counters read before and after, the record written.
+CASE_OVERHEAD_S = 0.05
+# Bus bandwidth (GB/s = 1e9 B/s) and latency of one collective by where it runs.
+INTER_BUSBW_PER_RAIL_GBPS = 20.0  # a 400G rail carries 50 GB/s (rules/ceilings.RAIL_GBPS); busbw here is 40% of it
+INTER_LATENCY_US = 50.0
+INTRA_BUSBW_GBPS = 20.0           # PCIe Gen5 x16 ring: the ceiling is 64 GB/s
+INTRA_LATENCY_US = 25.0
+ONE_RANK_COPY_GBPS = 500.0        # one rank: a device-memory copy
+ONE_RANK_LATENCY_US = 10.0
+EMULATED_BUSBW_GBPS = 0.5         # several ranks on one GPU over loopback sockets (--share-gpu)
+EMULATED_LATENCY_US = 200.0
+MPI_HOST_BUSBW_GBPS = 0.5         # the MPI backend on host memory, checked element by element
+MPI_HOST_LATENCY_US = 100.0
+# coll_perf's own defaults (`coll_perf --help`) where a launch does not pass the flag (the TUNING probe).
+COLL_PERF_DEFAULTS = {"-n": 20, "-w": 1, "-c": 1}
+ALL_DATATYPES = 12
+ALL_OPS = 6
+TWO_PASS_KINDS = ("sanity", "local", "intra", "inter", "tuning")  # launches of coll_perf
+
+
+def _value(argv, flag):
+    """The word after `flag` in argv (the last one), or None."""
+    found = None
+    for index, word in enumerate(argv[:-1]):
+        if word == flag:
+            found = argv[index + 1]
+    return found
+
+
+def _count(argv, flag, all_count):
+    text = _value(argv, flag)
+    if not text:
+        return 1
+    return all_count if text == "all" else len(text.split(","))
+
+
+def bus_factor(collective, nranks):
+    if nranks <= 1:
+        return 1.0
+    if collective == "all_reduce":
+        return 2.0 * (nranks - 1) / nranks
+    if collective in ("all_gather", "reduce_scatter", "alltoall"):
+        return (nranks - 1) / nranks
+    return 1.0
+
+
+def _sizes(launch, argv):
+    if launch.get("sizes"):
+        return list(launch["sizes"])
+    listed = _value(argv, "--sizes")
+    if listed:
+        return [parse_size(word, "--sizes") for word in listed.split(",")]
+    low, high, factor = _value(argv, "-b"), _value(argv, "-e"), _value(argv, "-f")
+    if low and high and factor:
+        return sweep_sizes(parse_size(low, "-b"), parse_size(high, "-e"), int(factor))
+    return []
+
+
+def _path(launch, argv, all_hcas):
+    """(bus bandwidth in bytes/s, latency in s) of the launch's collectives."""
+    if _value(argv, "--backend") == "mpi":
+        return MPI_HOST_BUSBW_GBPS * 1e9, MPI_HOST_LATENCY_US * 1e-6
+    if "--share-gpu" in argv:
+        return EMULATED_BUSBW_GBPS * 1e9, EMULATED_LATENCY_US * 1e-6
+    if (launch.get("nranks") or 1) <= 1:
+        return ONE_RANK_COPY_GBPS * 1e9, ONE_RANK_LATENCY_US * 1e-6
+    if len(launch.get("hosts") or []) > 1:
+        binding = (launch.get("env") or {}).get("NCCL_IB_HCA", "").lstrip("=^")
+        rails = len([rail for rail in binding.split(",") if rail]) or len(all_hcas or []) or 1
+        return rails * INTER_BUSBW_PER_RAIL_GBPS * 1e9, INTER_LATENCY_US * 1e-6
+    return INTRA_BUSBW_GBPS * 1e9, INTRA_LATENCY_US * 1e-6
+
+
+def launch_kind(launch):
+    """The start-up class of a launch: its own kind, or for a sanity pass and a TUNING probe its ranks' kind."""
+    kind = launch.get("kind")
+    if kind in LAUNCH_S:
+        return kind
+    if len(launch.get("hosts") or []) > 1:
+        return "inter"
+    return "local" if (launch.get("nranks") or 1) <= 1 else "intra"
+
+
+def launch_seconds(launch, gpus_per_node=0, all_hcas=None):
+    """The modelled wall time of one launch of a plan (plan/baseline.Planner's launch dicts), in seconds."""
+    kind = launch_kind(launch)
+    seconds = LAUNCH_S.get(kind, DEFAULT_LAUNCH_S)
+    if launch.get("kind") == "p2p":
+        return seconds + P2P_S_PER_GPU_PAIR * gpus_per_node * max(0, gpus_per_node - 1)
+    if launch.get("kind") not in TWO_PASS_KINDS:
+        return seconds
+    argv = [str(word) for word in launch.get("argv") or []]
+    iterations, warmup, checks = (int(_value(argv, flag) or COLL_PERF_DEFAULTS[flag]) for flag in ("-n", "-w", "-c"))
+    graph = int(_value(argv, "-G") or 0)
+    if graph:
+        operations = warmup + iterations + 2 * graph * iterations + checks
+    else:
+        passes = 2 if _value(argv, "--backend") == "mpi" else 3
+        operations = warmup + passes * iterations + checks
+    collectives = launch.get("collectives") or (_value(argv, "--coll") or "all_reduce").split(",")
+    placements = 1 if _value(argv, "--placement") in ("in", "out") else 2
+    variants = placements * _count(argv, "-d", ALL_DATATYPES) * _count(argv, "-o", ALL_OPS)
+    busbw, latency = _path(launch, argv, all_hcas)
+    nranks = launch.get("nranks") or 1
+    for size in _sizes(launch, argv):
+        for collective in collectives:
+            per_operation = latency + size * bus_factor(collective, nranks) / busbw
+            seconds += variants * (CASE_OVERHEAD_S + operations * per_operation)
+    return seconds
+
+
+def plan_estimate(launches, gpus_per_node=0, all_hcas=None):
+    """{"launches": count, "seconds": total, "by_kind": {kind: [count, seconds]}}: the launches run one after the
+    other, so the plan's wall time is their sum."""
+    by_kind = {}
+    total = 0.0
+    for launch in launches:
+        seconds = launch_seconds(launch, gpus_per_node, all_hcas)
+        entry = by_kind.setdefault(launch.get("kind") or "other", [0, 0.0])
+        entry[0] += 1
+        entry[1] += seconds
+        total += seconds
+    return {"launches": len(launches), "seconds": total, "by_kind": by_kind}
+
+
+def format_duration(seconds):
+    return f"{seconds:.0f} s" + (f" ({seconds / 60:.1f} min)" if seconds >= 60 else "")
+
+
+def estimate_line(launches, inputs):
+    """The plan's one line: the launch count, the expected wall time and where it goes."""
+    found = plan_estimate(launches, inputs.get("gpus_per_node") or 0, inputs.get("hcas"))
+    parts = ", ".join(f"{count} {kind} {seconds:.0f} s" for kind, (count, seconds) in
+                      sorted(found["by_kind"].items(), key=lambda item: -item[1][1]))
+    return (f"{found['launches']} launches, expected wall time {format_duration(found['seconds'])} ({parts}; "
+            "modelled from sizes, iterations, ranks and backend: plan/estimate.py)")

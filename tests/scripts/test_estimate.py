@@ -1,0 +1,79 @@
+"""The plan's expected wall time (plan/estimate.py): each launch's arithmetic worked out by hand from the documented
+model, and the figure `plan` prints for the two-node, 8-GPU, two-rail baseline, which the README states."""
+import os
+import re
+import unittest
+
+from helpers import SOURCE_DIR, TempDirTest, run_cli
+
+from cclbench_lib.plan import estimate
+
+
+class LaunchArithmetic(unittest.TestCase):
+    def test_inter_point_over_two_rails(self):
+        launch = {"kind": "inter", "nranks": 16, "hosts": ["node5", "node7"], "sizes": [8192, 64 << 20],
+                  "collectives": ["all_reduce"], "env": {"NCCL_IB_HCA": "=mlx5_0:1,mlx5_3:1"},
+                  "argv": ["mpirun", "coll_perf", "-n", "20", "-w", "5", "-c", "1"]}
+        # By hand: 5 warm-up + 3 x 20 + 1 check = 66 operations a case; two placements a size. AllReduce at 16 ranks
+        # moves 2 x 15/16 = 1.875 x the size over two rails of 20 GB/s: 40e9 B/s; latency 50 us; start-up 6 s.
+        #   8K:  50e-6 + 8192 x 1.875 / 40e9     = 5.0384e-5 s;  2 x (0.05 + 66 x 5.0384e-5)   = 0.106650688
+        #   64M: 50e-6 + 67108864 x 1.875 / 40e9 = 3.195728e-3 s; 2 x (0.05 + 66 x 3.195728e-3) = 0.521836096
+        self.assertAlmostEqual(estimate.launch_seconds(launch), 6.628486784, places=9)
+        # Bound to one rail, the bytes take twice as long: 64M costs 2 x 66 x 3.145728e-3 more = 0.415236096.
+        one_rail = dict(launch, env={"NCCL_IB_HCA": "=mlx5_0:1"})
+        self.assertAlmostEqual(estimate.launch_seconds(one_rail) - estimate.launch_seconds(launch),
+                               0.415236096 + 2 * 66 * 8192 * 1.875 / 40e9, places=9)
+
+    def test_one_rank_graph_point(self):
+        launch = {"kind": "local", "nranks": 1, "hosts": ["h"], "sizes": [1 << 20], "collectives": ["all_gather"],
+                  "argv": ["coll_perf", "-n", "10", "-w", "2", "-c", "1", "-G", "10", "--placement", "out", "-d",
+                           "bfloat16"]}
+        # 2 + 10 + 2 x 10 x 10 + 1 = 213 operations; one placement, one type; a device copy of 1 MiB at 500e9 B/s
+        # plus 10 us: 1.2097152e-5 s. 3 s start-up + 0.05 + 213 x 1.2097152e-5.
+        self.assertAlmostEqual(estimate.launch_seconds(launch), 3 + 0.05 + 213 * 1.2097152e-5, places=9)
+
+    def test_mpi_backend_and_tools(self):
+        launch = {"kind": "intra", "nranks": 2, "hosts": ["h"], "sizes": [8192], "collectives": ["reduce_scatter"],
+                  "argv": ["coll_perf", "--backend", "mpi", "-n", "2", "-w", "1", "-c", "1"]}
+        # No gated pass: 1 + 2 x 2 + 1 = 6 operations; two placements; (2-1)/2 x 8192 / 0.5e9 + 100 us.
+        self.assertAlmostEqual(estimate.launch_seconds(launch),
+                               4 + 2 * (0.05 + 6 * (100e-6 + 4096 / 0.5e9)), places=9)
+        self.assertEqual(estimate.launch_seconds({"kind": "p2p", "nranks": 1}, gpus_per_node=8), 10 + 56)
+        self.assertEqual(estimate.launch_seconds({"kind": "doctor"}), 5)
+
+    def test_tuning_probe_takes_sizes_from_its_command_and_coll_perf_defaults(self):
+        probe = {"kind": "tuning", "nranks": 8, "hosts": ["h"], "argv": ["coll_perf", "-b", "8K", "-e", "32K", "-f",
+                                                                          "2", "--coll", "broadcast"]}
+        # 8K, 16K, 32K; coll_perf's defaults -n 20 -w 1 -c 1: 62 operations; busbw factor 1 at 20e9 B/s, 25 us.
+        expected = 4 + sum(2 * (0.05 + 62 * (25e-6 + size / 20e9)) for size in (8192, 16384, 32768))
+        self.assertAlmostEqual(estimate.launch_seconds(probe), expected, places=9)
+
+
+class TwoNodePlanFigure(TempDirTest):
+    def plan_line(self):
+        hostfile = os.path.join(self.tmp, "hosts")
+        with open(hostfile, "w") as handle:
+            handle.write("node5 slots=8\nnode7 slots=8\n")
+        result = run_cli(["plan", "--hostfile", hostfile, "--hcas", "mlx5_0:1,mlx5_3:1", "--results", self.results,
+                          "--bin-dir", "/opt/cclbench/bin"])
+        self.assertEqual(result.returncode, 0, result.stderr)
+        line = next(l for l in result.stderr.splitlines() if l.startswith("cclbench: plan: "))
+        return result.stdout.splitlines(), line
+
+    def test_count_and_sum(self):
+        commands, line = self.plan_line()
+        found = re.search(r"(\d+) launches, expected wall time (\d+) s", line)
+        self.assertEqual(int(found.group(1)), len(commands))
+        parts = re.findall(r"(\d+) (\w+) (\d+) s", line.split("(", 2)[2])
+        self.assertEqual(sum(int(count) for count, _kind, _s in parts), len(commands))
+        self.assertLessEqual(abs(sum(int(s) for _c, _k, s in parts) - int(found.group(2))), len(parts))
+
+    def test_readme_states_the_figure(self):
+        _commands, line = self.plan_line()
+        figure = re.search(r"\d+ launches, expected wall time \d+ s \([\d.]+ min\)", line).group(0)
+        with open(os.path.join(SOURCE_DIR, "README.md"), encoding="utf-8") as handle:
+            self.assertIn(figure, handle.read().replace("\n", " "), "README's 2 x 8 GPU figure is stale")
+
+
+if __name__ == "__main__":
+    unittest.main()
