@@ -186,6 +186,53 @@ class NetdevRailsReport(TempDirTest):
         self.assertNotIn("rail dead", anomalies, "HCA rows are judged by the point-wide rule only")
 
 
+class RailsTheirPointIsBoundTo(TempDirTest):
+    """rail.dead and rail.unbalanced count only the rails a point is bound to: a point over one rail on purpose leaves
+    its sibling idle (eth3 carries 1 MB of 401 MB a case on node7 below: 0.25%, far under the 5% of a dead rail)."""
+
+    report = NetdevRailsReport.report
+
+    def idle_eth3(self):
+        return two_hosts(lambda i: 1_000_000)
+
+    def rail_rows(self, anomalies):
+        return [line for line in anomalies.splitlines() if line.startswith("| rail")]
+
+    def test_nccl_socket_ifname_of_the_point_leaves_the_other_rail_out(self):
+        anomalies, _rails = self.report([launch("inter.rail-eth0", {"NCCL_SOCKET_IFNAME": "=eth0"})],
+                                        point_records("inter.rail-eth0", self.idle_eth3()))
+        self.assertEqual(self.rail_rows(anomalies), [], anomalies)
+
+    def test_a_point_bound_to_both_rails_still_has_a_dead_one(self):
+        anomalies, _rails = self.report([launch("inter.both", {"NCCL_SOCKET_IFNAME": "=eth0,eth3"})],
+                                        point_records("inter.both", self.idle_eth3()))
+        self.assertEqual(len(self.rail_rows(anomalies)), 1, anomalies)
+        self.assertIn("| rail dead | inter.both | node7 eth3 [netdev (--netdevs)]", anomalies)
+
+    def test_nccls_using_line_tells_the_interfaces_used(self):
+        # NCCL logged 'NET/Socket : Using [0]eth0' on both hosts (coll_perf -J transport evidence): eth3 is out.
+        processes = [{"host": host, "socket_devices": [{"index": 0, "name": "eth0", "address": None}]}
+                     for host in ("node5", "node7")]
+        raw = {"inter.sock": {"transport": {"inter_node": {"NET/Socket": 4}, "evidence": {"processes": processes}}}}
+        anomalies, _rails = self.report([launch("inter.sock")], point_records("inter.sock", self.idle_eth3()), raw)
+        self.assertEqual(self.rail_rows(anomalies), [], anomalies)
+
+    def test_the_mpi_backends_tcp_interface_list_binds_it(self):
+        def mpi_launch(point, include):
+            entry = launch(point)
+            entry["argv"] = ["mpirun", "--mca", "btl_tcp_if_include", include, "-np", "2", "coll_perf", "--backend", "mpi"]
+            return entry
+
+        def mpi_records(point):
+            return [dict(record, backend="mpi", bytes=SIZE) for record in point_records(point, self.idle_eth3())]
+        anomalies, _rails = self.report([mpi_launch("inter.mpi.rail-eth0", "eth0")], mpi_records("inter.mpi.rail-eth0"))
+        self.assertEqual(self.rail_rows(anomalies), [], anomalies)
+        # A list of subnets names no interface: every rail counts, and the idle eth3 is dead.
+        anomalies, _rails = self.report([mpi_launch("inter.mpi", "198.18.10.0/24,198.18.13.0/24")],
+                                        mpi_records("inter.mpi"))
+        self.assertIn("| rail dead | inter.mpi | node7 eth3 [netdev (--netdevs)]", anomalies)
+
+
 class FakeCollPerfRun(TempDirTest):
     """The whole path through the test double of coll_perf (fake_bin/coll_perf, which writes netdev rails as the real
     one does: from NCCL's NET/Socket line when no --netdevs is given): baseline, then report."""

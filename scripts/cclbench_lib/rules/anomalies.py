@@ -9,7 +9,7 @@ from ..rules import outliers
 from ..rules.by_design import unverifiable_by_design
 from ..rules.ceilings import RAIL_IMBALANCE_RATIO, ceiling_for
 from ..rules.env_hosts import env_anomalies
-from ..rules.rails import judge_host_rails
+from ..rules.rails import bound_entries, judge_host_rails, point_binding
 from ..rules.repeat_rule import judge_repeatability
 
 
@@ -137,7 +137,10 @@ def rail_anomalies(data):
         if launch is not None and launch.get("kind") == "inter":
             for flag in [flag for flag in flags if not (sockets and _hca_flag(flag)) and not (netdev and _netdev_flag(flag))][:5]:
                 found.append({"code": "rail_flag", "where": point, "flag": flag})
-        found += [dict(finding, where=point) for finding in judge_host_rails(_striped(records, netdev))]
+        # Only the rails this point is bound to: a point over one rail on purpose leaves its sibling idle.
+        binding = point_binding(launch, data.raw.get(point), records, data.manifest.get("env"))
+        found += [dict(finding, where=point) for finding in judge_host_rails(bound_entries(_striped(records, netdev),
+                                                                                          binding))]
         if sockets or not totals or launch is None or launch.get("kind") != "inter":
             continue  # over sockets the HCA ports carry none of the point: their balance says nothing
         bound = [h for h in (launch.get("env") or {}).get("NCCL_IB_HCA", "").lstrip("=^").split(",") if h]
