@@ -233,6 +233,88 @@ class RailsTheirPointIsBoundTo(TempDirTest):
         self.assertIn("| rail dead | inter.mpi | node7 eth3 [netdev (--netdevs)]", anomalies)
 
 
+SLOW_SIZES = [64 << 10, 256 << 10, 1 << 20, 4 << 20]  # 64K is at the TCP eager limit: never judged
+
+
+def single_rail_launch(point, rail, mpi=False):
+    entry = dict(launch(point, {} if mpi else {"NCCL_SOCKET_IFNAME": "=" + rail}), sizes=SLOW_SIZES,
+                 collectives=["all_reduce"])
+    if mpi:
+        entry["argv"] = ["mpirun", "--mca", "btl_tcp_if_include", rail, "-np", "2", "coll_perf", "--backend", "mpi"]
+    return entry
+
+
+def rail_records(point, time_us_at, repeats, mpi=False):
+    """all_reduce out of place at SLOW_SIZES; time_us_at(size, repeat) the time of each repeat; busbw from it as
+    a 2-rank all_reduce's (bytes / time)."""
+    records = []
+    for repeat in range(1, repeats + 1):
+        name = point if repeats == 1 else f"{point}.rep{repeat}"
+        for size in SLOW_SIZES:
+            time = time_us_at(size, repeat)
+            stats = {"mean": time, "min": time, "p50": time, "p95": time, "p99": time, "max": time, "cv_pct": 0.5}
+            record = case_record(name, f"all_reduce.float.sum.out.{size}", size, stats, None if mpi else time,
+                                 backend="mpi" if mpi else "nccl", nranks=2, bytes=size)
+            record["busbw_gbps"] = size / time / 1e3
+            records.append(record)
+    return records
+
+
+class SlowRail(TempDirTest):
+    """rail.slow: each rail alone against its sibling alone at the largest sizes above 64 KiB (256K, 1M, 4M here).
+    Times are chosen here; the expected ratio is the rail's time over its sibling's."""
+
+    report = NetdevRailsReport.report
+
+    def run_pair(self, eth3_factor, repeats, mpi=False):
+        jitter = [1.0, 1.01, 0.99]
+        fast = lambda size, k: (10.0 + size / 1000) * jitter[(k - 1) % 3]  # about 1 GB/s at 4M
+        slow = lambda size, k: fast(size, k) * eth3_factor
+        launches = [dict(single_rail_launch(point if repeats == 1 else f"{point}.rep{k}", rail, mpi), base_point=point,
+                         repeat=k) for k in range(1, repeats + 1)
+                    for point, rail in (("inter.rail-eth0", "eth0"), ("inter.rail-eth3", "eth3"))]
+        records = rail_records("inter.rail-eth0", fast, repeats, mpi) + rail_records("inter.rail-eth3", slow, repeats, mpi)
+        anomalies, rails = self.report(launches, records)
+        with open(os.path.join(self.tmp, "R", "verdict.json")) as handle:
+            verdict = json.load(handle)
+        return anomalies, [reason for reason in verdict["reasons"] if reason["code"] == "rail.slow"]
+
+    def test_a_rail_three_times_slower_is_named_with_the_ratio(self):
+        anomalies, slow = self.run_pair(3.0, repeats=3)
+        self.assertEqual(len(slow), 1, anomalies)
+        self.assertEqual((slow[0]["subject"], slow[0]["point"], slow[0]["severity"], slow[0]["check"]),
+                         ("eth3", "inter.rail-eth3", "fail", "rails"))
+        self.assertAlmostEqual(slow[0]["numbers"]["ratio"], 3.0, places=6)
+        self.assertEqual(slow[0]["hosts"], ["node5", "node7"], "no line rate recorded: either end may be slow")
+        # 4M: 10 + 4194.304 us -> 0.998 GB/s alone on eth0, three times the time on eth3: 0.333 GB/s.
+        self.assertIn("| rail slow | inter.rail-eth3 | eth3 alone (inter.rail-eth3): 3.0x slower than eth0 alone "
+                      "(inter.rail-eth0), median over 3 case(s) at 256K-4M (busbw at 4M 0.333 GB/s vs 0.998 GB/s);",
+                      anomalies)
+        self.assertNotIn("rail dead", anomalies, "the rail each point leaves out is not dead")
+        self.assertEqual(verdict_fail_codes(os.path.join(self.tmp, "R")), ["rail.slow"])
+
+    def test_a_tenth_slower_is_within_the_rule(self):
+        # 1.10x: beyond the noise band of three 1%-scattered repeats, but below the 1.25x of an unbalanced rail.
+        _anomalies, slow = self.run_pair(1.10, repeats=3)
+        self.assertEqual(slow, [])
+
+    def test_one_repeat_uses_the_one_repeat_floor(self):
+        self.assertEqual(self.run_pair(1.12, repeats=1)[1], [], "below the 15% floor of a single repeat")
+        self.assertEqual(len(self.run_pair(1.5, repeats=1)[1]), 1, "1.5x: beyond the floor and the 1.25x")
+
+    def test_the_mpi_backend_judges_a_several_fold_gap_at_one_repeat(self):
+        self.assertEqual(self.run_pair(1.5, repeats=1, mpi=True)[1], [], "host-memory times: 1.5x is no judgement")
+        anomalies, slow = self.run_pair(4.0, repeats=1, mpi=True)
+        self.assertEqual(len(slow), 1, anomalies)
+        self.assertAlmostEqual(slow[0]["numbers"]["ratio"], 4.0, places=6)
+        self.assertEqual(slow[0]["numbers"]["limit"], 2.0)
+        self.assertIn("limit 2x: MPI backend, both rails measured by the same hosts in the same run", anomalies)
+
+    def test_the_faster_rail_is_never_named(self):
+        _anomalies, slow = self.run_pair(1 / 3.0, repeats=3)
+        self.assertEqual([reason["subject"] for reason in slow], ["eth0"])
+
+
 class FakeCollPerfRun(TempDirTest):
     """The whole path through the test double of coll_perf (fake_bin/coll_perf, which writes netdev rails as the real
     one does: from NCCL's NET/Socket line when no --netdevs is given): baseline, then report."""

@@ -48,7 +48,7 @@ def verdict_lines(verdict):
     rows = [[row["host"]] + [row[check] for check in CHECKS] for row in verdict["hosts"]]
     lines += [md_table(["host"] + list(CHECKS), rows) if rows else "_no host in this run's plan_", ""]
     lines.append("Severities: fail (exit 1) wrong data, failed cases, a transport gate missed, a doctor fail, a "
-                 "dead or unbalanced rail, an outlier link, GPU or rank, a point not reproducible as a whole; "
+                 "dead, slow or unbalanced rail, an outlier link, GPU or rank, a point not reproducible as a whole; "
                  "warn (exit 0) single cases above the CV target, host-bound jitter, doctor warnings; skip: nothing "
                  "to judge on that host. verdict.json holds the same, with every reason's code and numbers.")
     return lines + [""]

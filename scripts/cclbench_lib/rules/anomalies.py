@@ -3,13 +3,13 @@
 files). The codes and
 the fields are render/anomalies.py's to put into words."""
 
-from ..model.records import point_completeness, was_skipped
+from ..model.records import base_point_of, launch_base_point, point_completeness, was_skipped
 from ..model.run_dir import rail_bytes_per_host, rail_totals, used_sockets
 from ..rules import outliers
 from ..rules.by_design import unverifiable_by_design
 from ..rules.ceilings import RAIL_IMBALANCE_RATIO, ceiling_for
 from ..rules.env_hosts import env_anomalies
-from ..rules.rails import bound_entries, judge_host_rails, point_binding
+from ..rules.rails import bound_entries, judge_host_rails, judge_slow_rails, point_binding, sibling_key, single_rail
 from ..rules.repeat_rule import judge_repeatability
 
 
@@ -160,6 +160,32 @@ def rail_anomalies(data):
     return found
 
 
+def single_rail_points(data):
+    """The inter-node points bound to one rail on purpose (rules/rails.single_rail), as judge_slow_rails takes
+    them: one entry per base point with every repeat's records. A point whose binding is chosen at run time (the
+    decode points' sweep_fastest) is left out."""
+    records_of = {}
+    for (point, _case), record in data.latest.items():
+        records_of.setdefault(base_point_of(point), []).append(record)
+    points, seen = [], set()
+    for launch in data.coll_launches():
+        base = launch_base_point(launch)
+        if launch.get("kind") != "inter" or base in seen or launch.get("binding") or launch.get("decode"):
+            continue
+        rail = single_rail(launch)
+        if rail is None:
+            continue
+        seen.add(base)
+        points.append({"point": base, "rail": rail[0], "source": rail[1], "key": sibling_key(launch),
+                       "hosts": list(launch.get("hosts") or []), "records": records_of.get(base, [])})
+    return points
+
+
+def slow_rail_anomalies(data):
+    """Each rail alone against its sibling alone (rules/rails.judge_slow_rails): a rail clearly slower fails."""
+    return judge_slow_rails(single_rail_points(data), None)
+
+
 def host_env_anomalies(data):
     """Hosts whose ranks ran with another measurement environment than the run recorded, or than the other
     hosts (rules/env_hosts.py), from coll_perf's manifest.env_by_host (schema 1.4; older results hold none)."""
@@ -212,6 +238,7 @@ def find_anomalies(data, cv_gate, judged=None):
     judge_repeatability result where the caller has it already."""
     found = (launch_anomalies(data) + case_anomalies(data) + transport_anomalies(data) + missing_case_anomalies(data)
              + ceiling_anomalies(data) + repeat_anomalies(data, cv_gate, judged) + rail_anomalies(data)
+             + slow_rail_anomalies(data)
              + host_env_anomalies(data))
     # P2P pairs/GPUs, host<->device, straggler rank: rules/outliers.py gives them as rows already.
     found += [{"code": "outlier", "kind": kind, "where": where, "detail": detail}

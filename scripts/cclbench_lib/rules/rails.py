@@ -8,8 +8,13 @@ point moved too little over the rails for a share to mean anything (a one-node p
 Only the rails a point is bound to count (point_binding): a point over one rail on purpose (NCCL_SOCKET_IFNAME=eth0,
 --mca btl_tcp_if_include eth0) leaves its sibling idle, and that idle rail is neither dead nor unbalanced."""
 
+import math
+
+from ..base.numbers import median
 from ..model.doctor_checks import parse_device_list
+from ..model.records import EMULATED, GPU_TIMED, measurement_class
 from ..rules.ceilings import RAIL_IMBALANCE_RATIO
+from ..rules.noise import RUN_DRIFT_PCT, noise_verdict, summarize
 
 # A rail below this fraction of its busiest sibling's bytes is dead: healthy rails split a point about evenly
 # (1.44 GB each over eth0 and eth3 on the virtual cluster, issue 26), a rail that is down carries ~0.
@@ -142,3 +147,155 @@ def bound_entries(entries, binding):
         left = [rail["rail"] for rail in entry.get("rails") or [] if rail not in rails]
         kept.append(dict(entry, rails=rails, unbound=left, bound_by=binding.get("source") if binding else None))
     return kept
+
+
+# -- a rail slower than its sibling --------------------------------------------------------------------------------
+# Each rail alone (the single-rail points of the sweep) at the same sizes: byte shares cannot show a slow rail, since
+# NCCL and Open MPI stripe a message evenly over the rails whatever their speed, so a degraded rail slows the
+# both-rails point as a whole and only the rails measured one at a time tell which one it is.
+
+RAIL_SLOW = "rail.slow"
+# The sizes judged: above this (Open MPI's TCP BTL sends up to its 64 KiB eager limit over one interface; and a small
+# message is latency-bound on any rail), the largest RAIL_SLOW_SIZES of them that both points measured.
+RAIL_SLOW_MIN_BYTES = 64 * 1024
+RAIL_SLOW_SIZES = 3
+# GPU-timed points: a rail is slow when its median time over the judged cases is at least this many times its
+# sibling's, and more than half of those cases are 'slower' by the noise rule of compare (rules/noise.py: the
+# repeats' spread, one run's drift, the one-repeat floor), none 'faster'. The ratio is the rail rule's own
+# imbalance limit: a rail that moves a quarter less than its sibling is what an unbalanced rail is.
+RAIL_SLOW_MIN_RATIO = RAIL_IMBALANCE_RATIO
+# The MPI backend on host memory (correctness only, no noise model for its times): both rails are measured by the
+# same hosts in the same run, so a several-fold gap is still a judgement, at any --repeat; a few percent is not.
+# Healthy eth0 and eth3 alone on the virtual cluster (2 cores, loaded) differ by a median ratio of at most 1.3 over
+# 256K-1M (tests/cluster/test_netdev_rails.py prints it); a tbf-limited rail reads 5-10x. 2x sits between.
+RAIL_SLOW_MPI_RATIO = 2.0
+BINDING_ENV = (NCCL_HCA_VAR, NCCL_SOCKET_VAR, TCP_IF_INCLUDE_ENV)
+
+
+def single_rail(launch):
+    """(rail, source) when a plan launch binds its inter-node traffic to one rail on purpose: NCCL_IB_HCA of one
+    port ("hca"), the MPI backend's btl_tcp_if_include of one interface or NCCL_SOCKET_IFNAME of one name
+    ("netdev"); else None."""
+    env = launch.get("env") or {}
+    argv = launch.get("argv") or []
+    candidates = [(env.get(NCCL_HCA_VAR), "hca")]
+    if _is_mpi(launch, ()):
+        candidates = [(mca_value(argv, TCP_IF_INCLUDE) or env.get(TCP_IF_INCLUDE_ENV), "netdev")]
+    else:
+        candidates.append((env.get(NCCL_SOCKET_VAR), "netdev"))
+    for spec, source in candidates:
+        if not spec or "/" in spec:
+            continue
+        exclude, _exact, items = parse_device_list(spec)
+        if not exclude and len(items) == 1:
+            name, port = items[0]
+            return (f"{name}:{port}" if port is not None else name), source
+        return None  # bound to several rails (or all but some): not a single-rail point
+    return None
+
+
+def sibling_key(launch):
+    """What single-rail points must share to be compared: ranks, hosts, backend and every variable but the rail's
+    binding (and NCCL_CROSS_NIC, which one NIC a node makes moot)."""
+    env = {name: value for name, value in (launch.get("env") or {}).items()
+           if name not in BINDING_ENV and name != "NCCL_CROSS_NIC"}
+    return (launch.get("nranks"), tuple(launch.get("hosts") or []), _is_mpi(launch, ()), tuple(sorted(env.items())))
+
+
+def _judged_cases(records_a, records_b):
+    """{case_id: (records of a, records of b)} at the largest RAIL_SLOW_SIZES sizes above RAIL_SLOW_MIN_BYTES that
+    both measured."""
+    def by_case(records):
+        grouped = {}
+        for record in records:
+            grouped.setdefault(record.get("case_id"), []).append(record)
+        return grouped
+    cases_a, cases_b = by_case(records_a), by_case(records_b)
+    common = [case for case in cases_a if case in cases_b]
+    size_of = {case: _size(cases_a[case][0]) for case in common}
+    sizes = sorted({size for size in size_of.values() if size is not None and size > RAIL_SLOW_MIN_BYTES})
+    chosen = set(sizes[-RAIL_SLOW_SIZES:])
+    return {case: (cases_a[case], cases_b[case]) for case in common if size_of[case] in chosen}, sorted(chosen)
+
+
+def _size(record):
+    value = record.get("bytes") if record.get("bytes") is not None else record.get("requested_bytes")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _busbw(records):
+    values = [record.get("busbw_gbps") for record in records if record.get("status") == "ok"
+              and isinstance(record.get("busbw_gbps"), (int, float)) and not isinstance(record.get("busbw_gbps"), bool)]
+    return median(values) if values else None
+
+
+def compare_rails(rail_records, sibling_records, host_timed):
+    """One rail alone against its sibling alone, over _judged_cases: {"ratio": median of the rail's time over the
+    sibling's (its sibling's busbw over its own), "cases", "slower", "faster" (cases the noise rule calls so; GPU
+    times only), "sizes", "busbw_gbps", "sibling_busbw_gbps" (medians at the largest judged size, over its cases
+    and repeats)} or None when no case can be compared."""
+    pairs, sizes = _judged_cases(rail_records, sibling_records)
+    ratios, slower, faster, own, other = [], 0, 0, [], []
+    for case_id, (mine, theirs) in sorted(pairs.items()):
+        side, sibling = summarize(mine), summarize(theirs)
+        if not side["time"] or not sibling["time"]:
+            continue
+        ratios.append(side["time"] / sibling["time"])
+        if sizes and _size(mine[0]) == sizes[-1]:
+            own.append(_busbw(mine))
+            other.append(_busbw(theirs))
+        if not host_timed:
+            verdict = noise_verdict(sibling, side, 0.0, drift_pct=RUN_DRIFT_PCT)[0]
+            slower += verdict == "slower"
+            faster += verdict == "faster"
+    if not ratios:
+        return None
+    known = lambda values: median([v for v in values if v is not None]) if any(v is not None for v in values) else None
+    return {"ratio": math.exp(median([math.log(r) for r in ratios])), "cases": len(ratios), "slower": slower,
+            "faster": faster, "sizes": sizes, "busbw_gbps": known(own), "sibling_busbw_gbps": known(other)}
+
+
+def judge_slow_rails(points, rates=None):
+    """rail.slow findings over the single-rail points of a run. points: [{"point" (base point), "rail", "source",
+    "key" (sibling_key), "hosts", "records" (every repeat's)}]. Each rail is compared with the fastest sibling of its
+    group (the same key, another rail): slow when the MPI backend's median ratio reaches RAIL_SLOW_MPI_RATIO, or
+    for GPU times when it reaches RAIL_SLOW_MIN_RATIO with more than half of the judged cases 'slower' by the noise
+    rule and none 'faster'. rates: {(host, rail): line rate in Gb/s} where known: the host whose rail is slower
+    than the same rail elsewhere is the one named; otherwise every host of the point (the byte counters of a
+    striped or single-rail point cannot tell which end of a rail is slow). Returns [{"code": RAIL_SLOW, "where",
+    "rail", "source", "sibling", "sibling_point", "ratio", "limit", "cases", "slower", "sizes", "busbw_gbps",
+    "sibling_busbw_gbps", "host_timed", "hosts", "host_named_by"}]."""
+    groups = {}
+    for point in points:
+        groups.setdefault(point["key"], []).append(point)
+    found = []
+    for members in groups.values():
+        if len({member["rail"] for member in members}) < 2:
+            continue
+        for member in members:
+            host_timed = all(measurement_class(record) != GPU_TIMED for record in member["records"]) and \
+                not any(measurement_class(record) == EMULATED for record in member["records"])
+            worst = None
+            for sibling in members:
+                if sibling["rail"] == member["rail"]:
+                    continue
+                compared = compare_rails(member["records"], sibling["records"], host_timed)
+                if compared is not None and (worst is None or compared["ratio"] > worst[0]["ratio"]):
+                    worst = (compared, sibling)
+            if worst is None:
+                continue
+            compared, sibling = worst
+            limit = RAIL_SLOW_MPI_RATIO if host_timed else RAIL_SLOW_MIN_RATIO
+            slow = compared["ratio"] >= limit and (host_timed or (compared["slower"] * 2 > compared["cases"]
+                                                                  and not compared["faster"]))
+            if not slow:
+                continue
+            hosts, named_by = list(member.get("hosts") or []), None
+            known = {host: (rates or {}).get((host, member["rail"])) for host in hosts}
+            if hosts and all(value is not None for value in known.values()) and len(set(known.values())) > 1:
+                lowest = min(known.values())
+                hosts, named_by = [host for host in hosts if known[host] == lowest], "line rate"
+            found.append(dict(compared, code=RAIL_SLOW, where=member["point"], rail=member["rail"],
+                              source=member["source"], sibling=sibling["rail"], sibling_point=sibling["point"],
+                              limit=limit, host_timed=host_timed, hosts=hosts, host_named_by=named_by))
+    return found
