@@ -480,18 +480,27 @@ class TwoNodeRuns(BaselineRuns):
             handle.write(json.dumps({"point": "intra.localhost", "case_id": "all_reduce.float.sum.out.8K",
                                      "collective": "all_reduce", "requested_bytes": 8192, "status": "ok", "wrong": 3,
                                      "time_us": {"mean": 1.0, "p50": 1.0}, "busbw_gbps": None}) + "\n")
-        os.remove(os.path.join(run, "topology", "127.0.0.1.json"))
         report = run_cli(["report", run], env={"CCLBENCH_NO_MATPLOTLIB": "1"})
         self.assertEqual(report.returncode, 0, report.stderr)
         text = read_text(os.path.join(run, "report.md"))
         anomalies = text[text.index("## Anomalies"):text.index("## Environment")]
         self.assertIn("| transport mismatch | inter.rail-mlx5_3 |", anomalies)
         self.assertIn("| wrong data | intra.localhost | all_reduce.float.sum.out.8K: 3 wrong element(s) |", anomalies)
-        self.assertRegex(anomalies, r"above physical limit \| inter\.cross0\.rails-both \| .* > 100 GB/s \(2 x 400G")
-        self.assertRegex(anomalies, r"above physical limit \| inter\.rail-mlx5_0 \| .* > 50 GB/s \(1 x 400G")
-        self.assertRegex(anomalies, r"above physical limit \| intra\.localhost \| .* > 64 GB/s \(PCIe Gen5 x16\)")
+        # The rails' rate is each host's topo_map port rate (the double's: 400 Gb/sec): 400 / 8 = 50 GB/s a rail.
+        self.assertRegex(anomalies, r"above physical limit \| inter\.cross0\.rails-both \| .* > 100 GB/s \(2 x 400 Gb/s")
+        self.assertRegex(anomalies, r"above physical limit \| inter\.rail-mlx5_0 \| .* > 50 GB/s \(1 x 400 Gb/s")
+        # No GPU on this machine: the doctor read no PCIe link, so no intra-node ceiling, and the report says why.
+        self.assertNotIn("above physical limit | intra.", anomalies)
+        self.assertIn("| intra.localhost | none | no ceiling: a GPU's PCIe link is unknown", text)
         self.assertIn("| FAILED (coll_perf exit 3) |", text, "the transport table marks the failed gate")
         self.assertEqual(anomalies.count("above physical limit | inter.cross0.rails-both"), 1, "one row per point")
+        # A host whose rates are unknown: no ceiling for the points over it, said so, never a guessed one.
+        os.remove(os.path.join(run, "topology", "127.0.0.1.json"))
+        report = run_cli(["report", run], env={"CCLBENCH_NO_MATPLOTLIB": "1"})
+        self.assertEqual(report.returncode, 0, report.stderr)
+        text = read_text(os.path.join(run, "report.md"))
+        self.assertNotIn("above physical limit", text)
+        self.assertIn("| inter.rail-mlx5_0 | none | no ceiling: line rate of mlx5_0:1 unknown on 127.0.0.1 |", text)
 
 
 if __name__ == "__main__":

@@ -107,7 +107,8 @@ def _rail_slow(item):
     sizes = [format_size(size) for size in item["sizes"]]
     span = sizes[0] if len(sizes) == 1 else f"{sizes[0]}-{sizes[-1]}"
     if item["host_timed"]:
-        rule = f"limit {item['limit']:g}x: MPI backend, both rails measured by the same hosts in the same run"
+        rule = (f"limit {item['limit']:g}x with every case slower: MPI backend, both rails measured by the same "
+                "hosts in the same run")
     else:
         rule = (f"limit {item['limit']:g}x and {item['slower']} of {item['cases']} case(s) slower beyond the noise "
                 f"band of compare")

@@ -7,9 +7,9 @@ from ..model.records import base_point_of, launch_base_point, point_completeness
 from ..model.run_dir import rail_bytes_per_host, rail_totals, used_sockets
 from ..rules import outliers
 from ..rules.by_design import unverifiable_by_design
-from ..rules.ceilings import RAIL_IMBALANCE_RATIO, ceiling_for
+from ..rules.ceilings import ceiling_for, run_link_rates
 from ..rules.env_hosts import env_anomalies
-from ..rules.rails import bound_entries, judge_host_rails, judge_slow_rails, point_binding, sibling_key, single_rail
+from ..rules.rails import RAIL_IMBALANCE_RATIO, bound_entries, judge_host_rails, judge_slow_rails, netdev_binding, sibling_key, single_rail
 from ..rules.repeat_rule import judge_repeatability
 
 
@@ -79,12 +79,13 @@ def missing_case_anomalies(data):
 def ceiling_anomalies(data):
     """busbw above its physical ceiling (rules/ceilings.py): one finding per point, the worst case and how many."""
     plan_by_name = {launch["name"]: launch for launch in data.plan}
+    rates = run_link_rates(data)
     above = {}
     for (point, case_id), record in sorted(data.latest.items()):
         busbw = record.get("busbw_gbps")
         if not isinstance(busbw, (int, float)) or isinstance(busbw, bool):
             continue
-        ceiling, why = ceiling_for(data, plan_by_name.get(point), record)
+        ceiling, why = ceiling_for(data, plan_by_name.get(point), record, rates)
         if ceiling is not None and busbw > ceiling:
             above.setdefault(point, []).append((busbw / ceiling, case_id, busbw, ceiling, why))
     found = []
@@ -138,7 +139,7 @@ def rail_anomalies(data):
             for flag in [flag for flag in flags if not (sockets and _hca_flag(flag)) and not (netdev and _netdev_flag(flag))][:5]:
                 found.append({"code": "rail_flag", "where": point, "flag": flag})
         # Only the rails this point is bound to: a point over one rail on purpose leaves its sibling idle.
-        binding = point_binding(launch, data.raw.get(point), records, data.manifest.get("env"))
+        binding = netdev_binding(launch, data.raw.get(point), records, data.manifest.get("env"))
         found += [dict(finding, where=point) for finding in judge_host_rails(bound_entries(_striped(records, netdev),
                                                                                           binding))]
         if sockets or not totals or launch is None or launch.get("kind") != "inter":
@@ -183,7 +184,7 @@ def single_rail_points(data):
 
 def slow_rail_anomalies(data):
     """Each rail alone against its sibling alone (rules/rails.judge_slow_rails): a rail clearly slower fails."""
-    return judge_slow_rails(single_rail_points(data), None)
+    return judge_slow_rails(single_rail_points(data), run_link_rates(data)["rails"])
 
 
 def host_env_anomalies(data):
