@@ -323,6 +323,81 @@ class SlowRail(TempDirTest):
         self.assertEqual([reason["subject"] for reason in slow], ["eth0"])
 
 
+def doctor_links(speeds_by_host, gpus=()):
+    """doctor.json (schema 1.1) with only what the ceilings read: each host's netdev speeds (Mb/s, None: unknown)
+    and GPU links [(GT/s, width)]."""
+    links = {host: {"netdevs": {name: {"speed_mbps": speed, "reason": None if speed else "speed reads '-1'"}
+                                for name, speed in speeds.items()},
+                    "rdma_ports": {}, "gpus": [{"bus_id": f"0000:0{i}:00.0", "max_link_speed_gts": speed,
+                                                "max_link_width": width} for i, (speed, width) in enumerate(gpus)]}
+             for host, speeds in speeds_by_host.items()}
+    return {"schema_version": "1.1.0", "kind": "doctor", "scope": "cluster", "checks": [], "links": links}
+
+
+class LineRates(TempDirTest):
+    """Ceilings and line rates from the links' own rates (doctor.json 'links'), never a constant of one cluster."""
+
+    def run_with(self, links, busbw=0.23):
+        run = os.path.join(self.tmp, "R")
+        records = point_records("inter.sock", two_hosts(lambda i: 400_000_000))
+        for record in records:
+            record["busbw_gbps"] = busbw
+        write_run_dir(run, [launch("inter.sock")], records)
+        with open(os.path.join(run, "run_manifest.json")) as handle:
+            manifest = json.load(handle)
+        manifest["plan_inputs"] = {"netdevs": ["eth0", "eth3"], "hcas": []}
+        with open(os.path.join(run, "run_manifest.json"), "w") as handle:
+            json.dump(manifest, handle)
+        with open(os.path.join(run, "doctor.json"), "w") as handle:
+            json.dump(links, handle)
+        result = run_cli(["report", run], env={"CCLBENCH_NO_MATPLOTLIB": "1"})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return read_text(os.path.join(run, "report.md"))
+
+    def test_pcie_links_per_direction(self):
+        from cclbench_lib.rules.ceilings import pcie_gbps
+        self.assertAlmostEqual(pcie_gbps(32.0, 16), 32 * 16 * 128 / 130 / 8)  # Gen5 x16: 63.0 GB/s
+        self.assertAlmostEqual(pcie_gbps(16.0, 16), 31.5077, places=3)        # Gen4 x16
+        self.assertAlmostEqual(pcie_gbps(5.0, 16), 8.0)                        # Gen2 x16: 8b/10b
+        self.assertIsNone(pcie_gbps(None, 16))
+
+    def test_two_10g_rails_give_a_2_5_gbs_ceiling_and_the_busbw_its_share(self):
+        text = self.run_with(doctor_links({"node5": {"eth0": 10000, "eth3": 10000},
+                                           "node7": {"eth0": 10000, "eth3": 10000}}))
+        # 2 x 10 Gb/s = 20 Gb/s = 2.5 GB/s per direction; busbw 0.23 GB/s is 9.2% of it.
+        self.assertIn("| inter.sock | 2.5 | 2 x 10 Gb/s rail(s) |", text)
+        self.assertIn("| inter.sock | 0.23 GB/s (all_reduce.float.sum.out.64M) | 9.2% of 2 x 10 Gb/s |", text)
+        self.assertNotIn("above physical limit", text, "context, never a fail")
+        from cclbench_lib.model.run_dir import RunData
+        from cclbench_lib.render.report import plot_specs
+        self.assertEqual([ceilings for (name, _title, _ylabel, _series, _logy, ceilings) in
+                          plot_specs(RunData(os.path.join(self.tmp, "R"))) if name.endswith("busbw.png")],
+                         [[("ceiling 2.5 GB/s (2 x 10 Gb/s rail(s))", 2.5)]] * 2)
+        above = self.run_with(doctor_links({"node5": {"eth0": 10000, "eth3": 10000},
+                                            "node7": {"eth0": 10000, "eth3": 10000}}), busbw=3.0)
+        self.assertIn("| above physical limit | inter.sock |", above)
+
+    def test_the_slower_end_of_a_rail_sets_its_rate(self):
+        # node7's eth3 negotiated 1 Gb/s: that rail carries at most 1 Gb/s whatever node5's end says.
+        text = self.run_with(doctor_links({"node5": {"eth0": 10000, "eth3": 10000},
+                                           "node7": {"eth0": 10000, "eth3": 1000}}))
+        self.assertIn("| inter.sock | 1.38 | 10 + 1 Gb/s rail(s) |", text)  # 11 Gb/s / 8
+
+    def test_an_unknown_speed_gives_no_ceiling_and_says_why(self):
+        text = self.run_with(doctor_links({"node5": {"eth0": 10000, "eth3": 10000},
+                                           "node7": {"eth0": 10000, "eth3": None}}), busbw=300.0)
+        self.assertIn("| inter.sock | none | no ceiling: line rate of eth3 unknown on node7 |", text)
+        self.assertIn("| inter.sock | 300 GB/s (all_reduce.float.sum.out.64M) | - (line rate of eth3 unknown on node7) |",
+                      text)
+        self.assertNotIn("above physical limit", text)
+        from cclbench_lib.model.run_dir import RunData
+        from cclbench_lib.render.report import plot_specs
+        specs = plot_specs(RunData(os.path.join(self.tmp, "R")))
+        self.assertTrue(specs)
+        self.assertEqual([ceilings for (name, _title, _ylabel, _series, _logy, ceilings) in specs
+                          if name.endswith("busbw.png")], [[], []], "no dashed line where the rate is unknown")
+
+
 class FakeCollPerfRun(TempDirTest):
     """The whole path through the test double of coll_perf (fake_bin/coll_perf, which writes netdev rails as the real
     one does: from NCCL's NET/Socket line when no --netdevs is given): baseline, then report."""
