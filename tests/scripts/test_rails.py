@@ -266,7 +266,7 @@ class SlowRail(TempDirTest):
 
     report = NetdevRailsReport.report
 
-    def run_pair(self, eth3_factor, repeats, mpi=False):
+    def run_pair(self, eth3_factor, repeats, mpi=False, doctor=None):
         jitter = [1.0, 1.01, 0.99]
         fast = lambda size, k: (10.0 + size / 1000) * jitter[(k - 1) % 3]  # about 1 GB/s at 4M
         slow = lambda size, k: fast(size, k) * (eth3_factor(size) if callable(eth3_factor) else eth3_factor)
@@ -274,7 +274,12 @@ class SlowRail(TempDirTest):
                          repeat=k) for k in range(1, repeats + 1)
                     for point, rail in (("inter.rail-eth0", "eth0"), ("inter.rail-eth3", "eth3"))]
         records = rail_records("inter.rail-eth0", fast, repeats, mpi) + rail_records("inter.rail-eth3", slow, repeats, mpi)
+        if doctor:
+            os.makedirs(os.path.join(self.tmp, "R"), exist_ok=True)
+            with open(os.path.join(self.tmp, "R", "doctor.json"), "w") as handle:
+                json.dump(doctor, handle)
         anomalies, rails = self.report(launches, records)
+        self.rails_text = rails
         with open(os.path.join(self.tmp, "R", "verdict.json")) as handle:
             verdict = json.load(handle)
         return anomalies, [reason for reason in verdict["reasons"] if reason["code"] == "rail.slow"]
@@ -291,7 +296,16 @@ class SlowRail(TempDirTest):
                       "(inter.rail-eth0), median over 3 case(s) at 256K-4M (busbw at 4M 0.333 GB/s vs 0.998 GB/s);",
                       anomalies)
         self.assertNotIn("rail dead", anomalies, "the rail each point leaves out is not dead")
+        self.assertIn("| inter.rail-eth3 | eth3 | eth0 | 3.00x | 0.333 | 0.998 | 256K-4M |", self.rails_text)
+        self.assertIn("| inter.rail-eth0 | eth0 | eth3 | 0.33x | 0.998 | 0.333 | 256K-4M |", self.rails_text)
         self.assertEqual(verdict_fail_codes(os.path.join(self.tmp, "R")), ["rail.slow"])
+
+    def test_the_host_whose_end_of_the_rail_is_slower_is_named(self):
+        # node7's eth3 negotiated 1 Gb/s, every other end 10 Gb/s (doctor.json links): node7 is named.
+        links = doctor_links({"node5": {"eth0": 10000, "eth3": 10000}, "node7": {"eth0": 10000, "eth3": 1000}})
+        anomalies, slow = self.run_pair(3.0, repeats=3, doctor=links)
+        self.assertEqual([reason["hosts"] for reason in slow], [["node7"]])
+        self.assertIn("the slow rail is eth3 on node7 (its line rate is below the other hosts')", anomalies)
 
     def test_a_tenth_slower_is_within_the_rule(self):
         # 1.10x: beyond the noise band of three 1%-scattered repeats, but below the 1.25x of an unbalanced rail.

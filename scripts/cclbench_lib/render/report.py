@@ -22,8 +22,9 @@ from ..render.doctor import doctor_section
 from ..render.markdown import fmt_number, md_table
 from ..render.verdict import verdict_document, verdict_lines
 from ..rules import outliers, repeatability
-from ..rules.anomalies import socket_hca_points
+from ..rules.anomalies import single_rail_points, socket_hca_points
 from ..rules.ceilings import LIMIT_ROWS, ceiling_for, line_rate, rails_reason, run_link_rates
+from ..rules.rails import RAIL_SLOW_MIN_BYTES, RAIL_SLOW_MIN_RATIO, RAIL_SLOW_MPI_RATIO, compare_rails, is_host_timed
 from ..rules.repeat_rule import HOST_BOUND_GATE_FACTOR, HOST_BOUND_RATIO, MAD_TO_SIGMA
 from ..rules.verdict import run_verdict
 
@@ -250,7 +251,7 @@ def rails_section(data):
     if not rows:
         return lines + ["_not available: no multi-node point in this run (rails carry no traffic inside one node)_"]
     sockets = socket_hca_points(data)
-    context = line_rate_section(data)
+    context = line_rate_section(data) + rails_alone_section(data)
     return lines + [md_table(["point", "host", "source", "share per rail", "bytes per rail", "error increments"], rows)] \
         + (["", hca_not_applicable_note(sockets)] if sockets else []) + ([""] + context if context else [])
 
@@ -645,6 +646,37 @@ def line_rate_section(data):
     return ["Bus bandwidth against the rails' line rate (context, never a fail: a line rate is a ceiling, not a "
             "promise; line rate / 8 = GB/s per direction):", "",
             md_table(["point", "best busbw (case)", "of the line rate"], rows)]
+
+
+def rails_alone_section(data):
+    """Each rail alone against its siblings alone (rules/rails.judge_slow_rails' comparison, as a table): the
+    single-rail points of the sweep, their busbw at the largest size judged and their time over the fastest
+    sibling's."""
+    points = single_rail_points(data)
+    rows = []
+    for member in points:
+        worst = None
+        for sibling in points:
+            if sibling["key"] != member["key"] or sibling["rail"] == member["rail"]:
+                continue
+            compared = compare_rails(member["records"], sibling["records"], is_host_timed(member["records"]))
+            if compared is not None and (worst is None or compared["ratio"] > worst[0]["ratio"]):
+                worst = (compared, sibling)
+        if worst is None:
+            continue
+        compared, sibling = worst
+        sizes = [format_size(size) for size in compared["sizes"]]
+        rows.append((member["point"], member["rail"], sibling["rail"], f"{compared['ratio']:.2f}x",
+                     "-" if compared["busbw_gbps"] is None else f"{compared['busbw_gbps']:.3g}",
+                     "-" if compared["sibling_busbw_gbps"] is None else f"{compared['sibling_busbw_gbps']:.3g}",
+                     f"{sizes[0]}-{sizes[-1]}" if len(sizes) > 1 else sizes[0]))
+    if not rows:
+        return []
+    return ["", f"Each rail alone (sizes above {format_size(RAIL_SLOW_MIN_BYTES)}, the largest three both measured): "
+            f"a rail whose time is at least {RAIL_SLOW_MIN_RATIO:g}x its sibling's, beyond the noise band, is "
+            f"rail.slow (MPI backend: {RAIL_SLOW_MPI_RATIO:g}x with every case slower).", "",
+            md_table(["point", "rail", "sibling", "time vs sibling (median)", "busbw GB/s (largest size)",
+                      "sibling busbw GB/s", "sizes"], rows)]
 
 
 def make_plots(data, pyplot, plots_dir):

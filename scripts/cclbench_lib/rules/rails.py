@@ -261,6 +261,13 @@ def compare_rails(rail_records, sibling_records, host_timed):
             "faster": faster, "sizes": sizes, "busbw_gbps": known(own), "sibling_busbw_gbps": known(other)}
 
 
+def is_host_timed(records):
+    """Whether single-rail records are the MPI backend's on host memory (no GPU time, no emulation): judged by
+    RAIL_SLOW_MPI_RATIO, not by the noise rule."""
+    classes = {measurement_class(record) for record in records}
+    return bool(classes) and GPU_TIMED not in classes and EMULATED not in classes
+
+
 def judge_slow_rails(points, rates=None):
     """rail.slow findings over the single-rail points of a run. points: [{"point" (base point), "rail", "source",
     "key" (sibling_key), "hosts", "records" (every repeat's)}]. Each rail is compared with the fastest sibling of its
@@ -280,8 +287,7 @@ def judge_slow_rails(points, rates=None):
         if len({member["rail"] for member in members}) < 2:
             continue
         for member in members:
-            host_timed = all(measurement_class(record) != GPU_TIMED for record in member["records"]) and \
-                not any(measurement_class(record) == EMULATED for record in member["records"])
+            host_timed = is_host_timed(member["records"])
             worst = None
             for sibling in members:
                 if sibling["rail"] == member["rail"]:
