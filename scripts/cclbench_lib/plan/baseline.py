@@ -59,13 +59,6 @@ def hca_label(binding, all_hcas):
     return f"rail-{name}" if len(same_name) == 1 else f"rail-{name}-p{port}"
 
 
-def hca_bindings(hcas):
-    """All rails together, then each rail alone (the mission's sweep)."""
-    if len(hcas) <= 1:
-        return [list(hcas)]
-    return [list(hcas)] + [[hca] for hca in hcas]
-
-
 def inter_bindings(hcas, netdevs, cross_nic):
     """The inter-node sweep as [(point name fragment, env)]: every rail together once per NCCL_CROSS_NIC value, then
     each rail alone once. NCCL_CROSS_NIC chooses between a node's NICs, so with one NIC a node it changes nothing:
