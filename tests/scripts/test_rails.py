@@ -8,7 +8,7 @@ import socket
 import unittest
 
 from case_records import case_record, netdev_node, rails_evidence, write_run_dir
-from helpers import verdict_fail_codes, TempDirTest, read_text, run_cli
+from helpers import verdict_fail_codes, TempDirTest, read_text, run_cli, validate
 
 CASES = ["all_reduce.float.sum.out.64M", "all_reduce.float.sum.in.64M", "all_gather.float.none.out.64M",
          "all_gather.float.none.in.64M"]
@@ -299,6 +299,8 @@ class SlowRail(TempDirTest):
         self.assertIn("| inter.rail-eth3 | eth3 | eth0 | 3.00x | 0.333 | 0.998 | 256K-4M |", self.rails_text)
         self.assertIn("| inter.rail-eth0 | eth0 | eth3 | 0.33x | 0.998 | 0.333 | 256K-4M |", self.rails_text)
         self.assertEqual(verdict_fail_codes(os.path.join(self.tmp, "R")), ["rail.slow"])
+        ok, errors = validate("verdict.schema.json", os.path.join(self.tmp, "R", "verdict.json"))
+        self.assertTrue(ok, errors)
 
     def test_the_host_whose_end_of_the_rail_is_slower_is_named(self):
         # node7's eth3 negotiated 1 Gb/s, every other end 10 Gb/s (doctor.json links): node7 is named.
