@@ -31,7 +31,17 @@ import vcluster  # noqa: E402
 from cluster_setup import APPS, CCLBENCH, main, mpirun_args, skip_reason  # noqa: E402
 HOSTS = "node5,node7"
 # Small and few: this flow runs on a loaded 2-core CI machine.
-SMALL = ["-b", "8K", "-e", "64K", "--coll", "all_reduce", "-n", "3", "-w", "1", "--repeat", "1", "--netdevs", "eth0,eth3"]
+SMALL = ["-b", "8K", "-e", "64K", "--coll", "all_reduce", "-n", "3", "-w", "1", "--repeat", "1"]
+RAILS = ["--netdevs", "eth0,eth3"]
+# Each rail alone: sizes above Open MPI's 64 KiB TCP eager limit (below it a message takes one interface whatever
+# the list), three of them so that rail.slow has six cases to judge; the 1M cases are where the rail shares of the
+# MPI backend are judged (rules/anomalies.MPI_STRIPED_EVEN_BYTES), so a false rail.dead would show there.
+RAIL_SIZES = ["-b", "256K", "-e", "1M", "--coll", "all_reduce", "-n", "3", "-w", "1", "--repeat", "1"] + RAILS
+# A rail degraded, not down: tbf on node7's eth3, both directions. 5 Mbit/s makes eth3 alone several times slower
+# than eth0 alone on a loaded 2-core machine (measured 2.8-8.5x at 256K-1M, rules/rails.RAIL_SLOW_MPI_RATIO); the
+# slow run stops at 512K, half the bytes through the limited rail (rail.slow judges every size above 64 KiB).
+SLOW_SIZES = ["-b", "128K", "-e", "512K", "--coll", "all_reduce", "-n", "3", "-w", "1", "--repeat", "1"] + RAILS
+SLOW_RATE = "5mbit"
 
 
 def coll_perf_schema(document):
@@ -87,8 +97,8 @@ class CrossHost(unittest.TestCase):
         with open(os.path.join(self.run_dir(run_id), *parts)) as handle:
             return handle.read()
 
-    def baseline(self, run_id, env=None, bin_dir=APPS, expect_exit=0):
-        result = self.cclbench("baseline", "--hosts", HOSTS, "--run-id", run_id, *SMALL, env=env, bin_dir=bin_dir)
+    def baseline(self, run_id, env=None, bin_dir=APPS, expect_exit=0, sizes=SMALL):
+        result = self.cclbench("baseline", "--hosts", HOSTS, "--run-id", run_id, *sizes, env=env, bin_dir=bin_dir)
         self.assertEqual(result.returncode, expect_exit, result.stdout[-3000:] + result.stderr[-3000:])
         return result
 
@@ -120,11 +130,16 @@ class CrossHost(unittest.TestCase):
 
     # -- baseline, report, compare, resume -------------------------------------------------------
     def test_baseline_on_the_mpi_backend_records_the_environment_every_host_ran_with(self):
-        self.baseline("envcase", env=self.env(NCCL_SOCKET_IFNAME="eth0"))
+        # Each rail alone too (--netdevs eth0,eth3), at sizes where the MPI backend's rails are judged: a healthy
+        # pair is HEALTHY, the rail a single-rail point leaves out no dead rail.
+        self.baseline("envcase", env=self.env(NCCL_SOCKET_IFNAME="eth0"), sizes=RAIL_SIZES)
+        verdict = json.loads(self.read("envcase", "verdict.json"))
+        self.assertEqual(verdict["overall"], "HEALTHY", [(r["code"], r["point"], r["subject"]) for r in verdict["reasons"]])
         log = self.read("envcase", "run.log")
         self.assertIn("# note: no GPU on the hosts: the MPI backend", log)
         coll = [line for line in log.splitlines() if line.startswith("$ ") and "coll_perf" in line]
-        self.assertEqual(len(coll), 4, "sanity, intra.node5, intra.node7, inter.mpi")
+        self.assertEqual(len(coll), 6, "sanity, intra.node5, intra.node7, inter.mpi, inter.mpi.rail-eth0, "
+                                       "inter.mpi.rail-eth3")
         for line in coll:
             self.assertIn("-x NCCL_SOCKET_IFNAME=eth0", line)
             self.assertIn("--backend mpi", line)
@@ -137,6 +152,18 @@ class CrossHost(unittest.TestCase):
         # The rails per host from the interfaces' own counters (--netdevs): MPI's TCP traffic over both rails.
         for host in ("node5", "node7"):
             self.assertRegex(report, rf"\| inter\.mpi \| {host} \| netdev \(--netdevs\) \| eth0 \d+%, eth3 \d+% \|")
+            self.assertRegex(report, rf"\| inter\.mpi\.rail-eth0 \| {host} \| netdev \(--netdevs\) \| eth0 \d+%, eth3 \d+% \|")
+        self.assertNotIn("rail dead", report)
+        # The line rate is each host's own interface speed (read here through the harness, not by cclbench): the
+        # busbw of the cross-node points is shown against it as context, never a fail.
+        values = [self.cluster.exec(host, ["cat", f"/sys/class/net/{rail}/speed"], capture_output=True, text=True)
+                  .stdout.strip() for host in ("node5", "node7") for rail in ("eth0", "eth3")]
+        if len(set(values)) == 1 and values[0].isdigit() and int(values[0]) > 0:
+            gbit = int(values[0]) / 1000
+            self.assertRegex(report, rf"\| inter\.mpi \| [0-9.e+-]+ GB/s \(all_reduce\.[^)]*\) \| [0-9.e+-]+% of 2 x "
+                                     rf"{gbit:g} Gb/s \|")
+        else:
+            self.assertRegex(report, r"\| inter\.mpi \| [0-9.e+-]+ GB/s \(all_reduce\.[^)]*\) \| - \(line rate of ")
         self.assertNotIn("host environment differs", report)
         manifest = json.loads(self.read("envcase", "run_manifest.json"))
         self.assertEqual(manifest["env"].get("NCCL_SOCKET_IFNAME"), "eth0")
@@ -152,6 +179,36 @@ class CrossHost(unittest.TestCase):
         again = self.cclbench("report", self.run_dir("envcase"))
         self.assertEqual(again.returncode, 0, again.stderr)
         self.assertIn("(0 anomalies)", again.stderr)
+
+    def test_a_slow_rail_alone_is_named_with_the_ratio(self):
+        """node7's eth3 limited (slow, not down): rail.slow names eth3 with the ratio, the only fail; byte shares of
+        the both-rails point stay even (striping), so no other rail rule can tell. (The healthy pair, HEALTHY, is
+        the envcase baseline.) Expected from outside cclbench: the rail the harness limited, and the coll_perf
+        times of the two single-rail points in raw/ (the median of their per-case ratios)."""
+        self.cluster.set_rate("node7", "eth3", SLOW_RATE)
+        try:
+            self.baseline("rails-slow", sizes=SLOW_SIZES, expect_exit=1)
+        finally:
+            self.cluster.set_rate("node7", "eth3", None)
+        verdict = json.loads(self.read("rails-slow", "verdict.json"))
+        fails = [reason for reason in verdict["reasons"] if reason["severity"] == "fail"]
+        self.assertEqual([(r["code"], r["subject"], r["point"]) for r in fails],
+                         [("rail.slow", "eth3", "inter.mpi.rail-eth3")])
+        ratio = fails[0]["numbers"]["ratio"]
+
+        def times(point):
+            document = json.loads(self.read("rails-slow", "raw", point + ".json"))
+            return {case["case_id"]: case["time_us"]["mean"] for case in document["cases"]}
+        eth0, eth3 = times("inter.mpi.rail-eth0"), times("inter.mpi.rail-eth3")
+        ratios = sorted(eth3[case] / eth0[case] for case in eth0)
+        sys.stderr.write(f"\n  eth3 alone / eth0 alone per case: {[round(r, 2) for r in ratios]}; rail.slow ratio {ratio:.2f}\n")
+        middle = len(ratios) // 2
+        self.assertGreaterEqual(ratio, ratios[middle - 1] * 0.999)
+        self.assertLessEqual(ratio, ratios[middle] * 1.001)
+        self.assertGreaterEqual(ratio, 2.5)
+        report = self.read("rails-slow", "report.md")
+        self.assertIn(f"| rail slow | inter.mpi.rail-eth3 | eth3 alone (inter.mpi.rail-eth3): {ratio:.1f}x slower than eth0 "
+                      "alone (inter.mpi.rail-eth0)", report)
 
     def test_a_host_whose_ranks_run_another_environment_is_an_anomaly(self):
         # A wrapper in front of coll_perf changes node7's environment only: one variable gone, one added.

@@ -366,17 +366,17 @@ class TwoNodeRuns(BaselineRuns):
         self.assertFailsOn(result, "T", ["doctor.fail"])
         manifest = self.manifest("T")
         self.assertEqual(manifest["mode"], "multi_node")
-        self.assertEqual(len(manifest["plan"]), 2 + 16 + 11, "the doctor per host, 16 launches, one TUNING probe per point")
+        self.assertEqual(len(manifest["plan"]), 2 + 12 + 7, "the doctor per host, 12 launches (topology, sanity, P2P, 7 points), one TUNING probe per point")
         self.assertTrue(all(state["status"] == "complete" for state in manifest["points"].values()))
-        self.assertEqual(len(self.invocations(log)), 2 + 16 + 11, "every launch goes through mpirun, the doctor too")
+        self.assertEqual(len(self.invocations(log)), 2 + 12 + 7, "every launch goes through mpirun, the doctor too")
         run = os.path.join(self.results, "T")
         self.assertEqual(sorted(os.listdir(os.path.join(run, "topology"))), ["127.0.0.1.json", "localhost.json"])
         self.assertEqual(sorted(os.listdir(os.path.join(run, "p2p"))), ["127.0.0.1.json", "localhost.json"])
         points = {r["point"] for r in read_jsonl(os.path.join(run, "cases.jsonl"))}
-        self.assertEqual(len(points), 2 + 9)
+        self.assertEqual(len(points), 2 + 5)
         self.assertEqual(run_cli(["report", run], env={"CCLBENCH_NO_MATPLOTLIB": "1"}).returncode, 0)
         text = read_text(os.path.join(run, "report.md"))
-        self.assertIn("inter.cross2.rail-mlx5_3", text)
+        self.assertIn("inter.rail-mlx5_3", text)
         self.assertIn("NCCL_IB_HCA==mlx5_0:1,mlx5_3:1", text)
         self.assertIn("**d2d_ce_write_uni** (GB/s, 256M)", text, "P2P matrices are reported")
         self.assertIn("| 0 | 1,900 | 52.00 | 38.00 | 38.00 |", text,
@@ -391,7 +391,7 @@ class TwoNodeRuns(BaselineRuns):
         self.assertIn("| 8K | TREE/LL | TREE/LL | - | TREE/LL |", text, "alltoall: NCCL logs no choice")
         self.assertEqual(sorted(os.listdir(os.path.join(run, "tuning"))), sorted(
             f"{launch['base_point']}.json" for launch in manifest["plan"] if launch["kind"] in ("intra", "inter")))
-        self.assertIn("| inter.cross0.rails-both and 8 more | 15 |", text, "rank bindings, grouped over points")
+        self.assertIn("| inter.cross0.rails-both and 4 more | 15 |", text, "rank bindings, grouped over points")
         self.assertIn("not available: the case records carry no rail counters", text)
         for launch in manifest["plan"]:
             if launch["kind"] == "inter":
@@ -437,13 +437,13 @@ class TwoNodeRuns(BaselineRuns):
 
     def test_resume_after_failure_skips_finished_points(self):
         log = os.path.join(self.tmp, "coll.log")
-        failing = "inter.cross1.rail-mlx5_0"
+        failing = "inter.rail-mlx5_0"
         first = self.baseline("R", *TWO_NODES, env={"FAKE_COLL_FAIL_POINT": failing, "FAKE_COLL_LOG": log})
         self.assertRunError(first, 1, failing)
         self.assertEqual(self.manifest("R")["points"][failing]["status"], "failed")
         self.assertEqual(self.manifest("R")["points"][failing]["exit_code"], 5)
         before = self.invocations(log)
-        self.assertEqual(len(before), 1 + 2 + 9, "the failure does not stop the other points")
+        self.assertEqual(len(before), 1 + 2 + 5, "the failure does not stop the other points")
         os.remove(log)
         second = run_cli(["baseline", "--resume", "R", "--results", self.results], env={"FAKE_COLL_LOG": log})
         self.assertFailsOn(second, "R", ["doctor.fail"])
@@ -466,13 +466,13 @@ class TwoNodeRuns(BaselineRuns):
         text = read_text(os.path.join(run, "report.md"))
         anomalies = text[text.index("## Anomalies"):text.index("## Environment")]
         self.assertIn("| rail imbalance | inter.cross0.rails-both | rail shares mlx5_0:1 91%, mlx5_3:1 9%", anomalies)
-        self.assertIn("| rail imbalance | inter.cross2.rail-mlx5_0 | traffic on mlx5_3:1, which NCCL_IB_HCA did not bind",
+        self.assertIn("| rail imbalance | inter.rail-mlx5_0 | traffic on mlx5_3:1, which NCCL_IB_HCA did not bind",
                       anomalies)
         self.assertNotIn("| rail imbalance | intra.", anomalies, "rails matter for inter-node points only")
 
     def test_report_anomalies(self):
         # A transport gate failure at one inter-node point, and impossible bandwidth everywhere.
-        result = self.baseline("A", *TWO_NODES, "--no-tuning-probe", env={"FAKE_COLL_EXIT": "3", "FAKE_COLL_EXIT_POINT": "inter.cross0.rail-mlx5_3",
+        result = self.baseline("A", *TWO_NODES, "--no-tuning-probe", env={"FAKE_COLL_EXIT": "3", "FAKE_COLL_EXIT_POINT": "inter.rail-mlx5_3",
                                                      "FAKE_COLL_TIME_SCALE": "0.00001"})
         self.assertRunError(result, 1, "transport expectation failed")
         run = os.path.join(self.results, "A")
@@ -480,18 +480,27 @@ class TwoNodeRuns(BaselineRuns):
             handle.write(json.dumps({"point": "intra.localhost", "case_id": "all_reduce.float.sum.out.8K",
                                      "collective": "all_reduce", "requested_bytes": 8192, "status": "ok", "wrong": 3,
                                      "time_us": {"mean": 1.0, "p50": 1.0}, "busbw_gbps": None}) + "\n")
-        os.remove(os.path.join(run, "topology", "127.0.0.1.json"))
         report = run_cli(["report", run], env={"CCLBENCH_NO_MATPLOTLIB": "1"})
         self.assertEqual(report.returncode, 0, report.stderr)
         text = read_text(os.path.join(run, "report.md"))
         anomalies = text[text.index("## Anomalies"):text.index("## Environment")]
-        self.assertIn("| transport mismatch | inter.cross0.rail-mlx5_3 |", anomalies)
+        self.assertIn("| transport mismatch | inter.rail-mlx5_3 |", anomalies)
         self.assertIn("| wrong data | intra.localhost | all_reduce.float.sum.out.8K: 3 wrong element(s) |", anomalies)
-        self.assertRegex(anomalies, r"above physical limit \| inter\.cross0\.rails-both \| .* > 100 GB/s \(2 x 400G")
-        self.assertRegex(anomalies, r"above physical limit \| inter\.cross1\.rail-mlx5_0 \| .* > 50 GB/s \(1 x 400G")
-        self.assertRegex(anomalies, r"above physical limit \| intra\.localhost \| .* > 64 GB/s \(PCIe Gen5 x16\)")
+        # The rails' rate is each host's topo_map port rate (the double's: 400 Gb/sec): 400 / 8 = 50 GB/s a rail.
+        self.assertRegex(anomalies, r"above physical limit \| inter\.cross0\.rails-both \| .* > 100 GB/s \(2 x 400 Gb/s")
+        self.assertRegex(anomalies, r"above physical limit \| inter\.rail-mlx5_0 \| .* > 50 GB/s \(1 x 400 Gb/s")
+        # No GPU on this machine: the doctor read no PCIe link, so no intra-node ceiling, and the report says why.
+        self.assertNotIn("above physical limit | intra.", anomalies)
+        self.assertIn("| intra.localhost | none | no ceiling: a GPU's PCIe link is unknown", text)
         self.assertIn("| FAILED (coll_perf exit 3) |", text, "the transport table marks the failed gate")
         self.assertEqual(anomalies.count("above physical limit | inter.cross0.rails-both"), 1, "one row per point")
+        # A host whose rates are unknown: no ceiling for the points over it, said so, never a guessed one.
+        os.remove(os.path.join(run, "topology", "127.0.0.1.json"))
+        report = run_cli(["report", run], env={"CCLBENCH_NO_MATPLOTLIB": "1"})
+        self.assertEqual(report.returncode, 0, report.stderr)
+        text = read_text(os.path.join(run, "report.md"))
+        self.assertNotIn("above physical limit", text)
+        self.assertIn("| inter.rail-mlx5_0 | none | no ceiling: line rate of mlx5_0:1 unknown on 127.0.0.1 |", text)
 
 
 if __name__ == "__main__":

@@ -466,6 +466,8 @@ class FakeTwoNodeRun(TempDirTest):
 
 BOTH = {"NCCL_CROSS_NIC": "1", "NCCL_IB_HCA": "=mlx5_0:1,mlx5_3:1"}  # the production binding
 RAIL0 = {"NCCL_CROSS_NIC": "1", "NCCL_IB_HCA": "=mlx5_0:1"}
+# The baseline's sweep runs each rail alone once, without NCCL_CROSS_NIC (one NIC: nothing to choose between).
+RAIL0_ALONE = {"NCCL_IB_HCA": "=mlx5_0:1"}
 CROSS0 = {"NCCL_CROSS_NIC": "0", "NCCL_IB_HCA": "=mlx5_0:1,mlx5_3:1"}
 SWEEP = {"inter.cross1.rails-both": BOTH, "inter.cross1.rail-mlx5_0": RAIL0, "inter.cross0.rails-both": CROSS0}
 
@@ -594,32 +596,33 @@ class FakeTwoNodeBindingRun(TempDirTest):
         self.assertEqual(sorted(launches), ["decode.all_reduce.inter.best.rep1", "decode.all_reduce.inter.best.rep2",
                                             "tuning.decode.all_reduce.inter.best"])
         for launch in launches.values():
-            self.assertEqual(launch["binding"]["chosen"]["from"], "inter.cross1.rail-mlx5_0", launch["name"])
-            self.assertEqual(launch["env"], RAIL0)
+            self.assertEqual(launch["binding"]["chosen"]["from"], "inter.rail-mlx5_0", launch["name"])
+            self.assertEqual(launch["env"], RAIL0_ALONE)
             exported = [launch["argv"][i + 1] for i, w in enumerate(launch["argv"]) if w == "-x"]
-            self.assertEqual(sorted(exported), ["NCCL_CROSS_NIC=1", "NCCL_IB_HCA==mlx5_0:1"])
+            self.assertEqual(sorted(exported), ["NCCL_IB_HCA==mlx5_0:1"])
         self.assertEqual(manifest["points"]["decode.all_reduce.inter.best.rep1"]["status"], "complete")
         self.assertEqual(manifest["points"]["decode.all_reduce.inter.best.rep2"]["status"], "failed")
         # Resumed: the repeat left runs with the binding chosen before (from the manifest, not chosen again).
         resumed = run_cli(["baseline", "--resume", "B", "--results", self.results],
                           env={"FAKE_COLL_FAST_ENV": "NCCL_IB_HCA==mlx5_0:1:0.5", "CCLBENCH_NO_MATPLOTLIB": "1"})
-        self.assertEqual(resumed.returncode, 1, resumed.stderr)  # this machine's doctor (NCCL_IB_HCA) alone
-        self.assertEqual(verdict_fail_codes(run), ["doctor.fail"])
+        self.assertEqual(resumed.returncode, 1, resumed.stderr)
+        # This machine's doctor (NCCL_IB_HCA), and mlx5_3 alone at twice mlx5_0 alone's time: a slow rail.
+        self.assertEqual(verdict_fail_codes(run), ["doctor.fail", "rail.slow"])
         manifest, launches = decode_launches()
         self.assertEqual(manifest["points"]["decode.all_reduce.inter.best.rep2"]["status"], "complete")
-        self.assertEqual(launches["decode.all_reduce.inter.best.rep2"]["env"], RAIL0)
+        self.assertEqual(launches["decode.all_reduce.inter.best.rep2"]["env"], RAIL0_ALONE)
         log = read_text(os.path.join(run, "run.log"))
         rep2 = [line for line in log.splitlines() if line.startswith("$ ") and "inter.best.rep2" in line]
         self.assertEqual(len(rep2), 2)
         self.assertTrue(all("NCCL_IB_HCA==mlx5_0:1 " in line for line in rep2), rep2)
         chosen = [line for line in log.splitlines() if line.startswith("# decode.all_reduce.inter.best: binding ")]
-        self.assertEqual(chosen, ["# decode.all_reduce.inter.best: binding inter.cross1.rail-mlx5_0: the sweep's "
+        self.assertEqual(chosen, ["# decode.all_reduce.inter.best: binding inter.rail-mlx5_0: the sweep's "
                                   "fastest (8K-512K, 3 binding(s)): the production binding is 100% slower, beyond noise "
                                   "at 3 of 3 size(s)"])
         text = read_text(os.path.join(run, "report.md"))
-        self.assertIn("_Binding: inter.cross1.rail-mlx5_0 (NCCL_CROSS_NIC=1 NCCL_IB_HCA==mlx5_0:1), chosen at run time: "
+        self.assertIn("_Binding: inter.rail-mlx5_0 (NCCL_IB_HCA==mlx5_0:1), chosen at run time: "
                       "the sweep's fastest (8K-512K, 3 binding(s)): the production binding is 100% slower", text)
-        self.assertIn("this point's binding, inter.cross1.rail-mlx5_0 (NCCL_CROSS_NIC=1 NCCL_IB_HCA==mlx5_0:1), is the "
+        self.assertIn("this point's binding, inter.rail-mlx5_0 (NCCL_IB_HCA==mlx5_0:1), is the "
                       "sweep's fastest; the production binding, inter.cross1.rails-both, is 100% slower there", text)
 
 

@@ -365,6 +365,30 @@ class Command(FixtureTest):
         ok, errors = validate("doctor.schema.json", out)
         self.assertTrue(ok, errors)
 
+    def test_link_rates_are_recorded_for_the_ceilings(self):
+        """doctor.json 'links' (schema 1.1): what the baseline's ceilings come from, read from sysfs: each RDMA
+        port's rate (the fixture's 400 Gb/sec), each netdev's speed in Mb/s (written here: 100000 and -1, the
+        kernel's unknown), each GPU's PCIe max link (the fixture's Gen5 x16)."""
+        sysfs, procfs = self.fixture()
+        with open(os.path.join(sysfs, "class", "net", "eth0", "speed"), "w") as handle:
+            handle.write("100000\n")
+        with open(os.path.join(sysfs, "class", "net", "eth3", "speed"), "w") as handle:
+            handle.write("-1\n")
+        out = os.path.join(self.tmp, "doctor.json")
+        result = run_cli(["doctor", "--sysfs-root", sysfs, "--procfs-root", procfs, "--json", out, "--as-host", "node7"])
+        self.assertEqual(result.returncode, 0, result.stderr)
+        ok, errors = validate("doctor.schema.json", out)
+        self.assertTrue(ok, errors)
+        with open(out) as handle:
+            links = json.load(handle)["links"]["node7"]
+        self.assertEqual({name: port["rate_gbps"] for name, port in links["rdma_ports"].items()},
+                         {"mlx5_0:1": 400.0, "mlx5_3:1": 400.0})
+        self.assertEqual(links["netdevs"]["eth0"], {"speed_mbps": 100000, "reason": None})
+        self.assertIsNone(links["netdevs"]["eth3"]["speed_mbps"])
+        self.assertIn("no known speed", links["netdevs"]["eth3"]["reason"])
+        self.assertEqual(len(links["gpus"]), 8)
+        self.assertEqual({(gpu["max_link_speed_gts"], gpu["max_link_width"]) for gpu in links["gpus"]}, {(32.0, 16)})
+
     def test_fault_fixture_exit_1_and_json_validates(self):
         sysfs, procfs = self.fixture(gpu_width={"0000:05:00.0": "8"}, mtu={"eth3": 1500})
         out = os.path.join(self.tmp, "doctor.json")

@@ -26,7 +26,7 @@ class TwoNodePlan(TempDirTest):
         # Each point's untimed TUNING probe: a launch of its own, right before the point, same ranks and
         # environment, no records; the point then reads it with --tuning-from.
         probes = [argv for argv in every if "--tuning-probe" in argv]
-        self.assertEqual(len(probes), 2 + 9)
+        self.assertEqual(len(probes), 2 + 5)
         for argv in probes:
             following = every[every.index(argv) + 1]
             self.assertEqual(argv[:argv.index("/opt/cclbench/bin/coll_perf")],
@@ -42,11 +42,14 @@ class TwoNodePlan(TempDirTest):
         self.assertEqual(launches[:2], doctors, "the doctor runs first, one process per host")
         self.assertEqual([argv[argv.index("--host") + 1] for argv in doctors], ["node5", "node7"])
         launches = launches[2:]
-        self.assertEqual(len(launches), 2 + 1 + 2 + 2 + 9)
+        # Inter-node points: both rails once per NCCL_CROSS_NIC (0, 1, 2: 3 points) and each of the 2 rails alone once
+        # (NCCL_CROSS_NIC picks between a node's NICs; with one NIC bound it changes nothing): 3 + 2 = 5, where a
+        # sweep of 3 bindings x 3 values had 9.
+        self.assertEqual(len(launches), 2 + 1 + 2 + 2 + 5)
         programs = [os.path.basename(next(w for w in argv if w.startswith("/opt/cclbench/bin/"))) for argv in launches]
         self.assertEqual(programs.count("topo_map"), 2)
         self.assertEqual(programs.count("p2p_matrix"), 2)
-        self.assertEqual(programs.count("coll_perf"), 1 + 2 + 9)
+        self.assertEqual(programs.count("coll_perf"), 1 + 2 + 5)
 
         def np_of(argv):
             return int(argv[argv.index("-np") + 1])
@@ -63,12 +66,12 @@ class TwoNodePlan(TempDirTest):
         intra = [argv for argv in coll[1:] if np_of(argv) == 8]
         self.assertEqual(sorted(host_of(argv) for argv in intra), ["node5:8", "node7:8"])
         inter = [argv for argv in coll[1:] if np_of(argv) == 16]
-        self.assertEqual(len(inter), 9)
+        self.assertEqual(len(inter), 5)
         combos = set()
         for argv in inter:
             self.assertEqual(host_of(argv), "node5:8,node7:8")
             env = dict(argv[i + 1].split("=", 1) for i, word in enumerate(argv) if word == "-x")
-            combos.add((env["NCCL_CROSS_NIC"], env["NCCL_IB_HCA"]))
+            combos.add((env.get("NCCL_CROSS_NIC"), env["NCCL_IB_HCA"]))
             self.assertEqual(argv[argv.index("--expect-transport") + 1], "inter=NET/IB")
             point = argv[argv.index("--point") + 1]
             self.assertEqual(argv[argv.index("--jsonl") + 1], os.path.join(self.results, "R1", "cases.jsonl"))
@@ -80,7 +83,7 @@ class TwoNodePlan(TempDirTest):
             self.assertNotIn("--expect-transport", argv, "no inter-node edges: the default gate is inter-node only")
             self.assertNotIn("NCCL_IB_HCA", " ".join(argv))
         self.assertNotIn("--tuning-from", sanity, "the sanity pass stays quick")
-        self.assertEqual(combos, {(c, h) for c in "012" for h in ("=mlx5_0:1,mlx5_3:1", "=mlx5_0:1", "=mlx5_3:1")})
+        self.assertEqual(combos, {(c, "=mlx5_0:1,mlx5_3:1") for c in "012"} | {(None, "=mlx5_0:1"), (None, "=mlx5_3:1")})
         self.assertEqual(len(set(points)), len(points), "point names are unique")
         for argv, program in zip(launches, programs):
             if program in ("topo_map", "p2p_matrix"):
@@ -92,18 +95,18 @@ class TwoNodePlan(TempDirTest):
     def test_repeat_and_mpirun_args(self):
         launches = self.plan("--mpirun-args=--mca btl ^openib", "--coll", "all_reduce")  # --repeat 3 by default
         inter = [argv for argv in launches if "-np" in argv and argv[argv.index("-np") + 1] == "16"]
-        self.assertEqual(len(inter), 1 + 27 + 9, "sanity + 9 points x 3 repeats + one probe per point")
-        self.assertIn("inter.cross1.rail-mlx5_3.rep2", [argv[argv.index("--point") + 1] for argv in inter])
+        self.assertEqual(len(inter), 1 + 15 + 5, "sanity + 5 points x 3 repeats + one probe per point")
+        self.assertIn("inter.rail-mlx5_3.rep2", [argv[argv.index("--point") + 1] for argv in inter])
         # Interleaved: rep1 of every point (intra and inter), then rep2 of every point, then rep3.
         timed = [argv[argv.index("--point") + 1] for argv in launches
                  if "--point" in argv and "--tuning-probe" not in argv and "sanity" not in argv]
-        self.assertEqual(len(timed), 3 * (2 + 9))
-        bases = [name.rsplit(".rep", 1)[0] for name in timed[:11]]
-        self.assertEqual(len(set(bases)), 11, "the first 11 timed launches are 11 different points")
+        self.assertEqual(len(timed), 3 * (2 + 5))
+        bases = [name.rsplit(".rep", 1)[0] for name in timed[:7]]
+        self.assertEqual(len(set(bases)), 7, "the first 7 timed launches are 7 different points")
         self.assertEqual(timed, [f"{base}.rep{k}" for k in (1, 2, 3) for base in bases])
         self.assertEqual(bases[:2], ["intra.node5", "intra.node7"])
         once = self.plan("--repeat", "1", "--coll", "all_reduce")
-        self.assertIn("inter.cross1.rail-mlx5_3", [argv[argv.index("--point") + 1] for argv in once if "--point" in argv],
+        self.assertIn("inter.rail-mlx5_3", [argv[argv.index("--point") + 1] for argv in once if "--point" in argv],
                       "one repeat: no .repN suffix")
         first = launches[0]
         self.assertEqual(first[first.index("--mca"):first.index("--mca") + 3], ["--mca", "btl", "^openib"])
@@ -118,7 +121,9 @@ class TwoNodePlan(TempDirTest):
         with open(path) as handle:
             document = json.load(handle)
         self.assertEqual(document["mode"], "multi_node")
-        self.assertEqual(len(document["launches"]), 2 + 16 + 11)
+        # doctor, topology and P2P per host (6) and the sanity pass, then 7 points (2 intra, 5 inter), each with its
+        # TUNING probe.
+        self.assertEqual(len(document["launches"]), 6 + 1 + 7 * 2)
         self.assertFalse(os.path.exists(os.path.join(self.results, "R1")), "plan never creates the run directory")
 
     def test_slurm_allocation(self):
@@ -178,6 +183,48 @@ class HcaDiscovery(TempDirTest):
         self.assertTrue(ok, errors)
         for bad in ("eth0,eth0", "a/b", "eth0,,eth3", "x" * 16):
             self.assertOneLineError(run_cli(["plan", "--netdevs", bad, "--results", self.results]), 2, "--netdevs")
+
+    def test_netdevs_plan_each_rail_alone(self):
+        """--netdevs of two interfaces: one inter-node point per rail alone beside the both-rails point(s). NCCL over
+        sockets gets NCCL_SOCKET_IFNAME==IF (exact name), once, without NCCL_CROSS_NIC; the MPI backend gets its TCP
+        BTL over that interface only, in place of the user's own list (Open MPI takes one include list)."""
+        from helpers import REAL_APPS
+
+        def inter_points(args, env, bin_dir="/nonexistent-bin"):
+            result = run_cli(["plan", "--hosts", "node5,node7", "--bin-dir", bin_dir, "--results",
+                              self.results, "--repeat", "1", "--no-tuning-probe", "--netdevs", "eth0,eth3"] + args, env=env)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            coll = [shlex.split(line) for line in result.stdout.splitlines() if f"{bin_dir}/coll_perf" in line]
+            return {argv[argv.index("--point") + 1]: argv for argv in coll
+                    if argv[argv.index("--point") + 1].startswith("inter.")}
+
+        def exported(argv):
+            return dict(argv[i + 1].split("=", 1) for i, word in enumerate(argv) if word == "-x")
+
+        mpi = inter_points(["--mpirun-args=--mca btl tcp,self --mca btl_tcp_if_include 198.18.10.0/24,198.18.13.0/24"],
+                           {"CCLBENCH_FAKE_GPU_COUNT": "0"})
+        self.assertEqual(sorted(mpi), ["inter.mpi", "inter.mpi.rail-eth0", "inter.mpi.rail-eth3"])
+
+        def tcp_lists(argv):
+            return [argv[i + 2] for i, word in enumerate(argv[:-2]) if word == "--mca" and argv[i + 1] == "btl_tcp_if_include"]
+        self.assertEqual(tcp_lists(mpi["inter.mpi"]), ["198.18.10.0/24,198.18.13.0/24"])
+        for rail in ("eth0", "eth3"):
+            argv = mpi[f"inter.mpi.rail-{rail}"]
+            self.assertEqual(tcp_lists(argv), [rail])
+            self.assertEqual(argv[argv.index("btl") + 1], "tcp,self", "the user's other arguments stay")
+            self.assertEqual(argv[argv.index("--backend") + 1], "mpi")
+
+        # GPU hosts without RDMA (topo_map of this build finds no RDMA port here): NCCL over sockets.
+        if not os.access(os.path.join(REAL_APPS, "topo_map"), os.X_OK):
+            self.skipTest(f"topo_map is not built in {REAL_APPS}")
+        if os.path.isdir("/sys/class/infiniband") and os.listdir("/sys/class/infiniband"):
+            self.skipTest("this machine has RDMA devices")
+        sockets = inter_points(["--gpus-per-node", "1"], {}, REAL_APPS)
+        self.assertEqual(sorted(sockets), ["inter.cross0", "inter.cross1", "inter.cross2", "inter.rail-eth0",
+                                           "inter.rail-eth3"])
+        self.assertEqual(exported(sockets["inter.rail-eth0"]), {"NCCL_SOCKET_IFNAME": "=eth0"})
+        self.assertEqual(exported(sockets["inter.rail-eth3"]), {"NCCL_SOCKET_IFNAME": "=eth3"})
+        self.assertEqual(exported(sockets["inter.cross1"]), {"NCCL_CROSS_NIC": "1"})
 
     def test_gpu_less_hosts_plan_the_mpi_backend(self):
         """No GPU here and no --gpus-per-node: --hosts plans the MPI backend on every host, with no

@@ -45,10 +45,16 @@ class ReportPlots(unittest.TestCase):
         cls.tmp = tempfile.mkdtemp(prefix="cclbench-plots-")
         run = os.path.join(cls.tmp, "P")
         os.makedirs(os.path.join(run, "p2p"))
-        plan = [{"name": p, "kind": "intra", "nranks": 8, "collectives": ["all_reduce"], "sizes": SIZES} for p in BUSBW]
+        plan = [{"name": p, "kind": "intra", "nranks": 8, "collectives": ["all_reduce"], "sizes": SIZES,
+                 "hosts": ["node1"]} for p in BUSBW]
         with open(os.path.join(run, "run_manifest.json"), "w") as handle:
             json.dump({"schema_version": "1.0.0", "run_id": "P", "plan": plan,
                        "points": {p: {"status": "complete"} for p in BUSBW}}, handle)
+        # The ceiling comes from the GPUs' own PCIe links as the doctor read them: Gen5 x16 on node1.
+        gpus = [{"bus_id": f"0000:0{i}:00.0", "max_link_speed_gts": 32.0, "max_link_width": 16} for i in range(8)]
+        with open(os.path.join(run, "doctor.json"), "w") as handle:
+            json.dump({"schema_version": "1.1.0", "kind": "doctor", "checks": [],
+                       "links": {"node1": {"netdevs": {}, "rdma_ports": {}, "gpus": gpus}}}, handle)
         with open(os.path.join(run, "cases.jsonl"), "w") as handle:
             for point in BUSBW:
                 for index, size in enumerate(SIZES):
@@ -168,8 +174,11 @@ class ReportPlots(unittest.TestCase):
         axis = self.figures["all_reduce_busbw.png"].axes[0]
         dashed = [line for line in axis.get_lines() if line.get_linestyle() == "--"]
         self.assertEqual(len(dashed), 1)
-        self.assertEqual(list(dashed[0].get_ydata()), [64.0, 64.0])  # PCIe Gen5 x16, rules.ceilings.PCIE_GEN5_X16_GBPS
-        self.assertIn("64", dashed[0].get_label())
+        gen5_x16 = 32 * 16 * 128 / 130 / 8  # GT/s x lanes x 128b/130b / 8 bits: 63.0 GB/s per direction
+        self.assertEqual(len(dashed[0].get_ydata()), 2)
+        for value in dashed[0].get_ydata():
+            self.assertAlmostEqual(value, gen5_x16, places=6)
+        self.assertIn("63", dashed[0].get_label())
         self.assertEqual(list(axis.get_xticks()), SIZES)
         self.assertEqual([t.get_text() for t in axis.get_xticklabels()], SIZE_LABELS)
         self.assertEqual([t.get_text() for t in axis.get_xticklabels(minor=True)], [])

@@ -8,7 +8,7 @@ import socket
 import unittest
 
 from case_records import case_record, netdev_node, rails_evidence, write_run_dir
-from helpers import verdict_fail_codes, TempDirTest, read_text, run_cli
+from helpers import verdict_fail_codes, TempDirTest, read_text, run_cli, validate
 
 CASES = ["all_reduce.float.sum.out.64M", "all_reduce.float.sum.in.64M", "all_gather.float.none.out.64M",
          "all_gather.float.none.in.64M"]
@@ -184,6 +184,234 @@ class NetdevRailsReport(TempDirTest):
                       "| 0 |", rails)
         self.assertIn("| rail imbalance | inter.ib | rail shares mlx5_0:1 75%, mlx5_3:1 25% (limit 1.25x) |", anomalies)
         self.assertNotIn("rail dead", anomalies, "HCA rows are judged by the point-wide rule only")
+
+
+class RailsTheirPointIsBoundTo(TempDirTest):
+    """rail.dead and rail.unbalanced count only the rails a point is bound to: a point over one rail on purpose leaves
+    its sibling idle (eth3 carries 1 MB of 401 MB a case on node7 below: 0.25%, far under the 5% of a dead rail)."""
+
+    report = NetdevRailsReport.report
+
+    def idle_eth3(self):
+        return two_hosts(lambda i: 1_000_000)
+
+    def rail_rows(self, anomalies):
+        return [line for line in anomalies.splitlines() if line.startswith("| rail")]
+
+    def test_nccl_socket_ifname_of_the_point_leaves_the_other_rail_out(self):
+        anomalies, _rails = self.report([launch("inter.rail-eth0", {"NCCL_SOCKET_IFNAME": "=eth0"})],
+                                        point_records("inter.rail-eth0", self.idle_eth3()))
+        self.assertEqual(self.rail_rows(anomalies), [], anomalies)
+
+    def test_a_point_bound_to_both_rails_still_has_a_dead_one(self):
+        anomalies, _rails = self.report([launch("inter.both", {"NCCL_SOCKET_IFNAME": "=eth0,eth3"})],
+                                        point_records("inter.both", self.idle_eth3()))
+        self.assertEqual(len(self.rail_rows(anomalies)), 1, anomalies)
+        self.assertIn("| rail dead | inter.both | node7 eth3 [netdev (--netdevs)]", anomalies)
+
+    def test_nccls_using_line_tells_the_interfaces_used(self):
+        # NCCL logged 'NET/Socket : Using [0]eth0' on both hosts (coll_perf -J transport evidence): eth3 is out.
+        processes = [{"host": host, "socket_devices": [{"index": 0, "name": "eth0", "address": None}]}
+                     for host in ("node5", "node7")]
+        raw = {"inter.sock": {"transport": {"inter_node": {"NET/Socket": 4}, "evidence": {"processes": processes}}}}
+        anomalies, _rails = self.report([launch("inter.sock")], point_records("inter.sock", self.idle_eth3()), raw)
+        self.assertEqual(self.rail_rows(anomalies), [], anomalies)
+
+    def test_the_mpi_backends_tcp_interface_list_binds_it(self):
+        def mpi_launch(point, include):
+            entry = launch(point)
+            entry["argv"] = ["mpirun", "--mca", "btl_tcp_if_include", include, "-np", "2", "coll_perf", "--backend", "mpi"]
+            return entry
+
+        def mpi_records(point):
+            return [dict(record, backend="mpi", bytes=SIZE) for record in point_records(point, self.idle_eth3())]
+        anomalies, _rails = self.report([mpi_launch("inter.mpi.rail-eth0", "eth0")], mpi_records("inter.mpi.rail-eth0"))
+        self.assertEqual(self.rail_rows(anomalies), [], anomalies)
+        # A list of subnets names no interface: every rail counts, and the idle eth3 is dead.
+        anomalies, _rails = self.report([mpi_launch("inter.mpi", "198.18.10.0/24,198.18.13.0/24")],
+                                        mpi_records("inter.mpi"))
+        self.assertIn("| rail dead | inter.mpi | node7 eth3 [netdev (--netdevs)]", anomalies)
+
+
+SLOW_SIZES = [64 << 10, 256 << 10, 1 << 20, 4 << 20]  # 64K is at the TCP eager limit: never judged
+
+
+def single_rail_launch(point, rail, mpi=False):
+    entry = dict(launch(point, {} if mpi else {"NCCL_SOCKET_IFNAME": "=" + rail}), sizes=SLOW_SIZES,
+                 collectives=["all_reduce"])
+    if mpi:
+        entry["argv"] = ["mpirun", "--mca", "btl_tcp_if_include", rail, "-np", "2", "coll_perf", "--backend", "mpi"]
+    return entry
+
+
+def rail_records(point, time_us_at, repeats, mpi=False):
+    """all_reduce out of place at SLOW_SIZES; time_us_at(size, repeat) the time of each repeat; busbw from it as
+    a 2-rank all_reduce's (bytes / time)."""
+    records = []
+    for repeat in range(1, repeats + 1):
+        name = point if repeats == 1 else f"{point}.rep{repeat}"
+        for size in SLOW_SIZES:
+            time = time_us_at(size, repeat)
+            stats = {"mean": time, "min": time, "p50": time, "p95": time, "p99": time, "max": time, "cv_pct": 0.5}
+            record = case_record(name, f"all_reduce.float.sum.out.{size}", size, stats, None if mpi else time,
+                                 backend="mpi" if mpi else "nccl", nranks=2, bytes=size)
+            record["busbw_gbps"] = size / time / 1e3
+            records.append(record)
+    return records
+
+
+class SlowRail(TempDirTest):
+    """rail.slow: each rail alone against its sibling alone at the largest sizes above 64 KiB (256K, 1M, 4M here).
+    Times are chosen here; the expected ratio is the rail's time over its sibling's."""
+
+    report = NetdevRailsReport.report
+
+    def run_pair(self, eth3_factor, repeats, mpi=False, doctor=None):
+        jitter = [1.0, 1.01, 0.99]
+        fast = lambda size, k: (10.0 + size / 1000) * jitter[(k - 1) % 3]  # about 1 GB/s at 4M
+        slow = lambda size, k: fast(size, k) * (eth3_factor(size) if callable(eth3_factor) else eth3_factor)
+        launches = [dict(single_rail_launch(point if repeats == 1 else f"{point}.rep{k}", rail, mpi), base_point=point,
+                         repeat=k) for k in range(1, repeats + 1)
+                    for point, rail in (("inter.rail-eth0", "eth0"), ("inter.rail-eth3", "eth3"))]
+        records = rail_records("inter.rail-eth0", fast, repeats, mpi) + rail_records("inter.rail-eth3", slow, repeats, mpi)
+        if doctor:
+            os.makedirs(os.path.join(self.tmp, "R"), exist_ok=True)
+            with open(os.path.join(self.tmp, "R", "doctor.json"), "w") as handle:
+                json.dump(doctor, handle)
+        anomalies, rails = self.report(launches, records)
+        self.rails_text = rails
+        with open(os.path.join(self.tmp, "R", "verdict.json")) as handle:
+            verdict = json.load(handle)
+        return anomalies, [reason for reason in verdict["reasons"] if reason["code"] == "rail.slow"]
+
+    def test_a_rail_three_times_slower_is_named_with_the_ratio(self):
+        anomalies, slow = self.run_pair(3.0, repeats=3)
+        self.assertEqual(len(slow), 1, anomalies)
+        self.assertEqual((slow[0]["subject"], slow[0]["point"], slow[0]["severity"], slow[0]["check"]),
+                         ("eth3", "inter.rail-eth3", "fail", "rails"))
+        self.assertAlmostEqual(slow[0]["numbers"]["ratio"], 3.0, places=6)
+        self.assertEqual(slow[0]["hosts"], ["node5", "node7"], "no line rate recorded: either end may be slow")
+        # 4M: 10 + 4194.304 us -> 0.998 GB/s alone on eth0, three times the time on eth3: 0.333 GB/s.
+        self.assertIn("| rail slow | inter.rail-eth3 | eth3 alone (inter.rail-eth3): 3.0x slower than eth0 alone "
+                      "(inter.rail-eth0), median over 3 case(s) at 256K-4M (busbw at 4M 0.333 GB/s vs 0.998 GB/s);",
+                      anomalies)
+        self.assertNotIn("rail dead", anomalies, "the rail each point leaves out is not dead")
+        self.assertIn("| inter.rail-eth3 | eth3 | eth0 | 3.00x | 0.333 | 0.998 | 256K-4M |", self.rails_text)
+        self.assertIn("| inter.rail-eth0 | eth0 | eth3 | 0.33x | 0.998 | 0.333 | 256K-4M |", self.rails_text)
+        self.assertEqual(verdict_fail_codes(os.path.join(self.tmp, "R")), ["rail.slow"])
+        ok, errors = validate("verdict.schema.json", os.path.join(self.tmp, "R", "verdict.json"))
+        self.assertTrue(ok, errors)
+
+    def test_the_host_whose_end_of_the_rail_is_slower_is_named(self):
+        # node7's eth3 negotiated 1 Gb/s, every other end 10 Gb/s (doctor.json links): node7 is named.
+        links = doctor_links({"node5": {"eth0": 10000, "eth3": 10000}, "node7": {"eth0": 10000, "eth3": 1000}})
+        anomalies, slow = self.run_pair(3.0, repeats=3, doctor=links)
+        self.assertEqual([reason["hosts"] for reason in slow], [["node7"]])
+        self.assertIn("the slow rail is eth3 on node7 (its line rate is below the other hosts')", anomalies)
+
+    def test_a_tenth_slower_is_within_the_rule(self):
+        # 1.10x: beyond the noise band of three 1%-scattered repeats, but below the 1.25x of an unbalanced rail.
+        _anomalies, slow = self.run_pair(1.10, repeats=3)
+        self.assertEqual(slow, [])
+
+    def test_one_repeat_uses_the_one_repeat_floor(self):
+        self.assertEqual(self.run_pair(1.12, repeats=1)[1], [], "below the 15% floor of a single repeat")
+        self.assertEqual(len(self.run_pair(1.5, repeats=1)[1]), 1, "1.5x: beyond the floor and the 1.25x")
+
+    def test_the_mpi_backend_judges_a_several_fold_gap_at_one_repeat(self):
+        self.assertEqual(self.run_pair(1.5, repeats=1, mpi=True)[1], [], "host-memory times: 1.5x is no judgement")
+        anomalies, slow = self.run_pair(4.0, repeats=1, mpi=True)
+        self.assertEqual(len(slow), 1, anomalies)
+        self.assertAlmostEqual(slow[0]["numbers"]["ratio"], 4.0, places=6)
+        self.assertEqual(slow[0]["numbers"]["limit"], 2.5)
+        self.assertIn("limit 2.5x with every case slower: MPI backend, both rails measured by the same hosts in the "
+                      "same run", anomalies)
+
+    def test_the_mpi_backend_needs_every_case_slower(self):
+        # 4x at 256K and 1M, but 4M faster on the 'slow' rail (0.9x): the median of 4, 4, 0.9 is 4, yet a rail
+        # that is faster at the largest size is host noise, not a slow rail.
+        def factor(size):
+            return 0.9 if size == SLOW_SIZES[-1] else 4.0
+        self.assertEqual(self.run_pair(factor, repeats=1, mpi=True)[1], [])
+
+    def test_the_faster_rail_is_never_named(self):
+        _anomalies, slow = self.run_pair(1 / 3.0, repeats=3)
+        self.assertEqual([reason["subject"] for reason in slow], ["eth0"])
+
+
+def doctor_links(speeds_by_host, gpus=()):
+    """doctor.json (schema 1.1) with only what the ceilings read: each host's netdev speeds (Mb/s, None: unknown)
+    and GPU links [(GT/s, width)]."""
+    links = {host: {"netdevs": {name: {"speed_mbps": speed, "reason": None if speed else "speed reads '-1'"}
+                                for name, speed in speeds.items()},
+                    "rdma_ports": {}, "gpus": [{"bus_id": f"0000:0{i}:00.0", "max_link_speed_gts": speed,
+                                                "max_link_width": width} for i, (speed, width) in enumerate(gpus)]}
+             for host, speeds in speeds_by_host.items()}
+    return {"schema_version": "1.1.0", "kind": "doctor", "scope": "cluster", "checks": [], "links": links}
+
+
+class LineRates(TempDirTest):
+    """Ceilings and line rates from the links' own rates (doctor.json 'links'), never a constant of one cluster."""
+
+    def run_with(self, links, busbw=0.23):
+        run = os.path.join(self.tmp, "R")
+        records = point_records("inter.sock", two_hosts(lambda i: 400_000_000))
+        for record in records:
+            record["busbw_gbps"] = busbw
+        write_run_dir(run, [launch("inter.sock")], records)
+        with open(os.path.join(run, "run_manifest.json")) as handle:
+            manifest = json.load(handle)
+        manifest["plan_inputs"] = {"netdevs": ["eth0", "eth3"], "hcas": []}
+        with open(os.path.join(run, "run_manifest.json"), "w") as handle:
+            json.dump(manifest, handle)
+        with open(os.path.join(run, "doctor.json"), "w") as handle:
+            json.dump(links, handle)
+        result = run_cli(["report", run], env={"CCLBENCH_NO_MATPLOTLIB": "1"})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return read_text(os.path.join(run, "report.md"))
+
+    def test_pcie_links_per_direction(self):
+        from cclbench_lib.rules.ceilings import pcie_gbps
+        self.assertAlmostEqual(pcie_gbps(32.0, 16), 32 * 16 * 128 / 130 / 8)  # Gen5 x16: 63.0 GB/s
+        self.assertAlmostEqual(pcie_gbps(16.0, 16), 31.5077, places=3)        # Gen4 x16
+        self.assertAlmostEqual(pcie_gbps(5.0, 16), 8.0)                        # Gen2 x16: 8b/10b
+        self.assertIsNone(pcie_gbps(None, 16))
+
+    def test_two_10g_rails_give_a_2_5_gbs_ceiling_and_the_busbw_its_share(self):
+        text = self.run_with(doctor_links({"node5": {"eth0": 10000, "eth3": 10000},
+                                           "node7": {"eth0": 10000, "eth3": 10000}}))
+        # 2 x 10 Gb/s = 20 Gb/s = 2.5 GB/s per direction; busbw 0.23 GB/s is 9.2% of it.
+        self.assertIn("| inter.sock | 2.5 | 2 x 10 Gb/s rail(s) |", text)
+        self.assertIn("| inter.sock | 0.23 GB/s (all_reduce.float.sum.out.64M) | 9.2% of 2 x 10 Gb/s |", text)
+        self.assertNotIn("above physical limit", text, "context, never a fail")
+        from cclbench_lib.model.run_dir import RunData
+        from cclbench_lib.render.report import plot_specs
+        self.assertEqual([ceilings for (name, _title, _ylabel, _series, _logy, ceilings) in
+                          plot_specs(RunData(os.path.join(self.tmp, "R"))) if name.endswith("busbw.png")],
+                         [[("ceiling 2.5 GB/s (2 x 10 Gb/s rail(s))", 2.5)]] * 2)
+        above = self.run_with(doctor_links({"node5": {"eth0": 10000, "eth3": 10000},
+                                            "node7": {"eth0": 10000, "eth3": 10000}}), busbw=3.0)
+        self.assertIn("| above physical limit | inter.sock |", above)
+
+    def test_the_slower_end_of_a_rail_sets_its_rate(self):
+        # node7's eth3 negotiated 1 Gb/s: that rail carries at most 1 Gb/s whatever node5's end says.
+        text = self.run_with(doctor_links({"node5": {"eth0": 10000, "eth3": 10000},
+                                           "node7": {"eth0": 10000, "eth3": 1000}}))
+        self.assertIn("| inter.sock | 1.38 | 10 + 1 Gb/s rail(s) |", text)  # 11 Gb/s / 8
+
+    def test_an_unknown_speed_gives_no_ceiling_and_says_why(self):
+        text = self.run_with(doctor_links({"node5": {"eth0": 10000, "eth3": 10000},
+                                           "node7": {"eth0": 10000, "eth3": None}}), busbw=300.0)
+        self.assertIn("| inter.sock | none | no ceiling: line rate of eth3 unknown on node7 |", text)
+        self.assertIn("| inter.sock | 300 GB/s (all_reduce.float.sum.out.64M) | - (line rate of eth3 unknown on node7) |",
+                      text)
+        self.assertNotIn("above physical limit", text)
+        from cclbench_lib.model.run_dir import RunData
+        from cclbench_lib.render.report import plot_specs
+        specs = plot_specs(RunData(os.path.join(self.tmp, "R")))
+        self.assertTrue(specs)
+        self.assertEqual([ceilings for (name, _title, _ylabel, _series, _logy, ceilings) in specs
+                          if name.endswith("busbw.png")], [[], []], "no dashed line where the rate is unknown")
 
 
 class FakeCollPerfRun(TempDirTest):

@@ -24,7 +24,7 @@ from ..base.version import TOOL_VERSION
 from ..model.doctor_checks import (DOCTOR_SCHEMA_VERSION, JSON_LINE_PREFIX, Node, Reader, STATUSES, check_acs_iommu,
                                    check_gdr_module, check_gpu_state, check_nccl_env, check_netdev_mtu,
                                    check_numa_affinity, check_pcie_link, check_rdma_port, check_roce_gid,
-                                   check_versions_local, compare_versions, host_versions, rail_selection, result)
+                                   check_versions_local, compare_versions, host_versions, link_rates, rail_selection, result)
 from ..execute.path_mtu import interface_addresses, parse_probe_spec, probe_hosts, run_probes
 from ..model.launcher import choose_launcher, command, launch_error_lines, mpirun_version
 from ..model.hosts import check_resolvable, local_hostname, parse_host_list, parse_hostfile, validate_host
@@ -246,7 +246,7 @@ def run_host(sysfs_root, procfs_root, env, probes, host):
             "roots": {"sysfs": os.path.abspath(sysfs_root), "procfs": os.path.abspath(procfs_root),
                       "live": probes.live},
             "status": overall, "summary": counts, "versions": {host: versions}, "rails": {host: rails},
-            "checks": checks}
+            "links": {host: link_rates(node)}, "checks": checks}
 
 
 def merge(host_documents, planned_hosts=None, launch_failures=None, cluster_checks=()):
@@ -255,7 +255,7 @@ def merge(host_documents, planned_hosts=None, launch_failures=None, cluster_chec
     versions are compared across the hosts that reported; cluster_checks (the path MTU step's results)
     are added as they are."""
     hosts = list(planned_hosts or sorted(host_documents))
-    checks, versions, roots, rails = [], {}, None, {}
+    checks, versions, roots, rails, links = [], {}, None, {}, {}
     for host in hosts:
         document = host_documents.get(host)
         if not isinstance(document, dict) or not isinstance(document.get("checks"), list):
@@ -272,6 +272,8 @@ def merge(host_documents, planned_hosts=None, launch_failures=None, cluster_chec
         versions[host] = next(iter(found.values()), None) if found else None
         found = document.get("rails") or {}
         rails[host] = next(iter(found.values()), None) if isinstance(found, dict) and found else None
+        found = document.get("links") or {}
+        links[host] = next(iter(found.values()), None) if isinstance(found, dict) and found else None
     reported = {host: value for host, value in versions.items() if isinstance(value, dict)}
     for item in compare_versions(reported):
         checks.append(dict(item, host="*"))
@@ -280,7 +282,8 @@ def merge(host_documents, planned_hosts=None, launch_failures=None, cluster_chec
     return {"schema_version": DOCTOR_SCHEMA_VERSION, "kind": "doctor", "scope": "cluster",
             "tool": {"name": "cclbench", "version": TOOL_VERSION}, "created_utc": utc_now(), "hosts": hosts,
             "roots": roots or {"sysfs": None, "procfs": None, "live": None},
-            "status": overall, "summary": counts, "versions": versions, "rails": rails, "checks": checks}
+            "status": overall, "summary": counts, "versions": versions, "rails": rails, "links": links,
+            "checks": checks}
 
 
 # --- the command ----------------------------------------------------------------------------------

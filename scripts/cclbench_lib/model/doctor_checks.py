@@ -646,6 +646,35 @@ def rail_selection(node, env, addresses):
     return {"source": source, "interfaces": interfaces, "reason": reason}
 
 
+def link_rates(node):
+    """This host's link rates, as the document's "links" entry: what the baseline's ceilings and line-rate context
+    come from (rules/ceilings.py), never a constant of one cluster. netdevs: every interface but lo with its
+    class/net/<if>/speed (Mb/s; -1, 0 or unreadable is unknown: null with the reason; a virtual or down link has
+    none); rdma_ports: every RDMA port's rate (Gb/s) and its netdevs; gpus: every NVIDIA GPU's PCIe link, its
+    max_link_speed (GT/s) and max_link_width (what the link can carry; the pcie_link check says when it runs
+    below)."""
+    netdevs = {}
+    names, _why = node.reader.listdir(node.reader.sysfs("class", "net"))
+    for name in names:
+        if name == "lo":
+            continue
+        path = node.reader.sysfs("class", "net", name, "speed")
+        text, why = node.reader.read(path)
+        speed = parse_int(text)
+        if speed is None or speed <= 0:
+            reason = why or f"{path} reads '{(text or '')[:20]}': no known speed (a virtual or down link)"
+            netdevs[name] = {"speed_mbps": None, "reason": reason}
+        else:
+            netdevs[name] = {"speed_mbps": speed, "reason": None}
+    ports = {}
+    for port in node.ports():
+        ports[port.name] = {"rate_gbps": port.rate_gbps, "netdevs": _port_netdevs(node, port),
+                            "reason": None if port.rate_gbps is not None else "; ".join(port.problems) or "rate unknown"}
+    gpus = [{"bus_id": gpu.bdf, "max_link_speed_gts": gpu.link.get("max_link_speed"),
+             "max_link_width": gpu.link.get("max_link_width")} for gpu in node.gpus()]
+    return {"netdevs": netdevs, "rdma_ports": ports, "gpus": gpus}
+
+
 def _subnet(interface):
     try:
         return ipaddress.ip_network(f"{interface['address']}/{interface['prefixlen']}", strict=False)
@@ -1145,6 +1174,6 @@ def check_gpu_state(node, snapshot, kmsg):
                                   "up in NVIDIA's XID catalogue before benchmarking"))
     return results
 
-DOCTOR_SCHEMA_VERSION = "1.0.0"
+DOCTOR_SCHEMA_VERSION = "1.1.0"  # 1.1: "links", each host's link rates
 STATUSES = ("pass", "warn", "fail", "skip")
 JSON_LINE_PREFIX = "CCLBENCH_DOCTOR_JSON "

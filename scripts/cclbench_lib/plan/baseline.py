@@ -59,11 +59,41 @@ def hca_label(binding, all_hcas):
     return f"rail-{name}" if len(same_name) == 1 else f"rail-{name}-p{port}"
 
 
-def hca_bindings(hcas):
-    """All rails together, then each rail alone (the mission's sweep)."""
-    if len(hcas) <= 1:
-        return [list(hcas)]
-    return [list(hcas)] + [[hca] for hca in hcas]
+def inter_bindings(hcas, netdevs, cross_nic):
+    """The inter-node sweep as [(point name fragment, env)]: every rail together once per NCCL_CROSS_NIC value, then
+    each rail alone once. NCCL_CROSS_NIC chooses between a node's NICs, so with one NIC a node it changes nothing:
+    a single-rail point runs once, without it. The rails: the RDMA ports (NCCL_IB_HCA), else with --netdevs of two
+    interfaces or more the interfaces NCCL's sockets use (NCCL_SOCKET_IFNAME, '=' for the exact name)."""
+    sweep = []
+    for value in cross_nic:
+        env = {"NCCL_CROSS_NIC": str(value)}
+        name = f"cross{value}"
+        if hcas:
+            name += "." + hca_label(list(hcas), hcas)
+            env["NCCL_IB_HCA"] = "=" + ",".join(hcas)
+        sweep.append((name, env))
+    if len(hcas) > 1:
+        sweep += [(hca_label([hca], hcas), {"NCCL_IB_HCA": "=" + hca}) for hca in hcas]
+    elif not hcas and len(netdevs or []) > 1:
+        sweep += [(f"rail-{netdev}", {"NCCL_SOCKET_IFNAME": "=" + netdev}) for netdev in netdevs]
+    return sweep
+
+
+def tcp_rail_args(mpirun_args, netdev):
+    """The launcher arguments of an MPI-backend point over one interface: the user's own arguments without any TCP
+    BTL interface list (btl_tcp_if_include and btl_tcp_if_exclude cannot both be set), then
+    --mca btl_tcp_if_include NETDEV."""
+    args, index = [], 0
+    mpirun_args = list(mpirun_args or [])
+    while index < len(mpirun_args):
+        item = mpirun_args[index]
+        if item in ("--mca", "-mca") and index + 2 < len(mpirun_args) and \
+                mpirun_args[index + 1] in ("btl_tcp_if_include", "btl_tcp_if_exclude"):
+            index += 3
+            continue
+        args.append(item)
+        index += 1
+    return args + ["--mca", "btl_tcp_if_include", netdev]
 
 
 def intra_expectation(spec):
@@ -251,16 +281,10 @@ class Planner:
             points.append({"base": f"intra.{host}", "kind": "intra", "nranks": gpn, "hosts": [host], "env": {},
                            "mpirun": self.mpirun(gpn, f"{host}:{gpn}"), "expect": intra_expectation(expect)})
         if len(hosts) > 1:
-            for cross_nic in inputs["cross_nic"]:
-                for binding in hca_bindings(inputs["hcas"]):
-                    base = f"inter.cross{cross_nic}"
-                    env = {"NCCL_CROSS_NIC": str(cross_nic)}
-                    if binding:
-                        base += "." + hca_label(binding, inputs["hcas"])
-                        env["NCCL_IB_HCA"] = "=" + ",".join(binding)
-                    points.append({"base": base, "kind": "inter", "nranks": gpn * len(hosts), "hosts": hosts,
-                                   "env": env, "mpirun": self.mpirun(gpn * len(hosts), all_hosts, env),
-                                   "expect": expect, "host_spec": all_hosts})
+            for name, env in inter_bindings(inputs["hcas"], inputs.get("netdevs"), inputs["cross_nic"]):
+                points.append({"base": f"inter.{name}", "kind": "inter", "nranks": gpn * len(hosts), "hosts": hosts,
+                               "env": env, "mpirun": self.mpirun(gpn * len(hosts), all_hosts, env),
+                               "expect": expect, "host_spec": all_hosts})
         for point in points[:len(hosts)]:
             point["host_spec"] = f"{point['hosts'][0]}:{gpn}"
         points += self._decode_and_ab(points, hosts, all_hosts, expect)
@@ -296,6 +320,20 @@ class Planner:
             points.append({"base": "inter.mpi", "kind": "inter", "nranks": nranks, "hosts": hosts, "env": {},
                            "mpirun": self.mpirun(nranks, all_hosts), "expect": "", "extra": extra, "note": note,
                            "mpi": True, "host_spec": all_hosts})
+            netdevs = self.inputs.get("netdevs") or []
+            # Each rail alone (--netdevs of two interfaces or more): the TCP BTL over that interface only, so that a
+            # rail slower than its sibling shows (rules/rails.judge_slow_rails).
+            for netdev in netdevs if len(netdevs) > 1 else []:
+                env = {}
+                if launcher.launcher_of(self.inputs)["name"] == "srun":
+                    env = {"OMPI_MCA_btl_tcp_if_include": netdev}  # srun takes no --mca: each rank reads its env
+                    mpirun = self.mpirun(nranks, all_hosts, env)
+                else:
+                    mpirun = launcher.command(dict(self.inputs, mpirun_args=tcp_rail_args(
+                        self.inputs.get("mpirun_args"), netdev)), nranks, all_hosts)
+                points.append({"base": f"inter.mpi.rail-{netdev}", "kind": "inter", "nranks": nranks, "hosts": hosts,
+                               "env": env, "mpirun": mpirun, "expect": "", "extra": extra, "note": note, "mpi": True,
+                               "host_spec": all_hosts})
         launches += self._interleaved(points, tuning=False)
         return launches
 

@@ -116,6 +116,31 @@ def _rail_unbalanced(item):
     return _rail_share(item) + f": {item['busiest']} carried over {item['limit']:g}x as much"
 
 
+def _gbps(value):
+    return "-" if value is None else f"{value:.3g} GB/s"
+
+
+def _rail_slow(item):
+    """A rail alone clearly slower than its sibling alone (rules/rails.judge_slow_rails), in words from its own
+    numbers and the rule's constants."""
+    sizes = [format_size(size) for size in item["sizes"]]
+    span = sizes[0] if len(sizes) == 1 else f"{sizes[0]}-{sizes[-1]}"
+    if item["host_timed"]:
+        rule = (f"limit {item['limit']:g}x with every case slower: MPI backend, both rails measured by the same "
+                "hosts in the same run")
+    else:
+        rule = (f"limit {item['limit']:g}x and {item['slower']} of {item['cases']} case(s) slower beyond the noise "
+                f"band of compare")
+    if item.get("host_named_by"):
+        where = f"on {', '.join(item['hosts'])} (its {item['host_named_by']} is below the other hosts')"
+    else:
+        where = "on one of " + ", ".join(item["hosts"]) + " (the counters cannot tell which end)"
+    return (f"{item['rail']} alone ({item['where']}): {item['ratio']:.1f}x slower than {item['sibling']} alone "
+            f"({item['sibling_point']}), median over {item['cases']} case(s) at {span} (busbw at {sizes[-1]} "
+            f"{_gbps(item['busbw_gbps'])} vs {_gbps(item['sibling_busbw_gbps'])}); {rule}; the slow rail is "
+            f"{item['rail']} {where}")
+
+
 def _points(points):
     return f"{len(points)} point(s) ({points[0]}" + (f" and {len(points) - 1} more" if len(points) > 1 else "") + ")"
 
@@ -165,6 +190,7 @@ DETAILS = {
     "rail_unbound": ("rail imbalance", lambda i: f"traffic on {i['rail']}, which NCCL_IB_HCA did not bind"),
     "rail_imbalance": ("rail imbalance", _imbalance),
     "rail.dead": ("rail dead", _rail_dead),
+    "rail.slow": ("rail slow", _rail_slow),
     "rail.unbalanced": ("rail imbalance", _rail_unbalanced),
     "rail.no_counters": ("rail counters missing", lambda i: f"{i['host']} {i['rail']} [{_rail_source(i)}]: no counter "
                          f"read in any case ({'; '.join(i['reasons']) or 'no reason given'})"),

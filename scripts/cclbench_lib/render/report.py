@@ -22,8 +22,9 @@ from ..render.doctor import doctor_section
 from ..render.markdown import fmt_number, md_table
 from ..render.verdict import reason_text, verdict_document, verdict_lines
 from ..rules import outliers, repeatability
-from ..rules.anomalies import socket_hca_points
-from ..rules.ceilings import LIMIT_ROWS, ceiling_for, rails_reason
+from ..rules.anomalies import single_rail_points, socket_hca_points
+from ..rules.ceilings import LIMIT_ROWS, ceiling_for, line_rate, rails_reason, run_link_rates
+from ..rules.rails import RAIL_SLOW_MIN_BYTES, RAIL_SLOW_MIN_RATIO, RAIL_SLOW_MPI_RATIO, compare_rails, is_host_timed
 from ..rules.repeat_rule import HOST_BOUND_GATE_FACTOR, HOST_BOUND_RATIO, MAD_TO_SIGMA
 from ..rules.verdict import SEVERITIES, run_verdict
 
@@ -250,8 +251,9 @@ def rails_section(data):
     if not rows:
         return lines + ["_not available: no multi-node point in this run (rails carry no traffic inside one node)_"]
     sockets = socket_hca_points(data)
+    context = line_rate_section(data) + rails_alone_section(data)
     return lines + [md_table(["point", "host", "source", "share per rail", "bytes per rail", "error increments"], rows)] \
-        + (["", hca_not_applicable_note(sockets)] if sockets else [])
+        + (["", hca_not_applicable_note(sockets)] if sockets else []) + ([""] + context if context else [])
 
 
 def netdev_row(entry):
@@ -589,6 +591,7 @@ def plot_specs(data):
     specs = []
     cells = table_cells(data)
     bases = data.base_points()
+    rates = run_link_rates(data)
     for collective in sorted({c for (c, _b, _s) in cells if c}):
         for metric, ylabel, getter, logy in (("busbw", "busbw (GB/s)", busbw_of, False),
                                              ("algbw", "algbw (GB/s), one rank", algbw_of, False),
@@ -603,7 +606,8 @@ def plot_specs(data):
                     continue
                 series.append((base, [(s, median_of(cells[(collective, base, s)], getter)) for s in sizes]))
                 if metric == "busbw":
-                    ceiling, why = ceiling_for(data, point_binding(data, base), cells[(collective, base, sizes[0])][0])
+                    ceiling, why = ceiling_for(data, point_binding(data, base), cells[(collective, base, sizes[0])][0],
+                                               rates)
                     if ceiling is not None:
                         ceilings.setdefault(ceiling, []).append(why)
             if not series:
@@ -611,6 +615,80 @@ def plot_specs(data):
             specs.append((f"{collective}_{metric}.png", f"{collective}: {ylabel} vs size", ylabel, series, logy,
                           [(f"ceiling {value:g} GB/s ({why[0]})", value) for value, why in sorted(ceilings.items())]))
     return specs
+
+
+def ceilings_section(data):
+    """Each point's ceiling in this run, from the links' own rates (rules/ceilings.py), or why it has none: a
+    plot draws a dashed line only where a ceiling is known."""
+    rates = run_link_rates(data)
+    rows = []
+    for base in data.base_points():
+        launch = point_binding(data, base)
+        records = [record for (point, _case), record in sorted(data.latest.items()) if base_point_of(point) == base]
+        if launch is None or not records:
+            continue
+        ceiling, why = ceiling_for(data, launch, records[0], rates)
+        rows.append((base, "none" if ceiling is None else f"{ceiling:.3g}", why))
+    if not rows:
+        return []
+    return ["Ceilings of this run's points (none: no dashed line on its plots):", "",
+            md_table(["point", "ceiling (GB/s)", "from"], rows), ""]
+
+
+def line_rate_section(data):
+    """Each cross-node point's best busbw against its rails' line rate: context, never a judgement (a line rate
+    is a ceiling, not a promise; the MPI backend's figures are host-memory ones, correctness only)."""
+    rates = run_link_rates(data)
+    rows = []
+    for base in data.base_points():
+        launch = point_binding(data, base)
+        if launch is None or launch.get("kind") != "inter":
+            continue
+        records = [record for (point, _case), record in data.latest.items() if base_point_of(point) == base
+                   and isinstance(record.get("busbw_gbps"), (int, float)) and record.get("status") == "ok"]
+        gbit, _rails, text = line_rate(data, launch, rates, records)
+        if not records:
+            continue
+        best = max(records, key=lambda record: record["busbw_gbps"])
+        busbw = best["busbw_gbps"]
+        share = "-" if gbit is None else f"{busbw / (gbit / 8) * 100:.3g}% of {text}"
+        rows.append((base, f"{busbw:.3g} GB/s ({best.get('case_id')})", share if gbit is not None else f"- ({text})"))
+    if not rows:
+        return []
+    return ["Bus bandwidth against the rails' line rate (context, never a fail: a line rate is a ceiling, not a "
+            "promise; line rate / 8 = GB/s per direction):", "",
+            md_table(["point", "best busbw (case)", "of the line rate"], rows)]
+
+
+def rails_alone_section(data):
+    """Each rail alone against its siblings alone (rules/rails.judge_slow_rails' comparison, as a table): the
+    single-rail points of the sweep, their busbw at the largest size judged and their time over the fastest
+    sibling's."""
+    points = single_rail_points(data)
+    rows = []
+    for member in points:
+        worst = None
+        for sibling in points:
+            if sibling["key"] != member["key"] or sibling["rail"] == member["rail"]:
+                continue
+            compared = compare_rails(member["records"], sibling["records"], is_host_timed(member["records"]))
+            if compared is not None and (worst is None or compared["ratio"] > worst[0]["ratio"]):
+                worst = (compared, sibling)
+        if worst is None:
+            continue
+        compared, sibling = worst
+        sizes = [format_size(size) for size in compared["sizes"]]
+        rows.append((member["point"], member["rail"], sibling["rail"], f"{compared['ratio']:.2f}x",
+                     "-" if compared["busbw_gbps"] is None else f"{compared['busbw_gbps']:.3g}",
+                     "-" if compared["sibling_busbw_gbps"] is None else f"{compared['sibling_busbw_gbps']:.3g}",
+                     f"{sizes[0]}-{sizes[-1]}" if len(sizes) > 1 else sizes[0]))
+    if not rows:
+        return []
+    return ["", f"Each rail alone (sizes above {format_size(RAIL_SLOW_MIN_BYTES)}, the largest three both measured): "
+            f"a rail whose time is at least {RAIL_SLOW_MIN_RATIO:g}x its sibling's, beyond the noise band, is "
+            f"rail.slow (MPI backend: {RAIL_SLOW_MPI_RATIO:g}x with every case slower).", "",
+            md_table(["point", "rail", "sibling", "time vs sibling (median)", "busbw GB/s (largest size)",
+                      "sibling busbw GB/s", "sizes"], rows)]
 
 
 def make_plots(data, pyplot, plots_dir):
@@ -662,6 +740,7 @@ def build_report(run_dir, cv_gate=None):
                      "its physical ceiling, no missing case, no spread across repeats beyond what chance explains.")
     lines += ["", "Physical ceilings for busbw (per direction; a value above its ceiling is a measurement, unit or "
               "byte-count error):", "", md_table(["path", "ceiling (GB/s)", "derivation", "applies to"], LIMIT_ROWS), ""]
+    lines += ceilings_section(data)
     lines += doctor_section(data.run_dir)
     if pyplot is None:
         lines += [f"> Plots skipped: {why_not}. Tables below are complete.", ""]

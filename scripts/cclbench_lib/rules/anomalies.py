@@ -3,13 +3,13 @@
 files). The codes and
 the fields are render/anomalies.py's to put into words."""
 
-from ..model.records import point_completeness, was_skipped
+from ..model.records import base_point_of, launch_base_point, point_completeness, was_skipped
 from ..model.run_dir import rail_bytes_per_host, rail_totals, used_sockets
 from ..rules import outliers
 from ..rules.by_design import unverifiable_by_design
-from ..rules.ceilings import RAIL_IMBALANCE_RATIO, ceiling_for
+from ..rules.ceilings import ceiling_for, run_link_rates
 from ..rules.env_hosts import env_anomalies
-from ..rules.rails import judge_host_rails
+from ..rules.rails import RAIL_IMBALANCE_RATIO, bound_entries, judge_host_rails, judge_slow_rails, netdev_binding, sibling_key, single_rail
 from ..rules.repeat_rule import judge_repeatability
 
 
@@ -79,12 +79,13 @@ def missing_case_anomalies(data):
 def ceiling_anomalies(data):
     """busbw above its physical ceiling (rules/ceilings.py): one finding per point, the worst case and how many."""
     plan_by_name = {launch["name"]: launch for launch in data.plan}
+    rates = run_link_rates(data)
     above = {}
     for (point, case_id), record in sorted(data.latest.items()):
         busbw = record.get("busbw_gbps")
         if not isinstance(busbw, (int, float)) or isinstance(busbw, bool):
             continue
-        ceiling, why = ceiling_for(data, plan_by_name.get(point), record)
+        ceiling, why = ceiling_for(data, plan_by_name.get(point), record, rates)
         if ceiling is not None and busbw > ceiling:
             above.setdefault(point, []).append((busbw / ceiling, case_id, busbw, ceiling, why))
     found = []
@@ -137,7 +138,10 @@ def rail_anomalies(data):
         if launch is not None and launch.get("kind") == "inter":
             for flag in [flag for flag in flags if not (sockets and _hca_flag(flag)) and not (netdev and _netdev_flag(flag))][:5]:
                 found.append({"code": "rail_flag", "where": point, "flag": flag})
-        found += [dict(finding, where=point) for finding in judge_host_rails(_striped(records, netdev))]
+        # Only the rails this point is bound to: a point over one rail on purpose leaves its sibling idle.
+        binding = netdev_binding(launch, data.raw.get(point), records, data.manifest.get("env"))
+        found += [dict(finding, where=point) for finding in judge_host_rails(bound_entries(_striped(records, netdev),
+                                                                                          binding))]
         if sockets or not totals or launch is None or launch.get("kind") != "inter":
             continue  # over sockets the HCA ports carry none of the point: their balance says nothing
         bound = [h for h in (launch.get("env") or {}).get("NCCL_IB_HCA", "").lstrip("=^").split(",") if h]
@@ -155,6 +159,32 @@ def rail_anomalies(data):
         # Once for the run: no counter saw these points' traffic, so a dead rail there would go unseen.
         found.append({"code": "rail.not_seen", "where": unseen[0], "points": unseen})
     return found
+
+
+def single_rail_points(data):
+    """The inter-node points bound to one rail on purpose (rules/rails.single_rail), as judge_slow_rails takes
+    them: one entry per base point with every repeat's records. A point whose binding is chosen at run time (the
+    decode points' sweep_fastest) is left out."""
+    records_of = {}
+    for (point, _case), record in data.latest.items():
+        records_of.setdefault(base_point_of(point), []).append(record)
+    points, seen = [], set()
+    for launch in data.coll_launches():
+        base = launch_base_point(launch)
+        if launch.get("kind") != "inter" or base in seen or launch.get("binding") or launch.get("decode"):
+            continue
+        rail = single_rail(launch)
+        if rail is None:
+            continue
+        seen.add(base)
+        points.append({"point": base, "rail": rail[0], "source": rail[1], "key": sibling_key(launch),
+                       "hosts": list(launch.get("hosts") or []), "records": records_of.get(base, [])})
+    return points
+
+
+def slow_rail_anomalies(data):
+    """Each rail alone against its sibling alone (rules/rails.judge_slow_rails): a rail clearly slower fails."""
+    return judge_slow_rails(single_rail_points(data), run_link_rates(data)["rails"])
 
 
 def host_env_anomalies(data):
@@ -182,15 +212,20 @@ def _netdev_flag(flag):
 
 # Open MPI's TCP BTL sends a message up to its eager limit (btl_tcp_eager_limit, 64 KiB by default) over one
 # interface and stripes only larger ones over all of them: under the MPI backend only those cases can show a rail.
+# Even above it the first fragment (up to the eager limit) takes one interface and only the rest is striped, so a
+# rail's share is even only from MPI_STRIPED_EVEN_BYTES: at 16x the eager limit that fragment moves a share by at
+# most 1/32 (ratio 1.13, under the 1.25 of an unbalanced rail); a healthy pair read 42% / 58% over 128K-512K on
+# the virtual cluster.
 MPI_TCP_EAGER_LIMIT_BYTES = 64 * 1024
+MPI_STRIPED_EVEN_BYTES = 16 * MPI_TCP_EAGER_LIMIT_BYTES
 
 
 def _striped(records, netdev):
-    """The netdev entries to judge: all of them, or under the MPI backend those of the cases above the TCP BTL's
-    eager limit (none: nothing to judge; the table still shows every row)."""
+    """The netdev entries to judge: all of them, or under the MPI backend those of the cases from
+    MPI_STRIPED_EVEN_BYTES (none: nothing to judge; the table still shows every row)."""
     if not (records and all(record.get("backend") == "mpi" for record in records)):
         return netdev
-    large = [record for record in records if (record.get("bytes") or 0) > MPI_TCP_EAGER_LIMIT_BYTES]
+    large = [record for record in records if (record.get("bytes") or 0) >= MPI_STRIPED_EVEN_BYTES]
     return [entry for entry in rail_bytes_per_host(large) if entry["source"] == "netdev"] if netdev else []
 
 
@@ -209,6 +244,7 @@ def find_anomalies(data, cv_gate, judged=None):
     judge_repeatability result where the caller has it already."""
     found = (launch_anomalies(data) + case_anomalies(data) + transport_anomalies(data) + missing_case_anomalies(data)
              + ceiling_anomalies(data) + repeat_anomalies(data, cv_gate, judged) + rail_anomalies(data)
+             + slow_rail_anomalies(data)
              + host_env_anomalies(data))
     # P2P pairs/GPUs, host<->device, straggler rank: rules/outliers.py gives them as rows already.
     found += [{"code": "outlier", "kind": kind, "where": where, "detail": detail}

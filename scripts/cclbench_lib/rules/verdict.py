@@ -3,7 +3,7 @@ FAILED, per host and check, per point, and every reason with a stable code. No t
 puts it into words, the report, the console's last line and smoke's JUnit file come from it.
 
 Severities have fixed meanings (docs/bring-up.md "Reading the report"; each code in docs/verdicts.md):
-  fail  (exit 1)  wrong data, failed or errored cases, a transport gate missed, a doctor fail, a dead or
+  fail  (exit 1)  wrong data, failed or errored cases, a transport gate missed, a doctor fail, a dead, slow or
                   unbalanced rail, an outlier link, GPU or rank, a point not reproducible as a whole;
   warn  (exit 0, shown first)  more single cases above the CV target or without a stable median than the
                   healthy noise explains, doctor warnings;
@@ -42,6 +42,7 @@ CODES = {
     "transport.gate_missed": (FAIL, "transport", "nccl/{point}/ and report.md 'Transport evidence'"),
     "rail.dead": (FAIL, "rails", "report.md 'Rails'; evidence.rails in cases.jsonl, point {point}"),
     "rail.unbalanced": (FAIL, "rails", "report.md 'Rails'; evidence.rails in cases.jsonl, point {point}"),
+    "rail.slow": (FAIL, "rails", "report.md 'Rails' (each rail alone); cases.jsonl, points {point} and its sibling"),
     "rail.unbound": (FAIL, "rails", "report.md 'Rails'; NCCL_IB_HCA of point {point}"),
     "rail.errors": (FAIL, "rails", "the HCA's error counters; evidence.rails in cases.jsonl, point {point}"),
     "rail.no_counters": (WARN, "rails", "report.md 'Rails' (the row's reason); evidence.rails in cases.jsonl, point {point}"),
