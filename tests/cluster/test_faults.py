@@ -195,6 +195,10 @@ class Faults(unittest.TestCase):
         self.assertEqual(code, 1, error)
         self.assertIn(f"{INTER}: exit {exit_says}", error)
         self.assertEqual(point["status"], "failed")
+        if point["exit_code"] == 4:
+            # The watchdog ended it: the reason names the point and the case that hung (coll_perf's own message).
+            self.assertRegex(point["reason"], rf"point {INTER}: coll_perf's watchdog \(-T {WATCHDOG_S} s\): case "
+                                              r"all_reduce\.\S+ \(size \d+ B, [^)]+\) on rank \d \([^)]+\) did not finish")
         self.assertGreaterEqual(len(kept), before, "records measured before the fault are kept")
         self.assertEqual(resume_code, 1, self.stderr_of(run_id, resume=True)[-2000:])
         self.assertEqual(fake_hca_fail_codes(self.run_dir(run_id)), ["doctor.fail", "rail.flag"],

@@ -505,7 +505,7 @@ class Baseline:
                         self.write_report()
                         raise CclbenchError(f"sanity pass failed, nothing else was run: {reason} "
                                             f"(see {os.path.join(self.run_dir, 'run.log')})"
-                                            + self.doctor_diagnosis())
+                                            + ("" if "the doctor found on" in (reason or "") else self.doctor_diagnosis()))
                     if launch.get("ab"):
                         # A forced NCCL_* variant NCCL refuses is an A/B finding (the report names it with
                         # NCCL's words), not a broken baseline.

@@ -54,13 +54,17 @@ def not_run_reason(crossed):
 
 
 def host_findings(checks, hosts):
-    """The doctor's fail lines about `hosts` ('id subject: detail'), attached to a hung launch's reason."""
+    """The doctor's fail lines about `hosts` ('id subject: detail'), attached to a hung launch's reason: the
+    failed paths between hosts first (what hangs a launch across them), each distinct line once."""
     hosts = set(hosts or [])
-    lines = []
+    paths, others = [], []
     for check in checks or []:
         if not isinstance(check, dict) or check.get("status") != "fail":
             continue
-        involved = check.get("host") in hosts or (check.get("id") == PATH_CHECK and _peer(check.get("subject")) in hosts)
-        if involved:
-            lines.append(f"{check.get('id')} {check.get('subject')}: {check.get('detail')}")
-    return lines
+        is_path = check.get("id") == PATH_CHECK
+        if check.get("host") in hosts or (is_path and _peer(check.get("subject")) in hosts):
+            line = f"{check.get('id')} {check.get('subject')}: {check.get('detail')}"
+            found = paths if is_path else others
+            if line not in found:
+                found.append(line)
+    return paths + others
