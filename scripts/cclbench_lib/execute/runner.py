@@ -196,6 +196,7 @@ class Baseline:
         timed_out = threading.Event()
         self.first_lines = []  # the launcher's own words when a launch fails (doctor: host unreachable)
         self.watchdog_lines = []  # coll_perf's watchdog messages: the case that hung
+        self.ended_by_bound = False
         try:
             # Its own process group: a stop reaches mpirun and everything it started on this host (ssh to the
             # other hosts included), and nothing of it outlives the launch.
@@ -227,6 +228,7 @@ class Baseline:
             timer.cancel()
             self.child = None
         self.log_line(f"# {utc_now()} exit {code}")
+        self.ended_by_bound = timed_out.is_set()
         if timed_out.is_set():
             given = self.inputs.get("launch_timeout_s")
             why = f"--launch-timeout {given:g}s" if given else f"its bound {timeout:g}s (derived from the plan; " \
@@ -269,7 +271,9 @@ class Baseline:
             found = self.watchdog_lines[0]
             parts.append(f"coll_perf's watchdog (-T {found.group(2)} s): {found.group(1)} did not finish")
         path = self.records_file(launch)
-        if path and launch["kind"] not in ("doctor", "topology", "p2p"):
+        # Where coll_perf's watchdog did not speak, its records tell only when the runner's bound ended the launch
+        # (an exit 4 of coll_perf's own, such as NCCL refusing a forced setting, hung nowhere).
+        if path and (self.watchdog_lines or self.ended_by_bound):
             done = []
             try:
                 with open(path, "rb") as handle:

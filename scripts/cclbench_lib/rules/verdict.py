@@ -235,7 +235,8 @@ def run_verdict(data, cv_gate_pct):
     # A forced --ab variant that NCCL refused is an A/B finding (the report's A/B section names it with NCCL's
     # words), not a broken baseline: the runner does not fail the run on it, nor does the verdict.
     variants = {launch["name"] for launch in data.plan if launch.get("ab")}
-    findings = [dict(f, code="ab.variant_not_measured") if f.get("code") in ("launch_incomplete", "missing_cases")
+    findings = [dict(f, code="ab.variant_not_measured") if f.get("code") in ("launch_incomplete", "launch_timeout",
+                                                                              "missing_cases")
                 and f.get("where") in variants else f for f in findings]
     launches = data.coll_launches()
     hosts = list(data.manifest.get("hosts") or [])
