@@ -378,7 +378,7 @@ class LocalRuns(BaselineRuns):
 
     def test_host_bound_cases_get_a_wider_gate_not_a_pass(self):
         # The host needs 2x the GPU time per launch: host-bound, so 3 x the gate (9%) applies to each case's
-        # robust dispersion (6.45%, as above): each case is host-bound jitter, a warning. But the spread is
+        # robust dispersion (6.45%, as above): each case is host-bound jitter, a note. But the spread is
         # systematic (median CV 6.15% > 5%): the point fails; host-bound is no exemption for a whole point.
         env = {"CCLBENCH_FAKE_GPU_COUNT": "2", "FAKE_COLL_JITTER": "1", "FAKE_COLL_HOST_FACTOR": "2"}
         result = self.baseline("H", "--repeat", "2", env=env)

@@ -39,10 +39,29 @@ def _count_above(item):
             f"than {item['limit']} (P < {item['false_alarm']:g} at a rate of {item['rate']:g} per case)")
 
 
-def _single(item):
-    more = f" ({item['count']} cases)" if item["count"] > 1 else ""
+def _worst_case(item):
+    more = f" (worst of {item['count']})" if item["count"] > 1 else ""
     return (f"{item['worst']}{more}: CV {item['worst_cv_pct']:.2f}%, robust dispersion {item['worst_robust_pct']:.2f}% "
-            "across repeats; the point as a whole is reproducible")
+            "across repeats")
+
+
+def _chance(item, what):
+    """A count of single cases against the binomial tail of their healthy rate (rules/repeatability.py)."""
+    return (f"{item['count']} of {item['cases']} {what}; the healthy noise explains up to {item['limit'] - 1} "
+            f"(a rate of {item['rate']:g} a case; {item['limit']} or more happen with P < {item['false_alarm']:g})")
+
+
+def _many(what):
+    return lambda item: f"{_chance(item, what)}; {_worst_case(item)}"
+
+
+def _within_chance(what):
+    return lambda item: f"{_worst_case(item)}; {_chance(item, what)}"
+
+
+def _jitter(item):
+    return (f"{_worst_case(item)}; {item['count']} of {item['cases']} host-bound cases (the host's launch pace shows "
+            "in their times), each with a stable median")
 
 
 def _imbalance(item):
@@ -135,9 +154,15 @@ DETAILS = {
     repeatability.REPEAT_SHIFT: ("repeat shifted (point not reproducible)", _shift),
     repeatability.SYSTEMATIC_SPREAD: ("systematic spread (point not reproducible)", _spread),
     repeatability.CASES_ABOVE_GATE: ("cases above gate (point not reproducible)", _count_above),
-    repeatability.CASE_ABOVE_GATE: ("case above CV gate, no stable median", _single),
-    repeatability.CASE_ABOVE_TARGET: ("case above CV target", _single),
-    repeatability.HOST_BOUND_JITTER: ("host-bound jitter", _single),
+    repeatability.MANY_CASES_ABOVE_GATE: ("more cases without a stable median than chance explains",
+                                          _many("cases without a stable median")),
+    repeatability.MANY_CASES_ABOVE_TARGET: ("more cases above CV target than chance explains",
+                                            _many("cases not host-bound above the CV target")),
+    repeatability.CASE_ABOVE_GATE: ("case above CV gate, no stable median, within chance",
+                                    _within_chance("cases without a stable median")),
+    repeatability.CASE_ABOVE_TARGET: ("case above CV target, within chance",
+                                      _within_chance("cases not host-bound above the CV target")),
+    repeatability.HOST_BOUND_JITTER: ("host-bound jitter", _jitter),
     "rail_errors": ("rail errors", lambda i: f"{i['rail']}: {i['count']:g} error counter increment(s)"),
     "rail_flag": ("rail flag", lambda i: i["flag"]),
     "rail_unbound": ("rail imbalance", lambda i: f"traffic on {i['rail']}, which NCCL_IB_HCA did not bind"),

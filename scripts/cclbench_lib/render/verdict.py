@@ -6,7 +6,9 @@ from ..render.anomalies import anomaly_row
 from ..render.markdown import md_table
 from ..rules.verdict import CHECKS, FAIL, FAILED, HEALTHY, SEVERITIES, WARN
 
-VERDICT_SCHEMA_VERSION = "1.0.0"
+# 1.1.0: repeatability notes (severity note, under 'notes': single cases the healthy noise explains, host-bound
+# jitter) and the warnings repeat.many_cases_above_target / repeat.many_cases_above_gate.
+VERDICT_SCHEMA_VERSION = "1.1.0"
 FIRST_REASONS = 3  # reasons named in the headline lines
 
 
@@ -43,14 +45,19 @@ def verdict_lines(verdict):
     more = len(verdict["reasons"]) - FIRST_REASONS
     if more > 0:
         lines.append(f"- and {more} more under Anomalies")
-    if verdict["reasons"]:
+    repeat_notes = sum(1 for note in verdict["notes"] if note["check"] == "repeatability")
+    if repeat_notes:
+        lines.append(f"- {repeat_notes} note(s) under Repeatability: spread the healthy noise explains, counted nowhere")
+    if verdict["reasons"] or repeat_notes:
         lines.append("")
     rows = [[row["host"]] + [row[check] for check in CHECKS] for row in verdict["hosts"]]
     lines += [md_table(["host"] + list(CHECKS), rows) if rows else "_no host in this run's plan_", ""]
     lines.append("Severities: fail (exit 1) wrong data, failed cases, a transport gate missed, a doctor fail, a "
                  "dead or unbalanced rail, an outlier link, GPU or rank, a point not reproducible as a whole; "
-                 "warn (exit 0) single cases above the CV target, host-bound jitter, doctor warnings; skip: nothing "
-                 "to judge on that host. verdict.json holds the same, with every reason's code and numbers.")
+                 "warn (exit 0) more single cases above the CV target or without a stable median than the healthy "
+                 "noise explains, doctor warnings; skip: nothing to judge on that host; note (counted nowhere) what "
+                 "was not measured by design, single cases whose spread the healthy noise explains and host-bound "
+                 "jitter. verdict.json holds the same, with every reason's code and numbers.")
     return lines + [""]
 
 

@@ -6,8 +6,8 @@
 
 Measured: per time band the across-repeat CV and robust dispersion and the share of cases above the 3%
 target and the gate; per run the counts and the repeats' shared shifts (how the exceedances cluster).
-Synthetic: false-fail rate of healthy runs (the states model, and independent repeat shifts as a heavier
-alternative), detection of a 10% / 5% scatter at every case and of a third repeat 10% / 5% slower.
+Synthetic: false-fail and HEALTHY rates of healthy runs (the states model, and independent repeat shifts as a
+heavier alternative), detection of a 10% / 5% scatter at every case and of a third repeat 10% / 5% slower.
 """
 import collections
 import math
@@ -68,13 +68,15 @@ def synthetic(runs, count):
         ("first repeat 10% faster", 2000, lambda: model.slow_repeat(noise.point(), 0, 1 / 1.10)),
     ]
     for name, number, make in cases:
-        codes = collections.Counter()
+        codes, warnings = collections.Counter(), 0
         for _ in range(number):
             verdict = model.judge(make())
             if verdict["status"] == "fail":
                 codes[verdict["code"]] += 1
+            warnings += verdict["status"] == "warn"
         fails = sum(codes.values())
-        print(f"{name:<36} {fails:6d} of {number:6d} fail ({fails / number:.5f}) {dict(codes)}")
+        print(f"{name:<36} {fails:6d} of {number:6d} fail ({fails / number:.5f}) {dict(codes)}; {warnings} warn, "
+              f"{number - fails - warnings} HEALTHY")
 
 
 def main(argv):
