@@ -372,6 +372,7 @@ class Baseline:
             return True
         if launch.get("binding"):
             self.apply_binding(launch)
+        state.pop("skipped_by", None)  # left out by the doctor on an earlier attempt, run now
         state.update(status="running", attempts=state.get("attempts", 0) + 1, started_utc=utc_now(),
                      finished_utc=None, exit_code=None, reason=None, elapsed_s=None)
         self.save_manifest()
