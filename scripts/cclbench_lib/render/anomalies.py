@@ -140,7 +140,7 @@ DETAILS = {
     "transport_exit": ("transport mismatch", lambda i: i["reason"] or "transport expectation failed"),
     "launch_incomplete": ("launch not complete",
                           lambda i: f"{i['kind']}: {i['status']}" + (f": {i['reason']}" if i["reason"] else "")),
-    "launch_timeout": ("launch hung, ended at its bound",
+    "launch_timeout": ("launch hung (watchdog or bound)",
                        lambda i: f"{i['kind']}: {i['status']}" + (f": {i['reason']}" if i["reason"] else "")),
     "launch_not_run": ("launch not run (doctor)", lambda i: f"{i['kind']}: {i['reason']}"),
     "wrong_data": ("wrong data", lambda i: f"{i['case_id']}: {i['wrong']} wrong element(s)"),
