@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Issue 26.4 on the virtual cluster: `doctor --hosts` checks each rail's MTU end to end between the hosts
 (a don't-fragment ICMP echo of the interface's MTU, bisected on failure); a baseline with default flags does not
-run its launches across the hosts over such a path (exit 1 in under 2 minutes, the finding as the cause); with
---run-despite-doctor the hung sanity pass is ended by coll_perf's watchdog, and the error names the case and the
-doctor's finding.
+run its launches across the hosts over such a path (exit 1 in under 2 minutes, the finding as the cause).
+--run-despite-doctor is tests/scripts/test_baseline.py's DoctorGate; a hang ended by coll_perf's watchdog, named
+with its case and the doctor's findings, is tests/cluster/test_faults.py.
 
 CTest `cluster_path_mtu` (label cluster); exits 77 (skip) with the reason where no cluster can be built.
 Expected values come from the test's own link settings (vcluster's port MTU), not from the product.
@@ -210,42 +210,6 @@ class PathMtu(unittest.TestCase):
             self.assertRegex(reasons[i]["text"], "the doctor failed the path.*" + finding)
         with open(os.path.join(run_dir, "report.md")) as handle:
             self.assertIn("launch not run (doctor)", handle.read())
-
-    def test_run_despite_doctor_runs_into_the_hang_and_the_watchdog_names_the_case(self):
-        """--run-despite-doctor: the sanity pass runs into the black hole anyway and coll_perf's watchdog ends it
-        (--timeout 5 here, to keep CI short: the default, 60 s for this pass, is test_plan's DefaultBounds); the
-        error names the point, the case and the doctor's finding."""
-        if not os.access(COLL_PERF, os.X_OK):
-            self.skipTest(f"coll_perf not built ({COLL_PERF})")
-        bin_dir = os.path.join(self.work.name, "bin")  # written by the test above when it ran; write it again
-        os.makedirs(bin_dir, exist_ok=True)
-        write_script(os.path.join(bin_dir, "coll_perf"), f"#!/bin/sh\nexec {COLL_PERF} \"$@\" --backend mpi\n")
-        for tool in ("topo_map", "p2p_matrix"):
-            write_script(os.path.join(bin_dir, tool), f"#!/bin/sh\nFAKE_GPUS=1 exec {FAKE_BIN}/{tool} \"$@\"\n")
-        self.set_mtus(9000, {"eth0": 1500, "eth3": 1500})
-        env = dict(mpi_env(), NCCL_SOCKET_IFNAME="eth0,eth3")
-        started = time.monotonic()
-        result = self.cluster.exec(
-            "node5", [CCLBENCH, "baseline", "--hosts", ",".join(NODES), "--gpus-per-node", "1", "--hcas", "mlx5_0:1",
-                      "--coll", "all_reduce", "-b", "64K", "-e", "64K", "-n", "2", "-w", "1", "--repeat", "1",
-                      "--expect-transport", "none", "--no-tuning-probe", "--run-despite-doctor", "--timeout", "5",
-                      "--bin-dir", bin_dir,
-                      "--results", os.path.join(self.work.name, "results"), "--run-id", "hang",
-                      launcher_args(self.cluster)],
-            env=env, capture_output=True, text=True, timeout=400, cwd=self.work.name)
-        elapsed = time.monotonic() - started
-        error = result.stderr.strip().splitlines()[-1]
-        print(f"\n  baseline --run-despite-doctor: exit {result.returncode} in {elapsed:.1f}s\n  {error}", file=sys.stderr)
-        self.assertEqual(result.returncode, 1, result.stderr[-3000:])
-        self.assertIn("sanity pass failed", error)
-        self.assertIn("exit 4 (timeout)", error)
-        self.assertRegex(error, r"point sanity: coll_perf's watchdog \(-T 5 s\): case all_reduce\.float\.sum\.\w+\.64K")
-        self.assertRegex(error, r"the doctor found on node5, node7: .*path_mtu node[57]:eth[03] -> node[57]:eth[03]")
-        with open(os.path.join(self.work.name, "results", "hang", "run_manifest.json")) as handle:
-            sanity = json.load(handle)["points"]["sanity"]
-        self.assertEqual((sanity["status"], sanity["exit_code"]), ("failed", 4))
-        # The watchdog plus the abort (coll_perf's writer grace, MPI_Abort), far below the launch's bound.
-        self.assertLess(sanity["elapsed_s"], 5 + 60, sanity)
 
 if __name__ == "__main__":
     main()

@@ -12,6 +12,9 @@ import unittest
 
 from helpers import CCLBENCH, FAKE_BIN, SCHEMA_DIR, TempDirTest, read_jsonl, read_text, run_cli, validate
 
+from cclbench_lib.execute.runner import Baseline
+from cclbench_lib.rules.doctor_gate import failed_paths
+
 TWO_NODES = ["--hosts", "localhost,127.0.0.1", "--gpus-per-node", "8", "--hcas", "mlx5_0:1,mlx5_3:1"]
 SMALL = ["-b", "8K", "-e", "32K", "-n", "3", "-w", "1"]
 ONCE = ["--repeat", "1"]
@@ -489,6 +492,26 @@ class TwoNodeRuns(BaselineRuns):
                                  env={"CCLBENCH_NO_MATPLOTLIB": "1"}).returncode, 0)
         text = read_text(os.path.join(self.results, "TP", "report.md"))
         self.assertIn(f"| launch not complete | tuning.{point} |", text)
+
+    def test_a_failed_path_leaves_out_the_launches_across_it_unless_run_despite_doctor(self):
+        """The runner's gate (end to end on the virtual cluster: tests/cluster/test_path_mtu.py): once the doctor
+        failed the path node5 <-> node7, the launches over both hosts are left out; those on one host, the doctor's
+        own, and everything with --run-despite-doctor run."""
+        checks = [{"id": "path_mtu", "status": "fail", "host": "node5", "subject": "node5:eth0 -> node7:eth0",
+                   "detail": "MTU 9000 at both ends, but the largest don't-fragment packet ... is 1500 bytes"}]
+        launches = [{"name": "doctor.node5", "kind": "doctor", "hosts": ["node5"]},
+                    {"name": "sanity", "kind": "sanity", "hosts": ["node5", "node7"]},
+                    {"name": "intra.node5", "kind": "intra", "hosts": ["node5"]},
+                    {"name": "inter.cross0.rail-mlx5_3", "kind": "inter", "hosts": ["node5", "node7"]},
+                    {"name": "inter.three", "kind": "inter", "hosts": ["node5", "node9"]}]
+        for despite, left_out in ((False, ["sanity", "inter.cross0.rail-mlx5_3"]), (True, [])):
+            runner = Baseline({"run_despite_doctor": despite}, self.tmp, resume=False, launches=launches)
+            self.assertEqual([l["name"] for l in launches if runner.blocked_by_doctor(l)], [], "before the doctor ran")
+            runner.doctor_paths = failed_paths(checks)
+            reasons = {l["name"]: runner.blocked_by_doctor(l) for l in launches}
+            self.assertEqual([name for name, reason in reasons.items() if reason], left_out, f"despite={despite}")
+            for name in left_out:
+                self.assertIn("path_mtu node5:eth0 -> node7:eth0: MTU 9000 at both ends", reasons[name])
 
     def test_gpus_per_node_mismatch(self):
         result = self.baseline("G", *TWO_NODES, env={"FAKE_GPUS": "4"})
