@@ -153,7 +153,9 @@ class LocalRuns(BaselineRuns):
                       f"{first}: the hang is in the case after it", point["reason"])
         self.assertLess(point["elapsed_s"], 4 + 8, "SIGCONT + SIGTERM end a stopped launch at once, not the SIGKILL")
         self.assertEqual(self.processes_with(marker, "local.mpi4"), [], "nothing of the launch outlives it")
-        self.assertIn("passed its bound of 4s: stopping it", read_text(os.path.join(marker, "run.log")))
+        log = read_text(os.path.join(marker, "run.log"))
+        self.assertIn("passed its bound of 4s: stopping it", log)
+        self.assertIn(f"local.mpi4 timed out: launch exceeded --launch-timeout 4s; point local.mpi4: 1 case(s)", log)
         with open(os.path.join(marker, "verdict.json"), encoding="utf-8") as handle:
             reasons = [r for r in json.load(handle)["reasons"] if r["code"] == "launch.timeout"]
         self.assertEqual([(r["point"], r["severity"]) for r in reasons], [("local.mpi4", "fail")])

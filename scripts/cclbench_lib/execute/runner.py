@@ -402,6 +402,7 @@ class Baseline:
             # doctor found on its hosts.
             detail = self.hang_detail(launch, records_from)
             reason = f"{reason}; {detail}" if detail else reason
+            self.log_line(f"# {utc_now()} {launch['name']} timed out: {reason}")
             ok = False
         status = "complete" if ok else "failed"
         state.update(status=status, exit_code=code, reason=reason, finished_utc=utc_now(),
