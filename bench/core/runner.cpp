@@ -103,6 +103,10 @@ RunOutcome Runner::run(const std::vector<CaseSpec>& cases, CaseObserver* observe
                        const std::function<void(int cycle)>& on_cycle_end) {
   for (int cycle = 0; options_.cycles == 0 || cycle < options_.cycles; ++cycle) {
     for (const CaseSpec& spec : cases) {
+      // The whole case is watched, not only its phases: the stop vote, the result exchanges and the
+      // observers' gathers wait on every other rank too, and a rank frozen between two phases
+      // (SIGSTOP, a stalled host) would otherwise hold this one there with no watchdog armed.
+      PhaseScope whole_case(monitor_, spec, "case boundary or result exchange");
       // Every rank stops at the same case boundary, so nobody waits in a collective alone.
       int local_stop = stop_signal_.load() != 0 ? 1 : 0;
       int any_stop = 0;

@@ -29,18 +29,22 @@ void Watchdog::enter(const CaseSpec& spec, const char* phase) {
        << context_.world_rank << " (" << context_.hostname << ")";
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    what_ = what.str();
-    deadline_ = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout_);
-    armed_ = true;
+    watched_.push_back(what.str());
+    arm_innermost();
   }
   changed_.notify_all();
+}
+
+void Watchdog::arm_innermost() {
+  deadline_ = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout_);
 }
 
 void Watchdog::leave() {
   if (!thread_.joinable()) return;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    armed_ = false;
+    if (!watched_.empty()) watched_.pop_back();
+    if (!watched_.empty()) arm_innermost();  // the enclosing phase goes on: a fresh deadline for it
   }
   changed_.notify_all();
 }
@@ -53,14 +57,14 @@ double abort_delay_seconds(int world_rank, int world_size, double timeout_second
 void Watchdog::watch() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stopping_) {
-    if (!armed_) {
+    if (watched_.empty()) {
       changed_.wait(lock);
       continue;
     }
-    if (changed_.wait_until(lock, deadline_) == std::cv_status::timeout && armed_ && !stopping_ &&
+    if (changed_.wait_until(lock, deadline_) == std::cv_status::timeout && !watched_.empty() && !stopping_ &&
         std::chrono::steady_clock::now() >= deadline_) {
       std::ostringstream message;
-      message << "timeout: " << what_ << " did not finish within " << timeout_.count() << " s (-T); aborting every rank";
+      message << "timeout: " << watched_.back() << " did not finish within " << timeout_.count() << " s (-T); aborting every rank";
       const std::string text = message.str();
       lock.unlock();
       on_timeout_(text);

@@ -1,13 +1,20 @@
 #pragma once
 // The -T watchdog: a thread that ends every rank when one phase of a case (fill, warm-up, the
-// timed loop, a check) runs longer than the timeout. It names the case, size, phase, rank and
-// host, lets the backend abort its communicators, and calls MPI_Abort so no rank hangs.
+// timed loop, a check, or the exchanges around them) runs longer than the timeout. It names the
+// case, size, phase, rank and host, lets the backend abort its communicators, and calls MPI_Abort
+// so no rank hangs.
+//
+// Phases nest: the runner watches a whole case (its stop vote and result exchanges with the other
+// ranks) and each phase inside it. Leaving an inner phase re-arms the enclosing one with a fresh
+// deadline, so no exchange between phases is ever unwatched: a peer frozen there (SIGSTOP) would
+// otherwise hold this rank in an MPI call forever.
 #include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "bench/core/mpi_context.hpp"
 #include "bench/core/runner.hpp"
@@ -33,16 +40,16 @@ class Watchdog final : public PhaseMonitor {
 
  private:
   void watch();
+  void arm_innermost();  // with mutex_ held
 
   const MpiContext& context_;
   std::chrono::duration<double> timeout_;
   std::function<void(const std::string&)> on_timeout_;
   std::mutex mutex_;
   std::condition_variable changed_;
-  bool armed_ = false;
   bool stopping_ = false;
   std::chrono::steady_clock::time_point deadline_;
-  std::string what_;
+  std::vector<std::string> watched_;  // what each open phase is, innermost last; armed while not empty
   std::thread thread_;
 };
 

@@ -1,6 +1,7 @@
 #pragma once
 // What coll_perf does around every case: the test stall hook, rail counters and --tuning-from.
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -18,8 +19,11 @@
 namespace cclbench {
 
 // Test-only fault hook: CCLBENCH_TEST_STALL=<rank>:<case index> makes that rank hang inside the
-// watched phase of that case, so tests can prove that the watchdog ends every rank. It is read
-// once, only by coll_perf, and does nothing unless set.
+// watched phase of that case, so tests can prove that the watchdog ends every rank.
+// CCLBENCH_TEST_STALL=<rank>:<case index>:frozen instead stops that rank (SIGSTOP, its watchdog
+// thread included) right after the case, before its results are exchanged: the other ranks must
+// then be ended by their own watchdogs while they wait on it between phases. It is read once,
+// only by coll_perf, and does nothing unless set.
 class TestStallHook final : public CaseObserver {
  public:
   TestStallHook(const MpiContext& context, PhaseMonitor& monitor) : context_(context), monitor_(monitor) {
@@ -29,16 +33,24 @@ class TestStallHook final : public CaseObserver {
     const auto colon = text.find(':');
     if (colon == std::string::npos) throw UsageError("CCLBENCH_TEST_STALL: expected <rank>:<case index>");
     stall_rank_ = static_cast<int>(parse_integer(text.substr(0, colon), "CCLBENCH_TEST_STALL rank", 0, 1 << 20));
-    stall_case_ = static_cast<int>(parse_integer(text.substr(colon + 1), "CCLBENCH_TEST_STALL case", 0, 1 << 20));
+    std::string rest = text.substr(colon + 1);
+    const std::string frozen = ":frozen";
+    if (rest.size() > frozen.size() && rest.compare(rest.size() - frozen.size(), frozen.size(), frozen) == 0) {
+      freeze_ = true;
+      rest.resize(rest.size() - frozen.size());
+    }
+    stall_case_ = static_cast<int>(parse_integer(rest, "CCLBENCH_TEST_STALL case", 0, 1 << 20));
   }
   void before_case(const CaseSpec& spec) override {
-    if (stall_rank_ == context_.world_rank && case_index_ == stall_case_) {
+    if (!freeze_ && stall_rank_ == context_.world_rank && case_index_ == stall_case_) {
       monitor_.enter(spec, "test stall (CCLBENCH_TEST_STALL)");
       for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
     }
     ++case_index_;
   }
-  void after_case(CaseResult&) override {}
+  void after_case(CaseResult&) override {
+    if (freeze_ && stall_rank_ == context_.world_rank && case_index_ - 1 == stall_case_) std::raise(SIGSTOP);
+  }
 
  private:
   const MpiContext& context_;
@@ -46,6 +58,7 @@ class TestStallHook final : public CaseObserver {
   int stall_rank_ = -1;
   int stall_case_ = -1;
   int case_index_ = 0;
+  bool freeze_ = false;
 };
 
 // The observers in their order: the stall hook, rail counters, then --tuning-from.

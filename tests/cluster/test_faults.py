@@ -167,6 +167,12 @@ class Faults(unittest.TestCase):
         self.assertEqual(code, 1, error)
         self.assertIn(f"{INTER}: exit {exit_says}", error)
         self.assertEqual(point["status"], "failed")
+        if point["exit_code"] == 4:
+            # The watchdog ended it: the reason names the point and the case that hung (coll_perf's own message).
+            self.assertRegex(point["reason"], rf"point {INTER}: coll_perf's watchdog \(-T {WATCHDOG_S} s\): case "
+                                              r"all_reduce\.\S+ \(size \d+ B, [^)]+\) on rank \d \([^)]+\) did not finish")
+            # and the doctor's fail findings for its hosts (here the fake HCA names this machine lacks)
+            self.assertRegex(point["reason"], r"; the doctor found on node5, node7: nccl_env NCCL_IB_HCA: ")
         self.assertGreaterEqual(len(kept), before, "records measured before the fault are kept")
         self.assertEqual(resume_code, 1, self.stderr_of(run_id, resume=True)[-2000:])
         self.assertEqual(fake_hca_fail_codes(self.run_dir(run_id)), ["doctor.fail", "rail.flag"],

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """The path MTU check on the virtual cluster: `doctor --hosts` checks each rail's MTU end to end between the hosts
-(a don't-fragment ICMP echo of the interface's MTU, bisected on failure), and a baseline whose sanity pass
-hangs on a path MTU mismatch ends at its --launch-timeout with that finding in its error.
+(a don't-fragment ICMP echo of the interface's MTU, bisected on failure); a baseline with default flags does not
+run its launches across the hosts over such a path (exit 1 in under 2 minutes, the finding as the cause).
+--run-despite-doctor is tests/scripts/test_baseline.py's DoctorGate; a hang ended by coll_perf's watchdog, named
+with its case and the doctor's findings, is tests/cluster/test_faults.py.
 
 CTest `cluster_path_mtu` (label cluster); exits 77 (skip) with the reason where no cluster can be built.
 Expected values come from the test's own link settings (vcluster's port MTU), not from the product.
@@ -140,38 +142,59 @@ class PathMtu(unittest.TestCase):
         self.assertIsNone(denied["ok"], denied)
         self.assertIn("net.ipv4.ping_group_range", denied["reason"])
 
-    def test_hung_sanity_pass_ends_at_its_timeout_with_the_path_mtu_finding(self):
-        """With the MPI backend, the sanity pass's TCP traffic over the rails black-holes at 9000/1500 as
-        NCCL's does: the launch hangs, the runner's --launch-timeout ends it, and the error names the path."""
+    def test_baseline_with_default_flags_stops_at_the_doctor_finding(self):
+        """Hosts at 9000, one rail's switch ports at 1500, default flags (no --timeout, no --launch-timeout):
+        the doctor names the path, and no launch across the hosts spends a bound rediscovering it (with the MPI
+        backend, the sanity pass's TCP traffic over the rails black-holes at 9000/1500 as NCCL's does). Exit 1
+        in under 2 minutes, the finding as the cause in the error, run.log, the manifest and the verdict; the
+        node-local launches still run."""
         if not os.access(COLL_PERF, os.X_OK):
             self.skipTest(f"coll_perf not built ({COLL_PERF})")
         bin_dir = fake_gpu_bin_dir(os.path.join(self.work.name, "bin"))  # one fake GPU per host: the plan needs GPUs
-        self.set_mtus(9000, {"eth0": 1500, "eth3": 1500})
-        timeout = 20
+        self.set_mtus(9000, {"eth0": 1500, "eth3": 9000})
         env = dict(mpi_env(), NCCL_SOCKET_IFNAME="eth0,eth3")
+        run_dir = os.path.join(self.work.name, "results", "mtu")
         started = time.monotonic()
         result = self.cluster.exec(
             "node5", [CCLBENCH, "baseline", "--hosts", ",".join(NODES), "--gpus-per-node", "1", "--hcas", "mlx5_0:1",
                       "--coll", "all_reduce", "-b", "8K", "-e", "8K", "-n", "2", "-w", "1", "--repeat", "1",
-                      "--expect-transport", "none", "--no-tuning-probe", "--launch-timeout", str(timeout),
-                      "--bin-dir", bin_dir, "--results", os.path.join(self.work.name, "results"), "--run-id", "hang",
+                      "--expect-transport", "none", "--no-tuning-probe", "--bin-dir", bin_dir,
+                      "--results", os.path.join(self.work.name, "results"), "--run-id", "mtu",
                       launcher_args(self.cluster)],
             env=env, capture_output=True, text=True, timeout=300, cwd=self.work.name)
         elapsed = time.monotonic() - started
-        print(f"\n  baseline: exit {result.returncode} in {elapsed:.1f}s\n  {result.stderr.strip().splitlines()[-1]}",
-              file=sys.stderr)
-        self.assertNotEqual(result.returncode, 0)
         error = result.stderr.strip().splitlines()[-1]
-        self.assertIn("sanity pass failed", error)
-        self.assertIn(f"launch exceeded --launch-timeout {timeout}", error)
-        self.assertIn("path MTU mismatch", error)
-        self.assertRegex(error, r"node[57]:eth[03] -> node[57]:eth[03]: MTU 9000 at both ends, .* is 1500 bytes")
-        with open(os.path.join(self.work.name, "results", "hang", "run_manifest.json")) as handle:
-            sanity = json.load(handle)["points"]["sanity"]
-        self.assertEqual(sanity["status"], "failed")
-        # The hang ended at the timeout (plus the runner's SIGTERM-then-SIGKILL grace), not at the test's limit.
-        self.assertLess(sanity["elapsed_s"], timeout + 15, sanity)
-
+        print(f"\n  baseline (default flags): exit {result.returncode} in {elapsed:.1f}s\n  {error}", file=sys.stderr)
+        self.assertEqual(result.returncode, 1, result.stderr[-3000:])
+        self.assertLess(elapsed, 120, "the MTU case ends in under 2 minutes with default flags")
+        finding = r"node[57]:eth0 -> node[57]:eth0: MTU 9000 at both ends, .* is 1500 bytes"
+        self.assertIn("launch(es) across hosts not run, first sanity", error)
+        self.assertRegex(error, "path_mtu " + finding)
+        with open(os.path.join(run_dir, "run_manifest.json")) as handle:
+            points = json.load(handle)["points"]
+        crossing = [name for name in points if name == "sanity" or name.startswith("inter.")]
+        self.assertTrue(crossing and all(points[name]["status"] == "skipped" for name in crossing), points)
+        for name in crossing:
+            self.assertEqual(points[name]["skipped_by"], "doctor")
+            self.assertRegex(points[name]["reason"], "^not run: the doctor failed the path.*" + finding)
+        local = [name for name in points if name.startswith(("intra.", "topology.", "p2p."))]
+        self.assertTrue(local and all(points[name]["status"] == "complete" for name in local), points)
+        with open(os.path.join(run_dir, "run.log")) as handle:
+            self.assertRegex(handle.read(), r"# \S+ skip sanity: not run: the doctor failed the path")
+        with open(os.path.join(run_dir, "verdict.json")) as handle:
+            verdict = json.load(handle)
+        self.assertEqual(verdict["overall"], "FAILED")
+        reasons = verdict["reasons"]
+        path_fail = next(i for i, r in enumerate(reasons) if r["code"] == "doctor.fail" and "path_mtu" in r["subject"])
+        not_run = [i for i, r in enumerate(reasons) if r["code"] == "launch.not_run"]
+        self.assertLess(path_fail, min(not_run), "the doctor's finding comes before what it caused")
+        # The sanity pass is no measured point: its reason names it where to look (run.log, launch sanity).
+        self.assertEqual({reasons[i]["point"] or reasons[i]["look"].split("launch ")[-1].split(";")[0] for i in not_run},
+                         set(crossing))
+        for i in not_run:
+            self.assertRegex(reasons[i]["text"], "the doctor failed the path.*" + finding)
+        with open(os.path.join(run_dir, "report.md")) as handle:
+            self.assertIn("launch not run (doctor)", handle.read())
 
 if __name__ == "__main__":
     main()

@@ -72,5 +72,38 @@ TEST(WatchdogDeathTest, ExpiredPhaseNamesTheCaseAndExitsWithTheTimeoutCode) {
       "did not finish within 0\\.2 s \\(-T\\); aborting every rank");
 }
 
+TEST(WatchdogDeathTest, LeavingAPhaseReArmsTheEnclosingOne) {
+  // The runner watches the whole case around its phases: between two phases (the result exchanges),
+  // a rank waiting on a frozen peer must still be ended, naming the enclosing phase.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        MpiSession session(nullptr, nullptr);
+        Watchdog dog(session.context(), 0.2, [](const std::string& message) { std::cerr << "on_timeout: " << message << std::endl; });
+        dog.enter(small_all_reduce(), "case boundary or result exchange");
+        dog.enter(small_all_reduce(), "timed loop");
+        dog.leave();
+        std::this_thread::sleep_for(std::chrono::hours(1));
+      },
+      ::testing::ExitedWithCode(4),
+      "on_timeout: timeout: case all_reduce\\.float\\.sum\\.out\\.1K \\(size 1024 B, case boundary or result exchange\\) "
+      "on rank 0 \\([^)]*\\) did not finish within 0\\.2 s");
+}
+
+TEST(Watchdog, LeavingEveryPhaseDisarms) {
+  MpiContext context;  // no MPI: a watchdog that never fires makes no MPI call
+  context.hostname = "testhost";
+  std::atomic<int> fired{0};
+  {
+    Watchdog dog(context, 0.05, [&](const std::string&) { ++fired; });
+    dog.enter(small_all_reduce(), "case boundary or result exchange");
+    dog.enter(small_all_reduce(), "warm-up");
+    dog.leave();
+    dog.leave();
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // 6 timeouts long: nothing armed
+  }
+  EXPECT_EQ(fired.load(), 0);
+}
+
 }  // namespace
 }  // namespace cclbench

@@ -5,6 +5,10 @@
                     the lost rank, and the records finished before are on disk, schema-valid, ok.
   stall             CCLBENCH_TEST_STALL=1:<case>, -T 3: the watchdog aborts every rank with the
                     timeout message and exit 4 within T + margin; -J says "timeout".
+  frozen_peer       CCLBENCH_TEST_STALL=1:<case>:frozen, -T 3: rank 1 stops itself (SIGSTOP, its own watchdog
+                    frozen with it) right after a case, before the result exchange; the other ranks wait on it
+                    between two phases, and their watchdogs must still end every rank (exit 4, the message
+                    names the case and "case boundary or result exchange"), the stopped rank included.
   ranks_sigint/term SIGINT/SIGTERM to every rank: they stop at one case boundary, -J "interrupted",
                     JSONL intact, mpirun exits 130/143.
   kill_resume       the same inside `scripts/cclbench baseline` (real coll_perf under mpirun): the
@@ -212,6 +216,38 @@ def stall(args):
     return f"exit 4 after {elapsed:.1f} s (T={WATCHDOG_T}), {len(records)} records kept, status timeout"
 
 
+def frozen_peer(args):
+    work = rc.fresh_dir(os.path.join(args.work_dir, "frozen_peer"))
+    json_path, jsonl_path, _ = outputs(work)
+    frozen_after = 2  # case index: rank 1 stops after it; the records of the cases before it are on disk
+    env = rc.base_env(CCLBENCH_TEST_STALL=f"1:{frozen_after}:frozen")
+    cmd = rc.mpirun_cmd(args.mpiexec, NRANKS, [coll_perf(args)] + SWEEP +
+                        ["-T", str(WATCHDOG_T), "-J", json_path, "--jsonl", jsonl_path], env_names=["CCLBENCH_TEST_STALL"])
+    process = rc.popen(cmd, env)
+    try:
+        ranks = rc.ranks_of(process.pid, "coll_perf", NRANKS, START_DEADLINE_S)
+        rc.wait_for_lines(jsonl_path, frozen_after, process, START_DEADLINE_S)
+        frozen_at = time.monotonic()  # rank 1 stops at the end of the next case: at or after this moment
+        out, err = rc.finish(process, WATCHDOG_T + WATCHDOG_MARGIN_S + 30)
+        elapsed = time.monotonic() - frozen_at
+    finally:
+        for pid in ranks.values():  # a stopped rank left behind by a failure must not outlive the test
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        rc.kill_group(process)
+    rc.check(process.returncode == 4, f"exit {process.returncode}, expected 4 (timeout)\n{err[-2000:]}")
+    rc.check(elapsed <= WATCHDOG_T + WATCHDOG_MARGIN_S, f"took {elapsed:.1f} s after the freeze, bound {WATCHDOG_T}+{WATCHDOG_MARGIN_S} s")
+    left = rc.wait_gone(ranks, 10)
+    rc.check(not left, f"ranks {left} still alive 10 s after mpirun exited (the stopped rank included)")
+    message = re.search(r"timeout: case (\S+) \(size \d+ B, case boundary or result exchange\) on rank [023] "
+                        rf"\([^)]+\) did not finish within {WATCHDOG_T} s", err)
+    rc.check(message, f"no timeout message naming the case and the exchange it waited in:\n{err[-2000:]}")
+    records = check_prefix(args, json_path, jsonl_path, None, min_records=frozen_after)
+    return f"exit 4 after {elapsed:.1f} s (T={WATCHDOG_T}) with rank 1 stopped between phases, {len(records)} records kept"
+
+
 def signal_ranks(args, signal_number, expected_exit):
     def test():
         work = rc.fresh_dir(os.path.join(args.work_dir, f"ranks_sig{signal_number}"))
@@ -278,6 +314,7 @@ def main():
     args = rc.parse_args(lambda p: p.add_argument("--only", default=None))
     cases = [("kill_rank2", kill_rank(args, 2)), ("kill_rank0", kill_rank(args, 0)),
              ("kill_resume", lambda: kill_resume(args)), ("stall", lambda: stall(args)),
+             ("frozen_peer", lambda: frozen_peer(args)),
              ("ranks_sigint", signal_ranks(args, signal.SIGINT, 130)),
              ("ranks_sigterm", signal_ranks(args, signal.SIGTERM, 143)),
              ("mpirun_sigint", signal_mpirun(args, signal.SIGINT)),

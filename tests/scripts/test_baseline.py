@@ -12,6 +12,9 @@ import unittest
 
 from helpers import CCLBENCH, FAKE_BIN, SCHEMA_DIR, TempDirTest, read_jsonl, read_text, run_cli, validate
 
+from cclbench_lib.execute.runner import Baseline
+from cclbench_lib.rules.doctor_gate import failed_paths
+
 TWO_NODES = ["--hosts", "localhost,127.0.0.1", "--gpus-per-node", "8", "--hcas", "mlx5_0:1,mlx5_3:1"]
 SMALL = ["-b", "8K", "-e", "32K", "-n", "3", "-w", "1"]
 ONCE = ["--repeat", "1"]
@@ -116,6 +119,67 @@ class LocalRuns(BaselineRuns):
         self.assertIn("| launches never ran | local.mpi4 | 1 planned launch(es) did not run", text)
         self.assertNotIn("| missing cases |", text, "never-run points are not listed case by case")
         self.assertEqual(self.manifest("S")["status"], "failed")
+
+    def test_hung_launch_ends_at_its_bound_naming_the_point_and_the_case(self):
+        """A launch that hangs, its process stopped (SIGSTOP) on top: the runner's bound ends it with SIGCONT then
+        SIGTERM to its process group (a stopped process holds a SIGTERM until it runs again: without SIGCONT only
+        the SIGKILL 10 s later would end it); the reason names the point and the last case finished."""
+        env = dict(os.environ, FAKE_COLL_HANG_POINT="local.mpi4", CCLBENCH_FAKE_GPU_COUNT="0")
+        marker = os.path.join(self.results, "H")
+        process = subprocess.Popen([sys.executable, CCLBENCH, "baseline", "--launch-timeout", "4"] + SMALL + ONCE +
+                                   self.fake_args("H"), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                   text=True, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 300  # generous: a hang detector, not a speed check (loaded CI)
+            hung = []
+            while time.monotonic() < deadline and not hung:
+                hung = [pid for pid in self.processes_with(marker, "local.mpi4")
+                        if any(r.get("point") == "local.mpi4" for r in self.records(marker))]
+                time.sleep(0.05)
+            self.assertTrue(hung, "the hanging point never started")
+            for pid in hung:
+                os.kill(pid, signal.SIGSTOP)
+            _out, err = process.communicate(timeout=300)
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        self.assertEqual(process.returncode, 1, err)
+        point = self.manifest("H")["points"]["local.mpi4"]
+        self.assertEqual(point["status"], "failed")
+        self.assertEqual(point["exit_code"], 4)
+        first = next(r for r in self.records(marker) if r.get("point") == "local.mpi4")["case_id"]
+        self.assertIn(f"launch exceeded --launch-timeout 4s; point local.mpi4: 1 case(s) finished before it, the last "
+                      f"{first}: the hang is in the case after it", point["reason"])
+        self.assertLess(point["elapsed_s"], 4 + 8, "SIGCONT + SIGTERM end a stopped launch at once, not the SIGKILL")
+        self.assertEqual(self.processes_with(marker, "local.mpi4"), [], "nothing of the launch outlives it")
+        log = read_text(os.path.join(marker, "run.log"))
+        self.assertIn("passed its bound of 4s: stopping it", log)
+        self.assertIn(f"local.mpi4 timed out: launch exceeded --launch-timeout 4s; point local.mpi4: 1 case(s)", log)
+        with open(os.path.join(marker, "verdict.json"), encoding="utf-8") as handle:
+            reasons = [r for r in json.load(handle)["reasons"] if r["code"] == "launch.timeout"]
+        self.assertEqual([(r["point"], r["severity"]) for r in reasons], [("local.mpi4", "fail")])
+        self.assertIn(f"the last {first}", reasons[0]["text"])
+
+    def records(self, run_dir):
+        path = os.path.join(run_dir, "cases.jsonl")
+        return read_jsonl(path) if os.path.exists(path) else []
+
+    @staticmethod
+    def processes_with(*words):
+        """PIDs of live processes (not zombies) whose command line holds every word."""
+        found = []
+        for entry in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                    argv = handle.read().decode(errors="replace")
+                with open(f"/proc/{entry}/stat") as handle:
+                    state = handle.read().rsplit(")", 1)[1].split()[0]
+            except (OSError, ValueError, IndexError):
+                continue
+            if state != "Z" and all(word in argv for word in words) and "unittest" not in argv:
+                found.append(int(entry))
+        return found
 
     def test_resume_reruns_a_point_whose_records_do_not_parse(self):
         log = os.path.join(self.tmp, "coll.log")
@@ -430,6 +494,26 @@ class TwoNodeRuns(BaselineRuns):
                                  env={"CCLBENCH_NO_MATPLOTLIB": "1"}).returncode, 0)
         text = read_text(os.path.join(self.results, "TP", "report.md"))
         self.assertIn(f"| launch not complete | tuning.{point} |", text)
+
+    def test_a_failed_path_leaves_out_the_launches_across_it_unless_run_despite_doctor(self):
+        """The runner's gate (end to end on the virtual cluster: tests/cluster/test_path_mtu.py): once the doctor
+        failed the path node5 <-> node7, the launches over both hosts are left out; those on one host, the doctor's
+        own, and everything with --run-despite-doctor run."""
+        checks = [{"id": "path_mtu", "status": "fail", "host": "node5", "subject": "node5:eth0 -> node7:eth0",
+                   "detail": "MTU 9000 at both ends, but the largest don't-fragment packet ... is 1500 bytes"}]
+        launches = [{"name": "doctor.node5", "kind": "doctor", "hosts": ["node5"]},
+                    {"name": "sanity", "kind": "sanity", "hosts": ["node5", "node7"]},
+                    {"name": "intra.node5", "kind": "intra", "hosts": ["node5"]},
+                    {"name": "inter.cross0.rail-mlx5_3", "kind": "inter", "hosts": ["node5", "node7"]},
+                    {"name": "inter.three", "kind": "inter", "hosts": ["node5", "node9"]}]
+        for despite, left_out in ((False, ["sanity", "inter.cross0.rail-mlx5_3"]), (True, [])):
+            runner = Baseline({"run_despite_doctor": despite}, self.tmp, resume=False, launches=launches)
+            self.assertEqual([l["name"] for l in launches if runner.blocked_by_doctor(l)], [], "before the doctor ran")
+            runner.doctor_paths = failed_paths(checks)
+            reasons = {l["name"]: runner.blocked_by_doctor(l) for l in launches}
+            self.assertEqual([name for name, reason in reasons.items() if reason], left_out, f"despite={despite}")
+            for name in left_out:
+                self.assertIn("path_mtu node5:eth0 -> node7:eth0: MTU 9000 at both ends", reasons[name])
 
     def test_gpus_per_node_mismatch(self):
         result = self.baseline("G", *TWO_NODES, env={"FAKE_GPUS": "4"})

@@ -8,6 +8,7 @@ import unittest
 sys.path.insert(0, os.path.join(os.environ.get("CCLBENCH_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", "..")),
                                 "scripts"))
 from cclbench_lib.model.doctor_checks import check_path_mtu, path_mtu_findings, path_mtu_targets  # noqa: E402
+from cclbench_lib.rules.doctor_gate import failed_paths, host_findings, not_run_reason, paths_crossed  # noqa: E402
 
 
 def iface(name, address, mtu, rail):
@@ -64,18 +65,23 @@ class Targets(unittest.TestCase):
         self.assertIn("no interface addresses from node5, node7", problems[0]["reason"])
 
 
+def probe_results(targets, eth0_largest):
+    """Every probe's answer: eth0 gets through up to eth0_largest bytes (None: nothing), the other rails all."""
+    found = {}
+    for host, wanted in targets.items():
+        found[host] = [{"netdev": t["netdev"], "address": t["address"], "size": t["mtu"],
+                        "ok": t["netdev"] != "eth0" or eth0_largest == t["mtu"],
+                        "largest": t["mtu"] if t["netdev"] != "eth0" else eth0_largest,
+                        "method": "raw ICMP", "reason": None} for t in wanted]
+    return found
+
+
 class Verdict(unittest.TestCase):
     def setUp(self):
         self.targets, _ = path_mtu_targets(CLUSTER)
 
     def probes(self, eth0_largest):
-        found = {}
-        for host, wanted in self.targets.items():
-            found[host] = [{"netdev": t["netdev"], "address": t["address"], "size": t["mtu"],
-                            "ok": t["netdev"] != "eth0" or eth0_largest == t["mtu"],
-                            "largest": t["mtu"] if t["netdev"] != "eth0" else eth0_largest,
-                            "method": "raw ICMP", "reason": None} for t in wanted]
-        return found
+        return probe_results(self.targets, eth0_largest)
 
     def test_mismatch_fails_naming_hosts_interface_and_largest_size(self):
         results = check_path_mtu(self.targets, self.probes(1500))
@@ -96,6 +102,40 @@ class Verdict(unittest.TestCase):
         results = check_path_mtu(self.targets, {"node5": "exit 1: mpirun: no such host"})
         self.assertEqual({r["status"] for r in results}, {"skip"})
         self.assertTrue(all("no probe result from" in r["reason"] for r in results))
+
+
+class DoctorGate(unittest.TestCase):
+    """Which launches the doctor's failed paths leave out (rules/doctor_gate.py), from check_path_mtu's results."""
+
+    def setUp(self):
+        targets, _ = path_mtu_targets(CLUSTER)
+        self.checks = check_path_mtu(targets, probe_results(targets, 1500)) + [  # eth0 black-holes above 1500
+            {"id": "nccl_env", "status": "fail", "host": "node9", "subject": "NCCL_IB_HCA", "detail": "no such HCA"},
+            {"id": "rdma_port", "status": "warn", "host": "node5", "subject": "mlx5_0:1", "detail": "rate 200"}]
+
+    def test_a_launch_across_both_ends_of_a_failed_path_is_left_out_with_the_finding(self):
+        paths = failed_paths(self.checks)
+        self.assertEqual(sorted(path["hosts"] for path in paths), [("node5", "node7"), ("node7", "node5")])
+        crossed = paths_crossed(["node5", "node7"], paths)
+        self.assertEqual(len(crossed), 2)
+        reason = not_run_reason(crossed)
+        self.assertTrue(reason.startswith("not run: the doctor failed the path(s)"), reason)
+        self.assertIn("path_mtu node5:eth0 -> node7:eth0: MTU 9000 at both ends, but the largest don't-fragment "
+                      "packet from node5 to node7 (198.18.10.7) is 1500 bytes", reason)
+        self.assertIn("--run-despite-doctor", reason)
+
+    def test_launches_on_one_host_or_elsewhere_still_run(self):
+        paths = failed_paths(self.checks)
+        self.assertEqual(paths_crossed(["node5"], paths), [], "one host crosses no path")
+        self.assertEqual(paths_crossed(["node5", "node9"], paths), [], "node7 is not in this launch")
+        self.assertEqual(failed_paths([c for c in self.checks if c.get("id") != "path_mtu"]), [],
+                         "only a failed path between hosts leaves launches out, not other doctor fails")
+
+    def test_a_hung_launch_gets_the_fail_findings_of_its_hosts_only(self):
+        lines = host_findings(self.checks, ["node5", "node7"])
+        self.assertEqual(len(lines), 2, lines)
+        self.assertTrue(all(line.startswith("path_mtu node") for line in lines), lines)
+        self.assertEqual(host_findings(self.checks, ["node9"]), ["nccl_env NCCL_IB_HCA: no such HCA"])
 
 
 if __name__ == "__main__":

@@ -359,6 +359,49 @@ class LocalPlan(TempDirTest):
         self.assertNotIn("--tuning-probe", mpi.stdout, "the MPI backend has no NCCL to probe")
 
 
+class DefaultBounds(TempDirTest):
+    """Nothing hangs by default: every launch of a plan carries a bound, every coll_perf launch a watchdog -T."""
+
+    def plan_json(self, *extra):
+        path = os.path.join(self.tmp, "plan.json")
+        result = run_cli(["plan", "--results", self.results, "--run-id", "B", "--bin-dir", "/b", "-b", "8K", "-e", "32K",
+                          "-n", "3", "-w", "1", "--repeat", "1", "--json", path] + list(extra),
+                         env={"CCLBENCH_FAKE_GPU_COUNT": "0"})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        with open(path) as handle:
+            return {launch["name"]: launch for launch in json.load(handle)["launches"]}
+
+    def test_every_launch_is_bounded_without_a_flag(self):
+        launches = self.plan_json()
+        for name, launch in launches.items():
+            self.assertGreater(launch["bound_s"], 0, name)
+            argv = launch["argv"]
+            if "/b/coll_perf" in argv:
+                self.assertEqual(argv.count("-T"), 1, name)
+                self.assertEqual(argv[argv.index("-T") + 1], str(launch["watchdog_s"]), name)
+                self.assertLess(launch["watchdog_s"], launch["bound_s"], f"{name}: the watchdog acts first")
+        # The README's formula by hand for the GPU-less sanity pass: 4 MPI ranks, all_reduce at 8K, 16K and 32K,
+        # 2 timed iterations (the MPI backend's correctness setting), 1 warm-up, 1 check, both placements.
+        op = lambda size: 0.02 * 2 * 4 + 2 * size / 10e6  # noqa: E731
+        watchdog = 60 + 3 * 2 * op(32 << 10)
+        self.assertEqual(launches["sanity"]["watchdog_s"], round(watchdog))  # 60.999 s
+        work = sum((3 * 2 + 1 + 1) * op(size) for size in (8 << 10, 16 << 10, 32 << 10)) * 2
+        self.assertEqual(launches["sanity"]["bound_s"], round(120 + work + watchdog + 60))  # 249 s
+        doctor, topology = (next(launch for n, launch in launches.items() if n.startswith(kind + "."))
+                            for kind in ("doctor", "topology"))
+        self.assertEqual(doctor["bound_s"], 300)  # fixed: the doctor's work does not scale with the plan
+        self.assertNotIn("watchdog_s", topology)
+
+    def test_timeout_flags_override(self):
+        launches = self.plan_json("--timeout", "7", "--launch-timeout", "30")
+        for name, launch in launches.items():
+            self.assertEqual(launch["bound_s"], 30, name)
+            if "/b/coll_perf" in launch["argv"]:
+                self.assertEqual(launch["argv"].count("-T"), 1, name)
+                self.assertEqual(launch["argv"][launch["argv"].index("-T") + 1], "7", name)
+                self.assertEqual(launch["watchdog_s"], 7, name)
+
+
 class HostParsing(TempDirTest):
     def test_nodelist_expansion(self):
         self.assertEqual(expand_nodelist("node[5,7]"), ["node5", "node7"])

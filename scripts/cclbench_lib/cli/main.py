@@ -127,8 +127,12 @@ def add_plan_options(parser):
     what.add_argument("--ab", action="append", default=[], metavar="NCCL_VAR=V1,V2",
                       help="run every combination of these NCCL_* values as points beside the automatic one "
                            f"(repeatable; the cross product, at most {AB_MAX_VARIANTS}); the report gives the verdict")
-    what.add_argument("--timeout", type=positive_int("--timeout", 1, 1 << 24), help="coll_perf -T per case, seconds")
-    what.add_argument("--launch-timeout", type=seconds("--launch-timeout"), help="kill a launch after this many seconds")
+    what.add_argument("--timeout", type=positive_int("--timeout", 1, 1 << 24),
+                      help="coll_perf's watchdog -T, seconds per phase of a case (default: derived from each launch's "
+                           "sizes, iterations, ranks and backend; generous for a healthy run; plan --json shows it)")
+    what.add_argument("--launch-timeout", type=seconds("--launch-timeout"),
+                      help="stop a launch after this many seconds (default: a bound derived from the launch's plan, "
+                           "past its watchdog; plan --json shows it as bound_s)")
     add_launcher_options(parser)
 
 
@@ -147,6 +151,10 @@ def build_parser():
     base.add_argument("--dry-run", action="store_true", help="print the plan and stop (same as plan)")
     base.add_argument("--resume", metavar="RUN_ID", help="continue RUN_ID: skip points whose records are complete and ok")
     base.add_argument("--verbose", action="store_true", help="also echo launch output to stderr (always in run.log)")
+    base.add_argument("--run-despite-doctor", action="store_true",
+                      help="run the launches across hosts even when the doctor failed a path between them (path MTU, "
+                           "a rail down); by default they are recorded as not run with the doctor's finding, and the "
+                           "run exits 1")
     report = sub.add_parser("report", help="write RUN_DIR/report.md and plots")
     report.add_argument("run_dir")
     report.add_argument("--cv-gate", help="CV gate in percent (default: the run's, else 3%%)")
@@ -256,7 +264,7 @@ def plan_inputs(args):
         "tuning_probe": args.tuning_probe, "sysfs_root": os.path.abspath(args.sysfs_root) if args.sysfs_root else None,
         "decode": parse_decode(args.decode), "ab": parse_ab(args.ab),
         "exported_env": exported, "exported_env_names": exported_names, "hcas_found": hcas_found,
-        "netdevs": parse_netdevs(args.netdevs),
+        "netdevs": parse_netdevs(args.netdevs), "run_despite_doctor": bool(getattr(args, "run_despite_doctor", False)),
     }
 
 
@@ -312,7 +320,7 @@ def cmd_baseline(args, argv):
         inputs = manifest.get("plan_inputs") if isinstance(manifest, dict) else None
         if not isinstance(inputs, dict):
             raise CclbenchError(f"{run_dir}/run_manifest.json has no plan_inputs: cannot resume", 2)
-        inputs = dict(inputs, as_root=os.geteuid() == 0)
+        inputs = dict(inputs, as_root=os.geteuid() == 0, run_despite_doctor=args.run_despite_doctor)
     else:
         inputs = plan_inputs(args)
         run_dir = run_dir_for(args, args.run_id or default_run_id())

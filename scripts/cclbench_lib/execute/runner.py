@@ -2,7 +2,9 @@
 
 import csv
 import io
+import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -20,12 +22,27 @@ from ..model.records import CASES_FILE, SANITY_FILE, cases_path, latest_by_case,
 from ..model.doctor_checks import path_mtu_findings
 from ..model.run_dir import launch_outputs, load_run_doctor
 from ..plan.baseline import Planner, mode_notes
+from ..plan.bounds import launch_bounds
 from ..render.report import build_report
 from ..render.verdict import console_line, headline
 from ..rules.ab import choose_binding, sweep_bindings
+from ..rules.doctor_gate import failed_paths, host_findings, not_run_reason, paths_crossed, quoted
 from ..rules.repeat_rule import judge_repeatability
 from ..rules.verdict import FAIL, FAILED
 
+
+# After SIGTERM, how long the launcher's process group has before SIGKILL: mpirun forwards SIGTERM to every
+# rank and waits for its daemons on the other hosts; a rank stopped there (SIGSTOP) or a daemon that never
+# answers must not hold the launch.
+STOP_GRACE_S = 10
+# After the launcher exited (or was killed), how long its output may still take to close: a process that
+# escaped the launcher's process group and keeps the pipe open must not hold the run.
+OUTPUT_CLOSE_GRACE_S = 30
+# coll_perf's watchdog message (bench/core/watchdog.cpp): the case, size, phase, rank and host that did not finish.
+WATCHDOG_LINE = re.compile(r"timeout: (case \S+ \(size \d+ B, [^)]*\) on rank \d+ \([^)]*\)) did not finish within "
+                           r"([0-9.]+) s")
+# coll_perf's timeout exit status (bench/core/errors.hpp ExitCode::timeout); the runner's bound uses it too.
+TIMEOUT_EXIT = 4
 
 EXIT_MEANINGS = {0: "ok", 1: "some case failed or data was wrong", 2: "bad usage", 3: "transport expectation failed",
                  4: "timeout", 5: "runtime error", 6: "peer lost", 7: "nothing measured", 130: "interrupted",
@@ -42,6 +59,14 @@ def exit_meaning(code):
         except ValueError:
             pass
     return "unexpected exit status"
+
+
+def signal_group(child, signum):
+    """signum to the process group a launch runs in (started with start_new_session: its id is the launcher's)."""
+    try:
+        os.killpg(child.pid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 class Interrupted(Exception):
@@ -77,7 +102,8 @@ class Progress:
         eta = "-"
         if self.coll_durations:
             eta = self.clock(sum(self.coll_durations) / len(self.coll_durations) * self.remaining_coll)
-        took = "skipped (already complete)" if seconds is None else f"{status} in {seconds:.1f}s"
+        took = "skipped (already complete)" if seconds is None else \
+            (status if status == "not run" else f"{status} in {seconds:.1f}s")
         line = f"cclbench: [{self.done}/{self.total}] {launch['name']}: {took}; elapsed {self.clock(elapsed)}, ETA {eta}"
         if detail:
             line += f" ({detail})"
@@ -98,6 +124,7 @@ class Baseline:
         self.child = None
         self.interrupted_by = None
         self.binding_choices = {}  # decode point over the rails -> the binding chosen for it (apply_binding)
+        self.doctor_paths = None  # the paths between hosts the doctor failed, once every doctor launch ran
 
     # -- manifest (execute/manifest.py) -----------------------------------------------------------
     def manifest_path(self):
@@ -157,48 +184,119 @@ class Baseline:
         return ok
 
     def execute(self, launch):
-        """Runs one launch, its output into run.log. Returns the exit code (None when killed by us)."""
+        """Runs one launch, its output into run.log. Returns (exit code, problem starting it). The launch is
+        bounded (plan/bounds.py: derived from the plan, --launch-timeout overrides): past it, its whole process
+        group is stopped (stop_child) and the exit is TIMEOUT_EXIT."""
         self.log_line(f"# {utc_now()} launch {launch['name']}")
         argv = self.runnable_argv(launch)
         self.log_line("$ " + shlex.join(argv))
         env = dict(os.environ)
         env.update(launch.get("env") or {})
-        timeout = self.inputs.get("launch_timeout_s")
+        timeout = self.launch_bound(launch)
         timed_out = threading.Event()
+        self.first_lines = []  # the launcher's own words when a launch fails (doctor: host unreachable)
+        self.watchdog_lines = []  # coll_perf's watchdog messages: the case that hung
+        self.ended_by_bound = False
         try:
+            # Its own process group: a stop reaches mpirun and everything it started on this host (ssh to the
+            # other hosts included), and nothing of it outlives the launch.
             self.child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                          stdin=subprocess.DEVNULL, env=env)
+                                          stdin=subprocess.DEVNULL, env=env, start_new_session=True)
         except OSError as error:
             self.log_line(f"# cannot start: {error.strerror}")
             return None, f"cannot start {launch['argv'][0]}: {error.strerror}"
-        timer = None
-        if timeout:
-            def expire():
-                timed_out.set()
-                self.stop_child()
-            timer = threading.Timer(timeout, expire)
-            timer.daemon = True
-            timer.start()
-        self.first_lines = []  # the launcher's own words when a launch fails (doctor: host unreachable)
+        child = self.child
+
+        def expire():
+            timed_out.set()
+            self.log_line(f"# {utc_now()} {launch['name']} passed its bound of {timeout:g}s: stopping it")
+            self.stop_child()
+        timer = threading.Timer(timeout, expire)
+        timer.daemon = True
+        timer.start()
+        reader = threading.Thread(target=self.read_output, args=(child.stdout,), daemon=True)
+        reader.start()
         try:
-            for raw in self.child.stdout:
-                line = raw.decode("utf-8", "replace")
-                self.log_line(line)
-                if len(self.first_lines) < 60:
-                    self.first_lines.append(line)
-                if self.verbose:
-                    sys.stderr.write(line)
-            code = self.child.wait()
+            code = child.wait()
+            if timed_out.is_set() or self.interrupted_by:
+                signal_group(child, signal.SIGKILL)  # what the launcher left behind in its group, if anything
+            reader.join(OUTPUT_CLOSE_GRACE_S)
+            if reader.is_alive():
+                self.log_line(f"# the output of {launch['name']} stayed open {OUTPUT_CLOSE_GRACE_S}s after it "
+                              f"exited: not read further")
         finally:
-            if timer:
-                timer.cancel()
+            timer.cancel()
             self.child = None
         self.log_line(f"# {utc_now()} exit {code}")
+        self.ended_by_bound = timed_out.is_set()
         if timed_out.is_set():
-            return 4, f"launch exceeded --launch-timeout {timeout}s"
+            given = self.inputs.get("launch_timeout_s")
+            why = f"--launch-timeout {given:g}s" if given else f"its bound {timeout:g}s (derived from the plan; " \
+                                                             f"--launch-timeout overrides)"
+            return TIMEOUT_EXIT, f"launch exceeded {why}"
         if self.interrupted_by:
             raise Interrupted(self.interrupted_by)
         return code, None
+
+    def read_output(self, stream):
+        """The launch's output line by line into run.log (and stderr with --verbose); runs on its own thread so
+        that waiting for the launcher stays bounded."""
+        for raw in stream:
+            line = raw.decode("utf-8", "replace")
+            self.log_line(line)
+            if len(self.first_lines) < 60:
+                self.first_lines.append(line)
+            found = WATCHDOG_LINE.search(line)
+            if found and len(self.watchdog_lines) < 8:
+                self.watchdog_lines.append(found)
+            if self.verbose:
+                sys.stderr.write(line)
+
+    def launch_bound(self, launch):
+        """Seconds a launch may run: --launch-timeout, else the plan's bound for it (plan/bounds.py), computed
+        again for plans stored before launches carried one."""
+        return self.inputs.get("launch_timeout_s") or launch.get("bound_s") or \
+            launch_bounds(launch["kind"], launch["argv"], launch.get("nranks") or 1)["bound_s"]
+
+    def records_file(self, launch):
+        argv = launch.get("argv") or []
+        return argv[argv.index("--jsonl") + 1] if "--jsonl" in argv[:-1] else None
+
+    def hang_detail(self, launch, records_from):
+        """Where a timed-out launch hung: coll_perf's watchdog message (the case, size, phase, rank and host),
+        else the last case its records finished (the hang is in the one after it); then the doctor's fail
+        findings for its hosts."""
+        parts = []
+        if self.watchdog_lines:
+            found = self.watchdog_lines[0]
+            parts.append(f"coll_perf's watchdog (-T {found.group(2)} s): {found.group(1)} did not finish")
+        path = self.records_file(launch)
+        # Where coll_perf's watchdog did not speak, its records tell only when the runner's bound ended the launch
+        # (an exit 4 of coll_perf's own, such as NCCL refusing a forced setting, hung nowhere).
+        if path and (self.watchdog_lines or self.ended_by_bound):
+            done = []
+            try:
+                with open(path, "rb") as handle:
+                    handle.seek(records_from)
+                    for raw in handle:
+                        try:
+                            record = json.loads(raw)
+                        except ValueError:
+                            continue
+                        if isinstance(record, dict) and record.get("point") == launch["name"]:
+                            done.append(record.get("case_id"))
+            except OSError:
+                pass
+            if done:
+                parts.append(f"{len(done)} case(s) finished before it, the last {done[-1]}: the hang is in the "
+                             f"case after it")
+            elif not self.watchdog_lines:
+                parts.append("no case finished: it hung starting up or in its first case")
+        document, _ = load_run_doctor(self.run_dir)
+        findings = host_findings(document.get("checks") if isinstance(document, dict) else [], launch.get("hosts"))
+        if findings:
+            parts.append(f"the doctor found on {', '.join(launch.get('hosts') or [])}: {quoted(findings)}")
+        return f"point {launch['name']}: " + "; ".join(parts) if parts else ""
 
     def apply_binding(self, launch):
         """A decode point over the rails (and its probe and A/B variants) runs with the binding the sweep found
@@ -242,16 +340,21 @@ class Baseline:
         return argv
 
     def stop_child(self):
-        """SIGTERM now (mpirun forwards it to the ranks), SIGKILL 10 s later if still alive. Never
-        waits here: this also runs inside a signal handler while the main thread waits."""
+        """SIGCONT and SIGTERM to the launcher's whole process group now (mpirun forwards SIGTERM to the ranks;
+        SIGCONT first, because a stopped process holds a SIGTERM until it runs again), SIGKILL to the group
+        STOP_GRACE_S later if the launcher is still there. Never waits here: this also runs inside a signal
+        handler while the main thread waits."""
         child = self.child
         if child and child.poll() is None:
-            child.terminate()
+            signal_group(child, signal.SIGCONT)
+            signal_group(child, signal.SIGTERM)
 
             def escalate():
                 if child.poll() is None:
-                    child.kill()
-            killer = threading.Timer(10, escalate)
+                    self.log_line(f"# {utc_now()} the launcher outlived SIGTERM by {STOP_GRACE_S}s: SIGKILL to its "
+                                  f"process group")
+                    signal_group(child, signal.SIGKILL)
+            killer = threading.Timer(STOP_GRACE_S, escalate)
             killer.daemon = True
             killer.start()
 
@@ -269,10 +372,13 @@ class Baseline:
             return True
         if launch.get("binding"):
             self.apply_binding(launch)
+        state.pop("skipped_by", None)  # left out by the doctor on an earlier attempt, run now
         state.update(status="running", attempts=state.get("attempts", 0) + 1, started_utc=utc_now(),
                      finished_utc=None, exit_code=None, reason=None, elapsed_s=None)
         self.save_manifest()
         started = time.monotonic()
+        records = self.records_file(launch)
+        records_from = os.path.getsize(records) if records and os.path.isfile(records) else 0
         try:
             code, start_problem = self.execute(launch)
         except Interrupted:
@@ -290,6 +396,13 @@ class Baseline:
             words = launcher.launch_error_lines("".join(getattr(self, "first_lines", [])))
             if launch["kind"] == "doctor" and words:
                 reason += "; the launcher said: " + " / ".join(line[:200] for line in words)
+            ok = False
+        if code == TIMEOUT_EXIT:
+            # The launch's bound or coll_perf's watchdog ended it: name the point and the case, and what the
+            # doctor found on its hosts.
+            detail = self.hang_detail(launch, records_from)
+            reason = f"{reason}; {detail}" if detail else reason
+            self.log_line(f"# {utc_now()} {launch['name']} timed out: {reason}")
             ok = False
         status = "complete" if ok else "failed"
         state.update(status=status, exit_code=code, reason=reason, finished_utc=utc_now(),
@@ -331,10 +444,30 @@ class Baseline:
         if done and len(hosts) > 1 and launch is last:
             path_mtu_run_directory(self.run_dir, hosts, self.inputs, log=self.log_line)
         document = merge_run_directory(self.run_dir, hosts, failures)
+        if launch is last:
+            self.doctor_paths = failed_paths((document or {}).get("checks"))
         if document and done:
             counts = document["summary"]
             print(f"cclbench: doctor: {document['status']} ({counts['fail']} fail, {counts['warn']} warn, "
                   f"{counts['skip']} skip): {os.path.join(self.run_dir, 'doctor.json')}", file=sys.stderr, flush=True)
+
+    def blocked_by_doctor(self, launch):
+        """Why the doctor's findings leave this launch out (rules/doctor_gate.py), or None: only once every
+        doctor launch has run, only across hosts, never with --run-despite-doctor."""
+        if self.inputs.get("run_despite_doctor") or launch["kind"] == "doctor" or self.doctor_paths is None:
+            return None
+        crossed = paths_crossed(launch.get("hosts"), self.doctor_paths)
+        return not_run_reason(crossed) if crossed else None
+
+    def skip_launch(self, launch, reason, progress):
+        """A launch the doctor's findings leave out: 'skipped' in the manifest with the reason, in run.log and
+        on stderr; the report and the verdict name it (launch.not_run)."""
+        state = self.manifest["points"][launch["name"]]
+        state.update(status="skipped", skipped_by="doctor", exit_code=None, reason=reason, started_utc=None,
+                     finished_utc=utc_now(), elapsed_s=None)
+        self.save_manifest()
+        self.log_line(f"# {utc_now()} skip {launch['name']}: {reason}")
+        progress.report(launch, "not run", 0.0, reason)
 
     def doctor_diagnosis(self):
         """What the doctor already found that explains a hung or failed sanity pass (a path MTU
@@ -358,8 +491,14 @@ class Baseline:
         failures = []
         old_int = signal.signal(signal.SIGINT, self.on_signal)
         old_term = signal.signal(signal.SIGTERM, self.on_signal)
+        not_run = []
         try:
             for launch in self.launches:
+                blocked = self.blocked_by_doctor(launch)
+                if blocked:
+                    self.skip_launch(launch, blocked, progress)
+                    not_run.append(f"{launch['name']}: {blocked}")
+                    continue
                 ok = self.run_launch(launch, progress)
                 if launch["kind"] == "topology" and ok:
                     self.check_gpu_count(launch)
@@ -372,7 +511,7 @@ class Baseline:
                         self.write_report()
                         raise CclbenchError(f"sanity pass failed, nothing else was run: {reason} "
                                             f"(see {os.path.join(self.run_dir, 'run.log')})"
-                                            + self.doctor_diagnosis())
+                                            + ("" if "the doctor found on" in (reason or "") else self.doctor_diagnosis()))
                     if launch.get("ab"):
                         # A forced NCCL_* variant NCCL refuses is an A/B finding (the report names it with
                         # NCCL's words), not a broken baseline.
@@ -398,9 +537,14 @@ class Baseline:
              "median_cv_pct": round(point["median_cv_pct"], 3), "cases_above_target": point["cases_above_target"],
              "cases_above_gate": point["cases_above_gate"]} for base, point in judged.items()]
         not_reproducible = [item for item in self.manifest["gates"]["repeatability"] if item["status"] == FAIL]
-        status = "complete" if not failures and not not_reproducible else "failed"
+        status = "complete" if not failures and not not_reproducible and not not_run else "failed"
         self.finish(status)
         verdict = self.write_report()
+        if not_run:
+            # The doctor's finding is the cause: it comes first, before any launch that failed for it.
+            name, _, why = not_run[0].partition(": not run: ")
+            raise CclbenchError(f"{headline(verdict) + ': ' if verdict else ''}{len(not_run)} launch(es) across hosts "
+                                f"not run, first {name}: {why}; see {os.path.join(self.run_dir, 'run.log')}")
         if failures:
             more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
             raise CclbenchError(f"{headline(verdict) + ': ' if verdict else ''}{len(failures)} launch(es) failed: "

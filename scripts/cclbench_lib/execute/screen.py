@@ -228,8 +228,10 @@ class Screen:
 
     @staticmethod
     def _stop(child):
-        """SIGTERM to the launcher's process group, SIGKILL 10 s later."""
+        """SIGCONT and SIGTERM to the launcher's process group (a stopped process holds a SIGTERM until it runs
+        again), SIGKILL 10 s later."""
         try:
+            os.killpg(child.pid, signal.SIGCONT)
             os.killpg(child.pid, signal.SIGTERM)
         except OSError:
             return

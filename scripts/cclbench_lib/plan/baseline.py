@@ -11,6 +11,7 @@ import shlex
 from ..base.values import KNOWN_COLLECTIVES, format_size, sweep_sizes
 from ..model import launcher
 from ..model.records import CASES_FILE
+from ..plan.bounds import launch_bounds, with_watchdog
 from ..plan.decode import AB_MPI_NOTE, PRODUCTION_NOTE, ab_points, decode_points
 from ..plan.doctor_point import cclbench_script, doctor_argv
 
@@ -174,8 +175,15 @@ class Planner:
 
     def launch(self, name, kind, argv, nranks=1, hosts=None, env=None, base_point=None, repeat=None,
                sizes=None, collectives=None, outputs=None, mode_note=None, tuning_from=None):
-        entry = {"name": name, "kind": kind, "argv": argv, "nranks": nranks, "hosts": hosts or [],
-                 "env": env or {}, "outputs": outputs or []}
+        # Nothing hangs by default (plan/bounds.py): coll_perf's watchdog -T and the runner's bound on the whole
+        # launch come from the command itself; --timeout / --launch-timeout override them.
+        bounds = launch_bounds(kind, argv, nranks)
+        if self.inputs.get("launch_timeout_s"):
+            bounds["bound_s"] = self.inputs["launch_timeout_s"]
+        entry = {"name": name, "kind": kind, "argv": with_watchdog(argv, bounds["watchdog_s"]), "nranks": nranks,
+                 "hosts": hosts or [], "env": env or {}, "outputs": outputs or [], "bound_s": bounds["bound_s"]}
+        if bounds["watchdog_s"] is not None:
+            entry["watchdog_s"] = bounds["watchdog_s"]
         if kind in ("sanity", "intra", "inter", "local"):
             entry["base_point"] = base_point or name
             entry["repeat"] = repeat or 1

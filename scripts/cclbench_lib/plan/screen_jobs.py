@@ -12,6 +12,7 @@ loopback point: the MPI backend has no NCCL_IB_HCA to pin a rail with.
 import os
 
 from ..model import launcher
+from ..plan.bounds import coll_perf_bounds
 from ..plan.doctor_point import cclbench_script, doctor_argv
 
 # The MPI backend's intra-node point: two ranks on the node, through its shared memory.
@@ -37,8 +38,9 @@ def _coll_argv(inputs, run_dir, name):
             "--sizes", f"{inputs['large_bytes']},{inputs['small_bytes']}", "-n", str(inputs["iterations"]),
             "-w", str(inputs["warmup"]), "-c", "1", "--point", name, "--quiet",
             "-J", os.path.join(run_dir, "raw", name + ".json")]
-    if inputs.get("timeout_s"):
-        argv += ["-T", str(inputs["timeout_s"])]
+    # Nothing hangs by default: without --timeout, coll_perf's watchdog comes from the job's own sizes,
+    # iterations and backend (plan/bounds.py), for a pair's ranks, the most a screen job has.
+    argv += ["-T", str(inputs.get("timeout_s") or coll_perf_bounds(argv[1:], 2 * (inputs["gpus_per_node"] or 1))[0])]
     if backend(inputs) == "nccl":
         argv += ["--nccl-log-dir", os.path.join(run_dir, "nccl", name)]
     netdevs = inputs.get("netdevs") or []

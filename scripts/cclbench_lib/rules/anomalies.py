@@ -13,6 +13,10 @@ from ..rules.rails import RAIL_IMBALANCE_RATIO, bound_entries, judge_host_rails,
 from ..rules.repeat_rule import judge_repeatability
 
 
+# The exit status of a launch that hung and was ended: coll_perf's watchdog (-T) or the runner's bound.
+TIMEOUT_EXIT = 4
+
+
 def launch_anomalies(data):
     """Launches that never ran, did not complete, or failed their transport gate (exit 3)."""
     found = []
@@ -22,11 +26,17 @@ def launch_anomalies(data):
         found.append({"code": "never_ran", "names": never_ran})
     for name, state in data.points_state.items():
         status = state.get("status")
-        if status not in ("complete", "pending", "skipped"):
+        if status == "skipped" and state.get("skipped_by") == "doctor":
+            # Left out because the doctor failed a path it would cross: the reason quotes the doctor's finding.
+            found.append({"code": "launch_not_run", "where": name, "reason": state.get("reason"),
+                          "kind": state.get("kind") or plan_by_name.get(name, {}).get("kind")})
+        elif status not in ("complete", "pending", "skipped"):
             if state.get("exit_code") == 3:
                 found.append({"code": "transport_exit", "where": name, "reason": state.get("reason")})
             else:
-                found.append({"code": "launch_incomplete", "where": name, "status": status, "reason": state.get("reason"),
+                # Exit 4: coll_perf's watchdog or the runner's bound ended a hang; the reason names the case.
+                found.append({"code": "launch_timeout" if state.get("exit_code") == TIMEOUT_EXIT else "launch_incomplete",
+                              "where": name, "status": status, "reason": state.get("reason"),
                               "kind": state.get("kind") or plan_by_name.get(name, {}).get("kind")})
     return found
 
@@ -68,8 +78,8 @@ def missing_case_anomalies(data):
     """Planned cases absent from a launch that ran."""
     found = []
     for launch in data.coll_launches():
-        if data.points_state.get(launch["name"], {}).get("status") == "pending":
-            continue  # counted under never_ran
+        if data.points_state.get(launch["name"], {}).get("status") in ("pending", "skipped"):
+            continue  # counted under never_ran, or not run with its reason
         _complete, missing, _failed = point_completeness(data.records, launch)
         if missing:
             found.append({"code": "missing_cases", "where": launch["name"], "missing": missing})

@@ -37,6 +37,9 @@ CODES = {
     "case.missing": (FAIL, "data", "run.log, launch {point}"),
     "launch.never_ran": (FAIL, "data", "run_manifest.json (resume with cclbench baseline --resume)"),
     "launch.failed": (FAIL, "data", "run.log, launch {point}"),
+    "launch.timeout": (FAIL, "data", "run.log, launch {point}: the case the reason names; doctor.json for its hosts"),
+    "launch.not_run": (FAIL, "doctor", "doctor.json (the path the reason quotes) and run.log, launch {point}; "
+                                       "cclbench baseline --run-despite-doctor runs it anyway"),
     "run.unreadable": (FAIL, "data", "the file named in the reason"),
     "data.torn_records": (WARN, "data", "cases.jsonl: the torn lines are ignored, their cases were measured again"),
     "transport.gate_missed": (FAIL, "transport", "nccl/{point}/ and report.md 'Transport evidence'"),
@@ -75,7 +78,7 @@ UNKNOWN_LOOK = "report.md 'Anomalies'"
 # The finding codes of rules/anomalies.py and rules/doctor.py -> stable codes. Findings of other codes keep theirs.
 FINDING_CODES = {
     "never_ran": "launch.never_ran", "transport_exit": "transport.gate_missed",
-    "launch_incomplete": "launch.failed", "wrong_data": "data.wrong", "case_not_ok": "case.failed",
+    "launch_incomplete": "launch.failed", "launch_timeout": "launch.timeout", "launch_not_run": "launch.not_run", "wrong_data": "data.wrong", "case_not_ok": "case.failed",
     "cases_skipped": "case.skipped", "transport_record": "transport.gate_missed", "missing_cases": "case.missing",
     "above_limit": "data.above_ceiling", "rail_errors": "rail.errors", "rail_flag": "rail.flag",
     "rail_unbound": "rail.unbound", "unreadable": "run.unreadable",
@@ -238,7 +241,8 @@ def run_verdict(data, cv_gate_pct):
     # A forced --ab variant that NCCL refused is an A/B finding (the report's A/B section names it with NCCL's
     # words), not a broken baseline: the runner does not fail the run on it, nor does the verdict.
     variants = {launch["name"] for launch in data.plan if launch.get("ab")}
-    findings = [dict(f, code="ab.variant_not_measured") if f.get("code") in ("launch_incomplete", "missing_cases")
+    findings = [dict(f, code="ab.variant_not_measured") if f.get("code") in ("launch_incomplete", "launch_timeout",
+                                                                              "missing_cases")
                 and f.get("where") in variants else f for f in findings]
     launches = data.coll_launches()
     hosts = list(data.manifest.get("hosts") or [])
