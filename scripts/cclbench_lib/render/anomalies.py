@@ -116,6 +116,13 @@ def _not_seen(item):
             "1.5, or NCCL's 'NET/Socket : Using' line not found; name the interfaces with coll_perf --netdevs)")
 
 
+def rail_errors_text(rail, count, counters):
+    """One rail's error counter increments in words, each counter named: 'mlx5_3:1: 7 error counter increment(s)
+    (port_rcv_errors +7)'."""
+    named = ", ".join(f"{name} +{value:g}" for name, value in sorted((counters or {}).items()))
+    return f"{rail}: {count:g} error counter increment(s)" + (f" ({named})" if named else "")
+
+
 # code: (kind, detail text)
 DETAILS = {
     "transport_exit": ("transport mismatch", lambda i: i["reason"] or "transport expectation failed"),
@@ -135,7 +142,7 @@ DETAILS = {
     repeatability.CASE_ABOVE_GATE: ("case above CV gate, no stable median", _single),
     repeatability.CASE_ABOVE_TARGET: ("case above CV target", _single),
     repeatability.HOST_BOUND_JITTER: ("host-bound jitter", _single),
-    "rail_errors": ("rail errors", lambda i: f"{i['rail']}: {i['count']:g} error counter increment(s)"),
+    "rail_errors": ("rail errors", lambda i: rail_errors_text(i["rail"], i["count"], i.get("counters"))),
     "rail_flag": ("rail flag", lambda i: i["flag"]),
     "rail_unbound": ("rail imbalance", lambda i: f"traffic on {i['rail']}, which NCCL_IB_HCA did not bind"),
     "rail_imbalance": ("rail imbalance", _imbalance),
