@@ -3,7 +3,8 @@ run on a CPU machine: the real coll_perf --backend mpi under the real mpirun, an
 reading the committed XML fixture (tests/data/topology/rtxpro_2socket.xml, through a two-line wrapper that
 adds --xml, since the CLI runs topo_map on the live node). Only p2p_matrix stays a double (it needs GPUs).
 Assertions are about what the real tools produced, never a double's constants; summary.csv is checked
-against cases.jsonl cell by cell. Skips (exit 77) when the tools are not built."""
+against cases.jsonl cell by cell. Rail counters come from a fake sysfs root (coll_perf --sysfs-root) whose
+error counter the test grows during the run (rail_counters.py). Skips (exit 77) when the tools are not built."""
 import csv
 import json
 import os
@@ -27,6 +28,8 @@ XML = os.path.join(SOURCE_DIR, "tests", "data", "topology", "rtxpro_2socket.xml"
 SYSFS = os.path.join(SOURCE_DIR, "tests", "data", "topology", "sysfs")
 SMALL = ["-b", "8K", "-e", "16K", "-n", "3", "-w", "1", "--repeat", "1", "--coll", "all_reduce,alltoall", "--timeout", "300",
          "--launch-timeout", "600"]
+ONE_SIZE = ["-b", "8K", "-e", "8K", "-n", "3", "-w", "1", "--repeat", "1", "--coll", "all_reduce", "--timeout", "300",
+            "--launch-timeout", "600"]
 
 
 @unittest.skipIf(SKIP_REASON, SKIP_REASON)
@@ -133,10 +136,8 @@ class RealPipeline(TempDirTest):
         evidence, in report.md's rails section and in verdict.json as rail.errors naming the rail and the counter,
         and the run exits 1."""
         sysfs = build_tree(os.path.join(self.tmp, "sys"))
-        one_size = SMALL[:SMALL.index("--coll")] + ["--coll", "all_reduce"]
-        one_size[one_size.index("-e") + 1] = "8K"
         with GrowingErrorCounter(sysfs, "mlx5_3", 7, point="local.mpi4") as counter:
-            run = self.baseline("E", ["--sysfs-root", sysfs], expect=1, what=one_size + SMALL[SMALL.index("--coll") + 2:])
+            run = self.baseline("E", ["--sysfs-root", sysfs], expect=1, what=ONE_SIZE)
         self.assertEqual(counter.errors, [])
         served = [value for point, value in counter.served if point == "local.mpi4"]
         self.assertEqual(served, [BASE] + [BASE + 7] * (len(served) - 1), counter.served)
