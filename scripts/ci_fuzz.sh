@@ -6,12 +6,16 @@
 # Any crash, sanitizer report, leak, timeout or out-of-memory is a failure; the reproducer is kept
 # under <build>/fuzz-artifacts/.
 #   CCLBENCH_FUZZ_BUILD_DIR  build folder                       [<repo>/build-fuzz]
-#   CCLBENCH_FUZZ_SECONDS    seconds per target                 [25]
+#   CCLBENCH_FUZZ_SECONDS    seconds per target                 [25; units 5]
 #   CCLBENCH_FUZZ_TARGETS    space-separated subset             [all]
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="${CCLBENCH_FUZZ_BUILD_DIR:-$repo/build-fuzz}"
 seconds="${CCLBENCH_FUZZ_SECONDS:-25}"
+# units (size and count parsing) saturates at once: with seed 1 its last new edge and feature come
+# within the first 35,000 executions (0.4 s here), and 2.4 million more in the rest of 25 s found
+# nothing new. The other targets still find new edges or features late in their 25 s.
+declare -A target_seconds=([units]="${CCLBENCH_FUZZ_SECONDS:-5}")
 targets=(${CCLBENCH_FUZZ_TARGETS:-units parse_config nccl_ib_hca nccl_log topology_xml compare_reader})
 
 if ! command -v clang++ >/dev/null 2>&1; then
@@ -78,10 +82,11 @@ for target in "${targets[@]}"; do
   log="$build_dir/fuzz-$target.log"
   # New inputs go to the scratch corpus only; the committed seeds are read, never written. A fixed
   # seed makes CI explore the same inputs as the run recorded in tests/fuzz/findings, in order.
-  if ASAN_OPTIONS="detect_leaks=$leaks" "$binary" -seed=1 -max_total_time="$seconds" -timeout=60 -rss_limit_mb=2048 -print_final_stats=1 \
+  budget="${target_seconds[$target]:-$seconds}"
+  if ASAN_OPTIONS="detect_leaks=$leaks" "$binary" -seed=1 -max_total_time="$budget" -timeout=60 -rss_limit_mb=2048 -print_final_stats=1 \
        -artifact_prefix="$artifacts/$target-" "${extra[@]}" "$scratch" "$repo/tests/fuzz/corpus/$target" >"$log" 2>&1; then
     runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
-    echo "ci_fuzz: $target: $runs executions in ${seconds} s, no finding" >&2
+    echo "ci_fuzz: $target: $runs executions in ${budget} s, no finding" >&2
   else
     echo "ci_fuzz: $target: FINDING; last lines of $log:" >&2
     tail -n 40 "$log" >&2

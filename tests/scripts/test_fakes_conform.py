@@ -6,6 +6,7 @@ fake p2p_matrix has no real counterpart here (it needs GPUs): it is held to the 
 Skips (exit 77) when the real tools are not built."""
 import csv
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -15,6 +16,7 @@ import unittest
 from helpers import BINARY_DIR, FAKE_BIN, SCHEMA_DIR, SOURCE_DIR, TempDirTest, main_for_ctest, read_jsonl, validate
 
 from cclbench_lib.model.records import with_defaults
+from rail_counters import ERROR_COUNTER, GrowingErrorCounter, build_tree
 
 APPS = os.path.join(BINARY_DIR, "bench", "apps")
 MISSING = [tool for tool in ("coll_perf", "topo_map", "nccl_evidence") if not os.access(os.path.join(APPS, tool), os.X_OK)]
@@ -27,6 +29,31 @@ SYSFS = os.path.join(SOURCE_DIR, "tests", "data", "topology", "sysfs")
 EVIDENCE_LOGS = os.path.join(SOURCE_DIR, "tests", "data", "evidence", "logs", "ib_gdr_two_rails")
 COLL_ARGS = ["--backend", "mpi", "-b", "8K", "-e", "16K", "-n", "3", "-w", "1", "--coll", "all_reduce,alltoall",
              "--quiet"]
+
+
+# coll_perf --csv's columns in order, written out from the README ("What the numbers mean": the record's fields,
+# time_us.<stat> flattened to time_us_<stat>) rather than taken from bench/core/reporters.cpp.
+CSV_COLUMNS = ["point", "case_id", "collective", "backend", "nranks", "dtype", "op", "root", "in_place", "bytes", "count",
+               "requested_bytes", "iterations", "warmup", "time_us_mean", "time_us_min", "time_us_p50", "time_us_p95",
+               "time_us_p99", "time_us_max", "time_us_cv_pct", "batch_time_us", "algbw_gbps", "busbw_gbps", "wrong",
+               "status", "reason", "emulated", "gated_time_us", "bandwidth_from", "samples_from", "graph_launches",
+               "ops_per_launch", "registration", "unalign_elements", "cta_policy", "cycle", "busbw_reason"]
+
+
+def nearest_rank(sorted_samples, percent):
+    """The README's percentile: sorted[ceil(p/100 x n) - 1] (nearest rank, as nccl-tests' -I), in integers."""
+    rank = -(-percent * len(sorted_samples) // 100)
+    return sorted_samples[max(rank, 1) - 1]
+
+
+def statistics_of(samples):
+    """time_us's fields computed here from the per-iteration samples, by the README's definitions."""
+    ordered = sorted(samples)
+    n = len(ordered)
+    mean = sum(ordered) / n
+    spread = math.sqrt(sum((x - mean) ** 2 for x in ordered) / (n - 1)) if n > 1 else 0.0
+    return {"mean": mean, "min": ordered[0], "max": ordered[-1], "p50": nearest_rank(ordered, 50),
+            "p95": nearest_rank(ordered, 95), "p99": nearest_rank(ordered, 99), "cv_pct": spread / mean * 100.0}
 
 
 def reasonless(keys):
@@ -134,6 +161,82 @@ class FakesMatchTheRealTools(TempDirTest):
                 self.assertEqual(fake_row[key], real_row[key], key)
         self.assertIsNone(real_node["netdev_rails"][1]["total_bytes"])
         self.assertEqual(fake_node["netdev_rails"][1]["reason"], real_node["netdev_rails"][1]["reason"])
+
+    def test_fake_rail_error_increments_have_the_real_shape(self):
+        """FAKE_COLL_RAIL_ERRORS against the real coll_perf reading a fake sysfs root whose error counter grows by 7
+        inside the first case (tests/scripts/rail_counters.py): the same evidence.rails keys at every level, the
+        same error_increments, totals and flags."""
+        args = ["--backend", "mpi", "-b", "8K", "-e", "8K", "-n", "2", "-w", "0", "--coll", "all_reduce", "--quiet"]
+        real_dir, fake_dir = os.path.join(self.tmp, "real"), os.path.join(self.tmp, "fake")
+        os.makedirs(real_dir)
+        os.makedirs(fake_dir)
+        sysfs = build_tree(os.path.join(self.tmp, "sys"))
+        with GrowingErrorCounter(sysfs, "mlx5_3", 7) as counter:
+            result = subprocess.run([MPIRUN, "-np", "2", "--oversubscribe", "--bind-to", "none", os.path.join(APPS, "coll_perf")]
+                                    + args + ["--sysfs-root", sysfs] + self.outputs(real_dir),
+                                    capture_output=True, text=True, env=mpirun_env(), timeout=300)
+        self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+        self.assertEqual(counter.errors, [])
+        # The bytes the fake sysfs counters hold still (4096 words x 4 bytes each way, 0 moved).
+        self.run_fake("coll_perf", args + ["--sysfs-root", sysfs] + self.outputs(fake_dir),
+                      env={"FAKE_COLL_RAILS": "mlx5_0:1=0,mlx5_3:1=0", "FAKE_COLL_RAIL_ERRORS": f"mlx5_3:1:{ERROR_COUNTER}=7"})
+        for folder in (real_dir, fake_dir):
+            ok, errors = validate("case_record.schema.json", os.path.join(folder, "r.jsonl"))
+            self.assertTrue(ok, f"{folder}: {errors}")
+        real = [with_defaults(line)["evidence"]["rails"] for line in read_jsonl(os.path.join(real_dir, "r.jsonl"))][0]
+        fake = [with_defaults(line)["evidence"]["rails"] for line in read_jsonl(os.path.join(fake_dir, "r.jsonl"))][0]
+        self.assertEqual(set(fake), set(real), "evidence.rails keys")
+        self.assertEqual(fake["flags"], real["flags"])
+        self.assertEqual(len(fake["nodes"]), len(real["nodes"]))
+        real_node, fake_node = real["nodes"][0], fake["nodes"][0]
+        self.assertEqual(set(fake_node), set(real_node), "node keys")
+        for key in ("host", "error_increments_total", "flags"):
+            self.assertEqual(fake_node[key], real_node[key], key)
+        self.assertEqual(real_node["error_increments_total"], 7)
+        self.assertEqual([port["rail"] for port in fake_node["ib_ports"]], [port["rail"] for port in real_node["ib_ports"]])
+        for fake_port, real_port in zip(fake_node["ib_ports"], real_node["ib_ports"]):
+            self.assertEqual(set(fake_port), set(real_port), real_port["rail"])
+            for key in ("source", "hca", "port", "error_increments", "total_bytes"):
+                self.assertEqual(fake_port[key], real_port[key], f"{real_port['rail']} {key}")
+        self.assertEqual(real_node["ib_ports"][1]["error_increments"], {ERROR_COUNTER: 7})
+
+    def test_real_coll_perf_time_columns_are_the_statistics_of_its_samples(self):
+        """Every time column of coll_perf --csv and --jsonl means what its name says: computed here from the
+        per-iteration times that --samples writes (mean, min, max, nearest-rank p50/p95/p99, CV with n - 1), and
+        compared by column name; the CSV header is the documented column list, in order. 200 iterations make
+        p50 < p95 < p99 < max distinct ranks (190th, 198th of 200), so a swapped pair of columns cannot agree."""
+        folder = os.path.join(self.tmp, "samples")
+        os.makedirs(folder)
+        args = ["--backend", "mpi", "-b", "8K", "-e", "16K", "-f", "2", "-n", "200", "-w", "1", "--coll",
+                "all_reduce,alltoall", "--quiet", "--samples", os.path.join(folder, "r.samples.jsonl")]
+        result = subprocess.run([MPIRUN, "-np", "2", "--oversubscribe", "--bind-to", "none", os.path.join(APPS, "coll_perf")]
+                                + args + self.outputs(folder), capture_output=True, text=True, env=mpirun_env(), timeout=300)
+        self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+        samples = {line["case_id"]: line["samples_us"] for line in read_jsonl(os.path.join(folder, "r.samples.jsonl"))}
+        records = read_jsonl(os.path.join(folder, "r.jsonl"))
+        _document, _lines, rows = self.load(folder)
+        self.assertEqual(rows[0], CSV_COLUMNS, "CSV header: the documented columns in order")
+        with open(os.path.join(SCHEMA_DIR, "case_record.schema.json")) as handle:
+            time_fields = json.load(handle)["properties"]["time_us"]["oneOf"][1]["properties"]
+        self.assertEqual({c[len("time_us_"):] for c in CSV_COLUMNS if c.startswith("time_us_")}, set(time_fields))
+        cells = [dict(zip(rows[0], row)) for row in rows[1:]]
+        self.assertEqual([row["case_id"] for row in cells], [record["case_id"] for record in records])
+        self.assertEqual(len(records), 8)
+        # Records carry 7 significant digits (bench/core/case.cpp), the samples file every digit.
+        close = 1e-6
+        distinct = 0
+        for record, row in zip(records, cells):
+            case = record["case_id"]
+            self.assertEqual(len(samples[case]), 200, case)
+            self.assertEqual(record["iterations"], 200, case)
+            expected = statistics_of(samples[case])
+            order = [expected[stat] for stat in ("min", "p50", "p95", "p99", "max")]
+            distinct += all(high > low * (1 + 4 * close) for low, high in zip(order, order[1:]))
+            for stat, value in expected.items():
+                for source, got in (("jsonl", record["time_us"][stat]), ("csv", float(row[f"time_us_{stat}"]))):
+                    self.assertAlmostEqual(got, value, delta=abs(value) * close, msg=f"{case} {source} {stat}")
+        self.assertGreater(distinct, 0, "no case with distinct min < p50 < p95 < p99 < max: the test could not tell "
+                                        "the columns apart")
 
     def test_real_coll_perf_csv_equals_its_json_cell_by_cell(self):
         """coll_perf --csv against -J, every cell: same rows, same order, numbers equal after parsing, empty cell

@@ -3,7 +3,8 @@ run on a CPU machine: the real coll_perf --backend mpi under the real mpirun, an
 reading the committed XML fixture (tests/data/topology/rtxpro_2socket.xml, through a two-line wrapper that
 adds --xml, since the CLI runs topo_map on the live node). Only p2p_matrix stays a double (it needs GPUs).
 Assertions are about what the real tools produced, never a double's constants; summary.csv is checked
-against cases.jsonl cell by cell. Skips (exit 77) when the tools are not built."""
+against cases.jsonl cell by cell. Rail counters come from a fake sysfs root (coll_perf --sysfs-root) whose
+error counter the test grows during the run (rail_counters.py). Skips (exit 77) when the tools are not built."""
 import csv
 import json
 import os
@@ -16,6 +17,7 @@ from helpers import (BINARY_DIR, FAKE_BIN, SOURCE_DIR, TempDirTest, main_for_cte
                      validate)
 
 from cclbench_lib.model.records import with_defaults
+from rail_counters import BASE, ERROR_COUNTER, GrowingErrorCounter, build_tree
 
 APPS = os.path.join(BINARY_DIR, "bench", "apps")
 MISSING = [tool for tool in ("coll_perf", "topo_map") if not os.access(os.path.join(APPS, tool), os.X_OK)]
@@ -26,6 +28,8 @@ XML = os.path.join(SOURCE_DIR, "tests", "data", "topology", "rtxpro_2socket.xml"
 SYSFS = os.path.join(SOURCE_DIR, "tests", "data", "topology", "sysfs")
 SMALL = ["-b", "8K", "-e", "16K", "-n", "3", "-w", "1", "--repeat", "1", "--coll", "all_reduce,alltoall", "--timeout", "300",
          "--launch-timeout", "600"]
+ONE_SIZE = ["-b", "8K", "-e", "8K", "-n", "3", "-w", "1", "--repeat", "1", "--coll", "all_reduce", "--timeout", "300",
+            "--launch-timeout", "600"]
 
 
 @unittest.skipIf(SKIP_REASON, SKIP_REASON)
@@ -44,16 +48,32 @@ class RealPipeline(TempDirTest):
     def args(self, run_id):
         return ["--bin-dir", self.bin, "--results", self.results, "--run-id", run_id]
 
-    def baseline(self, run_id):
-        result = run_cli(["baseline"] + SMALL + self.args(run_id), timeout=1200)
+    def baseline(self, run_id, extra=(), expect=0, what=SMALL):
+        result = run_cli(["baseline"] + what + list(extra) + self.args(run_id), timeout=1200)
         run = os.path.join(self.results, run_id)
         log = os.path.join(run, "run.log")
-        self.assertEqual(result.returncode, 0, result.stderr + (read_text(log)[-4000:] if os.path.exists(log) else ""))
+        self.assertEqual(result.returncode, expect, result.stderr + (read_text(log)[-4000:] if os.path.exists(log) else ""))
         return run
 
+    def rail_ports(self, record):
+        return {port["rail"]: port for node in record["evidence"]["rails"]["nodes"] for port in node.get("ib_ports", [])}
+
     def test_baseline_report_compare(self):
-        run = self.baseline("A")
+        # Rail counters from a fake sysfs root whose error counter never grows: no rail.errors (the control of
+        # test_rail_error_increments_fail_the_run, through the same FIFO).
+        sysfs = build_tree(os.path.join(self.tmp, "sys"))
+        with GrowingErrorCounter(sysfs, "mlx5_3", 0, point="local.mpi4") as counter:
+            run = self.baseline("A", ["--sysfs-root", sysfs])
+        self.assertEqual(counter.errors, [])
+        self.assertIn(("local.mpi4", BASE), counter.served, "coll_perf read the counter")
         records = read_jsonl(os.path.join(run, "cases.jsonl"))
+        for record in records:
+            ports = self.rail_ports(record)
+            self.assertEqual(sorted(ports), ["mlx5_0:1", "mlx5_3:1"], record["case_id"])
+            self.assertEqual([port["error_increments"] for port in ports.values()], [{}, {}], record["case_id"])
+        with open(os.path.join(run, "verdict.json")) as handle:
+            verdict = json.load(handle)
+        self.assertNotIn("rail.errors", [reason["code"] for reason in verdict["reasons"]])
         measured = [r for r in records if r["point"] == "local.mpi4"]
         self.assertEqual(len(measured), 2 * 2 * 2, "all_reduce, alltoall x 8K, 16K x in/out")
         self.assertTrue(all(r["status"] == "ok" and r["wrong"] == 0 and r["backend"] == "mpi" and r["nranks"] == 4
@@ -109,6 +129,42 @@ class RealPipeline(TempDirTest):
         self.assertEqual(same.returncode, 0, same.stderr)
         self.assertIn("0 regression(s)", same.stdout)
         self.assertIn("8 correctness only", same.stdout)
+
+    def test_rail_error_increments_fail_the_run(self):
+        """The user's bring-up rule, zero error increments on both rails, end to end: an HCA error counter grows by 7
+        inside the first case of the measured point while the real coll_perf runs; the growth is in that record's
+        evidence, in report.md's rails section and in verdict.json as rail.errors naming the rail and the counter,
+        and the run exits 1."""
+        sysfs = build_tree(os.path.join(self.tmp, "sys"))
+        with GrowingErrorCounter(sysfs, "mlx5_3", 7, point="local.mpi4") as counter:
+            run = self.baseline("E", ["--sysfs-root", sysfs], expect=1, what=ONE_SIZE)
+        self.assertEqual(counter.errors, [])
+        served = [value for point, value in counter.served if point == "local.mpi4"]
+        self.assertEqual(served, [BASE] + [BASE + 7] * (len(served) - 1), counter.served)
+        self.assertTrue(all(value == BASE for point, value in counter.served if point == "sanity"), counter.served)
+
+        records = [r for r in read_jsonl(os.path.join(run, "cases.jsonl")) if r["point"] == "local.mpi4"]
+        self.assertEqual([r["case_id"] for r in records], ["all_reduce.float.sum.out.8K", "all_reduce.float.sum.in.8K"])
+        first, second = (self.rail_ports(record) for record in records)
+        self.assertEqual(first["mlx5_3:1"]["error_increments"], {ERROR_COUNTER: 7}, "grown inside the first case")
+        self.assertEqual(first["mlx5_0:1"]["error_increments"], {})
+        self.assertEqual([port["error_increments"] for port in second.values()], [{}, {}], "and in no other")
+
+        text = read_text(os.path.join(run, "report.md"))  # written by baseline
+        rails = text[text.index("### Rails"):text.index("### Rank bindings")]
+        row = [line for line in rails.splitlines() if line.startswith("| local.mpi4 |")]
+        self.assertEqual(len(row), 1, rails)
+        self.assertTrue(row[0].endswith(f"| mlx5_3:1: 7 error counter increment(s) ({ERROR_COUNTER} +7) |"), row[0])
+
+        with open(os.path.join(run, "verdict.json")) as handle:
+            verdict = json.load(handle)
+        self.assertEqual(verdict["overall"], "FAILED")
+        failing = [reason for reason in verdict["reasons"] if reason["severity"] == "fail"]
+        self.assertEqual([reason["code"] for reason in failing], ["rail.errors"], failing)
+        reason = failing[0]
+        self.assertEqual((reason["point"], reason["subject"], reason["check"]), ("local.mpi4", "mlx5_3:1", "rails"))
+        self.assertEqual(reason["numbers"], {"count": 7})
+        self.assertIn(f"mlx5_3:1: 7 error counter increment(s) ({ERROR_COUNTER} +7)", reason["text"])
 
     def test_smoke(self):
         result = run_cli(["smoke", "--time-limit", "900"] + self.args("S"), timeout=1200)

@@ -149,6 +149,25 @@ def rail_totals(records):
     return totals, errors, flags
 
 
+def rail_error_counters(records):
+    """{rail: {counter: increments}} summed over records, from the error_increments of coll_perf's
+    evidence.rails.nodes[].ib_ports[] (the HCA's error counters that grew during a case); rails and counters that
+    did not grow are absent."""
+    counters = {}
+    for record in records:
+        evidence = record.get("evidence") if isinstance(record.get("evidence"), dict) else {}
+        rails = evidence.get("rails") if isinstance(evidence.get("rails"), dict) else {}
+        for node in rails.get("nodes") or []:
+            for port in (node.get("ib_ports") or []) if isinstance(node, dict) else []:
+                if not isinstance(port, dict) or not port.get("rail") or not isinstance(port.get("error_increments"), dict):
+                    continue
+                for name, value in port["error_increments"].items():
+                    if _count(value):
+                        per_rail = counters.setdefault(port["rail"], {})
+                        per_rail[name] = per_rail.get(name, 0) + value
+    return counters
+
+
 def _moved(row, sent, received):
     """total_bytes of a rail row, else sent + received when both are counts; None when unknown."""
     moved = _count(row.get("total_bytes"))

@@ -160,6 +160,13 @@ def _not_seen(item):
             "1.5, or NCCL's 'NET/Socket : Using' line not found; name the interfaces with coll_perf --netdevs)")
 
 
+def rail_errors_text(rail, count, counters):
+    """One rail's error counter increments in words, each counter named: 'mlx5_3:1: 7 error counter increment(s)
+    (port_rcv_errors +7)'."""
+    named = ", ".join(f"{name} +{value:g}" for name, value in sorted((counters or {}).items()))
+    return f"{rail}: {count:g} error counter increment(s)" + (f" ({named})" if named else "")
+
+
 # code: (kind, detail text)
 DETAILS = {
     "transport_exit": ("transport mismatch", lambda i: i["reason"] or "transport expectation failed"),
@@ -188,7 +195,7 @@ DETAILS = {
     repeatability.CASE_ABOVE_TARGET: ("case above CV target, within chance",
                                       _within_chance("cases not host-bound above the CV target")),
     repeatability.HOST_BOUND_JITTER: ("host-bound jitter", _jitter),
-    "rail_errors": ("rail errors", lambda i: f"{i['rail']}: {i['count']:g} error counter increment(s)"),
+    "rail_errors": ("rail errors", lambda i: rail_errors_text(i["rail"], i["count"], i.get("counters"))),
     "rail_flag": ("rail flag", lambda i: i["flag"]),
     "rail_unbound": ("rail imbalance", lambda i: f"traffic on {i['rail']}, which NCCL_IB_HCA did not bind"),
     "rail_imbalance": ("rail imbalance", _imbalance),

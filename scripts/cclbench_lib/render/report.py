@@ -12,9 +12,10 @@ from ..model.records import (CLASS_LABELS, bandwidth_time_us, base_point_of, gro
                              latest_by_case, launch_base_point, load_cases, measurement_class, record_is_sound,
                              was_skipped)
 from ..model.run_dir import (RunData, algo_proto, busbw_of, median_of, p2p_matrices, pick_record, point_binding,
-                             rail_bytes_per_host, rail_totals, time_of, transport_observed)
+                             rail_bytes_per_host, rail_error_counters, rail_totals, time_of,
+                             transport_observed)
 from ..render import plots
-from ..render.anomalies import anomaly_rows, hca_not_applicable_note, netdev_source
+from ..render.anomalies import anomaly_rows, hca_not_applicable_note, netdev_source, rail_errors_text
 from ..render.by_design import by_design_section
 from ..render.p2p_local import device_count, one_gpu_lines
 from ..render.decode import ab_section, decode_section
@@ -240,12 +241,13 @@ def rails_section(data):
         if not totals:
             if launch.get("kind") == "inter" and not netdev:
                 rows.append((name, "all hosts", "hca", f"not available: {rails_reason(records)}", None, None))
-        elif launch.get("kind") == "inter" or any(totals.values()):
+        elif launch.get("kind") == "inter" or any(totals.values()) or errors:  # error increments show even at 0 bytes
             total = sum(totals.values()) or 1
             shares = ", ".join(f"{rail} {value / total * 100:.0f}%" for rail, value in sorted(totals.items()))
             moved = ", ".join(f"{rail} {value / 1e9:.3f} GB" for rail, value in sorted(totals.items()))
+            counters = rail_error_counters(records)
             rows.append((name, "all hosts", "hca", shares, moved,
-                         ", ".join(f"{r}: {c:g}" for r, c in sorted(errors.items())) or "0"))
+                         ", ".join(rail_errors_text(r, c, counters.get(r)) for r, c in sorted(errors.items())) or "0"))
         if inter:
             rows += [(name,) + netdev_row(entry) for entry in netdev]
     if not rows:

@@ -4,7 +4,7 @@ files). The codes and
 the fields are render/anomalies.py's to put into words."""
 
 from ..model.records import base_point_of, launch_base_point, point_completeness, was_skipped
-from ..model.run_dir import rail_bytes_per_host, rail_totals, used_sockets
+from ..model.run_dir import rail_bytes_per_host, rail_error_counters, rail_totals, used_sockets
 from ..rules import outliers
 from ..rules.by_design import unverifiable_by_design
 from ..rules.ceilings import ceiling_for, run_link_rates
@@ -141,8 +141,10 @@ def rail_anomalies(data):
     (rules/rails.py); a NET/Socket point whose traffic no counter saw (no netdev rows) is one finding for the run."""
     found, unseen = [], []
     for point, launch, records, totals, errors, flags, sockets, netdev in _rail_points(data):
+        counters = rail_error_counters(records)
         for rail, count in sorted(errors.items()):
-            found.append({"code": "rail_errors", "where": point, "rail": rail, "count": count})
+            found.append({"code": "rail_errors", "where": point, "rail": rail, "count": count,
+                          "counters": counters.get(rail, {})})
         if sockets and not netdev:
             unseen.append(point)
         if launch is not None and launch.get("kind") == "inter":
