@@ -63,19 +63,20 @@ MAD_TO_SD = 1.4826
 BW_FLOOR_RATIO = 0.93
 TIME_FLOOR_FACTOR = 2.1
 MIN_FLEET_VALUES = 3
-# A pair's reference (the pairs without one of its nodes) estimates its spread from this many values on; below,
-# the limit is REFERENCE_FLOOR_RATIO x its median. Healthy scatter on a loaded virtual cluster reaches 10-20%
-# (MPI backend, 2 shared cores) and the MAD of fewer values is often far below it; a node at half the fleet's speed
-# or worse is named at any size, a 14x slow one (a rate-limited rail) is far outside.
+# A pair's reference (the pairs that leave its nodes out) estimates its spread from this many values on; below,
+# its limit is REFERENCE_FLOOR_RATIO x its median. Measured on synthetic fleets of 3-8 nodes with 10% and 20%
+# lognormal scatter (the loaded 2-core virtual cluster's order), 600 seeds each, full and --quick 3: a MAD over 5-6
+# values made 1% of healthy 6-node fleets fail at 10% scatter, over 10 and more none did; a floor of 0.6 failed
+# 1.5-3% of healthy 3-4 node fleets at 20%, 0.5 0.3-1.5% (0 at 10%). A node 14x slow is named at every size.
 MIN_SPREAD_VALUES = 10
-REFERENCE_FLOOR_RATIO = 0.6
+REFERENCE_FLOOR_RATIO = 0.5
 # The relative standard error of a MAD over n normal values is about 1.165 / sqrt(n); a reference's spread is
 # raised by MAD_SE_BOUND of them (an upper bound of the real spread, not its estimate).
 MAD_RELATIVE_SE = 1.165
 MAD_SE_BOUND = 2.0
 # Beyond this many values x nodes the references are one shared reference without the bad nodes: each node's
 # pairs are then at most a small share of the fleet's (full screen of 256 nodes and more: under 1%), too few to
-# move its median; the exact per-node references would cost minutes.
+# move its median; the exact per-pair references would cost minutes.
 EXACT_REFERENCE_WORK = 4_000_000
 # The node stage's values (intra-node, loopback) are one measurement per node with no second opinion behind a
 # verdict, and the MAD of a few nodes' values often says far less than their real scatter: below 93% flagged 4%
