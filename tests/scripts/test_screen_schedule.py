@@ -160,6 +160,7 @@ class ScaleTable(unittest.TestCase):
     def test_figures(self):
         per_pair = 20.0
         node_stage = 4 * per_pair  # doctor + intra + two loopbacks, one after the other
+        rails_alone = 2 * per_pair  # even n: the first round meets every node; each of the two rails alone once
         rows = {(row["nodes"], row["mode"]): row for row in schedule.scale_table((2, 16, 128, 1024), per_pair)}
         for count in (2, 16, 128, 1024):
             full = rows[(count, "full")]
@@ -167,15 +168,27 @@ class ScaleTable(unittest.TestCase):
             self.assertEqual(full["concurrent_jobs"], count // 2)
             self.assertEqual(full["pairs"], count * (count - 1) // 2)
             self.assertEqual(full["node_stage_s"], node_stage)
-            self.assertEqual(full["wall_s"], node_stage + (count - 1) * per_pair)
+            self.assertEqual(full["wall_s"], node_stage + (count - 1) * per_pair + rails_alone)
             quick = rows[(count, "quick")]
             self.assertEqual((quick["rounds"], quick["concurrent_jobs"], quick["pairs"]), (1, count // 2, count // 2))
-            self.assertEqual(quick["wall_s"], node_stage + per_pair)
-        # Written out: 1,024 nodes, full: 523,776 pairs in 1,023 rounds of 512, 80 + 20,460 s = 20,540 s (5.7 h).
-        self.assertEqual((rows[(1024, "full")]["pairs"], rows[(1024, "full")]["wall_s"]), (523776, 20540.0))
-        self.assertEqual((rows[(128, "full")]["pairs"], rows[(128, "full")]["wall_s"]), (8128, 2620.0))
-        self.assertEqual((rows[(16, "full")]["pairs"], rows[(16, "full")]["wall_s"]), (120, 380.0))
-        self.assertEqual((rows[(2, "full")]["pairs"], rows[(2, "full")]["wall_s"]), (1, 100.0))
+            self.assertEqual(quick["wall_s"], node_stage + per_pair + rails_alone)
+        # Written out: 1,024 nodes, full: 523,776 pairs in 1,023 rounds of 512, 80 + 20,460 + 40 s = 20,580 s.
+        self.assertEqual((rows[(1024, "full")]["pairs"], rows[(1024, "full")]["wall_s"]), (523776, 20580.0))
+        self.assertEqual((rows[(128, "full")]["pairs"], rows[(128, "full")]["wall_s"]), (8128, 2660.0))
+        self.assertEqual((rows[(16, "full")]["pairs"], rows[(16, "full")]["wall_s"]), (120, 420.0))
+        self.assertEqual((rows[(2, "full")]["pairs"], rows[(2, "full")]["wall_s"]), (1, 140.0))
+
+    def test_rail_points_measure_every_node_once(self):
+        # Odd n: the first round leaves one node out; its pair of the next round measures it. Nothing after.
+        rounds = schedule.pair_schedule(names(5))["rounds"]
+        chosen = schedule.rail_point_pairs(rounds)
+        self.assertEqual(chosen[0], rounds[0]["pairs"])
+        bye = rounds[0]["bye"]
+        self.assertEqual([pair for pair in chosen[1]], [pair for pair in rounds[1]["pairs"] if bye in pair])
+        self.assertEqual(chosen[2:], [[], [], []])
+        self.assertEqual(sorted({node for pairs in chosen for pair in pairs for node in pair}), names(5))
+        self.assertEqual(schedule.rail_slots(rounds, 2), 4)  # two rounds with rail points x two rails
+        self.assertEqual(schedule.rail_slots(rounds, 1), 0)  # one rail: nothing to compare it with
 
     def test_wall_time_with_retests(self):
         self.assertEqual(schedule.wall_time_s(15, 80.0, 20.0, retest_round_count=2), 80.0 + 17 * 20.0)
