@@ -9,10 +9,10 @@ Stages:
       full: the circle (round-robin) method, n - 1 rounds of n / 2 pairs (odd n: n rounds of (n - 1) / 2 pairs,
           one node sitting out each round); every pair exactly once.
       quick: one shuffled round (random.Random(seed): reproducible), repeated `repeats` times.
-  rail points: with two rails or more, a pair of a round in which one of its nodes has not yet been measured on
-      each rail alone also runs one point per rail alone after its round (rail_point_pairs): every node once, the
-      first round (and the next for the odd node sitting out), then again in the retests of a node suspect from
-      them. Each rail's points of a round run at the same time: rails x such rounds more launch slots.
+  rail points: with two rails or more, a pair of a round with a node that has met fewer than RAIL_PARTNERS
+      partners on each rail alone also runs one point per rail alone after its round (rail_point_pairs): the
+      first two rounds (three at 3 nodes or odd counts), then again in the retests of a node suspect from them.
+      Each rail's points of a round run at the same time: rails x such rounds more launch slots.
   retest: each suspect with nodes already known good, partners it has not met; disjoint per round and a good
       node used once per round; pairs to repeat (a failure to reproduce) go first.
 Wall time: the node stage (its jobs one after the other on each node, nodes in parallel) + (rounds + rail slots)
@@ -31,6 +31,8 @@ SCALE_NODE_COUNTS = (2, 16, 128, 1024)
 NODE_JOB_S = PER_PAIR_S
 # Retest: good partners per suspect; two good partners that both fail is what makes a node bad (screen_rules).
 RETEST_PARTNERS = 2
+# Rails alone: distinct partners each node meets on each rail alone in the pair stage (the same two).
+RAIL_PARTNERS = 2
 # Loopback: all traffic through the node's NICs (Azure NHC: NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1), one rail;
 # "=" is NCCL_IB_HCA's exact-match prefix (mlx5_1 would otherwise also match mlx5_10).
 LOOPBACK_ENV = {"NCCL_P2P_DISABLE": "1", "NCCL_SHM_DISABLE": "1"}
@@ -179,15 +181,22 @@ def retest_rounds(suspects, known_good, met=None, partners=RETEST_PARTNERS, repe
     return rounds
 
 
-def rail_point_pairs(rounds, covered=()):
-    """[[pair, ...] per round]: the pairs of each round that also run one point per rail alone - those with a node
-    not yet measured on the rails alone (covered: the nodes already measured; not changed)."""
-    covered = set(covered)
+def rail_point_pairs(rounds, partners=RAIL_PARTNERS):
+    """[[pair, ...] per round]: the pairs of each round that also run one point per rail alone - a pair not yet
+    measured so with a node that has fewer than `partners` distinct partners on its rails alone (fewer than the
+    fleet offers: n - 1). Every node then meets two partners on each rail alone, which is what names the node
+    whose rail is slow (two known-good partners, screen_rules.MIN_GOOD_FAILS) without a retest."""
+    nodes = {node for entry in rounds for pair in entry["pairs"] for node in pair}
+    wanted = min(partners, max(len(nodes) - 1, 0))
+    met = {node: set() for node in nodes}
     chosen = []
     for entry in rounds:
-        pairs = [list(pair) for pair in entry["pairs"] if not set(pair) <= covered]
-        for pair in pairs:
-            covered.update(pair)
+        pairs = []
+        for a, b in entry["pairs"]:
+            if b not in met[a] and (len(met[a]) < wanted or len(met[b]) < wanted):
+                pairs.append([a, b])
+                met[a].add(b)
+                met[b].add(a)
         chosen.append(pairs)
     return chosen
 

@@ -713,7 +713,9 @@ def classify(nodes, node_stage, pairs):
     every = [row["verdict"] for row in node_rows] + [row["verdict"] for row in links] + \
         [row["verdict"] for row in rail_rows]
     result = "fail" if BAD in every else ("suspect" if SUSPECT in every else "pass")
-    suspects = [row["name"] for row in node_rows if row["verdict"] == SUSPECT and row["name"] in from_pairs]
+    # A node whose rail alone is in question is retested on its rails even when its pairs already make it bad.
+    suspects = [row["name"] for row in node_rows if (row["verdict"] == SUSPECT and row["name"] in from_pairs)
+                or row["name"] in rail_suspects]
     met = {}
     for key in edges:
         met.setdefault(key[0], set()).add(key[1])
