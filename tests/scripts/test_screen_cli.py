@@ -56,6 +56,19 @@ class DryRun(TempDirTest):
                                         r"--backend mpi .*--sizes 67108864,8192")
         self.assertFalse(os.path.exists(self.results), "a dry run writes nothing")
 
+    def test_mpi_rail_points_replace_the_users_tcp_interfaces(self):
+        # Open MPI joins a parameter given twice into one list: the user's btl_tcp_if_include must go, not stay
+        # beside ours, or the "eth3 alone" point would still stripe over both rails.
+        result = dry_run("--hosts", "n1,n2", "--netdevs", "eth0,eth3", "--results", self.results,
+                         "--mpirun-args=--mca btl_tcp_if_include 198.18.10.0/24,198.18.13.0/24 --bind-to none")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        pair = next(line for line in result.stdout.splitlines() if line.startswith("example pair job"))
+        rail = next(line for line in result.stdout.splitlines() if line.startswith("example rail job"))
+        self.assertIn("--mca btl_tcp_if_include 198.18.10.0/24,198.18.13.0/24 --bind-to none -np 2", pair)
+        self.assertIn(" --bind-to none --mca btl_tcp_if_include eth0 -np 2 ", rail)
+        self.assertNotIn("198.18.", rail)
+        self.assertEqual(rail.count("btl_tcp_if_include"), 1)
+
     def test_gpu_nodes_get_a_loopback_point_per_rail(self):
         result = dry_run("--hosts", "a1,a2,a3,a4", "--hcas", "mlx5_0:1,mlx5_3:1", "--gpus-per-node", "8",
                          "--results", self.results, gpus="8", NCCL_SOCKET_IFNAME="eth0")
