@@ -49,6 +49,7 @@ class Fleet:
         self.node_latency = {}     # node -> small-message time factor of its pairs
         self.rail_factor = {}      # node -> {rail: factor of that rail alone} (a degraded, not dead, rail)
         self.log_sd = None         # lognormal scatter of every value instead of the normal one above
+        self.rail_log_sd = None    # lognormal scatter of the rail points alone (a loaded host's launches)
         self.loopback_rails = loopback_rails
         self.stage = {node: {"doctor": "pass",
                              "intra_busbw_gbps": 48.0 * (1 + self.rng.gauss(0, BUSBW_SD)),
@@ -90,7 +91,8 @@ class Fleet:
             return dict(row, busbw_gbps=None, reason="timeout", rail_bytes=None)
         factor = min(self.node_factor.get(a, 1.0), self.node_factor.get(b, 1.0)) * self.link_factor.get(key, 1.0)
         factor *= min(self.rail_factor.get(node, {}).get(rail, 1.0) for node in (a, b))
-        return dict(row, busbw_gbps=BUSBW_GBPS / 2 * factor * self.noise(BUSBW_SD),
+        scatter = math.exp(self.rng.gauss(0, self.rail_log_sd)) if self.rail_log_sd else self.noise(BUSBW_SD)
+        return dict(row, busbw_gbps=BUSBW_GBPS / 2 * factor * scatter,
                     rail_bytes={host: {name: POINT_BYTES / 2 if name == rail else 1.0e4 for name in RAILS}
                                 for host in (a, b)})
 
@@ -527,6 +529,26 @@ class RailsAlone(unittest.TestCase):
                     self.assertIn("node2", (pairs[index]["a"], pairs[index]["b"]))
                 self.assertEqual(by_verdict(verdicts)["bad"], ["node2"])  # its pairs are slower too
                 self.assertNotIn("bad", [row["verdict"] for row in verdicts["links"]])
+
+    def test_rail_ratios_judged_against_their_own_noise(self):
+        # The loaded 2-core virtual cluster: one rail alone measured 0.03-67x its sibling on healthy pairs (lognormal
+        # sd ~1). Such scatter names no rail; a rail that does not run at all still is named.
+        for seed in range(10):
+            fleet = Fleet(8, seed=300 + seed)
+            fleet.rail_log_sd = 1.0
+            verdicts, _, _ = screen(fleet, rails=RAILS)
+            self.assertEqual([row for row in verdicts["rails"] if row["verdict"] == "bad"], [], seed)
+        fleet = Fleet(8, seed=311)
+        fleet.rail_log_sd = 1.0
+        fleet.dead_rail["node4"] = "eth3"
+        verdicts, _, _ = screen(fleet, rails=RAILS)
+        self.assertEqual([(row["node"], row["rail"], row["verdict"]) for row in verdicts["rails"]],
+                         [("node4", "eth3", "bad")])
+        self.assertIn(rules.RAIL_SLOW, [reason["code"] for reason in verdicts["rails"][0]["reasons"]])
+        # On a quiet fleet the noise band is narrower than the fixed ratio: the fixed ratio decides.
+        threshold, sd = rules.rail_slow_ratio(screen(Fleet(8, seed=312), rails=RAILS)[1])
+        self.assertEqual(threshold, rules.RAIL_SLOW_RATIO)
+        self.assertLess(sd, 0.1)
 
     def test_rail_points_are_not_judged_as_pairs_nor_by_their_counters(self):
         # A rail point moves its bytes over its own rail only: that is not rail.unbalanced, and its bandwidth (one

@@ -42,9 +42,10 @@ The rules, as data (reason codes below; the report renders them):
   Rails: per pair and host, a rail carrying less than RAIL_LOW_RATIO of its busiest sibling's bytes is low there;
       low on either host fails the pair for that rail, and the same attribution names the node whose rail it is.
   Each rail alone (rail points: stage "rail", one point per rail on the same pair, run back to back): a rail whose
-      bus bandwidth alone is below RAIL_SLOW_RATIO x its best sibling's alone on that pair, or that failed while a
-      sibling ran, is slow on that pair (rail_ratio in the pair's row); the attribution above, per rail name, names
-      the node (rail.slow) or the link. At 2 nodes there is no third node to tell which end is slow: a rail slow in
+      bus bandwidth alone is below RAIL_SLOW_RATIO x its best sibling's alone on that pair - and below the ratios'
+      own noise, exp(-NOISE_SIGMAS x their robust sd) over the fleet's rail points (rail_slow_ratio) - or that
+      failed while a sibling ran, is slow on that pair (rail_ratio in the pair's row); the attribution above, per
+      rail name, names the node (rail.slow) or the link. At 2 nodes there is no third node to tell which end is slow: a rail slow in
       every measurement of the pair, at least twice, makes the link bad (rail.slow) and both nodes' rails suspect.
   Unclear cases are suspect, with the pairs behind them. Result: "fail" when anything is bad, else "suspect" when
   anything is suspect, else "pass"; EXIT_CODES.
@@ -291,17 +292,43 @@ def judge_pairs(pairs, without=()):
     return outcomes, references
 
 
-def judge_rail_points(pairs):
-    """The rail points (stage "rail") against their siblings: {index: {"outcome", "ratio", "sibling",
-    "sibling_busbw_gbps", "judged"}}. Siblings are the rail points of the same two nodes in the same round; a rail
-    is slow below RAIL_SLOW_RATIO x its best sibling's bus bandwidth, or when it failed and a sibling ran (ratio
-    None). judged False: no sibling with a value (one rail, or every rail of that pair failed): not a rail finding."""
+def rail_slow_ratio(pairs):
+    """(threshold, sd): a rail alone is slow below threshold x its best sibling alone. threshold =
+    min(RAIL_SLOW_RATIO, exp(-NOISE_SIGMAS x sd)), sd = MAD_TO_SD x the median |ln(rail / best sibling)| over every
+    rail of every group of rail points with two rails measured (a healthy rail's ratio scatters around 1 by the
+    launches' own noise: on the loaded 2-core virtual cluster one rail alone measured 0.03-67x its sibling), from
+    MIN_SPREAD_VALUES such ratios on; with fewer, RAIL_SLOW_RATIO and sd None. A node's slow rail touches few
+    groups and moves that median little."""
+    logs = []
+    for indices in _rail_groups(pairs).values():
+        values = [(pairs[i]["busbw_gbps"], pairs[i].get("rail")) for i in indices if _number(pairs[i].get("busbw_gbps"))]
+        for value, rail in values:
+            siblings = [other for other, name in values if name != rail]
+            if siblings:
+                logs.append(abs(math.log(value / max(siblings))))
+    if len(logs) < MIN_SPREAD_VALUES:
+        return RAIL_SLOW_RATIO, None
+    sd = MAD_TO_SD * statistics.median(logs)
+    return min(RAIL_SLOW_RATIO, math.exp(-NOISE_SIGMAS * sd)), sd
+
+
+def _rail_groups(pairs):
     groups = {}
     for index, pair in enumerate(pairs):
         if _is_rail_point(pair):
             groups.setdefault((frozenset((pair["a"], pair["b"])), pair.get("round")), []).append(index)
+    return groups
+
+
+def judge_rail_points(pairs):
+    """The rail points (stage "rail") against their siblings: {index: {"outcome", "ratio", "sibling",
+    "sibling_busbw_gbps", "judged", "threshold"}}. Siblings are the rail points of the same two nodes in the same
+    round; a rail is slow below rail_slow_ratio x its best sibling's bus bandwidth, or when it failed and a sibling
+    ran (ratio None). judged False: no sibling with a value (one rail, or every rail of that pair failed): not a
+    rail finding."""
+    threshold, _ = rail_slow_ratio(pairs)
     found = {}
-    for indices in groups.values():
+    for indices in _rail_groups(pairs).values():
         for index in indices:
             value = pairs[index].get("busbw_gbps")
             siblings = [(pairs[other]["busbw_gbps"], pairs[other].get("rail")) for other in indices
@@ -309,13 +336,13 @@ def judge_rail_points(pairs):
                         and _number(pairs[other].get("busbw_gbps"))]
             if not siblings:
                 found[index] = {"outcome": PAIR_OK if _number(value) else PAIR_FAILED, "ratio": None,
-                                "sibling": None, "sibling_busbw_gbps": None, "judged": False}
+                                "sibling": None, "sibling_busbw_gbps": None, "judged": False, "threshold": threshold}
                 continue
             best, sibling = max(siblings, key=lambda item: item[0])
             ratio = value / best if _number(value) else None
-            slow = ratio is None or ratio < RAIL_SLOW_RATIO
+            slow = ratio is None or ratio < threshold
             found[index] = {"outcome": PAIR_SLOW_RAIL if slow else PAIR_OK, "ratio": ratio, "sibling": sibling,
-                            "sibling_busbw_gbps": best, "judged": True}
+                            "sibling_busbw_gbps": best, "judged": True, "threshold": threshold}
     return found
 
 
@@ -668,7 +695,8 @@ def classify(nodes, node_stage, pairs):
             return dict({"rail": rail, "ratio": statistics.median(known) if known else None,
                          "ratios": [None if ratio is None else round(ratio, 4) for ratio in ratios],
                          "sibling": next((rail_found[i]["sibling"] for i in behind if rail_found[i]["sibling"]), None),
-                         "threshold_ratio": RAIL_SLOW_RATIO}, **extra)
+                         "threshold_ratio": rail_found[behind[0]]["threshold"] if behind else RAIL_SLOW_RATIO},
+                        **extra)
 
         if len(paired) == 2:  # no third node: the link between the two, once the slowness reproduces
             for key, edge in slow_edges.items():
