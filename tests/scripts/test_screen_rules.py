@@ -620,6 +620,22 @@ class Document(unittest.TestCase):
             with open(broken, "w", encoding="utf-8") as handle:
                 json.dump(document, handle)
             self.assertFalse(validate("screen.schema.json", broken)[0])  # never 0 for missing
+            # Schema 1.1 documents say what they judged; a 1.0 document (written before) need not.
+            with open(paths[0], encoding="utf-8") as handle:
+                document = json.load(handle)
+            self.assertEqual(document["schema_version"], "1.1.0")
+            del document["not_judged"]
+            with open(broken, "w", encoding="utf-8") as handle:
+                json.dump(document, handle)
+            self.assertFalse(validate("screen.schema.json", broken)[0])
+            del document["judged"]
+            document["schema_version"] = "1.0.0"
+            for row in document["pairs"]:
+                for key in ("rail", "rail_ratio", "reference"):
+                    del row[key]
+            with open(broken, "w", encoding="utf-8") as handle:
+                json.dump(document, handle)
+            self.assertTrue(*validate("screen.schema.json", broken))
 
 
 if __name__ == "__main__":
