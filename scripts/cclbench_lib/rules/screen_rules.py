@@ -20,7 +20,9 @@ The rules, as data (reason codes below; the report renders them):
       the real scatter by chance, and each pair draws its own reference; with fewer there is no spread estimate
       (the MAD of two or four values says little) and its limit is the fixed REFERENCE_FLOOR_RATIO x its median
       (bandwidth) or max(TIME_FLOOR_FACTOR, 1 / REFERENCE_FLOOR_RATIO) x its median (time): at 3 nodes the one pair
-      without a bad node is the whole reference. A reference with no value (2 nodes) judges nothing: the pairs'
+      without a bad node is the whole reference. Either way the spread is at least the fleet's own scatter
+      (good_half_spread: the values on the good side of the fleet's median, which slow pairs do not reach while
+      they are at most half), so a loaded host's scatter widens every limit: exp(-NOISE_SIGMAS x that sd). A reference with no value (2 nodes) judges nothing: the pairs'
       speed is then "not judged" (document "not_judged"), and only failures count.
       Iterative: once nodes are found bad, the references are built again without their pairs, and again until no
       new node is found, so that two bad nodes of a small fleet do not hide each other from the second pass.
@@ -75,6 +77,12 @@ REFERENCE_FLOOR_RATIO = 0.5
 # raised by MAD_SE_BOUND of them (an upper bound of the real spread, not its estimate).
 MAD_RELATIVE_SE = 1.165
 MAD_SE_BOUND = 2.0
+# Every reference's spread is at least the fleet's own scatter, read from its good half (the values above the
+# median for bandwidth): on the loaded 2-core virtual cluster healthy pairs scattered 9x (0.18 against 1.6 GB/s)
+# while a reference of three values has no spread of its own. The MAD of the upper half of a normal sample about
+# its own median is 0.399 sd (numerically, 400,001 draws): sd = 2.506 x that MAD.
+GOOD_HALF_MAD_TO_SD = 2.506
+GOOD_HALF_MIN_VALUES = 3
 # Beyond this many values x nodes the references are one shared reference without the bad nodes: each node's
 # pairs are then at most a small share of the fleet's (full screen of 256 nodes and more: under 1%), too few to
 # move its median; the exact per-pair references would cost minutes.
@@ -192,22 +200,39 @@ def reference_band(values, higher_is_better):
     return _reference_of_logs([math.log(value) for value in values if _number(value)], higher_is_better)
 
 
-def _reference_of_logs(logs, higher_is_better):
+def _reference_of_logs(logs, higher_is_better, fleet_sd=None):
     """reference_band over the values' natural logs (the centre is the median in log space: for an even count the
-    geometric mean of the two middle values)."""
+    geometric mean of the two middle values). fleet_sd (good_half_spread): the fleet's own scatter, a lower bound
+    of every reference's spread, small ones included."""
     if not logs:
         return None
     centre_log = statistics.median(logs)
     centre = math.exp(centre_log)
     if len(logs) >= MIN_SPREAD_VALUES:
         raw_sd = MAD_TO_SD * statistics.median([abs(value - centre_log) for value in logs])
-        sd = raw_sd * (1 + MAD_SE_BOUND * MAD_RELATIVE_SE / math.sqrt(len(logs)))
+        sd = max(raw_sd * (1 + MAD_SE_BOUND * MAD_RELATIVE_SE / math.sqrt(len(logs))), fleet_sd or 0.0)
         limit = centre * (min(BW_FLOOR_RATIO, math.exp(-NOISE_SIGMAS * sd)) if higher_is_better
                           else max(TIME_FLOOR_FACTOR, math.exp(NOISE_SIGMAS * sd)))
         return {"median": centre, "robust_sd_log": sd, "limit": limit, "values": len(logs)}
-    limit = centre * REFERENCE_FLOOR_RATIO if higher_is_better else \
-        centre * max(TIME_FLOOR_FACTOR, 1.0 / REFERENCE_FLOOR_RATIO)
-    return {"median": centre, "robust_sd_log": None, "limit": limit, "values": len(logs)}
+    spread = math.exp(NOISE_SIGMAS * fleet_sd) if fleet_sd else 1.0
+    limit = centre * min(REFERENCE_FLOOR_RATIO, 1.0 / spread) if higher_is_better else \
+        centre * max(TIME_FLOOR_FACTOR, 1.0 / REFERENCE_FLOOR_RATIO, spread)
+    return {"median": centre, "robust_sd_log": fleet_sd, "limit": limit, "values": len(logs)}
+
+
+def good_half_spread(logs, higher_is_better):
+    """The fleet's scatter from its good half alone (log values above the median for bandwidth, below for time):
+    GOOD_HALF_MAD_TO_SD x the MAD of that half about its own median. Slow pairs sit in the other half, so a bad node
+    whose pairs are up to half of the fleet's (4 nodes) does not widen it; None below GOOD_HALF_MIN_VALUES values in
+    the half."""
+    if not logs:
+        return None
+    centre = statistics.median(logs)
+    half = [value for value in logs if (value > centre if higher_is_better else value < centre)]
+    if len(half) < GOOD_HALF_MIN_VALUES:
+        return None
+    middle = statistics.median(half)
+    return GOOD_HALF_MAD_TO_SD * statistics.median([abs(value - middle) for value in half])
 
 
 def _is_rail_point(pair):
@@ -232,13 +257,14 @@ def _references(pairs, without):
         return lambda a, b: shared
     usable = {key: [(pair["a"], pair["b"], math.log(pair[key])) for pair in clean if _number(pair.get(key))]
               for key, _ in METRICS}
+    fleet_sd = {key: good_half_spread([value for _, _, value in usable[key]], higher) for key, higher in METRICS}
     cache = {}
 
     def band_without(left_out, key, higher):
         found = cache.get((left_out, key))
         if found is None:
             band = _reference_of_logs([value for a, b, value in usable[key] if a not in left_out
-                                       and b not in left_out], higher)
+                                       and b not in left_out], higher, fleet_sd[key])
             found = cache[(left_out, key)] = ("none", None) if band is None else \
                 ("band", dict(band, without=sorted(set(left_out) | set(without))))
         return found[1]
