@@ -548,7 +548,7 @@ class RailsAlone(unittest.TestCase):
         # On a quiet fleet the noise band is narrower than the fixed ratio: the fixed ratio decides.
         threshold, sd = rules.rail_slow_ratio(screen(Fleet(8, seed=312), rails=RAILS)[1])
         self.assertEqual(threshold, rules.RAIL_SLOW_RATIO)
-        self.assertLess(sd, 0.1)
+        self.assertLess(sd, 0.2)  # 4% a rail: the ratio's sd is 0.057; eight groups estimate it roughly
 
     def test_rail_points_are_not_judged_as_pairs_nor_by_their_counters(self):
         # A rail point moves its bytes over its own rail only: that is not rail.unbalanced, and its bandwidth (one

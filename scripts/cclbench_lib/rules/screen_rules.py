@@ -45,7 +45,7 @@ The rules, as data (reason codes below; the report renders them):
       low on either host fails the pair for that rail, and the same attribution names the node whose rail it is.
   Each rail alone (rail points: stage "rail", one point per rail on the same pair, run back to back): a rail whose
       bus bandwidth alone is below RAIL_SLOW_RATIO x its best sibling's alone on that pair - and below the ratios'
-      own noise, exp(-NOISE_SIGMAS x their robust sd) over the fleet's rail points (rail_slow_ratio) - or that
+      own noise, exp(-NOISE_SIGMAS x their sd) read from the fleet's rail points (rail_slow_ratio) - or that
       failed while a sibling ran, is slow on that pair (rail_ratio in the pair's row); the attribution above, per
       rail name, names the node (rail.slow) or the link. At 2 nodes there is no third node to tell which end is slow: a rail slow in
       every measurement of the pair, at least twice, makes the link bad (rail.slow) and both nodes' rails suspect.
@@ -102,6 +102,10 @@ RAIL_LOW_RATIO = 0.25
 # the loaded 2-core virtual cluster; a degraded rail is several-fold below (9x: eth3 rate-limited, issue's
 # measurement). One such pair is a suspicion; the attribution and the retests with known-good partners decide.
 RAIL_SLOW_RATIO = 0.5
+# The rail ratios' own noise (rail_slow_ratio): from this many groups of rail points on; the lower quartile of a
+# half-normal |N(0, sd)| is 0.3186 sd.
+RAIL_NOISE_MIN_GROUPS = 6
+RAIL_QUARTILE_TO_SD = 0.3186
 
 ACCEPT, SUSPECT, BAD = "accept", "suspect", "bad"
 EXIT_CODES = {"pass": 0, "fail": 1, "suspect": 3}
@@ -320,21 +324,21 @@ def judge_pairs(pairs, without=()):
 
 def rail_slow_ratio(pairs):
     """(threshold, sd): a rail alone is slow below threshold x its best sibling alone. threshold =
-    min(RAIL_SLOW_RATIO, exp(-NOISE_SIGMAS x sd)), sd = MAD_TO_SD x the median |ln(rail / best sibling)| over every
-    rail of every group of rail points with two rails measured (a healthy rail's ratio scatters around 1 by the
-    launches' own noise: on the loaded 2-core virtual cluster one rail alone measured 0.03-67x its sibling), from
-    MIN_SPREAD_VALUES such ratios on; with fewer, RAIL_SLOW_RATIO and sd None. A node's slow rail touches few
-    groups and moves that median little."""
-    logs = []
+    min(RAIL_SLOW_RATIO, exp(-NOISE_SIGMAS x sd)): sd is the scatter of ln(rail / sibling) on healthy pairs, read
+    from each group of rail points (one pair, one round) with two rails or more measured as d = ln(fastest /
+    slowest): sd = the groups' lower quartile of d / RAIL_QUARTILE_TO_SD (d of two healthy rails is |N(0, sd)|,
+    whose lower quartile is 0.3186 sd). A slow rail's groups are the large d, and its node's retests may repeat
+    them: the lower quartile stands while they are fewer than three in four. On the loaded 2-core virtual cluster
+    one rail alone measured 0.05-20x its sibling on healthy pairs. With fewer than RAIL_NOISE_MIN_GROUPS groups:
+    RAIL_SLOW_RATIO and sd None."""
+    spreads = []
     for indices in _rail_groups(pairs).values():
-        values = [(pairs[i]["busbw_gbps"], pairs[i].get("rail")) for i in indices if _number(pairs[i].get("busbw_gbps"))]
-        for value, rail in values:
-            siblings = [other for other, name in values if name != rail]
-            if siblings:
-                logs.append(abs(math.log(value / max(siblings))))
-    if len(logs) < MIN_SPREAD_VALUES:
+        values = [pairs[i]["busbw_gbps"] for i in indices if _number(pairs[i].get("busbw_gbps"))]
+        if len(values) >= 2:
+            spreads.append(math.log(max(values) / min(values)))
+    if len(spreads) < RAIL_NOISE_MIN_GROUPS:
         return RAIL_SLOW_RATIO, None
-    sd = MAD_TO_SD * statistics.median(logs)
+    sd = statistics.quantiles(spreads, n=4, method="inclusive")[0] / RAIL_QUARTILE_TO_SD
     return min(RAIL_SLOW_RATIO, math.exp(-NOISE_SIGMAS * sd)), sd
 
 
