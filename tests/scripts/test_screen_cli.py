@@ -9,6 +9,7 @@ import itertools
 import json
 import os
 import re
+import socket
 import unittest
 
 from helpers import FAKE_BIN, FAKE_MPIRUN, SOURCE_DIR, TempDirTest, run_cli
@@ -200,6 +201,30 @@ class Resume(TempDirTest):
         self.assertEqual((second.returncode, document["result"]), (0, "pass"), second.stderr)
         with open(os.path.join(run_dir, "screen.md"), encoding="utf-8") as handle:
             self.assertTrue(handle.read().startswith("# Screen: PASS"))
+
+    def test_rail_points_run_and_resume(self):
+        # With two rails each node meets two partners on each rail alone; a rail point that failed once is
+        # retested (a failure must reproduce), and --resume reruns that point alone.
+        for host in self.HOSTS:
+            try:
+                socket.getaddrinfo(host, None)
+            except OSError:
+                self.skipTest(f"{host} does not resolve here")
+        failing = "rail.r0.localhost.runsc.eth3"
+        first, points = self.run_screen("--hosts", ",".join(self.HOSTS), "--netdevs", "eth0,eth3", "--run-id", "s3",
+                                        FAKE_COLL_FAIL_POINT=failing)
+        rails = [point for point in points if point.startswith("rail.r0.") or point.startswith("rail.r1.")]
+        self.assertEqual(len(rails), 8, points)  # the first two rounds' 4 pairs x 2 rails
+        self.assertIn(failing, rails)
+        with open(os.path.join(self.results, "s3", "screen.json"), encoding="utf-8") as handle:
+            document = json.load(handle)
+        failed = [pair for pair in document["pairs"] if pair["stage"] == "rail" and pair["busbw_gbps"] is None]
+        self.assertEqual([(pair["a"], pair["b"], pair["rail"], pair["outcome"]) for pair in failed],
+                         [("localhost", "runsc", "eth3", "slow_rail")])
+        self.assertTrue(failed[0]["reason"])
+        self.assertEqual((first.returncode, document["result"]), (0, "pass"), first.stderr)  # not reproduced
+        second, points = self.run_screen("--resume", "s3")
+        self.assertEqual(points, [failing], second.stderr)
 
     def test_node_failing_the_node_stage_is_started_twice_then_not_paired(self):
         result, points = self.run_screen("--hosts", ",".join(self.HOSTS), "--run-id", "s2",
