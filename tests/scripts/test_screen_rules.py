@@ -560,6 +560,26 @@ class RailsAlone(unittest.TestCase):
                          {rules.PAIR_OK})
 
 
+class ExplanatoryText(unittest.TestCase):
+    def test_the_report_states_the_rules_constants(self):
+        text = "\n".join(render.rules_text())
+        for phrase in (f"from {rules.MIN_SPREAD_VALUES} values on", f"below {rules.REFERENCE_FLOOR_RATIO:g} x their median",
+                       f"below {rules.RAIL_SLOW_RATIO:g} x its sibling alone", f"at least {rules.MIN_GOOD_FAILS} known-good"):
+            self.assertIn(phrase, text)
+        saved = rules.RAIL_SLOW_RATIO, rules.REFERENCE_FLOOR_RATIO
+        try:  # the text follows the constants, it does not restate them
+            rules.RAIL_SLOW_RATIO, rules.REFERENCE_FLOOR_RATIO = 0.3, 0.25
+            text = "\n".join(render.rules_text())
+            self.assertIn("below 0.3 x its sibling alone", text)
+            self.assertIn("below 0.25 x their median", text)
+        finally:
+            rules.RAIL_SLOW_RATIO, rules.REFERENCE_FLOOR_RATIO = saved
+        self.assertIn(f"{rules.RAIL_SLOW_RATIO:g} x its sibling", render.CODE_TEXT[rules.RAIL_SLOW])
+        self.assertEqual(set(render.CODE_TEXT), set(rules.REASON_CODES))  # every code explained
+        self.assertEqual(set(render.CHECK_TEXT), set(rules.CHECKS))
+        self.assertEqual(set(render.NOT_JUDGED_TEXT), set(rules.NOT_JUDGED_REASONS))
+
+
 class BadInput(unittest.TestCase):
     def test_pairs_must_name_fleet_nodes(self):
         stage = {"n1": {}, "n2": {}}
