@@ -11,8 +11,9 @@ time; their median outlasts a loaded host's hiccups), at most 2 jobs at once (mo
 times measure the scheduler), 1 for the rate-limited node (see there, at 256K: its slow points take 8 Mbit/s'
 time). One shuffled round for the healthy fleet, two for a node's fault (two partners name it without a retest),
 every pair for the throttled one (a link is named when both of its nodes pass with others: quick rounds leave
-that to retests, which one loaded-host hiccup on another pair leaves unresolved). The pairs that give a node its first two partners
-also run each rail alone (the TCP BTL kept on eth0, then on eth3). The rate limits are far below what a healthy pair moves here (~100 MB/s): 8 Mbit/s.
+that to retests, which one loaded-host hiccup on another pair leaves unresolved). The pairs that give a node its
+first two partners also run each rail alone (the TCP BTL kept on eth0, then on eth3). The rate limits are far below
+what a healthy pair moves here (~100 MB/s): 8 Mbit/s.
 """
 import json
 import os

@@ -488,7 +488,8 @@ class TwoNodes(unittest.TestCase):
         fleet.rail_factor["node1"] = {"eth3": 0.025 / 0.232}
         verdicts, pairs, plan = screen(fleet, rails=RAILS)
         self.assertEqual((verdicts["result"], verdicts["exit_code"]), ("fail", 1))
-        self.assertEqual([(row["a"], row["b"], row["verdict"]) for row in verdicts["links"]], [("node0", "node1", "bad")])
+        self.assertEqual([(row["a"], row["b"], row["verdict"]) for row in verdicts["links"]],
+                         [("node0", "node1", "bad")])
         reason = verdicts["links"][0]["reasons"][0]
         self.assertEqual(reason["code"], rules.RAIL_SLOW)
         self.assertEqual(reason["detail"]["rail"], "eth3")
@@ -563,8 +564,10 @@ class RailsAlone(unittest.TestCase):
 class ExplanatoryText(unittest.TestCase):
     def test_the_report_states_the_rules_constants(self):
         text = "\n".join(render.rules_text())
-        for phrase in (f"from {rules.MIN_SPREAD_VALUES} values on", f"below {rules.REFERENCE_FLOOR_RATIO:g} x their median",
-                       f"below {rules.RAIL_SLOW_RATIO:g} x its sibling alone", f"at least {rules.MIN_GOOD_FAILS} known-good"):
+        for phrase in (f"from {rules.MIN_SPREAD_VALUES} values on",
+                       f"below {rules.REFERENCE_FLOOR_RATIO:g} x their median",
+                       f"below {rules.RAIL_SLOW_RATIO:g} x its sibling alone",
+                       f"at least {rules.MIN_GOOD_FAILS} known-good"):
             self.assertIn(phrase, text)
         saved = rules.RAIL_SLOW_RATIO, rules.REFERENCE_FLOOR_RATIO
         try:  # the text follows the constants, it does not restate them

@@ -132,7 +132,8 @@ def dry_run(inputs, run_dir, out):
     rails = rails_alone(inputs)
     if rails:
         out.write(f"rails alone: {', '.join(rails)}, one point each at {format_size(inputs['large_bytes'])} on the "
-                  "pairs that give each node its first two partners (judged against the sibling rail on the same pair)\n")
+                  "pairs that give each node its first two partners (judged against the sibling rail on the same "
+                  "pair)\n")
     else:
         out.write("rails alone: none (give two rails or more with --hcas or --netdevs to judge each rail alone)\n")
     rounds, slots, wall = estimate(inputs, stage, schedule)

@@ -85,7 +85,8 @@ def rules_text():
         f"- A node is bad when it fails with at least {rules.MIN_GOOD_FAILS} known-good partners and with more of "
         "them than it passes with; a link when one pair alone fails, at least twice, and both nodes pass with others.",
         f"- A rail alone below {rules.RAIL_SLOW_RATIO:g} x its sibling alone on the same pair, and below "
-        f"exp(-{rules.NOISE_SIGMAS:g} sd) of the fleet's rail ratios (from {rules.RAIL_NOISE_MIN_GROUPS} pairs on), is slow "
+        f"exp(-{rules.NOISE_SIGMAS:g} sd) of the fleet's rail ratios (from {rules.RAIL_NOISE_MIN_GROUPS} pairs on), "
+        "is slow "
         f"there (rail.slow); a rail carrying less than {rules.RAIL_LOW_RATIO:g} x its sibling's bytes is low "
         "(rail.unbalanced); both attributed as pairs are.",
     ]

@@ -22,8 +22,9 @@ The rules, as data (reason codes below; the report renders them):
       (bandwidth) or max(TIME_FLOOR_FACTOR, 1 / REFERENCE_FLOOR_RATIO) x its median (time): at 3 nodes the one pair
       without a bad node is the whole reference. Either way the spread is at least the fleet's own scatter
       (good_half_spread: the values on the good side of the fleet's median, which slow pairs do not reach while
-      they are at most half), so a loaded host's scatter widens every limit: exp(-NOISE_SIGMAS x that sd). A reference with no value (2 nodes) judges nothing: the pairs'
-      speed is then "not judged" (document "not_judged"), and only failures count.
+      they are at most half), so a loaded host's scatter widens every limit: exp(-NOISE_SIGMAS x that sd). A
+      reference with no value (2 nodes) judges nothing: the pairs' speed is then "not judged" (document
+      "not_judged"), and only failures count.
       Iterative: once nodes are found bad, the references are built again without their pairs, and again until no
       new node is found, so that two bad nodes of a small fleet do not hide each other from the second pass.
   A pair fails when its large-size bus bandwidth or its small-message time is missing (the point failed) or out of
@@ -47,8 +48,9 @@ The rules, as data (reason codes below; the report renders them):
       bus bandwidth alone is below RAIL_SLOW_RATIO x its best sibling's alone on that pair - and below the ratios'
       own noise, exp(-NOISE_SIGMAS x their sd) read from the fleet's rail points (rail_slow_ratio) - or that
       failed while a sibling ran, is slow on that pair (rail_ratio in the pair's row); the attribution above, per
-      rail name, names the node (rail.slow) or the link. At 2 nodes there is no third node to tell which end is slow: a rail slow in
-      every measurement of the pair, at least twice, makes the link bad (rail.slow) and both nodes' rails suspect.
+      rail name, names the node (rail.slow) or the link. At 2 nodes there is no third node to tell which end is
+      slow: a rail slow in every measurement of the pair, at least twice, makes the link bad (rail.slow) and both
+      nodes' rails suspect.
   Unclear cases are suspect, with the pairs behind them. Result: "fail" when anything is bad, else "suspect" when
   anything is suspect, else "pass"; EXIT_CODES.
 
