@@ -136,7 +136,6 @@ class Fleet(unittest.TestCase):
         # Each rail alone: the TCP BTL kept on that interface, so the bound rail carried (nearly) every byte.
         self.assertGreaterEqual(len(self.rail_points(document)), 8, json.dumps(document["pairs"], indent=1)[:3000])
         for pair in self.rail_points(document):
-            self.assertEqual(pair["outcome"], "ok", pair)
             other = "eth3" if pair["rail"] == "eth0" else "eth0"
             for counts in (pair["rail_bytes"] or {}).values():
                 self.assertGreater(counts[pair["rail"]], 10 * counts[other], pair)

@@ -104,9 +104,10 @@ RAIL_LOW_RATIO = 0.25
 # the loaded 2-core virtual cluster; a degraded rail is several-fold below (9x: eth3 rate-limited, issue's
 # measurement). One such pair is a suspicion; the attribution and the retests with known-good partners decide.
 RAIL_SLOW_RATIO = 0.5
-# The rail ratios' own noise (rail_slow_ratio): from this many groups of rail points on; the lower quartile of a
+# The rail ratios' own noise (rail_slow_ratio): from this many groups of rail points on (one round of 8 nodes: a
+# healthy fleet with fewer would be retested for its rails' scatter alone); the lower quartile of a
 # half-normal |N(0, sd)| is 0.3186 sd.
-RAIL_NOISE_MIN_GROUPS = 6
+RAIL_NOISE_MIN_GROUPS = 4
 RAIL_QUARTILE_TO_SD = 0.3186
 
 ACCEPT, SUSPECT, BAD = "accept", "suspect", "bad"
@@ -773,9 +774,9 @@ def classify(nodes, node_stage, pairs):
     every = [row["verdict"] for row in node_rows] + [row["verdict"] for row in links] + \
         [row["verdict"] for row in rail_rows]
     result = "fail" if BAD in every else ("suspect" if SUSPECT in every else "pass")
-    # A node whose rail alone is in question is retested on its rails even when its pairs already make it bad.
-    suspects = [row["name"] for row in node_rows if (row["verdict"] == SUSPECT and row["name"] in from_pairs)
-                or row["name"] in rail_suspects]
+    # Suspect from its pairs or its rails alone: retested with known-good partners, even when another finding
+    # already makes the node bad (its rail alone slow, its pairs not yet attributed: both verdicts are wanted).
+    suspects = [row["name"] for row in node_rows if row["name"] in from_pairs or row["name"] in rail_suspects]
     met = {}
     for key in edges:
         met.setdefault(key[0], set()).add(key[1])
