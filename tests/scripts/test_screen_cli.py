@@ -1,13 +1,15 @@
 """`cclbench screen` without a cluster: the --dry-run schedule and estimate, and bad input (one line, exit 2).
 
 Expected pairs come from itertools.combinations, rounds and wall times from the closed forms of the issue (even n:
-n - 1 rounds of n / 2 pairs, odd n: n rounds of (n - 1) / 2; wall = node-stage jobs x 20 s + rounds x 20 s),
+n - 1 rounds of n / 2 pairs, odd n: n rounds of (n - 1) / 2; wall = node-stage jobs x 20 s + rounds x 20 s + with
+two rails or more, each rail alone on the pairs that give a node its first two partners, x 20 s a round),
 written out here, not from the planner. The run itself is tested on the virtual cluster (tests/cluster/test_screen.py).
 """
 import itertools
 import json
 import os
 import re
+import socket
 import unittest
 
 from helpers import FAKE_BIN, FAKE_MPIRUN, SOURCE_DIR, TempDirTest, run_cli
@@ -44,12 +46,29 @@ class DryRun(TempDirTest):
             self.assertEqual(sorted(nodes + [bye]), hosts)  # disjoint, one node sits out
         self.assertEqual(sorted(bye for _, bye in rounds), hosts)
         self.assertIn("5 round(s), 10 pair(s), 2 concurrent job(s) a round", result.stdout)
-        # doctor + intra (no GPU: no loopback) at 20 s, then 5 rounds at 20 s
-        self.assertIn("expected wall time: 140 s", result.stdout)
+        # doctor + intra (no GPU: no loopback) at 20 s, then 5 rounds at 20 s, then each of the 2 rails alone in the
+        # first three rounds (odd n: a node sits out each round, so two partners each take three): 6 x 20 s
+        self.assertIn("expected wall time: 260 s", result.stdout)
+        # Each rail alone on the MPI backend: the TCP BTL kept on that interface.
+        self.assertRegex(result.stdout, r"example rail job: \S*mpirun .*--mca btl_tcp_if_include eth0 -np 2 "
+                                        r"--host n\d:1,n\d:1 \S*coll_perf .*--sizes 67108864 -n")
         self.assertIn("no GPU: the intra-node point is the MPI backend", result.stdout)
         self.assertRegex(result.stdout, r"example pair job: \S*mpirun .*-np 2 --host n\d:1,n\d:1 \S*coll_perf "
                                         r"--backend mpi .*--sizes 67108864,8192")
         self.assertFalse(os.path.exists(self.results), "a dry run writes nothing")
+
+    def test_mpi_rail_points_replace_the_users_tcp_interfaces(self):
+        # Open MPI joins a parameter given twice into one list: the user's btl_tcp_if_include must go, not stay
+        # beside ours, or the "eth3 alone" point would still stripe over both rails.
+        result = dry_run("--hosts", "n1,n2", "--netdevs", "eth0,eth3", "--results", self.results,
+                         "--mpirun-args=--mca btl_tcp_if_include 198.18.10.0/24,198.18.13.0/24 --bind-to none")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        pair = next(line for line in result.stdout.splitlines() if line.startswith("example pair job"))
+        rail = next(line for line in result.stdout.splitlines() if line.startswith("example rail job"))
+        self.assertIn("--mca btl_tcp_if_include 198.18.10.0/24,198.18.13.0/24 --bind-to none -np 2", pair)
+        self.assertIn(" --bind-to none --mca btl_tcp_if_include eth0 -np 2 ", rail)
+        self.assertNotIn("198.18.", rail)
+        self.assertEqual(rail.count("btl_tcp_if_include"), 1)
 
     def test_gpu_nodes_get_a_loopback_point_per_rail(self):
         result = dry_run("--hosts", "a1,a2,a3,a4", "--hcas", "mlx5_0:1,mlx5_3:1", "--gpus-per-node", "8",
@@ -64,7 +83,10 @@ class DryRun(TempDirTest):
         self.assertRegex(result.stdout, r"example pair job: .*-np 16 --host a\d:8,a\d:8 -x NCCL_SOCKET_IFNAME=eth0 "
                                         r"-x NCCL_IB_HCA==mlx5_0:1,mlx5_3:1 ")  # the environment reaches every rank
         self.assertEqual(len(rounds_of(result.stdout)), 3)  # even n: n - 1 rounds
-        self.assertIn("expected wall time: 140 s", result.stdout)  # 4 node-stage jobs + 3 rounds, 20 s each
+        # 4 node-stage jobs + 3 rounds + each of the 2 rails alone on the first two rounds, 20 s each
+        self.assertIn("expected wall time: 220 s", result.stdout)
+        self.assertRegex(result.stdout, r"example rail job: .*-np 16 --host a\d:8,a\d:8 -x NCCL_SOCKET_IFNAME=eth0 "
+                                        r"-x NCCL_IB_HCA==mlx5_0:1 \S*coll_perf .*--sizes 67108864 -n")
 
     def test_quick_rounds_and_max_concurrent(self):
         hosts = [f"h{i}" for i in range(8)]
@@ -179,6 +201,30 @@ class Resume(TempDirTest):
         self.assertEqual((second.returncode, document["result"]), (0, "pass"), second.stderr)
         with open(os.path.join(run_dir, "screen.md"), encoding="utf-8") as handle:
             self.assertTrue(handle.read().startswith("# Screen: PASS"))
+
+    def test_rail_points_run_and_resume(self):
+        # With two rails each node meets two partners on each rail alone; a rail point that failed once is
+        # retested (a failure must reproduce), and --resume reruns that point alone.
+        for host in self.HOSTS:
+            try:
+                socket.getaddrinfo(host, None)
+            except OSError:
+                self.skipTest(f"{host} does not resolve here")
+        failing = "rail.r0.localhost.runsc.eth3"
+        first, points = self.run_screen("--hosts", ",".join(self.HOSTS), "--netdevs", "eth0,eth3", "--run-id", "s3",
+                                        FAKE_COLL_FAIL_POINT=failing)
+        rails = [point for point in points if point.startswith("rail.r0.") or point.startswith("rail.r1.")]
+        self.assertEqual(len(rails), 8, points)  # the first two rounds' 4 pairs x 2 rails
+        self.assertIn(failing, rails)
+        with open(os.path.join(self.results, "s3", "screen.json"), encoding="utf-8") as handle:
+            document = json.load(handle)
+        failed = [pair for pair in document["pairs"] if pair["stage"] == "rail" and pair["busbw_gbps"] is None]
+        self.assertEqual([(pair["a"], pair["b"], pair["rail"], pair["outcome"]) for pair in failed],
+                         [("localhost", "runsc", "eth3", "slow_rail")])
+        self.assertTrue(failed[0]["reason"])
+        self.assertEqual((first.returncode, document["result"]), (0, "pass"), first.stderr)  # not reproduced
+        second, points = self.run_screen("--resume", "s3")
+        self.assertEqual(points, [failing], second.stderr)
 
     def test_node_failing_the_node_stage_is_started_twice_then_not_paired(self):
         result, points = self.run_screen("--hosts", ",".join(self.HOSTS), "--run-id", "s2",

@@ -41,6 +41,15 @@ class PointValues(unittest.TestCase):
         self.assertIsNone(no_median["busbw_gbps"])  # never the mean's figure passed off as the median's
         self.assertIn("no median time", no_median["reason"])
 
+    def test_a_rail_point_measures_the_large_size_alone(self):
+        # A rail point runs --sizes LARGE only: no small time, and its absence is no reason to call it failed.
+        values = point_values({"cases": [case(LARGE)]}, LARGE, None)
+        self.assertAlmostEqual(values["busbw_gbps"], 2.5)
+        self.assertIsNone(values["small_time_us"])
+        self.assertIsNone(values["reason"])
+        failed = point_values({"cases": [case(LARGE, busbw=None, status="failed", reason="timeout")]}, LARGE, None)
+        self.assertEqual(failed["reason"], "1048576 B: status failed: timeout")
+
     def test_rail_bytes_per_host_from_netdevs_and_hca_ports(self):
         rails = [{"host": "node1", "netdevs": [{"name": "eth0", "tx_bytes": 600, "rx_bytes": 400},
                                                {"name": "eth3", "tx_bytes": 0, "rx_bytes": 0},

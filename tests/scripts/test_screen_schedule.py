@@ -163,19 +163,43 @@ class ScaleTable(unittest.TestCase):
         rows = {(row["nodes"], row["mode"]): row for row in schedule.scale_table((2, 16, 128, 1024), per_pair)}
         for count in (2, 16, 128, 1024):
             full = rows[(count, "full")]
+            rails_alone = (2 if count == 2 else 4) * per_pair  # two nodes: one pair, one round of rails alone
             self.assertEqual(full["rounds"], count - 1)
             self.assertEqual(full["concurrent_jobs"], count // 2)
             self.assertEqual(full["pairs"], count * (count - 1) // 2)
             self.assertEqual(full["node_stage_s"], node_stage)
-            self.assertEqual(full["wall_s"], node_stage + (count - 1) * per_pair)
+            self.assertEqual(full["wall_s"], node_stage + (count - 1) * per_pair + rails_alone)
             quick = rows[(count, "quick")]
             self.assertEqual((quick["rounds"], quick["concurrent_jobs"], quick["pairs"]), (1, count // 2, count // 2))
-            self.assertEqual(quick["wall_s"], node_stage + per_pair)
-        # Written out: 1,024 nodes, full: 523,776 pairs in 1,023 rounds of 512, 80 + 20,460 s = 20,540 s (5.7 h).
-        self.assertEqual((rows[(1024, "full")]["pairs"], rows[(1024, "full")]["wall_s"]), (523776, 20540.0))
-        self.assertEqual((rows[(128, "full")]["pairs"], rows[(128, "full")]["wall_s"]), (8128, 2620.0))
-        self.assertEqual((rows[(16, "full")]["pairs"], rows[(16, "full")]["wall_s"]), (120, 380.0))
-        self.assertEqual((rows[(2, "full")]["pairs"], rows[(2, "full")]["wall_s"]), (1, 100.0))
+            self.assertEqual(quick["wall_s"], node_stage + per_pair + 2 * per_pair)  # one round: its rails alone
+        # Written out: 1,024 nodes, full: 523,776 pairs in 1,023 rounds of 512, 80 + 20,460 + 80 s = 20,620 s.
+        self.assertEqual((rows[(1024, "full")]["pairs"], rows[(1024, "full")]["wall_s"]), (523776, 20620.0))
+        self.assertEqual((rows[(128, "full")]["pairs"], rows[(128, "full")]["wall_s"]), (8128, 2700.0))
+        self.assertEqual((rows[(16, "full")]["pairs"], rows[(16, "full")]["wall_s"]), (120, 460.0))
+        self.assertEqual((rows[(2, "full")]["pairs"], rows[(2, "full")]["wall_s"]), (1, 140.0))  # one pair, once
+
+    def test_rail_points_meet_two_partners_per_node(self):
+        for count in (3, 4, 5, 8):
+            rounds = schedule.pair_schedule(names(count))["rounds"]
+            chosen = schedule.rail_point_pairs(rounds)
+            partners = {node: set() for node in names(count)}
+            for entry, pairs in zip(rounds, chosen):
+                for pair in pairs:
+                    self.assertIn(pair, entry["pairs"])  # a pair of that round
+                    partners[pair[0]].add(pair[1])
+                    partners[pair[1]].add(pair[0])
+            with self.subTest(count=count):
+                self.assertTrue(all(len(found) >= 2 for found in partners.values()), partners)
+                # Even n: the first two rounds, all of their pairs; 3 nodes: every pair; 5: a few pairs more.
+                if count % 2 == 0:
+                    self.assertEqual(chosen[:2], [rounds[0]["pairs"], rounds[1]["pairs"]])
+                    self.assertEqual(chosen[2:], [[]] * (len(rounds) - 2))
+                if count == 3:
+                    self.assertEqual(chosen, [entry["pairs"] for entry in rounds])
+        two = schedule.pair_schedule(names(2), quick=True, repeats=3)["rounds"]
+        self.assertEqual(schedule.rail_point_pairs(two), [two[0]["pairs"], [], []])  # the only pair, once
+        self.assertEqual(schedule.rail_slots(schedule.pair_schedule(names(8))["rounds"], 2), 4)  # 2 rounds x 2 rails
+        self.assertEqual(schedule.rail_slots(schedule.pair_schedule(names(8))["rounds"], 1), 0)  # nothing to compare
 
     def test_wall_time_with_retests(self):
         self.assertEqual(schedule.wall_time_s(15, 80.0, 20.0, retest_round_count=2), 80.0 + 17 * 20.0)

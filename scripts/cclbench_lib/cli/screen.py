@@ -14,8 +14,8 @@ from ..base.values import (default_run_id, format_size, parse_hcas, parse_netdev
 from ..execute.screen import MANIFEST, Screen, plan_stages
 from ..model.hosts import check_resolvable, hosts_and_slots, local_gpu_count
 from ..model.launcher import launcher_of
-from ..plan.screen_jobs import backend, node_jobs, pair_job, stage_env_note
-from ..plan.screen_schedule import PER_PAIR_S, node_stage_s, wall_time_s
+from ..plan.screen_jobs import backend, node_jobs, pair_job, rail_job, rails_alone, stage_env_note
+from ..plan.screen_schedule import PER_PAIR_S, node_stage_s, rail_point_pairs, wall_time_s
 from ..render.screen import headline
 
 
@@ -81,12 +81,16 @@ def screen_inputs(args, launcher_choice, coll_perf_flags, default_bin_dir):
 
 
 def estimate(inputs, stage, schedule):
-    """(rounds as run, wall seconds): a round larger than --max-concurrent runs in slices."""
+    """(rounds as run, rail slots as run, wall seconds): a round larger than --max-concurrent runs in slices; each
+    rail alone on a round's rail-point pairs is one more slot (sliced the same way)."""
     limit = inputs.get("max_concurrent")
     rounds = sum(max(1, math.ceil(len(entry["pairs"]) / limit)) if limit else 1 for entry in schedule["rounds"])
+    rails = rails_alone(inputs)
+    slots = sum(len(rails) * (math.ceil(len(pairs) / limit) if limit else 1)
+                for pairs in rail_point_pairs(schedule["rounds"]) if pairs) if rails else 0
     per_job = inputs["per_pair_s"]
     slices = math.ceil(len(stage) / limit) if limit else 1
-    return rounds, wall_time_s(rounds, node_stage_s(stage, per_job) * slices, per_job)
+    return rounds, slots, wall_time_s(rounds, node_stage_s(stage, per_job) * slices, per_job, rail_slot_count=slots)
 
 
 def dry_run(inputs, run_dir, out):
@@ -110,13 +114,23 @@ def dry_run(inputs, run_dir, out):
     for entry in schedule["rounds"]:
         bye = f" (bye: {entry['bye']})" if entry["bye"] else ""
         out.write(f"  round {entry['round'] + 1}: " + " ".join(f"{a}-{b}" for a, b in entry["pairs"]) + bye + "\n")
-    rounds, wall = estimate(inputs, stage, schedule)
+    rails = rails_alone(inputs)
+    if rails:
+        out.write(f"rails alone: {', '.join(rails)}, one point each at {format_size(inputs['large_bytes'])} on the "
+                  "pairs that give each node its first two partners (judged against the sibling rail on the same "
+                  "pair)\n")
+    else:
+        out.write("rails alone: none (give two rails or more with --hcas or --netdevs to judge each rail alone)\n")
+    rounds, slots, wall = estimate(inputs, stage, schedule)
     per_job = inputs["per_pair_s"]
     out.write(f"expected wall time: {wall:.0f} s (node stage {len(kinds)} x {per_job:g} s, then {rounds} round(s) x "
-              f"{per_job:g} s; each retest round adds {per_job:g} s)\n")
+              f"{per_job:g} s" + (f", {slots} rail-alone slot(s) x {per_job:g} s" if slots else "") +
+              f"; each retest round adds {per_job:g} s)\n")
     first = node_jobs(inputs, run_dir, hosts[0], stage[hosts[0]])
     examples = first[1:] + ([pair_job(inputs, run_dir, *schedule["rounds"][0]["pairs"][0], 0)]
                             if schedule["rounds"] else [])
+    if rails and schedule["rounds"]:
+        examples.append(rail_job(inputs, run_dir, *schedule["rounds"][0]["pairs"][0], 0, rails[0]))
     for job in examples:
         out.write(f"example {job['kind']} job: {shlex.join(job['argv'])}\n")
     return 0

@@ -20,8 +20,8 @@ from ..base.files import make_dirs, open_append, read_json, write_json_atomic
 from ..base.values import utc_now
 from ..base.version import TOOL_VERSION
 from ..model.screen_records import point_values
-from ..plan.screen_jobs import backend, node_jobs, pair_job
-from ..plan.screen_schedule import node_stage, pair_schedule, retest_rounds
+from ..plan.screen_jobs import backend, node_jobs, pair_job, rail_job, rails_alone
+from ..plan.screen_schedule import node_stage, pair_schedule, rail_point_pairs, retest_rounds
 from ..render.screen import write_report
 from ..rules.screen_rules import classify, node_stage_verdicts, to_document
 
@@ -107,7 +107,8 @@ class Screen:
             return {"doctor": status if status in ("pass", "warn", "fail") else None}
         rails = [] if job["kind"] == "loopback" else list(self.inputs.get("netdevs") or []) + \
             (list(self.inputs["hcas"]) if backend(self.inputs) == "nccl" else [])
-        return point_values(document, self.inputs["large_bytes"], self.inputs["small_bytes"], rails)
+        small = None if job["kind"] == "rail" else self.inputs["small_bytes"]  # a rail point: the large size alone
+        return point_values(document, self.inputs["large_bytes"], small, rails)
 
     def reusable(self, job):
         state = self.manifest["jobs"].get(job["name"]) or {}
@@ -115,7 +116,7 @@ class Screen:
             return None
         found = self.values(job)
         if found is None or (job["kind"] != "doctor" and (found["busbw_gbps"] is None or
-                                                           found["small_time_us"] is None)):
+                                                           (found["small_time_us"] is None and job["kind"] != "rail"))):
             return None
         return found
 
@@ -278,8 +279,9 @@ class Screen:
     @staticmethod
     def row(job, result, number):
         found, reason = result["values"], result["reason"]
-        return {"a": job["hosts"][0], "b": job["hosts"][1], "round": number,
-                "stage": "pair" if job["kind"] == "pair" else "retest", "job": job["name"],
+        stage = {"pair": "pair", "rail": "rail"}.get(job["kind"], "retest")
+        return {"a": job["hosts"][0], "b": job["hosts"][1], "round": number, "stage": stage, "rail": job.get("rail"),
+                "job": job["name"],
                 "busbw_gbps": found["busbw_gbps"], "small_time_us": found["small_time_us"],
                 "reason": reason, "transport": found["transport"], "rail_bytes": found["rail_bytes"]}
 
@@ -316,9 +318,12 @@ class Screen:
                         else None, "repeats": inputs["quick"] or 1, "rounds": [], "pair_count": 0,
                         "concurrent_jobs": 0}
         pairs = []
-        for entry in schedule["rounds"]:
+        rails = rails_alone(inputs)
+        with_rails = rail_point_pairs(schedule["rounds"]) if rails else [[] for _ in schedule["rounds"]]
+        for entry, rail_pairs in zip(schedule["rounds"], with_rails):
             pairs += self.pair_batch(entry["pairs"], entry["round"], "pair",
                                      f"pair round {entry['round'] + 1}/{len(schedule['rounds'])}")
+            pairs += self.rail_batches(rail_pairs, rails, entry["round"])
         verdicts = classify(hosts, data, pairs)
         schedule["retest_rounds"] = []
         for _ in range(RETEST_PASSES):
@@ -334,13 +339,26 @@ class Screen:
                 title = f"retest round {number + 1} ({', '.join(retest['suspects']) or 'repeats'})"
                 both = [("repeat", pair) for pair in entry["repeats"]] + [("retest", pair) for pair in entry["pairs"]]
                 pairs += self.pair_batch_mixed(both, number, title)
+                if rails:  # a node suspect from its rails alone is measured on them again with each partner
+                    again = [pair for _, pair in both if set(pair) & set(retest["rail_suspects"])]
+                    pairs += self.rail_batches(again, rails, number)
             verdicts = classify(hosts, data, pairs)
         document = to_document(schedule, data, pairs, verdicts, TOOL_VERSION, utc_now())
         for row, pair in zip(document["pairs"], pairs):
-            row["reason"] = pair["reason"] if row["busbw_gbps"] is None or row["small_time_us"] is None else None
+            missing = row["busbw_gbps"] is None or (row["small_time_us"] is None and row["stage"] != "rail")
+            row["reason"] = pair["reason"] if missing else None
         write_json_atomic(os.path.join(self.run_dir, RESULT), document)
         self.report_path = write_report(self.run_dir, document)
         return document
+
+    def rail_batches(self, rail_pairs, rails, number):
+        """Each rail alone on these pairs: one batch per rail (the pairs of a batch are disjoint)."""
+        rows = []
+        for rail in rails if rail_pairs else []:
+            jobs = [rail_job(self.inputs, self.run_dir, a, b, number, rail) for a, b in rail_pairs]
+            results = self.run_batch(jobs, f"rail {rail} alone, round {number + 1}")
+            rows += [self.row(job, results[job["name"]], number) for job in jobs]
+        return rows
 
     def pair_batch_mixed(self, kinds_and_pairs, number, title):
         """One round whose pairs are repeats and retests, all at the same time."""

@@ -6,7 +6,7 @@ point_values(document, large, small, rails) -> {"busbw_gbps", "small_time_us", "
       one scheduling hiccup on a shared node does not move it (None when p50 is missing; a record whose
       bandwidth comes from another time, bandwidth_from, keeps its own);
   small_time_us: the small size's median time (time_us.p50: one scheduling hiccup on a shared node does not
-      move it), else None;
+      move it), else None (small None: a point of the large size alone, no small time and no reason for it);
   transport: the document's transport evidence (NCCL's own log), or {"backend": "mpi", "reason"} where there is
       no NCCL communicator;
   rail_bytes: {host: {rail: tx + rx bytes}} during the large size, from the record's rail evidence: netdev
@@ -87,7 +87,9 @@ def point_values(document, large_bytes, small_bytes, rails=()):
         reasons.append(f"{large_bytes} B: " + (f"status {large.get('status')}: {large.get('reason')}" if large
                                               else "no record"))
     time_us = (small.get("time_us") or {}).get("p50") if small and small.get("status") == "ok" else None
-    if not _positive(time_us):
+    if small_bytes is None:
+        time_us = None
+    elif not _positive(time_us):
         time_us = None
         reasons.append(f"{small_bytes} B: " + (f"status {small.get('status')}: {small.get('reason')}" if small
                                               else "no record"))

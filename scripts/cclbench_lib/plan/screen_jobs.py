@@ -1,17 +1,22 @@
 """The launches of `cclbench screen`: each job of plan.screen_schedule as an exact argument list.
 
-A job is plain data: {"name", "kind": doctor|intra|loopback|pair|retest|repeat, "hosts", "argv", "env",
+A job is plain data: {"name", "kind": doctor|intra|loopback|pair|retest|repeat|rail, "hosts", "argv", "env",
 "output" (the -J document or the doctor's JSON), "round", "rail"}. Names are stable functions of the job
 (stage, round, hosts, rail), so `screen --resume` finds the same job under the same name.
 
 Backends: NCCL where the nodes have GPUs (gpus_per_node ranks a node); the MPI backend (host memory, two
 ranks on the node for the intra-node point, one a node for a pair) on GPU-less hosts, where there is no
 loopback point: the MPI backend has no NCCL_IB_HCA to pin a rail with.
+
+Rail points (kind rail): one pair, one rail alone, the large size only (model.rail_binding: NCCL_IB_HCA for RDMA
+rails, NCCL_SOCKET_IFNAME for a socket cluster's interfaces, the TCP BTL's interface for the MPI backend), so that
+a rail at a fraction of its sibling shows (rules.screen_rules.judge_rail_points).
 """
 
 import os
 
 from ..model import launcher
+from ..model.rail_binding import mpi_rail_env, mpirun_args_for_interface, nccl_rail_env
 from ..plan.bounds import coll_perf_bounds
 from ..plan.doctor_point import cclbench_script, doctor_argv
 
@@ -32,10 +37,11 @@ def _tool(inputs):
     return os.path.join(inputs["bin_dir"], "coll_perf")
 
 
-def _coll_argv(inputs, run_dir, name):
+def _coll_argv(inputs, run_dir, name, large_only=False):
     flags = inputs.get("coll_perf_flags")
+    sizes = str(inputs["large_bytes"]) if large_only else f"{inputs['large_bytes']},{inputs['small_bytes']}"
     argv = [_tool(inputs), "--backend", backend(inputs), "--coll", COLLECTIVE, "--placement", "out",
-            "--sizes", f"{inputs['large_bytes']},{inputs['small_bytes']}", "-n", str(inputs["iterations"]),
+            "--sizes", sizes, "-n", str(inputs["iterations"]),
             "-w", str(inputs["warmup"]), "-c", "1", "--point", name, "--quiet",
             "-J", os.path.join(run_dir, "raw", name + ".json")]
     # Nothing hangs by default: without --timeout, coll_perf's watchdog comes from the job's own sizes,
@@ -98,6 +104,30 @@ def pair_job(inputs, run_dir, a, b, round_number, kind="pair"):
     argv = launcher.command(inputs, 2 * per_node, f"{a}:{per_node},{b}:{per_node}", env) + \
         _coll_argv(inputs, run_dir, name)
     return _job(name, kind, [a, b], argv, env, os.path.join(run_dir, "raw", name + ".json"), round_number)
+
+
+def rails_alone(inputs):
+    """The rails measured one at a time on a pair: the RDMA rails (--hcas) under NCCL, else the interfaces
+    (--netdevs); fewer than two: none (a rail alone is judged against its sibling)."""
+    rails = inputs.get("hcas") if backend(inputs) == "nccl" and inputs.get("hcas") else inputs.get("netdevs")
+    return list(rails) if rails and len(rails) >= 2 else []
+
+
+def rail_job(inputs, run_dir, a, b, round_number, rail):
+    """One two-node point over one rail alone, at the large size only (kind rail)."""
+    name = f"rail.r{round_number}.{a}.{b}.{_rail_label(rail)}"
+    per_node = inputs["gpus_per_node"] or 1
+    bound = inputs
+    if backend(inputs) == "nccl":
+        env = nccl_rail_env(rail, rdma=bool(inputs.get("hcas")))
+    elif launcher.launcher_of(inputs)["name"] == "srun":
+        env = mpi_rail_env(rail)
+    else:
+        env = {}
+        bound = dict(inputs, mpirun_args=mpirun_args_for_interface(inputs.get("mpirun_args"), rail))
+    argv = launcher.command(bound, 2 * per_node, f"{a}:{per_node},{b}:{per_node}", env) + \
+        _coll_argv(inputs, run_dir, name, large_only=True)
+    return _job(name, "rail", [a, b], argv, env, os.path.join(run_dir, "raw", name + ".json"), round_number, rail)
 
 
 def stage_env_note(inputs):

@@ -9,10 +9,15 @@ Stages:
       full: the circle (round-robin) method, n - 1 rounds of n / 2 pairs (odd n: n rounds of (n - 1) / 2 pairs,
           one node sitting out each round); every pair exactly once.
       quick: one shuffled round (random.Random(seed): reproducible), repeated `repeats` times.
+  rail points: with two rails or more, a pair of a round with a node that has met fewer than RAIL_PARTNERS
+      partners on each rail alone also runs one point per rail alone after its round (rail_point_pairs): the
+      first two rounds (three at 3 nodes or odd counts), then again in the retests of a node suspect from them.
+      Each rail's points of a round run at the same time: rails x such rounds more launch slots.
   retest: each suspect with nodes already known good, partners it has not met; disjoint per round and a good
       node used once per round; pairs to repeat (a failure to reproduce) go first.
-Wall time: the node stage (its jobs one after the other on each node, nodes in parallel) + rounds x the time of
-one pair job + retest rounds x the same. The planner's cost is linear in the number of pairs it writes.
+Wall time: the node stage (its jobs one after the other on each node, nodes in parallel) + (rounds + rail slots)
+x the time of one pair job + retest rounds x the same. The planner's cost is linear in the number of pairs it
+writes.
 
 No I/O and no text: the CLI prints and runs what these functions return.
 """
@@ -26,6 +31,8 @@ SCALE_NODE_COUNTS = (2, 16, 128, 1024)
 NODE_JOB_S = PER_PAIR_S
 # Retest: good partners per suspect; two good partners that both fail is what makes a node bad (screen_rules).
 RETEST_PARTNERS = 2
+# Rails alone: distinct partners each node meets on each rail alone in the pair stage (the same two).
+RAIL_PARTNERS = 2
 # Loopback: all traffic through the node's NICs (Azure NHC: NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1), one rail;
 # "=" is NCCL_IB_HCA's exact-match prefix (mlx5_1 would otherwise also match mlx5_10).
 LOOPBACK_ENV = {"NCCL_P2P_DISABLE": "1", "NCCL_SHM_DISABLE": "1"}
@@ -174,16 +181,45 @@ def retest_rounds(suspects, known_good, met=None, partners=RETEST_PARTNERS, repe
     return rounds
 
 
-def wall_time_s(pair_rounds, node_stage_wall_s, per_pair_s=PER_PAIR_S, retest_round_count=0):
-    """node stage + (pair rounds + retest rounds) x per_pair_s: the pairs of a round run at the same time."""
-    return node_stage_wall_s + (pair_rounds + retest_round_count) * per_pair_s
+def rail_point_pairs(rounds, partners=RAIL_PARTNERS):
+    """[[pair, ...] per round]: the pairs of each round that also run one point per rail alone - a pair not yet
+    measured so with a node that has fewer than `partners` distinct partners on its rails alone (fewer than the
+    fleet offers: n - 1). Every node then meets two partners on each rail alone, which is what names the node
+    whose rail is slow (two known-good partners, screen_rules.MIN_GOOD_FAILS) without a retest."""
+    nodes = {node for entry in rounds for pair in entry["pairs"] for node in pair}
+    wanted = min(partners, max(len(nodes) - 1, 0))
+    met = {node: set() for node in nodes}
+    chosen = []
+    for entry in rounds:
+        pairs = []
+        for a, b in entry["pairs"]:
+            if b not in met[a] and (len(met[a]) < wanted or len(met[b]) < wanted):
+                pairs.append([a, b])
+                met[a].add(b)
+                met[b].add(a)
+        chosen.append(pairs)
+    return chosen
+
+
+def rail_slots(rounds, rail_count):
+    """Launch slots the rail points add to these rounds: rail_count for each round with a pair that runs them."""
+    if rail_count < 2:
+        return 0
+    return rail_count * sum(1 for pairs in rail_point_pairs(rounds) if pairs)
+
+
+def wall_time_s(pair_rounds, node_stage_wall_s, per_pair_s=PER_PAIR_S, retest_round_count=0, rail_slot_count=0):
+    """node stage + (pair rounds + rail slots + retest rounds) x per_pair_s: the pairs of a round run at the same
+    time, then each rail's points of that round."""
+    return node_stage_wall_s + (pair_rounds + rail_slot_count + retest_round_count) * per_pair_s
 
 
 def scale_table(node_counts=SCALE_NODE_COUNTS, per_pair_s=PER_PAIR_S, rails=2, quick_repeats=1, seed=0):
     """Rows for docs/bring-up.md's scale table and --dry-run, from schedules really planned (nodes named node0, node1, ...):
     {"nodes", "mode", "rounds", "concurrent_jobs", "pairs", "node_stage_s", "pair_stage_s", "wall_s",
     "retest_round_s"} for each count, full then quick. Node stage: doctor + intra + one loopback per rail, each
-    per_pair_s; wall_s leaves retests out (each retest round adds retest_round_s)."""
+    per_pair_s; pair stage: the rounds and each rail alone (rail_slots); wall_s leaves retests out (each retest
+    round adds retest_round_s)."""
     rows = []
     for count in node_counts:
         nodes = [f"node{i}" for i in range(count)]
@@ -191,8 +227,10 @@ def scale_table(node_counts=SCALE_NODE_COUNTS, per_pair_s=PER_PAIR_S, rails=2, q
         for quick in (False, True):
             schedule = pair_schedule(nodes, quick=quick, repeats=quick_repeats, seed=seed)
             rounds = len(schedule["rounds"])
+            slots = rail_slots(schedule["rounds"], rails)
             rows.append({"nodes": count, "mode": schedule["mode"], "rounds": rounds,
                          "concurrent_jobs": schedule["concurrent_jobs"], "pairs": schedule["pair_count"],
-                         "node_stage_s": stage_s, "pair_stage_s": rounds * per_pair_s,
-                         "wall_s": wall_time_s(rounds, stage_s, per_pair_s), "retest_round_s": per_pair_s})
+                         "node_stage_s": stage_s, "pair_stage_s": (rounds + slots) * per_pair_s,
+                         "wall_s": wall_time_s(rounds, stage_s, per_pair_s, rail_slot_count=slots),
+                         "retest_round_s": per_pair_s})
     return rows

@@ -20,9 +20,11 @@ CODE_TEXT = {
     rules.NODE_DOCTOR_FAIL: "the doctor failed a check",
     rules.NODE_DOCTOR_NO_RESULT: "the doctor left no result",
     rules.NODE_INTRA_FAILED: "the intra-node point failed",
-    rules.NODE_INTRA_SLOW: "intra-node bus bandwidth below the fleet's band",
-    rules.NODE_SLOW_WITH_GOOD_PARTNERS: "slow with known-good partners",
-    rules.NODE_FAILED_WITH_GOOD_PARTNERS: "failed with known-good partners",
+    rules.NODE_INTRA_SLOW: f"intra-node bus bandwidth below the fleet's band (at most "
+                           f"{rules.SINGLE_VALUE_FLOOR_RATIO:g} x its median)",
+    rules.NODE_SLOW_WITH_GOOD_PARTNERS: f"slow, against pairs it did not shape, with at least {rules.MIN_GOOD_FAILS} "
+                                        "known-good partners",
+    rules.NODE_FAILED_WITH_GOOD_PARTNERS: f"failed with at least {rules.MIN_GOOD_FAILS} known-good partners",
     rules.NODE_UNRESOLVED: "failed pairs not yet explained",
     rules.NODE_NO_GOOD_PARTNER: "never passed with a known-good node",
     rules.LINK_SLOW_PAIR: "this pair alone is slow, both nodes pass with others",
@@ -31,9 +33,63 @@ CODE_TEXT = {
     rules.LINK_UNRESOLVED: "failed pair not yet explained",
     rules.RAIL_LOOPBACK_FAILED: "the rail's loopback point failed",
     rules.RAIL_LOOPBACK_SLOW: "the rail's loopback below the fleet's band",
-    rules.RAIL_UNBALANCED: "the rail carried far less than its sibling, with known-good partners",
-    rules.RAIL_UNBALANCED_UNRESOLVED: "the rail carried far less than its sibling, not yet attributed",
+    rules.RAIL_UNBALANCED: f"the rail carried less than {rules.RAIL_LOW_RATIO:g} x its sibling's bytes, with "
+                           "known-good partners",
+    rules.RAIL_UNBALANCED_UNRESOLVED: f"the rail carried less than {rules.RAIL_LOW_RATIO:g} x its sibling's bytes, "
+                                      "not yet attributed",
+    rules.RAIL_SLOW: f"the rail alone below {rules.RAIL_SLOW_RATIO:g} x its sibling alone on the same pair "
+                     "(ratio in the evidence), with known-good partners or, at two nodes, reproduced",
+    rules.RAIL_SLOW_UNRESOLVED: f"the rail alone below {rules.RAIL_SLOW_RATIO:g} x its sibling alone, not yet "
+                                "attributed (retested with known-good partners)",
 }
+
+CHECK_TEXT = {
+    rules.CHECK_FAILURES: "launch failures",
+    rules.CHECK_NODE_STAGE: "the node stage (doctor, intra-node point, loopback points)",
+    rules.CHECK_NODE_SPEED: "node-stage speed against the fleet",
+    rules.CHECK_PAIR_SPEED: "pair speed against the pairs its nodes did not shape",
+    rules.CHECK_ATTRIBUTION: "which node of a failing pair is at fault",
+    rules.CHECK_RAIL_BALANCE: "each rail's share of a pair's bytes",
+    rules.CHECK_RAIL_SPEED: "each rail alone against its sibling alone",
+}
+
+NOT_JUDGED_TEXT = {
+    rules.NOT_JUDGED_FEW_NODES: "{nodes} node(s), {needed} needed",
+    rules.NOT_JUDGED_CORRECTNESS_ONLY: "the MPI backend on host memory measures correctness, its speed is the host's "
+                                       "load",
+    rules.NOT_JUDGED_NO_COUNTERS: "no pair recorded bytes per rail for two rails (--netdevs or --hcas)",
+    rules.NOT_JUDGED_NO_RAIL_POINTS: "no two rails to measure alone (--hcas or --netdevs with two rails or more)",
+}
+
+
+def _not_judged_text(entry):
+    detail = entry.get("detail") or {}
+    try:
+        why = NOT_JUDGED_TEXT.get(entry["reason"], entry["reason"]).format(**detail)
+    except (KeyError, IndexError):
+        why = entry["reason"]
+    return f"{CHECK_TEXT.get(entry['check'], entry['check'])} ({why})"
+
+
+def rules_text():
+    """How the screen judges, from the rules' constants."""
+    return [
+        f"- A pair is judged against every pair that touches neither of its nodes nor a node found bad (at "
+        f"{rules.MIN_NODES_TO_COMPARE} nodes, the stricter of the pairs without either node): from "
+        f"{rules.MIN_SPREAD_VALUES} values on, slow below median x min({rules.BW_FLOOR_RATIO:g}, "
+        f"exp(-{rules.NOISE_SIGMAS:g} sd)) (sd: {rules.MAD_TO_SD:g} x MAD of the log values, raised by "
+        f"{rules.MAD_SE_BOUND:g} standard errors), small-message time above median x max({rules.TIME_FLOOR_FACTOR:g}, "
+        f"exp({rules.NOISE_SIGMAS:g} sd)); with fewer values below {rules.REFERENCE_FLOOR_RATIO:g} x their median "
+        f"(time above {max(rules.TIME_FLOOR_FACTOR, 1 / rules.REFERENCE_FLOOR_RATIO):g} x). With none (2 nodes) pair "
+        "speed is not judged.",
+        f"- A node is bad when it fails with at least {rules.MIN_GOOD_FAILS} known-good partners and with more of "
+        "them than it passes with; a link when one pair alone fails, at least twice, and both nodes pass with others.",
+        f"- A rail alone below {rules.RAIL_SLOW_RATIO:g} x its sibling alone on the same pair, and below "
+        f"exp(-{rules.NOISE_SIGMAS:g} sd) of the fleet's rail ratios (from {rules.RAIL_NOISE_MIN_GROUPS} pairs on), "
+        "is slow "
+        f"there (rail.slow); a rail carrying less than {rules.RAIL_LOW_RATIO:g} x its sibling's bytes is low "
+        "(rail.unbalanced); both attributed as pairs are.",
+    ]
 
 
 def _codes(reasons):
@@ -47,8 +103,13 @@ def _named(rows, verdict, label):
 def headline(document):
     """The report's first lines: the result, then the bad (and suspect) nodes, links and rails."""
     result = document["result"]
-    lines = [f"# Screen: {result.upper()} ({len(document['nodes'])} nodes, {len(document['pairs'])} pair "
-             f"measurements, exit {document['exit_code']})", ""]
+    not_judged = document.get("not_judged") or []
+    pair_speed_open = any(entry["check"] == rules.CHECK_PAIR_SPEED for entry in not_judged)
+    measured = [pair for pair in document["pairs"] if pair.get("stage") != rules.RAIL_STAGE]
+    rail_points = len(document["pairs"]) - len(measured)
+    lines = [f"# Screen: {result.upper()} ({len(document['nodes'])} nodes, {len(measured)} pair measurements"
+             + (f", {rail_points} rail-alone point(s)" if rail_points else "") + f", exit {document['exit_code']})"
+             + (" - pair speed not judged: no third node to compare with" if pair_speed_open else ""), ""]
     groups = (("nodes", lambda row: row["name"], [r for r in document["nodes"]]),
               ("links", lambda row: f"{row['a']}-{row['b']}", document["links"]),
               ("rails", lambda row: f"{row['node']} {row['rail']}", document["rails"]))
@@ -58,6 +119,11 @@ def headline(document):
             lines.append(f"- {verdict.capitalize()} {what}: " + ("; ".join(named) if named else "none"))
     accepted = sum(1 for row in document["nodes"] if row["verdict"] == rules.ACCEPT)
     lines.append(f"- Accepted nodes: {accepted} of {len(document['nodes'])}")
+    if "judged" in document:
+        lines.append("- Judged: " + ("; ".join(CHECK_TEXT.get(entry["check"], entry["check"]) + (
+            f" ({', '.join(entry['detail']['rails'])})" if entry["detail"].get("rails") else "")
+            for entry in document["judged"]) or "nothing"))
+        lines.append("- Not judged: " + ("; ".join(_not_judged_text(entry) for entry in not_judged) or "none"))
     return lines
 
 
@@ -67,7 +133,7 @@ def pair_matrix(document):
     position = {name: index for index, name in enumerate(names)}
     values = {}
     for pair in document["pairs"]:
-        if pair["busbw_gbps"] is not None:
+        if pair["busbw_gbps"] is not None and pair.get("stage") != rules.RAIL_STAGE:
             values.setdefault(frozenset((pair["a"], pair["b"])), []).append(pair["busbw_gbps"])
     matrix = [[None] * len(names) for _ in names]
     for key, found in values.items():
@@ -86,7 +152,10 @@ def _stage_cell(stage):
 
 def node_table(document):
     counts = {}
-    for pair, outcome in zip(document["pairs"], (p["outcome"] for p in document["pairs"])):
+    for pair in document["pairs"]:
+        if pair.get("stage") == rules.RAIL_STAGE:
+            continue
+        outcome = pair["outcome"]
         for node in (pair["a"], pair["b"]):
             entry = counts.setdefault(node, [0, 0])
             entry[0] += outcome == rules.PAIR_OK
@@ -162,22 +231,34 @@ def _transport_cell(transport):
                      if isinstance(value, (str, int, float)))[:80] or "-"
 
 
+def _reference_cell(pair):
+    if pair.get("stage") == rules.RAIL_STAGE:
+        ratio = pair.get("rail_ratio")
+        return f"{pair.get('rail')} alone: " + ("no sibling to compare" if ratio is None and pair["outcome"] == "ok"
+                                                 else f"x{fmt_number(ratio, 3)} of its sibling" if ratio is not None
+                                                 else "failed while a sibling ran")
+    band = (pair.get("reference") or {}).get("busbw_gbps")
+    if not band:
+        return "none (not judged)"
+    return f"limit {fmt_number(band['limit'], 3)} (median {fmt_number(band['median'], 3)} of {band['values']})"
+
+
 def pairs_section(document):
     rows = [[str(p["index"]), p["stage"], str(p["round"]), p["a"], p["b"], fmt_number(p["busbw_gbps"], 3),
-             fmt_number(p["small_time_us"]), p["outcome"], _transport_cell(p["transport"]), _rails_cell(p["rail_bytes"]),
-             p["reason"] or ""] for p in document["pairs"]]
-    return md_table(["#", "stage", "round", "a", "b", "busbw GB/s", "small us", "outcome", "transport",
-                     "rail bytes", "reason"], rows)
+             fmt_number(p["small_time_us"]), p["outcome"], _reference_cell(p), _transport_cell(p["transport"]),
+             _rails_cell(p["rail_bytes"]), p["reason"] or ""] for p in document["pairs"]]
+    return md_table(["#", "stage", "round", "a", "b", "busbw GB/s", "small us", "outcome", "judged against",
+                     "transport", "rail bytes", "reason"], rows)
 
 
 def render(document, plot_name=None, plot_note=None):
-    lines = headline(document) + [""]
+    lines = headline(document) + ["", "How pairs and rails are judged:", ""] + rules_text() + [""]
     bands = document["bands"]
     for key, unit in (("busbw_gbps", "GB/s bus bandwidth"), ("small_time_us", "us small-message time")):
         band = bands.get(key)
-        lines.append(f"Fleet band, {unit}: " + (f"median {fmt_number(band['median'], 3)}, limit "
-                                                 f"{fmt_number(band['limit'], 3)} over {band['values']} values"
-                                                 if band else "none (fewer than three values: only failures count)"))
+        lines.append(f"Whole fleet, {unit} (for the record; each pair has its own reference): "
+                     + (f"median {fmt_number(band['median'], 3)} over {band['values']} values" if band else
+                        f"fewer than {rules.MIN_FLEET_VALUES} values"))
     schedule = document["schedule"]
     lines += ["", f"Schedule: {schedule['mode']}"
               + (f" (seed {schedule['seed']}, {schedule['repeats']} shuffled round(s))" if schedule["mode"] == "quick"

@@ -5,15 +5,31 @@ The rules, as data (reason codes below; the report renders them):
       loopback point of a rail that failed make the node bad, and it is not paired. Intra-node bus bandwidth and a
       rail's loopback bandwidth below the fleet's band (below) make the node / rail suspect: one value against the
       fleet, no second opinion.
-  The band (fleet_band): over the fleet's values of one metric, centre = the median, sd = 1.4826 x MAD of
+  The band (fleet_band): over a set of values of one metric, centre = the median, sd = 1.4826 x MAD of
       ln(value / median) (the robust standard deviation compare.point_shift uses), band = NOISE_SIGMAS x sd
       (compare's NOISE_SIGMAS), in log space so that "half" and "double" are as far from the centre. Floors
       (NVIDIA ClusterKit's convention): bandwidth is low only below BW_FLOOR_RATIO x median, time is high only above
-      TIME_FLOOR_FACTOR x median, so a tight fleet does not flag 1% differences. Fewer than MIN_FLEET_VALUES values:
-      no band (nothing is low against two values; only failures count).
+      TIME_FLOOR_FACTOR x median, so a tight fleet does not flag 1% differences. The node stage's values, one a
+      node, use it over the fleet (fewer than MIN_FLEET_VALUES values: no band) with SINGLE_VALUE_FLOOR_RATIO.
+  A pair's reference (reference_band): a pair is never judged against values its own nodes shaped. Pair (a, b) is
+      judged against every pair that touches neither a nor b (nor a node already found bad): when a is bad, those
+      are healthy. At 3 nodes no pair avoids both: the pair is judged against the pairs without a and the pairs
+      without b and is slow below either (the higher bandwidth limit, the lower time limit).
+      A reference of MIN_SPREAD_VALUES values or more is the band above, its robust sd raised by MAD_SE_BOUND
+      standard errors of a MAD (MAD_RELATIVE_SE / sqrt(values) of itself): the MAD of 10-20 values falls to half
+      the real scatter by chance, and each pair draws its own reference; with fewer there is no spread estimate
+      (the MAD of two or four values says little) and its limit is the fixed REFERENCE_FLOOR_RATIO x its median
+      (bandwidth) or max(TIME_FLOOR_FACTOR, 1 / REFERENCE_FLOOR_RATIO) x its median (time): at 3 nodes the one pair
+      without a bad node is the whole reference. Either way the spread is at least the fleet's own scatter
+      (good_half_spread: the values on the good side of the fleet's median, which slow pairs do not reach while
+      they are at most half), so a loaded host's scatter widens every limit: exp(-NOISE_SIGMAS x that sd). A
+      reference with no value (2 nodes) judges nothing: the pairs' speed is then "not judged" (document
+      "not_judged"), and only failures count.
+      Iterative: once nodes are found bad, the references are built again without their pairs, and again until no
+      new node is found, so that two bad nodes of a small fleet do not hide each other from the second pass.
   A pair fails when its large-size bus bandwidth or its small-message time is missing (the point failed) or out of
-      the band. A pair measured more than once fails only when every measurement failed (a failure must
-      reproduce). The node stage's values, one a node, use SINGLE_VALUE_FLOOR_RATIO as their floor.
+      its references. A pair measured more than once fails only when every measurement failed (a failure must
+      reproduce).
   Attribution (_attribute), over the pairs' pass/fail:
       1. peel: repeatedly take the node with the most failures among those with >= MIN_GOOD_FAILS failures and more
          failures than passes, counting only pairs between nodes not yet taken (SuperBench drops nodes
@@ -28,6 +44,13 @@ The rules, as data (reason codes below; the report renders them):
       5. every other node with an unexplained failure, or with no pass against a known-good node, is suspect.
   Rails: per pair and host, a rail carrying less than RAIL_LOW_RATIO of its busiest sibling's bytes is low there;
       low on either host fails the pair for that rail, and the same attribution names the node whose rail it is.
+  Each rail alone (rail points: stage "rail", one point per rail on the same pair, run back to back): a rail whose
+      bus bandwidth alone is below RAIL_SLOW_RATIO x its best sibling's alone on that pair - and below the ratios'
+      own noise, exp(-NOISE_SIGMAS x their sd) read from the fleet's rail points (rail_slow_ratio) - or that
+      failed while a sibling ran, is slow on that pair (rail_ratio in the pair's row); the attribution above, per
+      rail name, names the node (rail.slow) or the link. At 2 nodes there is no third node to tell which end is
+      slow: a rail slow in every measurement of the pair, at least twice, makes the link bad (rail.slow) and both
+      nodes' rails suspect.
   Unclear cases are suspect, with the pairs behind them. Result: "fail" when anything is bad, else "suspect" when
   anything is suspect, else "pass"; EXIT_CODES.
 
@@ -45,6 +68,27 @@ MAD_TO_SD = 1.4826
 BW_FLOOR_RATIO = 0.93
 TIME_FLOOR_FACTOR = 2.1
 MIN_FLEET_VALUES = 3
+# A pair's reference (the pairs that leave its nodes out) estimates its spread from this many values on; below,
+# its limit is REFERENCE_FLOOR_RATIO x its median. Measured on synthetic fleets of 3-8 nodes with 10% and 20%
+# lognormal scatter (the loaded 2-core virtual cluster's order), 600 seeds each, full and --quick 3: a MAD over 5-6
+# values made 1% of healthy 6-node fleets fail at 10% scatter, over 10 and more none did; a floor of 0.6 failed
+# 1.5-3% of healthy 3-4 node fleets at 20%, 0.5 0.3-1.5% (0 at 10%). A node 14x slow is named at every size.
+MIN_SPREAD_VALUES = 10
+REFERENCE_FLOOR_RATIO = 0.5
+# The relative standard error of a MAD over n normal values is about 1.165 / sqrt(n); a reference's spread is
+# raised by MAD_SE_BOUND of them (an upper bound of the real spread, not its estimate).
+MAD_RELATIVE_SE = 1.165
+MAD_SE_BOUND = 2.0
+# Every reference's spread is at least the fleet's own scatter, read from its good half (the values above the
+# median for bandwidth): on the loaded 2-core virtual cluster healthy pairs scattered 9x (0.18 against 1.6 GB/s)
+# while a reference of three values has no spread of its own. The MAD of the upper half of a normal sample about
+# its own median is 0.399 sd (numerically, 400,001 draws): sd = 2.506 x that MAD.
+GOOD_HALF_MAD_TO_SD = 2.506
+GOOD_HALF_MIN_VALUES = 3
+# Beyond this many values x nodes the references are one shared reference without the bad nodes: each node's
+# pairs are then at most a small share of the fleet's (full screen of 256 nodes and more: under 1%), too few to
+# move its median; the exact per-pair references would cost minutes.
+EXACT_REFERENCE_WORK = 4_000_000
 # The node stage's values (intra-node, loopback) are one measurement per node with no second opinion behind a
 # verdict, and the MAD of a few nodes' values often says far less than their real scatter: below 93% flagged 4%
 # of healthy nodes at a 4% point-to-point scatter. compare's ONE_REPEAT_FLOOR_PCT (15%: one repeat a side)
@@ -55,6 +99,16 @@ MIN_GOOD_FAILS = 2
 # A rail below a quarter of its busiest sibling's bytes is "far below" it (healthy rails split a point about
 # evenly: 1.44 GB each over eth0 and eth3 on the virtual cluster's two-node baseline; a dead rail carries ~0).
 RAIL_LOW_RATIO = 0.25
+# A rail alone below half its sibling alone, on the same pair, measured back to back, is slow there: healthy rails
+# of one pair differ by a few percent on GPU clusters (compare's single-measurement floor is 15%), by up to ~1.5x on
+# the loaded 2-core virtual cluster; a degraded rail is several-fold below (9x: eth3 rate-limited, issue's
+# measurement). One such pair is a suspicion; the attribution and the retests with known-good partners decide.
+RAIL_SLOW_RATIO = 0.5
+# The rail ratios' own noise (rail_slow_ratio): from this many groups of rail points on (one round of 8 nodes: a
+# healthy fleet with fewer would be retested for its rails' scatter alone); the lower quartile of a
+# half-normal |N(0, sd)| is 0.3186 sd.
+RAIL_NOISE_MIN_GROUPS = 4
+RAIL_QUARTILE_TO_SD = 0.3186
 
 ACCEPT, SUSPECT, BAD = "accept", "suspect", "bad"
 EXIT_CODES = {"pass": 0, "fail": 1, "suspect": 3}
@@ -76,15 +130,40 @@ RAIL_LOOPBACK_FAILED = "rail.loopback_failed"
 RAIL_LOOPBACK_SLOW = "rail.loopback_slow"
 RAIL_UNBALANCED = "rail.unbalanced"
 RAIL_UNBALANCED_UNRESOLVED = "rail.unbalanced_unresolved"
+RAIL_SLOW = "rail.slow"
+RAIL_SLOW_UNRESOLVED = "rail.slow_unresolved"
 REASON_CODES = (NODE_DOCTOR_FAIL, NODE_DOCTOR_NO_RESULT, NODE_INTRA_FAILED, NODE_INTRA_SLOW,
                 NODE_SLOW_WITH_GOOD_PARTNERS, NODE_FAILED_WITH_GOOD_PARTNERS, NODE_UNRESOLVED, NODE_NO_GOOD_PARTNER,
                 LINK_SLOW_PAIR, LINK_FAILED_PAIR, LINK_NOT_REPRODUCED, LINK_UNRESOLVED, RAIL_LOOPBACK_FAILED,
-                RAIL_LOOPBACK_SLOW, RAIL_UNBALANCED, RAIL_UNBALANCED_UNRESOLVED)
+                RAIL_LOOPBACK_SLOW, RAIL_UNBALANCED, RAIL_UNBALANCED_UNRESOLVED, RAIL_SLOW, RAIL_SLOW_UNRESOLVED)
 
 # Pair outcomes.
 PAIR_OK, PAIR_FAILED, PAIR_SLOW_BUSBW, PAIR_SLOW_SMALL = "ok", "failed", "slow_busbw", "slow_small"
+PAIR_SLOW_RAIL = "slow_rail"
+# A rail point: one pair, one rail alone (its row's "rail" names it); judged against its siblings, not the fleet.
+RAIL_STAGE = "rail"
 
-SCHEMA_VERSION = "1.0.0"
+# What a screen judged and what it could not (document "judged" / "not_judged"), as codes.
+CHECK_FAILURES = "failures"                  # every launch that failed: always judged
+CHECK_NODE_STAGE = "node_stage"              # the doctor, the intra-node point, the loopback points ran
+CHECK_NODE_SPEED = "node_stage_speed"        # intra-node and loopback speed against the fleet
+CHECK_PAIR_SPEED = "pair_speed"              # each pair against the pairs that leave its nodes out
+CHECK_ATTRIBUTION = "node_attribution"       # which node of a failing pair is at fault
+CHECK_RAIL_BALANCE = "rail_balance"          # each rail's share of a pair's bytes (counters)
+CHECK_RAIL_SPEED = "rail_speed"              # each rail alone against its sibling alone
+CHECKS = (CHECK_FAILURES, CHECK_NODE_STAGE, CHECK_NODE_SPEED, CHECK_PAIR_SPEED, CHECK_ATTRIBUTION,
+          CHECK_RAIL_BALANCE, CHECK_RAIL_SPEED)
+# Why a check was not judged.
+NOT_JUDGED_FEW_NODES = "few_nodes"           # fewer nodes than the check needs (detail: nodes, needed)
+NOT_JUDGED_CORRECTNESS_ONLY = "correctness_only"  # the MPI backend on host memory: its speed is the host's load
+NOT_JUDGED_NO_COUNTERS = "no_rail_counters"  # no pair recorded bytes per rail for two rails or more
+NOT_JUDGED_NO_RAIL_POINTS = "no_rail_points"  # fewer than two rails given (--hcas / --netdevs): nothing alone
+NOT_JUDGED_REASONS = (NOT_JUDGED_FEW_NODES, NOT_JUDGED_CORRECTNESS_ONLY, NOT_JUDGED_NO_COUNTERS,
+                      NOT_JUDGED_NO_RAIL_POINTS)
+# Pair speed and attribution need a third node: a pair's reference leaves both of its nodes out in turn.
+MIN_NODES_TO_COMPARE = 3
+
+SCHEMA_VERSION = "1.1.0"
 
 
 def _number(value):
@@ -119,33 +198,194 @@ def _check_pairs(pairs):
             raise ValueError(f"screen: pair {index} needs two different node names a and b")
 
 
-def judge_pairs(pairs, bands=None):
-    """Each pair's outcome against the fleet: (outcomes, bands). outcomes[i] is PAIR_OK, PAIR_FAILED (a value is
-    missing), PAIR_SLOW_BUSBW or PAIR_SLOW_SMALL; bands {"busbw_gbps": band, "small_time_us": band} from every
-    pair's values unless given."""
+def reference_band(values, higher_is_better):
+    """One reference's band: from MIN_SPREAD_VALUES values on, fleet_band's with its robust sd raised to an upper
+    bound of the real spread (x (1 + MAD_SE_BOUND x MAD_RELATIVE_SE / sqrt(n)): the MAD of a reference of 10-20
+    values falls to half the real scatter by chance, and a pair is judged against one reference among many);
+    with fewer values (at least one) no spread estimate: {"median", "robust_sd_log": None, "limit": the fixed floor,
+    "values"}; None without a value."""
+    return _reference_of_logs([math.log(value) for value in values if _number(value)], higher_is_better)
+
+
+def _reference_of_logs(logs, higher_is_better, fleet_sd=None):
+    """reference_band over the values' natural logs (the centre is the median in log space: for an even count the
+    geometric mean of the two middle values). fleet_sd (good_half_spread): the fleet's own scatter, a lower bound
+    of every reference's spread, small ones included."""
+    if not logs:
+        return None
+    centre_log = statistics.median(logs)
+    centre = math.exp(centre_log)
+    if len(logs) >= MIN_SPREAD_VALUES:
+        raw_sd = MAD_TO_SD * statistics.median([abs(value - centre_log) for value in logs])
+        sd = max(raw_sd * (1 + MAD_SE_BOUND * MAD_RELATIVE_SE / math.sqrt(len(logs))), fleet_sd or 0.0)
+        limit = centre * (min(BW_FLOOR_RATIO, math.exp(-NOISE_SIGMAS * sd)) if higher_is_better
+                          else max(TIME_FLOOR_FACTOR, math.exp(NOISE_SIGMAS * sd)))
+        return {"median": centre, "robust_sd_log": sd, "limit": limit, "values": len(logs)}
+    spread = math.exp(NOISE_SIGMAS * fleet_sd) if fleet_sd else 1.0
+    limit = centre * min(REFERENCE_FLOOR_RATIO, 1.0 / spread) if higher_is_better else \
+        centre * max(TIME_FLOOR_FACTOR, 1.0 / REFERENCE_FLOOR_RATIO, spread)
+    return {"median": centre, "robust_sd_log": fleet_sd, "limit": limit, "values": len(logs)}
+
+
+def good_half_spread(logs, higher_is_better):
+    """The fleet's scatter from its good half alone (log values above the median for bandwidth, below for time):
+    GOOD_HALF_MAD_TO_SD x the MAD of that half about its own median. Slow pairs sit in the other half, so a bad node
+    whose pairs are up to half of the fleet's (4 nodes) does not widen it; None below GOOD_HALF_MIN_VALUES values in
+    the half."""
+    if not logs:
+        return None
+    centre = statistics.median(logs)
+    half = [value for value in logs if (value > centre if higher_is_better else value < centre)]
+    if len(half) < GOOD_HALF_MIN_VALUES:
+        return None
+    middle = statistics.median(half)
+    return GOOD_HALF_MAD_TO_SD * statistics.median([abs(value - middle) for value in half])
+
+
+def _is_rail_point(pair):
+    return pair.get("stage") == RAIL_STAGE
+
+
+METRICS = (("busbw_gbps", True), ("small_time_us", False))
+
+
+def _references(pairs, without):
+    """A function (a, b) -> {"busbw_gbps": band|None, "small_time_us": band|None} giving pair (a, b)'s reference
+    (module docstring): the pairs that touch neither a, b nor a node of without; where no such pair has a value
+    (3 nodes), the stricter of the pairs without a and the pairs without b. Past EXACT_REFERENCE_WORK, one reference
+    without the nodes of `without` serves every pair."""
+    clean = [pair for pair in pairs if not _is_rail_point(pair) and pair["a"] not in without
+             and pair["b"] not in without]
+    keys = {frozenset((pair["a"], pair["b"])) for pair in pairs if not _is_rail_point(pair)}
+    if len(keys) * len(clean) > EXACT_REFERENCE_WORK:
+        shared = {key: reference_band([pair.get(key) for pair in clean], higher)
+                  for key, higher in METRICS}
+        shared = {key: None if band is None else dict(band, without=sorted(without)) for key, band in shared.items()}
+        return lambda a, b: shared
+    usable = {key: [(pair["a"], pair["b"], math.log(pair[key])) for pair in clean if _number(pair.get(key))]
+              for key, _ in METRICS}
+    fleet_sd = {key: good_half_spread([value for _, _, value in usable[key]], higher) for key, higher in METRICS}
+    cache = {}
+
+    def band_without(left_out, key, higher):
+        found = cache.get((left_out, key))
+        if found is None:
+            band = _reference_of_logs([value for a, b, value in usable[key] if a not in left_out
+                                       and b not in left_out], higher, fleet_sd[key])
+            found = cache[(left_out, key)] = ("none", None) if band is None else \
+                ("band", dict(band, without=sorted(set(left_out) | set(without))))
+        return found[1]
+
+    def reference(a, b):
+        chosen = {}
+        for key, higher in METRICS:
+            band = band_without(frozenset((a, b)), key, higher)
+            if band is None:
+                band = _tighter(band_without(frozenset((a,)), key, higher), band_without(frozenset((b,)), key, higher),
+                                higher)
+            chosen[key] = band
+        return chosen
+    return reference
+
+
+def _tighter(first, second, higher_is_better):
+    """Of two references (either may be None), the one whose limit is stricter: the higher bandwidth limit, the
+    lower time limit."""
+    if first is None or second is None:
+        return first or second
+    if higher_is_better:
+        return first if first["limit"] >= second["limit"] else second
+    return first if first["limit"] <= second["limit"] else second
+
+
+def judge_pairs(pairs, without=()):
+    """Each pair's outcome against its reference: (outcomes, references). outcomes[i] is PAIR_OK, PAIR_FAILED (a
+    value is missing), PAIR_SLOW_BUSBW or PAIR_SLOW_SMALL (None for a rail point: judge_rail_points judges it);
+    references[i] {"busbw_gbps": {"without": [nodes left out], "median", "limit", "values", "robust_sd_log"}|None,
+    "small_time_us": ...|None}: the reference each value was judged against (None: no reference, not judged)."""
     _check_pairs(pairs)
-    if bands is None:
-        bands = {"busbw_gbps": fleet_band([p.get("busbw_gbps") for p in pairs], True),
-                 "small_time_us": fleet_band([p.get("small_time_us") for p in pairs], False)}
-    outcomes = []
+    reference_of = _references(pairs, set(without))
+    outcomes, references = [], []
     for pair in pairs:
+        if _is_rail_point(pair):
+            outcomes.append(None)
+            references.append(None)
+            continue
+        chosen = reference_of(pair["a"], pair["b"])
+        references.append(chosen)
         busbw, small = pair.get("busbw_gbps"), pair.get("small_time_us")
         if not _number(busbw) or not _number(small):
             outcomes.append(PAIR_FAILED)
-        elif _outside(busbw, bands["busbw_gbps"], True):
+        elif _outside(busbw, chosen["busbw_gbps"], True):
             outcomes.append(PAIR_SLOW_BUSBW)
-        elif _outside(small, bands["small_time_us"], False):
+        elif _outside(small, chosen["small_time_us"], False):
             outcomes.append(PAIR_SLOW_SMALL)
         else:
             outcomes.append(PAIR_OK)
-    return outcomes, bands
+    return outcomes, references
 
 
-def _edges(pairs, failed, excluded):
+def rail_slow_ratio(pairs):
+    """(threshold, sd): a rail alone is slow below threshold x its best sibling alone. threshold =
+    min(RAIL_SLOW_RATIO, exp(-NOISE_SIGMAS x sd)): sd is the scatter of ln(rail / sibling) on healthy pairs, read
+    from each group of rail points (one pair, one round) with two rails or more measured as d = ln(fastest /
+    slowest): sd = the groups' lower quartile of d / RAIL_QUARTILE_TO_SD (d of two healthy rails is |N(0, sd)|,
+    whose lower quartile is 0.3186 sd). A slow rail's groups are the large d, and its node's retests may repeat
+    them: the lower quartile stands while they are fewer than three in four. On the loaded 2-core virtual cluster
+    one rail alone measured 0.05-20x its sibling on healthy pairs. With fewer than RAIL_NOISE_MIN_GROUPS groups:
+    RAIL_SLOW_RATIO and sd None."""
+    spreads = []
+    for indices in _rail_groups(pairs).values():
+        values = [pairs[i]["busbw_gbps"] for i in indices if _number(pairs[i].get("busbw_gbps"))]
+        if len(values) >= 2:
+            spreads.append(math.log(max(values) / min(values)))
+    if len(spreads) < RAIL_NOISE_MIN_GROUPS:
+        return RAIL_SLOW_RATIO, None
+    sd = statistics.quantiles(spreads, n=4, method="inclusive")[0] / RAIL_QUARTILE_TO_SD
+    return min(RAIL_SLOW_RATIO, math.exp(-NOISE_SIGMAS * sd)), sd
+
+
+def _rail_groups(pairs):
+    groups = {}
+    for index, pair in enumerate(pairs):
+        if _is_rail_point(pair):
+            groups.setdefault((frozenset((pair["a"], pair["b"])), pair.get("round")), []).append(index)
+    return groups
+
+
+def judge_rail_points(pairs):
+    """The rail points (stage "rail") against their siblings: {index: {"outcome", "ratio", "sibling",
+    "sibling_busbw_gbps", "judged", "threshold"}}. Siblings are the rail points of the same two nodes in the same
+    round; a rail is slow below rail_slow_ratio x its best sibling's bus bandwidth, or when it failed and a sibling
+    ran (ratio None). judged False: no sibling with a value (one rail, or every rail of that pair failed): not a
+    rail finding."""
+    threshold, _ = rail_slow_ratio(pairs)
+    found = {}
+    for indices in _rail_groups(pairs).values():
+        for index in indices:
+            value = pairs[index].get("busbw_gbps")
+            siblings = [(pairs[other]["busbw_gbps"], pairs[other].get("rail")) for other in indices
+                        if other != index and pairs[other].get("rail") != pairs[index].get("rail")
+                        and _number(pairs[other].get("busbw_gbps"))]
+            if not siblings:
+                found[index] = {"outcome": PAIR_OK if _number(value) else PAIR_FAILED, "ratio": None,
+                                "sibling": None, "sibling_busbw_gbps": None, "judged": False, "threshold": threshold}
+                continue
+            best, sibling = max(siblings, key=lambda item: item[0])
+            ratio = value / best if _number(value) else None
+            slow = ratio is None or ratio < threshold
+            found[index] = {"outcome": PAIR_SLOW_RAIL if slow else PAIR_OK, "ratio": ratio, "sibling": sibling,
+                            "sibling_busbw_gbps": best, "judged": True, "threshold": threshold}
+    return found
+
+
+def _edges(pairs, failed, excluded, rows=None):
     """{(a, b) sorted: {"failed": every measurement failed, "count": measurements, "pairs": indices}} over pairs
-    whose nodes are both outside excluded."""
+    whose nodes are both outside excluded (and whose index is in rows, when given)."""
     edges = {}
     for index, pair in enumerate(pairs):
+        if rows is not None and index not in rows:
+            continue
         if pair["a"] in excluded or pair["b"] in excluded:
             continue
         key = tuple(sorted((pair["a"], pair["b"])))
@@ -317,15 +557,68 @@ def _worst(verdicts):
     return BAD if BAD in verdicts else (SUSPECT if SUSPECT in verdicts else ACCEPT)
 
 
-def classify(nodes, node_stage, pairs, bands=None):
+def _judge_and_attribute(pairs, paired, excluded):
+    """The pair stage's outcomes, references, edges and attribution, rebuilt without the nodes found bad until no
+    new one is found (module docstring)."""
+    pair_rows = {index for index, pair in enumerate(pairs) if not _is_rail_point(pair)}
+    without = set()
+    while True:
+        outcomes, references = judge_pairs(pairs, without)
+        edges = _edges(pairs, [outcome != PAIR_OK for outcome in outcomes], excluded, pair_rows)
+        found = _attribute(paired, edges)
+        new = set(found["bad"]) - without
+        if not new:
+            return outcomes, references, edges, found
+        without |= new
+
+
+def _judged(nodes, paired, node_stage, pairs, intra_band, rail_found):
+    """(judged, not_judged): [{"check", "detail"}] and [{"check", "reason", "detail"}] (codes above)."""
+    judged = [{"check": CHECK_FAILURES, "detail": {}}, {"check": CHECK_NODE_STAGE, "detail": {"nodes": len(nodes)}}]
+    not_judged = []
+    timed = [n for n in nodes if not _intra_untimed(node_stage.get(n) or {})]
+    if not timed and nodes:
+        not_judged.append({"check": CHECK_NODE_SPEED, "reason": NOT_JUDGED_CORRECTNESS_ONLY, "detail": {}})
+    elif intra_band is None:
+        not_judged.append({"check": CHECK_NODE_SPEED, "reason": NOT_JUDGED_FEW_NODES,
+                           "detail": {"nodes": len(timed), "needed": MIN_FLEET_VALUES}})
+    else:
+        judged.append({"check": CHECK_NODE_SPEED, "detail": {"nodes": len(timed)}})
+    for check in (CHECK_PAIR_SPEED, CHECK_ATTRIBUTION):
+        if len(paired) >= MIN_NODES_TO_COMPARE:
+            judged.append({"check": check, "detail": {"nodes": len(paired)}})
+        else:
+            not_judged.append({"check": check, "reason": NOT_JUDGED_FEW_NODES,
+                               "detail": {"nodes": len(paired), "needed": MIN_NODES_TO_COMPARE}})
+    counted = sorted({rail for pair in pairs if not _is_rail_point(pair)
+                      for counts in (pair.get("rail_bytes") or {}).values() if isinstance(counts, dict)
+                      and len(counts) >= 2 for rail in counts})
+    if counted:
+        judged.append({"check": CHECK_RAIL_BALANCE, "detail": {"rails": counted}})
+    else:
+        not_judged.append({"check": CHECK_RAIL_BALANCE, "reason": NOT_JUDGED_NO_COUNTERS, "detail": {}})
+    alone = sorted({pairs[index].get("rail") for index, entry in rail_found.items() if entry["judged"]})
+    if alone:
+        judged.append({"check": CHECK_RAIL_SPEED, "detail": {"rails": alone}})
+    else:
+        not_judged.append({"check": CHECK_RAIL_SPEED, "reason": NOT_JUDGED_NO_RAIL_POINTS,
+                           "detail": {"rails": sorted({pair.get("rail") for pair in pairs
+                                                       if _is_rail_point(pair) and pair.get("rail")})}})
+    return judged, not_judged
+
+
+def classify(nodes, node_stage, pairs):
     """The screen's verdicts. nodes: the fleet's names; node_stage: as node_stage_verdicts; pairs: [{"a", "b",
-    "busbw_gbps": x|None, "small_time_us": y|None, "rail_bytes": {host: {rail: bytes}}|None, ...}] of the pair
-    stage and retests (the same pair may appear more than once). Returns
+    "busbw_gbps": x|None, "small_time_us": y|None, "rail_bytes": {host: {rail: bytes}}|None, "stage", "round",
+    "rail" (rail points)...}] of the pair stage, the rail points and the retests (the same pair may appear more
+    than once). Returns
     {"nodes": [{"name", "verdict", "paired", "reasons": [{"code", "detail", "pairs": [index]}]}],
      "links": [{"a", "b", "verdict", "reasons"}], "rails": [{"node", "rail", "verdict", "reasons"}],
-     "pair_outcomes": [outcome per pair], "bands": {...}, "result": "pass"|"suspect"|"fail", "exit_code",
-     "retest": {"suspects", "known_good", "met", "repeat_pairs"}} - retest feeds plan.screen_schedule.retest_rounds
-    (suspects: the nodes suspect from their pairs, which a retest can settle; a node-stage suspicion is not).
+     "pair_outcomes": [outcome per pair], "references": [per pair, judge_pairs], "rail_ratios": {index: ratio},
+     "bands": {...} (the whole fleet's, for the record), "judged", "not_judged", "result": "pass"|"suspect"|"fail",
+     "exit_code", "retest": {"suspects", "known_good", "met", "repeat_pairs", "rail_suspects"}} - retest feeds
+    plan.screen_schedule.retest_rounds (suspects: the nodes suspect from their pairs, which a retest can settle; a
+    node-stage suspicion is not; rail_suspects: those whose retest pairs need their rail points again).
     Indices in "pairs" point into the pairs given; a link's a and b are in name order."""
     nodes = list(nodes)
     _check_pairs(pairs)
@@ -335,13 +628,18 @@ def classify(nodes, node_stage, pairs, bands=None):
             if node not in fleet:
                 raise ValueError(f"screen: pair {index} names {node}, which is not in the fleet")
     findings, paired = node_stage_verdicts(nodes, node_stage)
-    outcomes, bands = judge_pairs(pairs, bands)
     excluded = set(nodes) - set(paired)
-    edges = _edges(pairs, [outcome != PAIR_OK for outcome in outcomes], excluded)
-    found = _attribute(paired, edges)
+    outcomes, references, edges, found = _judge_and_attribute(pairs, paired, excluded)
+    rail_found = judge_rail_points(pairs)
+    for index, entry in rail_found.items():
+        outcomes[index] = entry["outcome"]
+    combined = [pair for pair in pairs if not _is_rail_point(pair)]
+    bands = {key: fleet_band([p.get(key) for p in combined], higher) for key, higher in METRICS}
     reasons = {node: [] for node in nodes}
     verdicts = {node: [] for node in nodes}
     from_pairs = set()  # suspect from the pairs: what a retest against known-good nodes can settle
+    rail_suspects = set()  # suspect from the rail points: their retests measure each rail alone again
+    repeat_pairs = [list(key) for key in found["links_suspect"]]
     rails = {}
     for node in nodes:
         for verdict, code, detail, rail in findings[node]:
@@ -386,37 +684,89 @@ def classify(nodes, node_stage, pairs, bands=None):
                                              edges[key]["pairs"]))
                 verdicts[node].append(SUSPECT)
                 from_pairs.add(node)
+
+    def add_rail(node, rail, verdict, code, detail, behind):
+        reasons[node].append(_reason(code, detail, behind))
+        verdicts[node].append(verdict)
+        rails.setdefault((node, rail), []).append((verdict, _reason(code, detail, behind)))
+        if verdict == SUSPECT:
+            from_pairs.add(node)
+
     # Rails from the pairs' counters: the same attribution per rail name.
     rail_failed = {}
     for index, pair in enumerate(pairs):
+        if _is_rail_point(pair):
+            continue
         for rail, hosts in rail_lows(pair).items():
             rail_failed.setdefault(rail, {})[index] = hosts
+    pair_rows = {index for index, pair in enumerate(pairs) if not _is_rail_point(pair)}
     for rail, failed_at in sorted(rail_failed.items()):
-        rail_edges = _edges(pairs, [index in failed_at for index in range(len(pairs))], excluded)
+        rail_edges = _edges(pairs, [index in failed_at for index in range(len(pairs))], excluded, pair_rows)
         rail_found = _attribute(paired, rail_edges)
         for node, keys in rail_found["bad"].items():
             behind = [i for key in keys for i in rail_edges[key]["pairs"]]
-            reason = _reason(RAIL_UNBALANCED, {"rail": rail, "low_on_hosts": sorted(
+            add_rail(node, rail, BAD, RAIL_UNBALANCED, {"rail": rail, "low_on_hosts": sorted(
                 {host for i in behind for host in failed_at.get(i, [])})}, behind)
-            reasons[node].append(reason)
-            verdicts[node].append(BAD)
-            rails.setdefault((node, rail), []).append((BAD, _reason(RAIL_UNBALANCED, reason["detail"], behind)))
         for node, keys in rail_found["suspect"].items():
             behind = [i for key in keys for i in rail_edges[key]["pairs"]]
-            detail = {"rail": rail, "low_on_hosts": sorted({host for i in behind for host in failed_at.get(i, [])})}
-            reasons[node].append(_reason(RAIL_UNBALANCED_UNRESOLVED, detail, behind))
-            verdicts[node].append(SUSPECT)
-            from_pairs.add(node)
-            rails.setdefault((node, rail), []).append((SUSPECT, _reason(RAIL_UNBALANCED_UNRESOLVED, detail, behind)))
+            add_rail(node, rail, SUSPECT, RAIL_UNBALANCED_UNRESOLVED, {"rail": rail, "low_on_hosts": sorted(
+                {host for i in behind for host in failed_at.get(i, [])})}, behind)
         for key in rail_found["links_bad"] + rail_found["links_suspect"]:
             for node in key:  # a rail low on one pair only: that pair's rail, both nodes in question
-                behind = rail_edges[key]["pairs"]
-                detail = {"rail": rail, "partner": key[1] if node == key[0] else key[0]}
-                reasons[node].append(_reason(RAIL_UNBALANCED_UNRESOLVED, detail, behind))
-                verdicts[node].append(SUSPECT)
-                from_pairs.add(node)
-                rails.setdefault((node, rail), []).append((SUSPECT, _reason(RAIL_UNBALANCED_UNRESOLVED, detail,
-                                                                            behind)))
+                add_rail(node, rail, SUSPECT, RAIL_UNBALANCED_UNRESOLVED,
+                         {"rail": rail, "partner": key[1] if node == key[0] else key[0]}, rail_edges[key]["pairs"])
+    # Each rail alone against its siblings: the same attribution per rail name over the rail points.
+    rail_found = judge_rail_points(pairs)
+    for rail in sorted({pairs[index].get("rail") for index, entry in rail_found.items() if entry["judged"]}):
+        rows = {index for index, entry in rail_found.items() if entry["judged"] and pairs[index].get("rail") == rail}
+        slow_edges = _edges(pairs, [index in rows and rail_found[index]["outcome"] == PAIR_SLOW_RAIL
+                                    for index in range(len(pairs))], excluded, rows)
+
+        def evidence(behind, extra):
+            ratios = [rail_found[i]["ratio"] for i in behind if rail_found[i]["outcome"] == PAIR_SLOW_RAIL]
+            known = [ratio for ratio in ratios if ratio is not None]
+            return dict({"rail": rail, "ratio": statistics.median(known) if known else None,
+                         "ratios": [None if ratio is None else round(ratio, 4) for ratio in ratios],
+                         "sibling": next((rail_found[i]["sibling"] for i in behind if rail_found[i]["sibling"]), None),
+                         "threshold_ratio": rail_found[behind[0]]["threshold"] if behind else RAIL_SLOW_RATIO},
+                        **extra)
+
+        if len(paired) == 2:  # no third node: the link between the two, once the slowness reproduces
+            for key, edge in slow_edges.items():
+                if not edge["failed"]:
+                    continue
+                detail = evidence(edge["pairs"], {"measurements": edge["count"]})
+                if edge["count"] >= 2:
+                    links.append({"a": key[0], "b": key[1], "verdict": BAD,
+                                  "reasons": [_reason(RAIL_SLOW, detail, edge["pairs"])]})
+                else:
+                    repeat_pairs.append(list(key))
+                for node in key:
+                    add_rail(node, rail, SUSPECT, RAIL_SLOW_UNRESOLVED,
+                             dict(detail, partner=key[1] if node == key[0] else key[0]), edge["pairs"])
+                    rail_suspects.add(node)
+            continue
+        slow_found = _attribute(paired, slow_edges)
+        for node, keys in slow_found["bad"].items():
+            behind = [i for key in keys for i in slow_edges[key]["pairs"]]
+            add_rail(node, rail, BAD, RAIL_SLOW,
+                     evidence(behind, {"good_partners_slow": sorted({k[0] if k[1] == node else k[1] for k in keys})}),
+                     behind)
+        for node, keys in slow_found["suspect"].items():
+            behind = [i for key in keys for i in slow_edges[key]["pairs"]]
+            add_rail(node, rail, SUSPECT, RAIL_SLOW_UNRESOLVED, evidence(behind, {}), behind)
+            rail_suspects.add(node)
+        for key in slow_found["links_bad"]:
+            links.append({"a": key[0], "b": key[1], "verdict": BAD, "reasons": [_reason(
+                RAIL_SLOW, evidence(slow_edges[key]["pairs"], {"measurements": slow_edges[key]["count"]}),
+                slow_edges[key]["pairs"])]})
+        for key in slow_found["links_suspect"]:
+            repeat_pairs.append(list(key))
+            for node in key:
+                add_rail(node, rail, SUSPECT, RAIL_SLOW_UNRESOLVED,
+                         evidence(slow_edges[key]["pairs"], {"partner": key[1] if node == key[0] else key[0]}),
+                         slow_edges[key]["pairs"])
+                rail_suspects.add(node)
     node_rows = [{"name": node, "verdict": _worst(verdicts[node]), "paired": node in paired,
                   "reasons": reasons[node]} for node in nodes]
     rail_rows = [{"node": node, "rail": rail, "verdict": _worst([v for v, _ in entries]),
@@ -424,17 +774,31 @@ def classify(nodes, node_stage, pairs, bands=None):
     every = [row["verdict"] for row in node_rows] + [row["verdict"] for row in links] + \
         [row["verdict"] for row in rail_rows]
     result = "fail" if BAD in every else ("suspect" if SUSPECT in every else "pass")
-    suspects = [row["name"] for row in node_rows if row["verdict"] == SUSPECT and row["name"] in from_pairs]
+    # Suspect from its pairs or its rails alone: retested with known-good partners, even when another finding
+    # already makes the node bad (its rail alone slow, its pairs not yet attributed: both verdicts are wanted).
+    suspects = [row["name"] for row in node_rows if row["name"] in from_pairs or row["name"] in rail_suspects]
     met = {}
     for key in edges:
         met.setdefault(key[0], set()).add(key[1])
         met.setdefault(key[1], set()).add(key[0])
+    for node in rail_suspects:  # their rails alone were measured with these partners only
+        met[node] = {pairs[i]["b"] if pairs[i]["a"] == node else pairs[i]["a"] for i in rail_found
+                     if node in (pairs[i]["a"], pairs[i]["b"])}
     known_good = [node for node in paired if node in found["good"] and _worst(verdicts[node]) == ACCEPT]
+    unique_repeats = []
+    for pair in repeat_pairs:
+        if pair not in unique_repeats:
+            unique_repeats.append(pair)
     retest = {"suspects": suspects, "known_good": known_good,
               "met": {node: sorted(met.get(node, ())) for node in suspects},
-              "repeat_pairs": [list(key) for key in found["links_suspect"]]}
-    return {"nodes": node_rows, "links": links, "rails": rail_rows, "pair_outcomes": outcomes, "bands": bands,
-            "result": result, "exit_code": EXIT_CODES[result], "retest": retest}
+              "repeat_pairs": unique_repeats, "rail_suspects": sorted(rail_suspects & set(suspects))}
+    intra_band = fleet_band([(node_stage.get(n) or {}).get("intra_busbw_gbps") for n in nodes
+                             if not _intra_untimed(node_stage.get(n) or {})], True)
+    judged, not_judged = _judged(nodes, paired, node_stage, pairs, intra_band, rail_found)
+    return {"nodes": node_rows, "links": links, "rails": rail_rows, "pair_outcomes": outcomes,
+            "references": references, "rail_ratios": {index: entry["ratio"] for index, entry in rail_found.items()},
+            "bands": bands, "judged": judged, "not_judged": not_judged, "result": result,
+            "exit_code": EXIT_CODES[result], "retest": retest}
 
 
 def to_document(schedule, node_stage, pairs, verdicts, tool_version, created_utc):
@@ -443,11 +807,19 @@ def to_document(schedule, node_stage, pairs, verdicts, tool_version, created_utc
     outcome_of = verdicts["pair_outcomes"]
     pair_rows = []
     for index, pair in enumerate(pairs):
+        rail_point = _is_rail_point(pair)
+        ratio = verdicts["rail_ratios"].get(index) if rail_point else None
+        reference = (verdicts["references"][index] or None) if not rail_point else None
         pair_rows.append({"index": index, "a": pair["a"], "b": pair["b"], "round": pair.get("round"),
-                          "stage": pair.get("stage", "pair"),
+                          "stage": pair.get("stage", "pair"), "rail": pair.get("rail") if rail_point else None,
                           "busbw_gbps": pair["busbw_gbps"] if _number(pair.get("busbw_gbps")) else None,
                           "small_time_us": pair["small_time_us"] if _number(pair.get("small_time_us")) else None,
                           "reason": pair.get("reason"), "outcome": outcome_of[index],
+                          "rail_ratio": ratio,
+                          "reference": None if reference is None else
+                          {key: None if band is None else {"without": band["without"], "median": band["median"],
+                                                           "limit": band["limit"], "values": band["values"]}
+                           for key, band in reference.items()},
                           "transport": pair.get("transport"), "rail_bytes": pair.get("rail_bytes")})
     rows = []
     for row in verdicts["nodes"]:
@@ -468,7 +840,8 @@ def to_document(schedule, node_stage, pairs, verdicts, tool_version, created_utc
                                     for entry in schedule["rounds"]],
                          "retest_rounds": schedule.get("retest_rounds") or []},
             "bands": verdicts["bands"], "nodes": rows, "pairs": pair_rows, "links": verdicts["links"],
-            "rails": verdicts["rails"], "result": verdicts["result"], "exit_code": verdicts["exit_code"]}
+            "rails": verdicts["rails"], "judged": verdicts["judged"], "not_judged": verdicts["not_judged"],
+            "result": verdicts["result"], "exit_code": verdicts["exit_code"]}
 
 
 # What each reason code means and what to check, next to the codes so that docs/verdicts.md (render/docs.py,
@@ -523,4 +896,15 @@ REASON_MEANINGS = {
     RAIL_UNBALANCED_UNRESOLVED: (SUSPECT, "A rail was low in some pairs, but not enough to name whose rail it is.",
                                  "The pairs behind the reason; the rail on both nodes.",
                                  ("screen_rules.RAIL_LOW_RATIO",)),
+    RAIL_SLOW: (BAD, "A rail alone was several-fold below its sibling alone on the same pairs (the ratio is in the "
+                "reason), beyond the rail ratios' own noise, with known-good partners; at two nodes, on the only "
+                "pair, twice: the link's rail.",
+                "That rail's link speed, cable, switch port and rate limits on both ends (`ethtool`, `ibstat`, "
+                "the doctor's links); its error counters.",
+                ("screen_rules.RAIL_SLOW_RATIO", "screen_rules.RAIL_NOISE_MIN_GROUPS",
+                 "screen_rules.MIN_GOOD_FAILS")),
+    RAIL_SLOW_UNRESOLVED: (SUSPECT, "A rail alone was slow against its sibling in some pairs, but not enough to "
+                           "name whose rail it is (or, at two nodes, which end).",
+                           "The rail on both nodes of the pairs behind the reason; a screen with more nodes.",
+                           ("screen_rules.RAIL_SLOW_RATIO",)),
 }
