@@ -48,8 +48,9 @@ Expectation keys (all optional; every one given must hold):
 Always checked: every coll_perf rank is gone when the tool has ended (`ranks_left` 0), and an injector fault
 really fired (else the cell is `not injected`, never a pass).
 
-    fault_matrix.py run --cells FILE --out DIR [--only ID[,ID]] [--backend mpi|nccl]   exit 0 all pass, 1 not,
-                                                                                          77 no cluster here
+    fault_matrix.py run --cells FILE --out DIR [--only ID[,ID]] [--backend mpi|nccl] [--budget-s S]
+        DIR/fault_matrix_results.json (written after every cell), DIR/cells/ID/ (command, output, run directory);
+        exit 0 every cell as expected, 1 not, 77 no virtual cluster here
     fault_matrix.py table RESULTS                    the markdown table (what the README carries)
     fault_matrix.py check-readme RESULTS README      exit 1 when the README's block differs from `table`
 
@@ -523,14 +524,23 @@ class Runner:
         observed["injected"] = [line for line in injected if line.strip()]
         return observed
 
-    def run(self, cells):
+    def run(self, cells, budget_s=None, on_progress=None):
+        """Runs the cells, one cluster per fleet size (faults applied and cleared in turn). budget_s: a cell that
+        could not end within it (its limit_s) is recorded as not run; on_progress(results) after every cell."""
         rows = []
         started = time.monotonic()
         fleets = {}
         by_size = {}
+        order = {cell["id"]: index for index, cell in enumerate(cells)}
+
+        def results():
+            return {"format": RESULTS_FORMAT, "backend": self.backend,
+                    "created_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                    "commit": _commit(), "total_s": round(time.monotonic() - started, 1), "fleet_s": dict(fleets),
+                    "cells": sorted(rows, key=lambda row: order[row["id"]])}
+
         for cell in cells:
             by_size.setdefault(int(cell["nodes"]), []).append(cell)
-        for cell in cells:
             if not runnable(cell):
                 rows.append(self.row(cell, None, "note", []))
         for size in sorted(by_size):
@@ -542,30 +552,36 @@ class Runner:
                 netns_inodes = {os.stat(f"/run/netns/{cluster.ns(node)}").st_ino for node in cluster.nodes}
                 self.say(f"fleet of {size}: up in {time.monotonic() - fleet_started:.1f} s")
                 for cell in todo:
-                    try:
-                        observed = self.run_cell(cluster, cell, netns_inodes)
-                    except (MatrixError, vcluster.VClusterError, OSError) as error:
-                        rows.append(self.row(cell, None, "error", [str(error)]))
-                        self.say(f"  {cell['id']}: error: {error}")
+                    limit_s = float(cell.get("limit_s", DEFAULT_LIMIT_S))
+                    if budget_s is not None and time.monotonic() - started + limit_s > budget_s:
+                        rows.append(self.row(cell, None, "not run", [f"--budget-s {budget_s:g}: its limit "
+                                                                      f"{limit_s:g} s would not fit"]))
+                        self.say(f"  {cell['id']}: not run (budget)")
                         continue
-                    problems = judge(cell["expect"], observed)
-                    if cell["fault"]["fault"] in INJECTOR_SIGNALS and not observed["injected"]:
-                        status = "not injected"
-                        problems.insert(0, "the injector never fired (coll_perf ended or never started on "
-                                           f"{cell['fault']['node']} in a cross-host launch)")
-                    else:
-                        status = "fail" if problems else "pass"
-                    rows.append(self.row(cell, observed, status, problems))
-                    self.say(f"  {cell['id']}: {status.upper()} exit {observed['exit']} in {observed['elapsed_s']} s; "
-                             f"{observed['result']}; codes {','.join(observed['codes']) or '-'}"
-                             + "".join(f"\n      - {problem}" for problem in problems))
+                    rows.append(self.run_and_judge(cluster, cell, netns_inodes))
+                    fleets[str(size)] = round(time.monotonic() - fleet_started, 1)
+                    if on_progress:
+                        on_progress(results())
             fleets[str(size)] = round(time.monotonic() - fleet_started, 1)
-        order = {cell["id"]: index for index, cell in enumerate(cells)}
-        rows.sort(key=lambda row: order[row["id"]])
-        return {"format": RESULTS_FORMAT, "backend": self.backend,
-                "created_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                "commit": _commit(), "total_s": round(time.monotonic() - started, 1), "fleet_s": fleets,
-                "cells": rows}
+        return results()
+
+    def run_and_judge(self, cluster, cell, netns_inodes):
+        try:
+            observed = self.run_cell(cluster, cell, netns_inodes)
+        except (MatrixError, vcluster.VClusterError, OSError) as error:
+            self.say(f"  {cell['id']}: error: {error}")
+            return self.row(cell, None, "error", [str(error)])
+        problems = judge(cell["expect"], observed)
+        if cell["fault"]["fault"] in INJECTOR_SIGNALS and not observed["injected"]:
+            status = "not injected"
+            problems.insert(0, "the injector never fired (coll_perf ended or never started on "
+                               f"{cell['fault']['node']} in a cross-host launch)")
+        else:
+            status = "fail" if problems else "pass"
+        self.say(f"  {cell['id']}: {status.upper()} exit {observed['exit']} in {observed['elapsed_s']} s; "
+                 f"{observed['result']}; codes {','.join(observed['codes']) or '-'}"
+                 + "".join(f"\n      - {problem}" for problem in problems))
+        return self.row(cell, observed, status, problems)
 
     @staticmethod
     def row(cell, observed, status, problems):
@@ -613,7 +629,8 @@ def _expected_words(expect):
     return " ".join(parts) or "-"
 
 
-STATUS_WORDS = {"pass": "yes", "fail": "**not yet**", "not injected": "not injected", "error": "error", "note": ""}
+STATUS_WORDS = {"pass": "yes", "fail": "**not yet**", "not injected": "not injected", "error": "error", "note": "",
+                "not run": "not run"}
 
 
 def render_table(results):
@@ -662,6 +679,7 @@ def main(argv=None):
     run.add_argument("--cells", required=True)
     run.add_argument("--out", required=True)
     run.add_argument("--only", help="comma-separated cell ids")
+    run.add_argument("--budget-s", type=float, help="record a cell as not run when its limit_s would end past this")
     run.add_argument("--backend", choices=("mpi", "nccl"), default="mpi",
                      help="mpi: GPU-less hosts (CI); nccl: NCCL over sockets, every node's rank on the one GPU")
     table = sub.add_parser("table", help="print the markdown table of a results file")
@@ -702,11 +720,16 @@ def main(argv=None):
         if not os.access(os.path.join(APPS, "coll_perf"), os.X_OK):
             print(f"fault_matrix: skipped: coll_perf not built ({APPS})", file=sys.stderr)
             return vcluster.SKIP
-        results = Runner(args.out, args.backend, defaults).run(cells)
         path = os.path.join(os.path.abspath(args.out), "fault_matrix_results.json")
-        with open(path, "w") as handle:
-            json.dump(results, handle, indent=1)
-            handle.write("\n")
+
+        def write(results):  # after every cell: a run ended from outside keeps what it measured
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path + ".tmp", "w") as handle:
+                json.dump(results, handle, indent=1)
+                handle.write("\n")
+            os.replace(path + ".tmp", path)
+        results = Runner(args.out, args.backend, defaults).run(cells, budget_s=args.budget_s, on_progress=write)
+        write(results)
         print_summary(results)
         print(f"results: {path}")
         return 0 if all(row["status"] in ("pass", "note") for row in results["cells"]) else 1
