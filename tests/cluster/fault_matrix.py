@@ -624,17 +624,16 @@ def _expected_words(expect):
         if subject and subject not in subjects:
             subjects.append(subject)
     if codes:
-        parts.append(", ".join(f"`{code}`" if " or " not in code else " or ".join(f"`{c}`" for c in code.split(" or "))
-                               for code in codes))
+        parts.append(", ".join(" or ".join(f"`{c}`" for c in code.split(" or ")) for code in codes))
+    elif "result" in expect:  # no code: the verdict itself (a healthy control)
+        parts.append("/".join(map(str, _as_list(expect["result"]))))
     if subjects:
-        parts.append("(" + ", ".join(subjects) + ")")
-    if "result" in expect:
-        parts.append(f"{'/'.join(map(str, _as_list(expect['result'])))}")
+        parts[-1:] = [" ".join(parts[-1:] + ["(" + ", ".join(subjects) + ")"])]
     if "exit" in expect:
         parts.append(f"exit {'/'.join(map(str, _as_list(expect['exit'])))}")
     if "within_s" in expect:
         parts.append(f"< {expect['within_s']} s")
-    return " ".join(parts) or "-"
+    return ", ".join(parts) or "-"
 
 
 STATUS_WORDS = {"pass": "yes", "fail": "**not yet**", "not injected": "not injected", "error": "error", "note": "",
