@@ -485,7 +485,7 @@ class Runner:
                 "--mpirun", MPIRUN, "--results", results, "--run-id", run_id,
                 f"--mpirun-args={self.mpirun_args(cluster)}"]
         argv += [str(arg) for arg in self.defaults.get(tool, [])]
-        if cell["fault"]["fault"] == "transport_fallback" and self.backend == "nccl":
+        if cell["fault"]["fault"] == "transport_fallback" and self.backend == "nccl" and tool == "baseline":
             argv += ["--expect-transport", "inter=NET/IB"]  # the transport the user's cluster is built for
         argv += [str(arg) for arg in cell.get("args", [])]
         return argv
