@@ -616,6 +616,7 @@ def _expected_words(expect):
         return "note: " + expect["note"]
     parts = []
     codes = list(expect.get("codes", []))
+    codes += [wanted["code"] for wanted in expect.get("find", []) if wanted["code"] not in codes]
     if expect.get("codes_any"):
         codes.append(" or ".join(f"{code}" for code in expect["codes_any"]))
     subjects = []
