@@ -474,10 +474,12 @@ class Runner:
     def environment(self):
         # No NCCL_/CUDA_/UCX_/SLURM_ of the caller: a cell's environment is what the cell sets.
         env = {name: value for name, value in os.environ.items()
-               if not name.startswith(("NCCL_", "CUDA_VISIBLE", "UCX_", "SLURM_"))}
+               if not name.startswith(("NCCL_", "CUDA_VISIBLE", "UCX_", "SLURM_")) or name == "NCCL_NVLS_ENABLE"}
         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", PYTHONDONTWRITEBYTECODE="1")
         if self.backend == "nccl":
-            env.setdefault("NCCL_SOCKET_IFNAME", "eth0,eth3")
+            env["NCCL_SOCKET_IFNAME"] = "eth0,eth3"
+            # NVLink multicast stays off on the shared GPU machines (it can take a host's GPUs out of service).
+            env["NCCL_NVLS_ENABLE"] = "0"
         return env
 
     def argv(self, cluster, cell, bin_dir, results):
