@@ -195,7 +195,8 @@ def wrapper_script(fault, real_coll_perf, marks_path, backend):
         # Only launches that span hosts (Open MPI's world larger than this node's share): the cross-host points.
         # $$ is this shell, then coll_perf itself after exec; the timer checks it still is coll_perf.
         lines += [
-            'if [ "$node" = ' + target + ' ] && [ "${OMPI_COMM_WORLD_SIZE:-1}" -gt "${OMPI_COMM_WORLD_LOCAL_SIZE:-1}" ]; then',
+            f'if [ "$node" = {target} ] && '
+            '[ "${OMPI_COMM_WORLD_SIZE:-1}" -gt "${OMPI_COMM_WORLD_LOCAL_SIZE:-1}" ]; then',
             f'  ( sleep {after_s}; if [ "$(cat /proc/$$/comm 2>/dev/null)" = coll_perf ]; then',
             f'      kill -{signame} $$ && echo "$node SIG{signame} $$ rank ${{OMPI_COMM_WORLD_RANK:-?}}" >> {marks}; fi'
             ' ) </dev/null >/dev/null 2>&1 &',
@@ -329,8 +330,10 @@ def findings_of_screen(document):
              for reason in row.get("reasons") or []}
     findings += [dict(finding, severity=finding.get("severity") or "note") for finding in _other_codes(document, known)]
     bad_nodes = sorted(row["name"] for row in document.get("nodes") or [] if row.get("verdict") == "bad")
-    bad_links = sorted(_link_name(row["a"], row["b"]) for row in document.get("links") or [] if row.get("verdict") == "bad")
-    bad_rails = sorted(f"{row['node']}:{row['rail']}" for row in document.get("rails") or [] if row.get("verdict") == "bad")
+    bad_links = sorted(_link_name(row["a"], row["b"]) for row in document.get("links") or []
+                       if row.get("verdict") == "bad")
+    bad_rails = sorted(f"{row['node']}:{row['rail']}" for row in document.get("rails") or []
+                       if row.get("verdict") == "bad")
     return findings, bad_nodes, bad_links, bad_rails
 
 
@@ -436,7 +439,8 @@ def judge(expect, observed):
     if missing:
         problems.append(f"no {', '.join(missing)} (codes seen: {', '.join(observed['codes']) or 'none'})")
     if expect.get("codes_any") and not set(expect["codes_any"]) & set(observed["codes"]):
-        problems.append(f"none of {', '.join(expect['codes_any'])} (codes seen: {', '.join(observed['codes']) or 'none'})")
+        problems.append(f"none of {', '.join(expect['codes_any'])} "
+                        f"(codes seen: {', '.join(observed['codes']) or 'none'})")
     for wanted in expect.get("find", []):
         if not any(_finding_matches(finding, wanted) for finding in observed["findings"]):
             problems.append("no reason " + " ".join(f"{k}={v}" for k, v in wanted.items()))
@@ -656,7 +660,8 @@ def render_table(results):
     for kind in faults:
         cells = []
         for tool, size in columns:
-            found = [row for row in rows if row["fault"]["fault"] == kind and row["tool"] == tool and row["nodes"] == size]
+            found = [row for row in rows
+                     if row["fault"]["fault"] == kind and row["tool"] == tool and row["nodes"] == size]
             texts = []
             for row in found:
                 text = _expected_words(row["expect"])
