@@ -1,0 +1,778 @@
+#!/usr/bin/env python3
+"""The fault matrix: every fault class cclbench claims to name, injected on the virtual cluster (vcluster.py) at
+any fleet size, node and rail, with the verdict and codes a correct cclbench must give, checked against what it
+says.
+
+A cell is data: fleet size x tool (baseline or screen) x fault spec x expectation. The cells file:
+
+    {"defaults": {"screen": [ARGS...], "baseline": [ARGS...]},    per tool, before the cell's own "args"
+     "cells": [{"id": "screen.n4.slow_node", "nodes": 4, "tool": "screen",
+                "fault": {"fault": "slow_node", "node": "node3", "rate": "2mbit"},
+                "args": [...], "limit_s": 240,
+                "expect": {...}}]}
+
+Faults (FAULTS below; any node of the fleet, any rail, any rate):
+
+    none                                               a healthy control
+    dead_rail           node, rail                     the node's interface down
+    slow_rail           node, rail, rate               tbf at `rate` on that rail of that node (both directions)
+    slow_node           node, rate                     tbf at `rate` on every rail of that node
+    slow_link           a, b, rate                     htb at `rate` between a and b only, on every rail
+    env_differs         node, var, value (null: unset) the node's ranks start with another environment
+                                                       (a --bin-dir wrapper in front of coll_perf)
+    path_mtu            node ("all": every node), rail, host_mtu (9000), port_mtu (1500)
+                                                       every node's rail at host_mtu, the node's switch port
+                                                       at port_mtu: large frames to/from it are dropped
+    transport_fallback  node                           the node's ranks start with NCCL_IB_DISABLE=1 and the run
+                                                       expects inter=NET/IB (NCCL only; the MPI backend has no
+                                                       NCCL transport: a note cell)
+    killed_rank         node, after_s (0.1)            the node's coll_perf gets SIGKILL after_s after its start,
+    hung_rank           node, after_s (0.1)            or SIGSTOP, in every launch that spans hosts (the wrapper
+                                                       execs coll_perf and a detached timer signals that pid;
+                                                       a 2-rank MPI point here measures in ~0.3 s: 0.1 lands in
+                                                       start-up or the first cases)
+
+Expectation keys (all optional; every one given must hold):
+
+    exit         the tool's exit code (int or list)       result   screen.json result / verdict.json overall
+    not_result   a result it must not be (never a bare PASS on a fault)
+    codes        every one must be among the observed codes (fail, warn and note reasons alike)
+    codes_any    at least one of them
+    find         [{"code": C, "node": N, "rail": R, "link": "a-b", "about": REGEX}]: a reason with that code about
+                 that subject (about: a regex over the reason's subject and words)
+    bad_nodes / bad_links / bad_rails   the exact set of bad nodes ("node3"), links ("node2-node6"), rails
+                 ("node3:eth3") in screen.json
+    within_s     the tool ended within this many seconds   says   regexes the tool's own words must match
+                 (stdout, stderr, report.md / screen.md)
+    note         the cell's note: what cannot be judged at this size or backend (the cell still checks
+                 `says` etc. where the tool prints such a note; with nothing else to check it is not run)
+
+Always checked: every coll_perf rank is gone when the tool has ended (`ranks_left` 0), and an injector fault
+really fired (else the cell is `not injected`, never a pass).
+
+    fault_matrix.py run --cells FILE --out DIR [--only ID[,ID]] [--backend mpi|nccl] [--budget-s S]
+        DIR/fault_matrix_results.json (written after every cell), DIR/cells/ID/ (command, output, run directory);
+        exit 0 every cell as expected, 1 not, 77 no virtual cluster here
+    fault_matrix.py table RESULTS                    the markdown table (what the README carries)
+    fault_matrix.py check-readme RESULTS README      exit 1 when the README's block differs from `table`
+
+Expected values come from the injected fault (the spec), never from cclbench's own output.
+"""
+import argparse
+import datetime
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import vcluster  # noqa: E402
+
+SOURCE_DIR = os.environ.get("CCLBENCH_SOURCE_DIR") or os.path.dirname(os.path.dirname(HERE))
+BINARY_DIR = os.environ.get("CCLBENCH_BINARY_DIR") or os.path.join(SOURCE_DIR, "build")
+APPS = os.path.join(BINARY_DIR, "bench", "apps")
+CCLBENCH = os.path.join(SOURCE_DIR, "scripts", "cclbench")
+MPIRUN = os.environ.get("CCLBENCH_VC_MPIRUN", "mpirun")
+# The rails by subnet: a name list with one interface down makes Open MPI ignore the whole list on that node.
+RAIL_SUBNETS = "198.18.10.0/24,198.18.13.0/24"
+README_BEGIN = "<!-- fault-matrix table: generated by tests/cluster/fault_matrix.py table; do not edit -->"
+README_END = "<!-- fault-matrix table end -->"
+DEFAULT_LIMIT_S = 180
+RESULTS_FORMAT = "cclbench-fault-matrix/1"
+FAULT_ORDER = ("none", "dead_rail", "slow_rail", "slow_node", "slow_link", "env_differs", "path_mtu",
+               "transport_fallback", "killed_rank", "hung_rank")
+FAULT_TITLES = {
+    "none": "healthy (control)", "dead_rail": "dead rail", "slow_rail": "slow rail", "slow_node": "slow node",
+    "slow_link": "slow link (one pair)", "env_differs": "environment differs across hosts",
+    "path_mtu": "path MTU mismatch", "transport_fallback": "transport fallback", "killed_rank": "killed rank",
+    "hung_rank": "hung rank",
+}
+
+
+class MatrixError(Exception):
+    pass
+
+
+# ------------------------------------------------------------------------------------------------ faults
+
+def _nodes_of(cluster, value):
+    return list(cluster.nodes) if value == "all" else [value]
+
+
+def _need(fault, *keys):
+    missing = [key for key in keys if key not in fault]
+    if missing:
+        raise MatrixError(f"fault {fault.get('fault')!r} needs {', '.join(missing)} ({json.dumps(fault)})")
+
+
+def _check_nodes(cluster, fault, *keys):
+    for key in keys:
+        for node in _nodes_of(cluster, fault[key]):
+            if node not in cluster.nodes:
+                raise MatrixError(f"fault names {node}, not in the fleet {','.join(cluster.nodes)}")
+
+
+def apply_fault(cluster, fault):
+    """Sets the kernel side of a fault (links, rates, MTUs). Wrapper-side faults are in wrapper_script."""
+    kind = fault["fault"]
+    if kind not in FAULT_ORDER:
+        raise MatrixError(f"unknown fault {kind!r} (one of {', '.join(FAULT_ORDER)})")
+    if kind == "dead_rail":
+        _need(fault, "node", "rail")
+        _check_nodes(cluster, fault, "node")
+        for node in _nodes_of(cluster, fault["node"]):
+            cluster.set_link(node, fault["rail"], up=False)
+    elif kind == "slow_rail":
+        _need(fault, "node", "rail", "rate")
+        _check_nodes(cluster, fault, "node")
+        for node in _nodes_of(cluster, fault["node"]):
+            cluster.set_rate(node, fault["rail"], fault["rate"])
+    elif kind == "slow_node":
+        _need(fault, "node", "rate")
+        _check_nodes(cluster, fault, "node")
+        for rail in fault.get("rails") or vcluster.RAILS:
+            cluster.set_rate(fault["node"], rail, fault["rate"])
+    elif kind == "slow_link":
+        _need(fault, "a", "b", "rate")
+        _check_nodes(cluster, fault, "a", "b")
+        for rail in fault.get("rails") or vcluster.RAILS:
+            cluster.throttle_pair(fault["a"], fault["b"], rail, fault["rate"])
+    elif kind == "path_mtu":
+        _need(fault, "node", "rail")
+        _check_nodes(cluster, fault, "node")
+        host_mtu, port_mtu = int(fault.get("host_mtu", 9000)), int(fault.get("port_mtu", 1500))
+        for node in cluster.nodes:  # raise the ports first: a host MTU above its port's is refused
+            cluster.set_link(node, fault["rail"], port_mtu=max(host_mtu, port_mtu))
+            cluster.set_link(node, fault["rail"], mtu=host_mtu)
+        for node in _nodes_of(cluster, fault["node"]):
+            cluster.set_link(node, fault["rail"], port_mtu=port_mtu)
+    elif kind in ("env_differs", "transport_fallback", "killed_rank", "hung_rank"):
+        _need(fault, "node")
+        _check_nodes(cluster, fault, "node")
+
+
+def clear_faults(cluster):
+    """Every node back to the cluster's healthy state: links up, no shaping, MTU 1500 end to end."""
+    for node in cluster.nodes:
+        for rail in vcluster.RAILS:
+            cluster.clear_shaping(node, rail)
+            cluster.set_link(node, rail, up=True, port_up=True)
+            cluster.set_link(node, rail, mtu=1500)
+            cluster.set_link(node, rail, port_mtu=1500)
+
+
+INJECTOR_SIGNALS = {"killed_rank": "KILL", "hung_rank": "STOP"}
+
+
+def wrapper_script(fault, real_coll_perf, marks_path, backend):
+    """The --bin-dir coll_perf for a fault: sh, the target node chosen by its hostname (uname -n)."""
+    lines = ["#!/bin/sh", "node=$(uname -n)"]
+    if backend == "nccl":
+        # Every node's rank runs on the one GPU: NCCL would take them for one host without a host id each.
+        lines.append('NCCL_HOSTID="$node"; export NCCL_HOSTID')
+    kind = fault["fault"]
+    target = shlex.quote(fault.get("node", ""))
+    if kind == "env_differs":
+        var = fault["var"]
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", var):
+            raise MatrixError(f"env_differs: bad variable name {var!r}")
+        change = (f"unset {var}" if fault.get("value") is None
+                  else f"{var}={shlex.quote(str(fault['value']))}; export {var}")
+        lines.append(f'if [ "$node" = {target} ]; then {change}; fi')
+    elif kind == "transport_fallback" and backend == "nccl":  # the MPI backend has no NCCL transport
+        lines.append(f'if [ "$node" = {target} ]; then NCCL_IB_DISABLE=1; export NCCL_IB_DISABLE; fi')
+    elif kind in INJECTOR_SIGNALS:
+        signame = INJECTOR_SIGNALS[kind]
+        after_s = float(fault.get("after_s", 0.1))
+        marks = shlex.quote(marks_path)
+        # Only launches that span hosts (Open MPI's world larger than this node's share): the cross-host points.
+        # $$ is this shell, then coll_perf itself after exec; the timer checks it still is coll_perf.
+        lines += [
+            f'if [ "$node" = {target} ] && '
+            '[ "${OMPI_COMM_WORLD_SIZE:-1}" -gt "${OMPI_COMM_WORLD_LOCAL_SIZE:-1}" ]; then',
+            f'  ( sleep {after_s}; if [ "$(cat /proc/$$/comm 2>/dev/null)" = coll_perf ]; then',
+            f'      kill -{signame} $$ && echo "$node SIG{signame} $$ rank ${{OMPI_COMM_WORLD_RANK:-?}}" >> {marks}; fi'
+            ' ) </dev/null >/dev/null 2>&1 &',
+            "fi"]
+    lines.append(f'exec {shlex.quote(real_coll_perf)} "$@"')
+    return "\n".join(lines) + "\n"
+
+
+def make_bin_dir(path, fault, marks_path, backend, apps=APPS):
+    """The tools of the build (symlinks) with the fault's coll_perf wrapper in front of the real one."""
+    os.makedirs(path, exist_ok=True)
+    for tool in os.listdir(apps):
+        source = os.path.join(apps, tool)
+        if tool != "coll_perf" and os.path.isfile(source) and os.access(source, os.X_OK):
+            target = os.path.join(path, tool)
+            if not os.path.lexists(target):
+                os.symlink(source, target)
+    wrapper = os.path.join(path, "coll_perf")
+    with open(wrapper, "w") as handle:
+        handle.write(wrapper_script(fault, os.path.join(apps, "coll_perf"), marks_path, backend))
+    os.chmod(wrapper, stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH)
+
+
+# ----------------------------------------------------------------------------------------------- cells
+
+def load_cells(path):
+    with open(path, encoding="utf-8") as handle:
+        document = json.load(handle)
+    cells = document.get("cells")
+    if not isinstance(cells, list):
+        raise MatrixError(f"{path}: no 'cells' list")
+    seen = set()
+    for cell in cells:
+        for key in ("id", "nodes", "tool", "fault", "expect"):
+            if key not in cell:
+                raise MatrixError(f"{path}: cell {cell.get('id', '?')} has no {key!r}")
+        if cell["id"] in seen:
+            raise MatrixError(f"{path}: duplicate cell id {cell['id']}")
+        seen.add(cell["id"])
+        if cell["tool"] not in ("baseline", "screen"):
+            raise MatrixError(f"{path}: cell {cell['id']}: tool must be baseline or screen")
+        if not 2 <= int(cell["nodes"]) <= 8:
+            raise MatrixError(f"{path}: cell {cell['id']}: 2 to 8 nodes")
+        if cell["fault"].get("fault") not in FAULT_ORDER:
+            raise MatrixError(f"{path}: cell {cell['id']}: unknown fault {cell['fault'].get('fault')!r}")
+    return document.get("defaults") or {}, cells
+
+
+def fleet(size):
+    return [f"node{i}" for i in range(1, int(size) + 1)]
+
+
+def runnable(cell):
+    """A pure note cell (nothing the tool says is checked) is not run: the note is the result."""
+    expect = cell["expect"]
+    return not (expect.get("note") and set(expect) <= {"note"})
+
+
+# ----------------------------------------------------------------------------------------- observation
+
+def coll_perf_pids(netns_inodes):
+    """coll_perf processes (not zombies) inside the fleet's network namespaces."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/comm") as handle:
+                comm = handle.read().strip()
+            if comm != "coll_perf":
+                continue
+            with open(f"/proc/{entry}/stat") as handle:
+                state = handle.read().rsplit(")", 1)[1].split()[0]
+            inode = os.stat(f"/proc/{entry}/ns/net").st_ino
+        except OSError:
+            continue
+        if state != "Z" and inode in netns_inodes:
+            found.append(int(entry))
+    return found
+
+
+def end_everything_in(cluster):
+    """SIGKILL to every process inside the fleet's node namespaces: only this matrix's runs live there (launchers,
+    orted, ranks a killed tool left behind)."""
+    for node in cluster.nodes:
+        pids = cluster.ip("netns", "pids", cluster.ns(node), check=False).stdout.split()
+        for pid in pids:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except (ProcessLookupError, ValueError):
+                pass
+
+
+def _read_json(path):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return None
+
+
+def _read_text(path):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+    except OSError:
+        return ""
+
+
+def _link_name(a, b):
+    return "-".join(sorted([a, b]))
+
+
+def findings_of_screen(document):
+    """(findings, bad nodes, bad links, bad rails) of a screen.json. A finding: code, severity, node, rail, link."""
+    findings = []
+    for row in document.get("nodes") or []:
+        for reason in row.get("reasons") or []:
+            findings.append({"code": reason.get("code"), "severity": row.get("verdict"), "node": row.get("name"),
+                             "text": json.dumps(reason.get("detail"), sort_keys=True)})
+    for row in document.get("links") or []:
+        for reason in row.get("reasons") or []:
+            findings.append({"code": reason.get("code"), "severity": row.get("verdict"),
+                             "link": _link_name(row.get("a", ""), row.get("b", "")),
+                             "text": json.dumps(reason.get("detail"), sort_keys=True)})
+    for row in document.get("rails") or []:
+        for reason in row.get("reasons") or []:
+            findings.append({"code": reason.get("code"), "severity": row.get("verdict"), "node": row.get("node"),
+                             "rail": row.get("rail"), "text": json.dumps(reason.get("detail"), sort_keys=True)})
+    known = {id(reason) for key in ("nodes", "links", "rails") for row in document.get(key) or []
+             for reason in row.get("reasons") or []}
+    findings += [dict(finding, severity=finding.get("severity") or "note") for finding in _other_codes(document, known)]
+    bad_nodes = sorted(row["name"] for row in document.get("nodes") or [] if row.get("verdict") == "bad")
+    bad_links = sorted(_link_name(row["a"], row["b"]) for row in document.get("links") or []
+                       if row.get("verdict") == "bad")
+    bad_rails = sorted(f"{row['node']}:{row['rail']}" for row in document.get("rails") or []
+                       if row.get("verdict") == "bad")
+    return findings, bad_nodes, bad_links, bad_rails
+
+
+def _other_codes(document, known_ids):
+    """Any other object with a 'code' (a note a newer screen.json may carry): its code and its words."""
+    found = []
+
+    def walk(value):
+        if isinstance(value, dict):
+            if isinstance(value.get("code"), str) and id(value) not in known_ids and "." in value["code"]:
+                found.append({"code": value["code"], "severity": value.get("severity"),
+                              "node": value.get("node") or value.get("host"), "rail": value.get("rail"),
+                              "text": json.dumps(value, sort_keys=True)})
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+    for key, value in document.items():
+        if key not in ("pairs",):
+            walk(value)
+    return found
+
+
+def findings_of_verdict(document):
+    findings = []
+    for key in ("reasons", "notes"):
+        for reason in document.get(key) or []:
+            subject = reason.get("subject") or ""
+            rail = next((word for word in re.split(r"[\s,:()]+", subject) if re.fullmatch(r"eth\d|mlx5_\d+", word)),
+                        None)
+            findings.append({"code": reason.get("code"), "severity": reason.get("severity"),
+                             "node": reason.get("host"), "hosts": reason.get("hosts") or [], "rail": rail,
+                             "point": reason.get("point"), "subject": subject, "text": reason.get("text") or ""})
+    return findings
+
+
+def observe(tool, run_dir, stdout, stderr):
+    observed = {"result": None, "codes": [], "findings": [], "bad_nodes": None, "bad_links": None, "bad_rails": None}
+    if tool == "screen":
+        document = _read_json(os.path.join(run_dir, "screen.json"))
+        report = _read_text(os.path.join(run_dir, "screen.md"))
+        if document is not None:
+            findings, nodes, links, rails = findings_of_screen(document)
+            observed.update(result=document.get("result"), findings=findings, bad_nodes=nodes, bad_links=links,
+                            bad_rails=rails)
+    else:
+        document = _read_json(os.path.join(run_dir, "verdict.json"))
+        report = _read_text(os.path.join(run_dir, "report.md"))
+        if document is not None:
+            observed.update(result=document.get("overall"), findings=findings_of_verdict(document))
+    observed["document"] = "screen.json" if tool == "screen" else "verdict.json"
+    observed["document_found"] = document is not None
+    observed["codes"] = sorted({f["code"] for f in observed["findings"] if f.get("code")})
+    observed["words"] = "\n".join((stdout or "", stderr or "", report))
+    last = [line for line in (stderr or "").strip().splitlines() if line.strip()]
+    observed["last_line"] = last[-1][:400] if last else ""
+    return observed
+
+
+# ------------------------------------------------------------------------------------------- judgement
+
+def _as_list(value):
+    return value if isinstance(value, list) else [value]
+
+
+def _finding_matches(finding, wanted):
+    if finding.get("code") != wanted["code"]:
+        return False
+    about = wanted.get("about")
+    if about and not re.search(about, " ".join(str(finding.get(k) or "") for k in ("subject", "text", "point")),
+                               re.IGNORECASE):
+        return False
+    for key in ("node", "rail", "link"):
+        if key not in wanted:
+            continue
+        value = wanted[key]
+        if finding.get(key) == value:
+            continue
+        if key == "node" and value in (finding.get("hosts") or []):
+            continue
+        # A subject the tool names in its words only (a rail in a subject, a host in the detail).
+        if not finding.get(key) and re.search(rf"(?<![\w.]){re.escape(value)}(?![\w.])",
+                                              (finding.get("subject") or "") + " " + (finding.get("text") or "")):
+            continue
+        return False
+    return True
+
+
+def judge(expect, observed):
+    """The list of expectations that do not hold (empty: the cell passes)."""
+    problems = []
+    if "exit" in expect and observed["exit"] not in _as_list(expect["exit"]):
+        problems.append(f"exit {observed['exit']}, expected {expect['exit']}")
+    if "within_s" in expect and (observed["elapsed_s"] is None or observed["elapsed_s"] > expect["within_s"]):
+        problems.append(f"took {observed['elapsed_s']} s, expected within {expect['within_s']} s")
+    if "result" in expect and observed["result"] not in _as_list(expect["result"]):
+        problems.append(f"{observed['document']} result {observed['result']!r}, expected {expect['result']!r}"
+                        + ("" if observed["document_found"] else f" (no {observed['document']})"))
+    if "not_result" in expect and observed["result"] in _as_list(expect["not_result"]):
+        problems.append(f"result {observed['result']!r}: must not be {expect['not_result']!r}")
+    missing = [code for code in expect.get("codes", []) if code not in observed["codes"]]
+    if missing:
+        problems.append(f"no {', '.join(missing)} (codes seen: {', '.join(observed['codes']) or 'none'})")
+    if expect.get("codes_any") and not set(expect["codes_any"]) & set(observed["codes"]):
+        problems.append(f"none of {', '.join(expect['codes_any'])} "
+                        f"(codes seen: {', '.join(observed['codes']) or 'none'})")
+    for wanted in expect.get("find", []):
+        if not any(_finding_matches(finding, wanted) for finding in observed["findings"]):
+            problems.append("no reason " + " ".join(f"{k}={v}" for k, v in wanted.items()))
+    for key in ("bad_nodes", "bad_links", "bad_rails"):
+        if key in expect and observed[key] != sorted(expect[key]):
+            problems.append(f"{key} {observed[key]}, expected {sorted(expect[key])}")
+    for pattern in expect.get("says", []):
+        if not re.search(pattern, observed["words"], re.IGNORECASE):
+            problems.append(f"the tool's words do not say /{pattern}/")
+    if observed.get("ranks_left") and not observed.get("killed_by_matrix"):  # the matrix's kill left them, not the tool
+        problems.append(f"{observed['ranks_left']} coll_perf rank(s) still there after the tool ended")
+    if observed.get("killed_by_matrix"):
+        problems.append(f"still running at the cell's limit {observed['limit_s']} s: killed by the matrix")
+    return problems
+
+
+# ---------------------------------------------------------------------------------------------- runner
+
+class Runner:
+    def __init__(self, out_dir, backend, defaults, log=sys.stderr):
+        self.out_dir = os.path.abspath(out_dir)
+        self.backend = backend
+        self.defaults = defaults
+        self.log = log
+        os.makedirs(self.out_dir, exist_ok=True)
+
+    def say(self, text):
+        print(text, file=self.log, flush=True)
+
+    def mpirun_args(self, cluster):
+        return (f"--mca plm rsh --mca plm_rsh_agent {cluster.agent} --mca oob_tcp_if_include mgmt0 "
+                f"--mca btl tcp,self --mca btl_tcp_if_include {RAIL_SUBNETS} --bind-to none "
+                "--mca mpi_yield_when_idle 1")
+
+    def environment(self):
+        # No NCCL_/CUDA_/UCX_/SLURM_ of the caller: a cell's environment is what the cell sets.
+        env = {name: value for name, value in os.environ.items()
+               if not name.startswith(("NCCL_", "CUDA_VISIBLE", "UCX_", "SLURM_")) or name == "NCCL_NVLS_ENABLE"}
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", PYTHONDONTWRITEBYTECODE="1")
+        if self.backend == "nccl":
+            env["NCCL_SOCKET_IFNAME"] = "eth0,eth3"
+            # NVLink multicast stays off on the shared GPU machines (it can take a host's GPUs out of service).
+            env["NCCL_NVLS_ENABLE"] = "0"
+        return env
+
+    def argv(self, cluster, cell, bin_dir, results):
+        tool = cell["tool"]
+        run_id = cell["id"]
+        argv = [sys.executable, CCLBENCH, tool, "--hosts", ",".join(cluster.nodes), "--bin-dir", bin_dir,
+                "--mpirun", MPIRUN, "--results", results, "--run-id", run_id,
+                f"--mpirun-args={self.mpirun_args(cluster)}"]
+        argv += [str(arg) for arg in self.defaults.get(tool, [])]
+        if cell["fault"]["fault"] == "transport_fallback" and self.backend == "nccl" and tool == "baseline":
+            argv += ["--expect-transport", "inter=NET/IB"]  # the transport the user's cluster is built for
+        argv += [str(arg) for arg in cell.get("args", [])]
+        return argv
+
+    def run_cell(self, cluster, cell, netns_inodes):
+        cell_dir = os.path.join(self.out_dir, "cells", cell["id"])
+        shutil.rmtree(cell_dir, ignore_errors=True)
+        os.makedirs(cell_dir)
+        marks = os.path.join(cell_dir, "injected.txt")
+        bin_dir = os.path.join(cell_dir, "bin")
+        make_bin_dir(bin_dir, cell["fault"], marks, self.backend)
+        results = os.path.join(cell_dir, "results")
+        limit_s = float(cell.get("limit_s", DEFAULT_LIMIT_S))
+        observed = {"exit": None, "elapsed_s": None, "limit_s": limit_s, "killed_by_matrix": False}
+        clear_faults(cluster)
+        apply_fault(cluster, cell["fault"])
+        argv = self.argv(cluster, cell, bin_dir, results)
+        with open(os.path.join(cell_dir, "command.txt"), "w") as handle:
+            handle.write(shlex.join(argv) + "\n")
+        started = time.monotonic()
+        try:
+            process = cluster.popen(cluster.nodes[0], argv, env=self.environment(), cwd=cell_dir,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    start_new_session=True)
+            try:
+                stdout, stderr = process.communicate(timeout=limit_s)
+            except subprocess.TimeoutExpired:
+                observed["killed_by_matrix"] = True
+                os.killpg(process.pid, signal.SIGKILL)
+                stdout, stderr = process.communicate()
+            observed["exit"] = process.returncode
+            observed["elapsed_s"] = round(time.monotonic() - started, 1)
+            time.sleep(1.0)  # mpirun's last kills land
+            observed["ranks_left"] = len(coll_perf_pids(netns_inodes))
+            if observed["ranks_left"] or observed["killed_by_matrix"]:
+                end_everything_in(cluster)  # the next cell starts on a quiet fleet
+        finally:
+            clear_faults(cluster)
+        for name, text in (("stdout.txt", stdout), ("stderr.txt", stderr)):
+            with open(os.path.join(cell_dir, name), "w") as handle:
+                handle.write(text or "")
+        observed.update(observe(cell["tool"], os.path.join(results, cell["id"]), stdout, stderr))
+        injected = _read_text(marks).split("\n")
+        observed["injected"] = [line for line in injected if line.strip()]
+        return observed
+
+    def run(self, cells, budget_s=None, on_progress=None):
+        """Runs the cells, one cluster per fleet size (faults applied and cleared in turn). budget_s: a cell that
+        could not end within it (its limit_s) is recorded as not run; on_progress(results) after every cell."""
+        rows = []
+        started = time.monotonic()
+        fleets = {}
+        by_size = {}
+        order = {cell["id"]: index for index, cell in enumerate(cells)}
+
+        def results():
+            return {"format": RESULTS_FORMAT, "backend": self.backend,
+                    "created_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                    "commit": _commit(), "total_s": round(time.monotonic() - started, 1), "fleet_s": dict(fleets),
+                    "cells": sorted(rows, key=lambda row: order[row["id"]])}
+
+        for cell in cells:
+            by_size.setdefault(int(cell["nodes"]), []).append(cell)
+            if not runnable(cell):
+                rows.append(self.row(cell, None, "note", []))
+        for size in sorted(by_size):
+            todo = [cell for cell in by_size[size] if runnable(cell)]
+            if not todo:
+                continue
+            fleet_started = time.monotonic()
+            with vcluster.Cluster(fleet(size)) as cluster:
+                netns_inodes = {os.stat(f"/run/netns/{cluster.ns(node)}").st_ino for node in cluster.nodes}
+                self.say(f"fleet of {size}: up in {time.monotonic() - fleet_started:.1f} s")
+                for cell in todo:
+                    limit_s = float(cell.get("limit_s", DEFAULT_LIMIT_S))
+                    if budget_s is not None and time.monotonic() - started + limit_s > budget_s:
+                        rows.append(self.row(cell, None, "not run", [f"--budget-s {budget_s:g}: its limit "
+                                                                      f"{limit_s:g} s would not fit"]))
+                        self.say(f"  {cell['id']}: not run (budget)")
+                        continue
+                    rows.append(self.run_and_judge(cluster, cell, netns_inodes))
+                    fleets[str(size)] = round(time.monotonic() - fleet_started, 1)
+                    if on_progress:
+                        on_progress(results())
+            fleets[str(size)] = round(time.monotonic() - fleet_started, 1)
+        return results()
+
+    def run_and_judge(self, cluster, cell, netns_inodes):
+        try:
+            observed = self.run_cell(cluster, cell, netns_inodes)
+        except (MatrixError, vcluster.VClusterError, OSError) as error:
+            self.say(f"  {cell['id']}: error: {error}")
+            return self.row(cell, None, "error", [str(error)])
+        problems = judge(cell["expect"], observed)
+        if cell["fault"]["fault"] in INJECTOR_SIGNALS and not observed["injected"]:
+            status = "not injected"
+            problems.insert(0, "the injector never fired (coll_perf ended or never started on "
+                               f"{cell['fault']['node']} in a cross-host launch)")
+        else:
+            status = "fail" if problems else "pass"
+        self.say(f"  {cell['id']}: {status.upper()} exit {observed['exit']} in {observed['elapsed_s']} s; "
+                 f"{observed['result']}; codes {','.join(observed['codes']) or '-'}"
+                 + "".join(f"\n      - {problem}" for problem in problems))
+        return self.row(cell, observed, status, problems)
+
+    @staticmethod
+    def row(cell, observed, status, problems):
+        row = {"id": cell["id"], "nodes": int(cell["nodes"]), "tool": cell["tool"], "fault": cell["fault"],
+               "expect": cell["expect"], "status": status, "problems": problems}
+        if observed is not None:
+            row["observed"] = {key: observed.get(key) for key in
+                               ("exit", "elapsed_s", "result", "codes", "bad_nodes", "bad_links", "bad_rails",
+                                "ranks_left", "injected", "killed_by_matrix", "last_line")}
+        return row
+
+
+def _commit():
+    result = subprocess.run(["git", "-C", SOURCE_DIR, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return result.stdout.strip() or None
+
+
+# ---------------------------------------------------------------------------------------------- render
+
+def _expected_words(expect):
+    if expect.get("note"):
+        return "note: " + expect["note"]
+    parts = []
+    codes = list(expect.get("codes", []))
+    codes += [wanted["code"] for wanted in expect.get("find", []) if wanted["code"] not in codes]
+    if expect.get("codes_any"):
+        codes.append(" or ".join(f"{code}" for code in expect["codes_any"]))
+    subjects = []
+    for key in ("bad_nodes", "bad_links", "bad_rails"):
+        subjects += expect.get(key, [])
+    for wanted in expect.get("find", []):
+        subject = wanted.get("link") or ":".join(v for v in (wanted.get("node"), wanted.get("rail")) if v)
+        if subject and subject not in subjects:
+            subjects.append(subject)
+    if codes:
+        parts.append(", ".join(" or ".join(f"`{c}`" for c in code.split(" or ")) for code in codes))
+    elif "result" in expect:  # no code: the verdict itself (a healthy control)
+        parts.append("/".join(map(str, _as_list(expect["result"]))))
+    if subjects:
+        parts[-1:] = [" ".join(parts[-1:] + ["(" + ", ".join(subjects) + ")"])]
+    if "exit" in expect:
+        parts.append(f"exit {'/'.join(map(str, _as_list(expect['exit'])))}")
+    if "within_s" in expect:
+        parts.append(f"< {expect['within_s']} s")
+    return ", ".join(parts) or "-"
+
+
+STATUS_WORDS = {"pass": "yes", "fail": "**not yet**", "not injected": "not injected", "error": "error", "note": "",
+                "not run": "not run"}
+
+
+def render_table(results):
+    """Markdown: one row per fault class, one column per tool and fleet size; each cell the expected verdict and
+    codes and whether this cclbench gave them."""
+    rows = results["cells"]
+    columns = sorted({(row["tool"], row["nodes"]) for row in rows}, key=lambda c: (c[0] != "baseline", c[1]))
+    faults = [kind for kind in FAULT_ORDER if any(row["fault"]["fault"] == kind for row in rows)]
+    head = "| fault | " + " | ".join(f"{tool}, {size} nodes" for tool, size in columns) + " |"
+    lines = [head, "|---|" + "---|" * len(columns)]
+    for kind in faults:
+        cells = []
+        for tool, size in columns:
+            found = [row for row in rows
+                     if row["fault"]["fault"] == kind and row["tool"] == tool and row["nodes"] == size]
+            texts = []
+            for row in found:
+                text = _expected_words(row["expect"])
+                status = STATUS_WORDS.get(row["status"], row["status"])
+                texts.append(f"{text}: {status}" if status else text)
+            cells.append("<br>".join(texts).replace("|", "\\|") or "-")
+        lines.append(f"| {FAULT_TITLES[kind]} | " + " | ".join(cells) + " |")
+    passed = sum(row["status"] == "pass" for row in rows)
+    judged = sum(row["status"] != "note" for row in rows)
+    lines.append("")
+    lines.append(f"{passed} of {judged} cells as expected ({results['backend']} backend, commit "
+                 f"{results.get('commit') or '?'}, {results.get('total_s')} s); \"not yet\": cclbench does not "
+                 "give that verdict today.")
+    return "\n".join(lines) + "\n"
+
+
+def readme_block(readme_text):
+    try:
+        start = readme_text.index(README_BEGIN) + len(README_BEGIN)
+        end = readme_text.index(README_END, start)
+    except ValueError:
+        return None
+    return readme_text[start:end].strip("\n") + "\n"
+
+
+# ------------------------------------------------------------------------------------------------- CLI
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="fault_matrix.py", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run the cells on the virtual cluster; write DIR/fault_matrix_results.json")
+    run.add_argument("--cells", required=True)
+    run.add_argument("--out", required=True)
+    run.add_argument("--only", help="comma-separated cell ids")
+    run.add_argument("--budget-s", type=float, help="record a cell as not run when its limit_s would end past this")
+    run.add_argument("--backend", choices=("mpi", "nccl"), default="mpi",
+                     help="mpi: GPU-less hosts (CI); nccl: NCCL over sockets, every node's rank on the one GPU")
+    table = sub.add_parser("table", help="print the markdown table of a results file")
+    table.add_argument("results")
+    check = sub.add_parser("check-readme", help="exit 1 when the README's table differs from `table RESULTS`")
+    check.add_argument("results")
+    check.add_argument("readme")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "table":
+            sys.stdout.write(render_table(_read_results(args.results)))
+            return 0
+        if args.command == "check-readme":
+            expected = render_table(_read_results(args.results))
+            with open(args.readme, encoding="utf-8") as handle:
+                found = readme_block(handle.read())
+            if found is None:
+                print(f"{args.readme}: no block between '{README_BEGIN}' and '{README_END}'", file=sys.stderr)
+                return 1
+            if found != expected:
+                print(f"{args.readme}'s fault matrix table differs from `fault_matrix.py table {args.results}`; "
+                      "paste this between the markers:\n" + expected, file=sys.stderr)
+                return 1
+            print(f"{args.readme}: the fault matrix table matches {args.results}")
+            return 0
+        defaults, cells = load_cells(args.cells)
+        if args.only:
+            wanted = set(args.only.split(","))
+            unknown = wanted - {cell["id"] for cell in cells}
+            if unknown:
+                raise MatrixError(f"--only: no cell {', '.join(sorted(unknown))} in {args.cells}")
+            cells = [cell for cell in cells if cell["id"] in wanted]
+        try:
+            vcluster.check_supported()
+        except vcluster.Unsupported as error:
+            print(f"fault_matrix: skipped: {error}", file=sys.stderr)
+            return vcluster.SKIP
+        if not os.access(os.path.join(APPS, "coll_perf"), os.X_OK):
+            print(f"fault_matrix: skipped: coll_perf not built ({APPS})", file=sys.stderr)
+            return vcluster.SKIP
+        path = os.path.join(os.path.abspath(args.out), "fault_matrix_results.json")
+
+        def write(results):  # after every cell: a run ended from outside keeps what it measured
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path + ".tmp", "w") as handle:
+                json.dump(results, handle, indent=1)
+                handle.write("\n")
+            os.replace(path + ".tmp", path)
+        results = Runner(args.out, args.backend, defaults).run(cells, budget_s=args.budget_s, on_progress=write)
+        write(results)
+        print_summary(results)
+        print(f"results: {path}")
+        return 0 if all(row["status"] in ("pass", "note") for row in results["cells"]) else 1
+    except MatrixError as error:
+        print(f"fault_matrix: error: {error}", file=sys.stderr)
+        return 2
+
+
+def _read_results(path):
+    results = _read_json(path)
+    if not results or results.get("format") != RESULTS_FORMAT:
+        raise MatrixError(f"{path}: not a fault matrix results file ({RESULTS_FORMAT})")
+    return results
+
+
+def print_summary(results):
+    print("| cell | status | exit | s | result | codes seen |")
+    print("|---|---|---|---|---|---|")
+    for row in results["cells"]:
+        seen = row.get("observed") or {}
+        print(f"| {row['id']} | {row['status']} | {seen.get('exit', '-')} | {seen.get('elapsed_s', '-')} | "
+              f"{seen.get('result', '-')} | {','.join(seen.get('codes') or []) or '-'} |")
+        for problem in row["problems"]:
+            print(f"|   | - {problem} | | | | |")
+    print(f"total {results['total_s']} s; fleets {results['fleet_s']}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""The fault matrix's own mechanism, without a cluster: the injector wrapper really signals the process it execs
+(a copy of sleep(1) named coll_perf, the host name from a stand-in uname), only on the target node and only in a
+launch that spans hosts; the judgement of observations against expectations; the table renderer and the README
+check. Expected values come from the test's own inputs (the signal it asked for, the process state the kernel
+reports in /proc). CTest `fault_matrix_mechanism` (label scripts).
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import fault_matrix  # noqa: E402
+
+
+def process_state(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return None
+
+
+class Injector(unittest.TestCase):
+    def setUp(self):
+        self.work = tempfile.mkdtemp(prefix="fault-matrix-")
+        self.addCleanup(shutil.rmtree, self.work, True)
+        self.real = os.path.join(self.work, "real", "coll_perf")
+        os.makedirs(os.path.dirname(self.real))
+        shutil.copy(shutil.which("sleep"), self.real)  # its /proc/PID/comm reads coll_perf, as the real one's
+        self.fake_path = os.path.join(self.work, "path")
+        os.makedirs(self.fake_path)
+        self.marks = os.path.join(self.work, "injected.txt")
+
+    def wrapper(self, fault, node, world=2, local=1):
+        """Starts the wrapper for `fault` as if on `node` in a launch of `world` ranks, `local` on this node."""
+        with open(os.path.join(self.fake_path, "uname"), "w") as handle:
+            handle.write(f"#!/bin/sh\necho {node}\n")
+        os.chmod(os.path.join(self.fake_path, "uname"), 0o755)
+        script = os.path.join(self.work, "coll_perf")
+        with open(script, "w") as handle:
+            handle.write(fault_matrix.wrapper_script(fault, self.real, self.marks, "mpi"))
+        os.chmod(script, 0o755)
+        env = dict(os.environ, PATH=self.fake_path + os.pathsep + os.environ["PATH"],
+                   OMPI_COMM_WORLD_SIZE=str(world), OMPI_COMM_WORLD_LOCAL_SIZE=str(local), OMPI_COMM_WORLD_RANK="1")
+        process = subprocess.Popen([script, "5"], env=env)
+        self.addCleanup(lambda: (process.poll() is None and process.kill(), process.wait()))
+        return process
+
+    def marks_text(self):
+        if not os.path.exists(self.marks):
+            return ""
+        with open(self.marks) as handle:
+            return handle.read()
+
+    def test_killed_rank_gets_sigkill_on_the_target_node(self):
+        process = self.wrapper({"fault": "killed_rank", "node": "node3", "after_s": 0.2}, "node3")
+        self.assertEqual(process.wait(timeout=4), -9)
+        self.assertIn(f"node3 SIGKILL {process.pid} rank 1", self.marks_text())
+
+    def test_hung_rank_is_stopped_not_ended(self):
+        process = self.wrapper({"fault": "hung_rank", "node": "node3", "after_s": 0.2}, "node3")
+        deadline = time.monotonic() + 4
+        while process_state(process.pid) != "T" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(process_state(process.pid), "T")
+        self.assertIn(f"node3 SIGSTOP {process.pid}", self.marks_text())
+
+    def test_other_nodes_and_one_host_launches_are_left_alone(self):
+        other = self.wrapper({"fault": "killed_rank", "node": "node3", "after_s": 0.1}, "node2")
+        time.sleep(0.6)
+        self.assertIsNone(other.poll())
+        other.kill()
+        local = self.wrapper({"fault": "killed_rank", "node": "node3", "after_s": 0.1}, "node3", world=2, local=2)
+        time.sleep(0.6)
+        self.assertIsNone(local.poll(), "an intra-node launch is not the cross-host fault")
+        self.assertEqual(self.marks_text(), "")
+
+    def test_env_differs_changes_only_that_nodes_environment(self):
+        script = fault_matrix.wrapper_script({"fault": "env_differs", "node": "node2", "var": "NCCL_IB_DISABLE",
+                                              "value": "1"}, "/usr/bin/env", self.marks, "nccl")
+        path = os.path.join(self.work, "env_wrapper")
+        with open(path, "w") as handle:
+            handle.write(script)
+        os.chmod(path, 0o755)
+        for node, expected in (("node2", "1"), ("node1", None)):
+            with open(os.path.join(self.fake_path, "uname"), "w") as handle:
+                handle.write(f"#!/bin/sh\necho {node}\n")
+            os.chmod(os.path.join(self.fake_path, "uname"), 0o755)
+            env = {k: v for k, v in os.environ.items() if k != "NCCL_IB_DISABLE"}
+            env["PATH"] = self.fake_path + os.pathsep + env["PATH"]
+            out = subprocess.run([path], env=env, capture_output=True, text=True, check=True).stdout
+            values = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+            self.assertEqual(values.get("NCCL_IB_DISABLE"), expected, node)
+            self.assertEqual(values.get("NCCL_HOSTID"), node)  # the NCCL backend's one host id per node
+
+
+class Judgement(unittest.TestCase):
+    def observed(self, **changes):
+        observed = {"exit": 1, "elapsed_s": 30.0, "result": "fail", "document": "screen.json", "document_found": True,
+                    "codes": ["node.slow_with_good_partners"], "bad_nodes": ["node3"], "bad_links": [], "bad_rails": [],
+                    "findings": [{"code": "node.slow_with_good_partners", "severity": "bad", "node": "node3",
+                                  "text": "{\"partners\": [\"node1\"]}"}],
+                    "words": "# Screen: FAIL\n- Bad nodes: node3", "ranks_left": 0, "killed_by_matrix": False,
+                    "limit_s": 240}
+        observed.update(changes)
+        return observed
+
+    def test_the_expected_verdict_passes(self):
+        expect = {"exit": 1, "result": "fail", "bad_nodes": ["node3"],
+                  "find": [{"code": "node.slow_with_good_partners", "node": "node3"}], "within_s": 60}
+        self.assertEqual(fault_matrix.judge(expect, self.observed()), [])
+
+    def test_each_expectation_can_fail(self):
+        base = {"exit": 1, "result": "fail", "bad_nodes": ["node3"],
+                "find": [{"code": "node.slow_with_good_partners", "node": "node3"}], "within_s": 60,
+                "says": ["Bad nodes: node3"], "codes": ["node.slow_with_good_partners"]}
+        cases = [
+            ({"exit": 0}, "exit 0"),
+            ({"result": "pass"}, "result 'pass'"),
+            ({"bad_nodes": ["node1", "node3"]}, "bad_nodes"),
+            ({"findings": [dict(self.observed()["findings"][0], node="node1")]}, "no reason"),
+            ({"elapsed_s": 61.0}, "within 60"),
+            ({"words": "# Screen: PASS"}, "do not say"),
+            ({"codes": []}, "no node.slow_with_good_partners"),
+            ({"ranks_left": 2}, "still there"),
+            ({"killed_by_matrix": True}, "killed by the matrix"),
+        ]
+        for change, words in cases:
+            problems = fault_matrix.judge(base, self.observed(**change))
+            self.assertTrue(any(words in problem for problem in problems), (change, problems))
+
+    def test_a_partner_named_in_the_detail_is_not_the_subject(self):
+        # node1's reason mentions node3 as a partner: it is about node1, not node3.
+        finding = {"code": "node.slow_with_good_partners", "node": "node1", "text": "{\"partners\": [\"node3\"]}"}
+        self.assertFalse(fault_matrix._finding_matches(finding, {"code": "node.slow_with_good_partners",
+                                                                 "node": "node3"}))
+        rail_in_subject = {"code": "rail.slow", "node": None, "subject": "inter.mpi eth3 vs eth0", "text": ""}
+        self.assertTrue(fault_matrix._finding_matches(rail_in_subject, {"code": "rail.slow", "rail": "eth3"}))
+        self.assertFalse(fault_matrix._finding_matches(rail_in_subject, {"code": "rail.slow", "rail": "eth0x"}))
+
+
+class Table(unittest.TestCase):
+    def test_committed_results_render_and_the_readme_carries_them(self):
+        path = os.path.join(HERE, "fault_matrix_results.json")
+        with open(path) as handle:
+            results = json.load(handle)
+        table = fault_matrix.render_table(results)
+        for row in results["cells"]:
+            self.assertIn(fault_matrix.FAULT_TITLES[row["fault"]["fault"]], table)
+        readme = os.path.join(os.path.dirname(os.path.dirname(HERE)), "README.md")
+        self.assertEqual(fault_matrix.main(["check-readme", path, readme]), 0)
+
+    def test_a_changed_readme_block_is_caught(self):
+        results = {"format": fault_matrix.RESULTS_FORMAT, "backend": "mpi", "commit": "x", "total_s": 1.0,
+                   "cells": [{"id": "a", "nodes": 2, "tool": "screen", "fault": {"fault": "dead_rail"},
+                              "expect": {"codes": ["rail.unbalanced"]}, "status": "pass", "problems": []}]}
+        work = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, work, True)
+        with open(os.path.join(work, "r.json"), "w") as handle:
+            json.dump(results, handle)
+        table = fault_matrix.render_table(results)
+        self.assertIn("| dead rail | `rail.unbalanced`: yes |", table)
+        for block, code in ((table, 0), (table.replace("yes", "no"), 1)):
+            with open(os.path.join(work, "README.md"), "w") as handle:
+                handle.write(f"x\n{fault_matrix.README_BEGIN}\n{block}{fault_matrix.README_END}\n")
+            self.assertEqual(fault_matrix.main(["check-readme", os.path.join(work, "r.json"),
+                                                os.path.join(work, "README.md")]), code)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
