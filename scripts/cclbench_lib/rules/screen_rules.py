@@ -860,10 +860,15 @@ REASON_MEANINGS = {
                       ("screen_rules.NOISE_SIGMAS", "screen_rules.SINGLE_VALUE_FLOOR_RATIO",
                        "screen_rules.MIN_FLEET_VALUES")),
     NODE_SLOW_WITH_GOOD_PARTNERS: (BAD, "The node's pairs were slow (bandwidth below, or small-message time above, "
-                                   "the fleet's band) with at least two distinct known-good partners.",
+                                   "the band of the pairs that touch neither of a pair's nodes: never a median its "
+                                   "own node pulls down; from MIN_SPREAD_VALUES values the band, else a fixed "
+                                   "fraction of the median) with at least two distinct known-good partners. At 2 "
+                                   "nodes there is no other pair: pair speed is not judged (screen.json "
+                                   "`not_judged`).",
                                    "The node's NICs, cables and switch ports; its doctor; then its GPUs.",
                                    ("screen_rules.MIN_GOOD_FAILS", "screen_rules.BW_FLOOR_RATIO",
-                                    "screen_rules.TIME_FLOOR_FACTOR", "screen_rules.NOISE_SIGMAS")),
+                                    "screen_rules.TIME_FLOOR_FACTOR", "screen_rules.NOISE_SIGMAS",
+                                    "screen_rules.MIN_SPREAD_VALUES", "screen_rules.REFERENCE_FLOOR_RATIO")),
     NODE_FAILED_WITH_GOOD_PARTNERS: (BAD, "The node's pairs failed (no value) with at least two distinct "
                                      "known-good partners.",
                                      "The pair jobs' output in logs/: NCCL's errors, timeouts.",
@@ -874,10 +879,11 @@ REASON_MEANINGS = {
     NODE_NO_GOOD_PARTNER: (SUSPECT, "The node never passed with a known-good node (or never met one): nothing "
                            "vouches for it.",
                            "Run a full screen, or `--quick` with more rounds.", ()),
-    LINK_SLOW_PAIR: (BAD, "One pair was slow, reproducibly, while both its nodes pass with others: the path "
-                     "between them.",
+    LINK_SLOW_PAIR: (BAD, "One pair was slow against the pairs that touch neither of its nodes, reproducibly, "
+                     "while both its nodes pass with others: the path between them.",
                      "The switch ports and cables between the two nodes; the fabric's routing.",
-                     ("screen_rules.BW_FLOOR_RATIO", "screen_rules.TIME_FLOOR_FACTOR")),
+                     ("screen_rules.BW_FLOOR_RATIO", "screen_rules.TIME_FLOOR_FACTOR",
+                      "screen_rules.REFERENCE_FLOOR_RATIO")),
     LINK_FAILED_PAIR: (BAD, "One pair failed, reproducibly, while both its nodes pass with others.",
                        "The pair's job output in logs/; the path between the two nodes.", ()),
     LINK_NOT_REPRODUCED: (SUSPECT, "One pair failed once and the failure was not (yet) reproduced.",

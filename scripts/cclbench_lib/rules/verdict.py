@@ -3,8 +3,9 @@ FAILED, per host and check, per point, and every reason with a stable code. No t
 puts it into words, the report, the console's last line and smoke's JUnit file come from it.
 
 Severities have fixed meanings (docs/bring-up.md "Reading the report"; each code in docs/verdicts.md):
-  fail  (exit 1)  wrong data, failed or errored cases, a transport gate missed, a doctor fail, a dead, slow or
-                  unbalanced rail, an outlier link, GPU or rank, a point not reproducible as a whole;
+  fail  (exit 1)  wrong data, failed or errored cases, a launch that hung or was not run because the doctor failed
+                  a path it crosses, a transport gate missed, a doctor fail, a dead, slow or unbalanced rail, an
+                  outlier link, GPU or rank, a point not reproducible as a whole;
   warn  (exit 0, shown first)  more single cases above the CV target or without a stable median than the
                   healthy noise explains, doctor warnings;
   pass;
@@ -294,10 +295,17 @@ CODE_MEANINGS = {
                    "checked run (the record's `wrong` counts them).",
                    "The GPU and its links: rerun the point; a GPU that keeps computing wrong data is faulty (ECC, "
                    "Xid in the kernel log, `cclbench doctor`).", ()),
-    "data.above_ceiling": ("A bus bandwidth above the physical ceiling of its path (a 400G rail, a PCIe Gen5 x16 "
-                           "link): impossible on that hardware, so a unit, timing or byte-count error.",
-                           "The topology (NVLink where none was expected?), the point's rails, the build.",
-                           ("ceilings.RAIL_GBPS", "ceilings.PCIE_GEN5_X16_GBPS")),
+    "data.above_ceiling": ("A bus bandwidth above the physical ceiling of its path: impossible on that hardware, "
+                           "so a unit, timing or byte-count error. The ceilings come from each host's own links "
+                           "(doctor.json `links`: RDMA port rate, `class/net/IF/speed`, the GPUs' PCIe max link; "
+                           "topo_map's port rates fill in): a cross-node point's bound rails' line rates / 8, "
+                           "summed, each the lowest of its hosts' ends; a one-node PCIe point's slowest GPU link "
+                           "(GT/s x lanes x encoding / 8). Where a rate is unknown there is no ceiling and the "
+                           "report says why; NVLink, emulated ranks and the MPI backend are not checked.",
+                           "The topology (NVLink where none was expected?), the point's rails and their rates in "
+                           "doctor.json `links`, the build.",
+                           ("ceilings.BITS_PER_BYTE", "ceilings.PCIE_128B130B_FROM_GTS",
+                            "ceilings.PCIE_FLIT_FROM_GTS")),
     "case.failed": ("A case ended failed or in error (its record's status and reason say why).",
                     "The reason in the record and the point's output in run.log.", ()),
     "case.missing": ("A launch ended without a record for some of its planned cases.",
@@ -306,8 +314,31 @@ CODE_MEANINGS = {
                          "sanity pass stops everything after it).",
                          "Fix what stopped the run (the other fails name it), then continue it with "
                          "`cclbench baseline --resume RUN_ID`.", ()),
-    "launch.failed": ("A launch exited non-zero or was killed (a rank died, `--launch-timeout`, a signal).",
+    "launch.failed": ("A launch exited non-zero or was killed (a rank died, a signal) without being a hang "
+                      "(`launch.timeout`) or a transport gate missed.",
                       "run.log for the launch's exit status and the launcher's words.", ()),
+    "launch.timeout": ("A launch hung and was ended (exit status `TIMEOUT_EXIT`): coll_perf's watchdog (`-T`, per "
+                       "phase of a case and the whole case) or the runner's bound on the whole launch, whichever "
+                       "acted. Both bounds are derived from the launch's own command by default (`plan --json` "
+                       "shows `watchdog_s` and `bound_s`; `--timeout`, `--launch-timeout` override them), generous "
+                       "enough for a slow but working rail. The reason names the point and the case (coll_perf's "
+                       "watchdog message, else the last case the launch's records finished), then the doctor's "
+                       "failed checks for its hosts, failed paths first.",
+                       "The case and phase the reason names; the doctor's findings it quotes (a path MTU mismatch "
+                       "or a rail down hangs NCCL and the MPI backend's TCP transport); a stopped or stuck rank "
+                       "(`ps`, `gdb -p`) on the host it names. How the bounds are derived: "
+                       "docs/bring-up.md, 'Nothing hangs by default' (plan/bounds.py).",
+                       ("anomalies.TIMEOUT_EXIT",)),
+    "launch.not_run": ("A launch across hosts was not run because the doctor failed a path it would cross "
+                       "(`path_mtu`: an MTU mismatch, or a rail down or blocked): it would only hang until its "
+                       "bound. Every launch over both ends of such a path is left out (the sanity pass and the "
+                       "inter-node points), not only those bound to the failed rail, because NCCL's bootstrap and "
+                       "socket transport and the MPI backend's TCP transport use every interface they are given; "
+                       "launches on one host still run. `run_manifest.json` marks it `skipped` with `skipped_by: "
+                       "doctor` and the doctor's finding as its reason; it follows the `doctor.fail` that caused it.",
+                       "Fix the path the reason quotes, then `cclbench baseline --resume RUN_ID` (the doctor runs "
+                       "again); or pass `--run-despite-doctor` to run such launches anyway.",
+                       ()),
     "run.unreadable": ("A file of the run directory could not be read or parsed.",
                        "The file named in the reason (disk full, an interrupted copy).", ()),
     "data.torn_records": ("cases.jsonl held lines cut short by an interrupted append; they are ignored and their "
@@ -317,14 +348,34 @@ CODE_MEANINGS = {
                               "NET/Socket where NET/IB + GDRDMA was expected: a silent fallback.",
                               "The NCCL log of the point (nccl/), `cclbench doctor` (gdr_module, rdma_port, "
                               "nccl_env).", ()),
-    "rail.dead": ("A rail of a host carried almost nothing while its busiest sibling carried the point.",
+    "rail.dead": ("A rail of a host carried almost nothing while its busiest sibling carried the point. Only the "
+                  "rails a point is bound to count (its `NCCL_IB_HCA`, NCCL's `NET/Socket : Using` interfaces or "
+                  "`NCCL_SOCKET_IFNAME`, the MPI backend's `btl_tcp_if_include`): a point over one rail on purpose "
+                  "leaves its sibling idle, and that is no dead rail. Under the MPI backend only the cases from "
+                  "16x Open MPI's 64 KiB TCP eager limit are judged: the TCP BTL sends up to that limit, and the "
+                  "first fragment of a larger message, over one interface.",
                   "The rail's port, cable and switch port; `ip link`, `ibstat`; the doctor's path_mtu.",
                   ("rails.RAIL_DEAD_RATIO", "rails.RAIL_JUDGED_MIN_BYTES",
-                   "anomalies.MPI_TCP_EAGER_LIMIT_BYTES")),
+                   "anomalies.MPI_STRIPED_EVEN_BYTES")),
     "rail.unbalanced": ("A rail's busiest sibling carried more than the balance ratio times its bytes: the rails "
-                        "do not share the point evenly.",
+                        "do not share the point evenly (the rails the point is bound to, and under the MPI backend "
+                        "the cases it stripes evenly, as for `rail.dead`).",
                         "The rail's link speed and errors, NCCL_IB_HCA, NCCL_CROSS_NIC.",
-                        ("ceilings.RAIL_IMBALANCE_RATIO", "rails.RAIL_JUDGED_MIN_BYTES")),
+                        ("rails.RAIL_IMBALANCE_RATIO", "rails.RAIL_JUDGED_MIN_BYTES",
+                         "anomalies.MPI_STRIPED_EVEN_BYTES")),
+    "rail.slow": ("A rail measured alone (the plan's single-rail point: `NCCL_IB_HCA==<HCA>`, "
+                  "`NCCL_SOCKET_IFNAME==<interface>`, or the MPI backend's `btl_tcp_if_include <interface>`) was "
+                  "clearly slower than its sibling alone on the same hosts, at the largest sizes above the "
+                  "minimum: GPU times at least the imbalance ratio slower (median over the judged cases) with more "
+                  "than half of those cases slower by compare's noise rule and none faster; the MPI backend's host "
+                  "times at least its own ratio slower with every judged case slower, at any `--repeat`. Byte "
+                  "shares cannot show it: a message is striped evenly over the rails whatever their speed. The "
+                  "ratio and each rail's busbw are in the reason; the host named is the one whose line rate for "
+                  "that rail is lower where doctor.json knows the rates, else every host of the point.",
+                  "That rail's link speed, cable, transceiver and switch port on the hosts named (`ethtool`, "
+                  "`ibstat`, doctor.json `links`), its error counters, a rate limit or QoS setting.",
+                  ("rails.RAIL_SLOW_MIN_BYTES", "rails.RAIL_SLOW_SIZES", "rails.RAIL_SLOW_MIN_RATIO",
+                   "rails.RAIL_SLOW_MPI_RATIO")),
     "rail.unbound": ("A rail the point was bound to (NCCL_IB_HCA) carried no traffic reported for it.",
                      "The point's NCCL_IB_HCA list against the host's ports (`cclbench doctor`, rdma_port).", ()),
     "rail.errors": ("An HCA port's error counters rose during the point.",
