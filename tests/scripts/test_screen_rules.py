@@ -429,6 +429,28 @@ class FleetSizes(unittest.TestCase):
         self.assertAlmostEqual(verdicts["references"][0]["busbw_gbps"]["limit"], 0.385)
         self.assertEqual(verdicts["references"][0]["busbw_gbps"]["without"], ["node1", "node2"])
 
+    def test_host_memory_times_are_judged_with_wider_floors(self):
+        # A healthy four-node fleet measured on the loaded 2-core virtual cluster (MPI backend, 256K / 8K): node2's
+        # 8K time doubled on two of its three pairs with nothing wrong. On host memory that is the scheduler, not a
+        # finding; the same numbers as GPU times name node2. A node 100x slow is named on host memory too.
+        nodes = ["node1", "node2", "node3", "node4"]
+        measured = {("node1", "node4"): (2.126, 14.471), ("node2", "node3"): (2.079, 33.56),
+                    ("node2", "node4"): (1.485, 35.004), ("node1", "node3"): (1.155, 13.561),
+                    ("node3", "node4"): (1.430, 13.915), ("node1", "node2"): (1.125, 14.643)}
+
+        def classify(host_memory, slow_node=None):
+            pairs = [{"a": a, "b": b, "rail_bytes": None,
+                      "busbw_gbps": busbw / (100 if slow_node in (a, b) else 1),
+                      "small_time_us": small * (100 if slow_node in (a, b) else 1)}
+                     for (a, b), (busbw, small) in measured.items()]
+            stage = {node: {"doctor": "pass", "intra_busbw_gbps": 1.0, "intra_small_time_us": 10.0,
+                            "intra_correctness_only": host_memory} for node in nodes}
+            return rules.classify(nodes, stage, pairs)
+
+        self.assertEqual(classify(True)["result"], "pass")
+        self.assertEqual(by_verdict(classify(False))["bad"], ["node2"])
+        self.assertEqual(by_verdict(classify(True, slow_node="node3"))["bad"], ["node3"])
+
     def test_two_bad_nodes_of_eight_are_both_named(self):
         fleet = Fleet(8, seed=61)
         fleet.log_sd = 0.10

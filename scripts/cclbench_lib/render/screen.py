@@ -81,7 +81,8 @@ def rules_text():
         f"{rules.MAD_SE_BOUND:g} standard errors), small-message time above median x max({rules.TIME_FLOOR_FACTOR:g}, "
         f"exp({rules.NOISE_SIGMAS:g} sd)); with fewer values below {rules.REFERENCE_FLOOR_RATIO:g} x their median "
         f"(time above {max(rules.TIME_FLOOR_FACTOR, 1 / rules.REFERENCE_FLOOR_RATIO):g} x). With none (2 nodes) pair "
-        "speed is not judged.",
+        "speed is not judged. Pairs of GPU-less nodes (the MPI backend on host memory, whose times are the hosts' "
+        f"load) are judged with every floor widened {rules.HOST_TIMES_WIDENING:g}x.",
         f"- A node is bad when it fails with at least {rules.MIN_GOOD_FAILS} known-good partners and with more of "
         "them than it passes with; a link when one pair alone fails, at least twice, and both nodes pass with others.",
         f"- A rail alone below {rules.RAIL_SLOW_RATIO:g} x its sibling alone on the same pair, and below "

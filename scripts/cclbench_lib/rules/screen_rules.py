@@ -75,6 +75,12 @@ MIN_FLEET_VALUES = 3
 # 1.5-3% of healthy 3-4 node fleets at 20%, 0.5 0.3-1.5% (0 at 10%). A node 14x slow is named at every size.
 MIN_SPREAD_VALUES = 10
 REFERENCE_FLOOR_RATIO = 0.5
+# Pairs measured by the MPI backend on host memory (GPU-less nodes): their times are correctness-only in absolute
+# terms, the host's scheduling and load. On the loaded 2-core virtual cluster a healthy fleet's 8K time doubled on
+# two pairs of one node (33-35 us against 13.5-14.6 us) with nothing wrong. There every floor above is widened by
+# this factor (bandwidth floors divided, time floors multiplied): a several-fold gap is still a judgement (a
+# rate-limited rail or node is 100x and more below), a scheduler's doubling is not.
+HOST_TIMES_WIDENING = 4.0
 # The relative standard error of a MAD over n normal values is about 1.165 / sqrt(n); a reference's spread is
 # raised by MAD_SE_BOUND of them (an upper bound of the real spread, not its estimate).
 MAD_RELATIVE_SE = 1.165
@@ -207,10 +213,11 @@ def reference_band(values, higher_is_better):
     return _reference_of_logs([math.log(value) for value in values if _number(value)], higher_is_better)
 
 
-def _reference_of_logs(logs, higher_is_better, fleet_sd=None):
+def _reference_of_logs(logs, higher_is_better, fleet_sd=None, widening=1.0):
     """reference_band over the values' natural logs (the centre is the median in log space: for an even count the
     geometric mean of the two middle values). fleet_sd (good_half_spread): the fleet's own scatter, a lower bound
-    of every reference's spread, small ones included."""
+    of every reference's spread, small ones included. widening (HOST_TIMES_WIDENING for host-memory times, else 1)
+    widens the fixed floors."""
     if not logs:
         return None
     centre_log = statistics.median(logs)
@@ -218,12 +225,12 @@ def _reference_of_logs(logs, higher_is_better, fleet_sd=None):
     if len(logs) >= MIN_SPREAD_VALUES:
         raw_sd = MAD_TO_SD * statistics.median([abs(value - centre_log) for value in logs])
         sd = max(raw_sd * (1 + MAD_SE_BOUND * MAD_RELATIVE_SE / math.sqrt(len(logs))), fleet_sd or 0.0)
-        limit = centre * (min(BW_FLOOR_RATIO, math.exp(-NOISE_SIGMAS * sd)) if higher_is_better
-                          else max(TIME_FLOOR_FACTOR, math.exp(NOISE_SIGMAS * sd)))
+        limit = centre * (min(BW_FLOOR_RATIO / widening, math.exp(-NOISE_SIGMAS * sd)) if higher_is_better
+                          else max(TIME_FLOOR_FACTOR * widening, math.exp(NOISE_SIGMAS * sd)))
         return {"median": centre, "robust_sd_log": sd, "limit": limit, "values": len(logs)}
     spread = math.exp(NOISE_SIGMAS * fleet_sd) if fleet_sd else 1.0
-    limit = centre * min(REFERENCE_FLOOR_RATIO, 1.0 / spread) if higher_is_better else \
-        centre * max(TIME_FLOOR_FACTOR, 1.0 / REFERENCE_FLOOR_RATIO, spread)
+    limit = centre * min(REFERENCE_FLOOR_RATIO / widening, 1.0 / spread) if higher_is_better else \
+        centre * max(TIME_FLOOR_FACTOR * widening, widening / REFERENCE_FLOOR_RATIO, spread)
     return {"median": centre, "robust_sd_log": fleet_sd, "limit": limit, "values": len(logs)}
 
 
@@ -249,7 +256,7 @@ def _is_rail_point(pair):
 METRICS = (("busbw_gbps", True), ("small_time_us", False))
 
 
-def _references(pairs, without):
+def _references(pairs, without, widening=1.0):
     """A function (a, b) -> {"busbw_gbps": band|None, "small_time_us": band|None} giving pair (a, b)'s reference
     (module docstring): the pairs that touch neither a, b nor a node of without; where no such pair has a value
     (3 nodes), the stricter of the pairs without a and the pairs without b. Past EXACT_REFERENCE_WORK, one reference
@@ -258,7 +265,8 @@ def _references(pairs, without):
              and pair["b"] not in without]
     keys = {frozenset((pair["a"], pair["b"])) for pair in pairs if not _is_rail_point(pair)}
     if len(keys) * len(clean) > EXACT_REFERENCE_WORK:
-        shared = {key: reference_band([pair.get(key) for pair in clean], higher)
+        shared = {key: _reference_of_logs([math.log(pair[key]) for pair in clean if _number(pair.get(key))],
+                                          higher, widening=widening)
                   for key, higher in METRICS}
         shared = {key: None if band is None else dict(band, without=sorted(without)) for key, band in shared.items()}
         return lambda a, b: shared
@@ -271,7 +279,7 @@ def _references(pairs, without):
         found = cache.get((left_out, key))
         if found is None:
             band = _reference_of_logs([value for a, b, value in usable[key] if a not in left_out
-                                       and b not in left_out], higher, fleet_sd[key])
+                                       and b not in left_out], higher, fleet_sd[key], widening)
             found = cache[(left_out, key)] = ("none", None) if band is None else \
                 ("band", dict(band, without=sorted(set(left_out) | set(without))))
         return found[1]
@@ -298,13 +306,14 @@ def _tighter(first, second, higher_is_better):
     return first if first["limit"] <= second["limit"] else second
 
 
-def judge_pairs(pairs, without=()):
+def judge_pairs(pairs, without=(), host_times=False):
     """Each pair's outcome against its reference: (outcomes, references). outcomes[i] is PAIR_OK, PAIR_FAILED (a
     value is missing), PAIR_SLOW_BUSBW or PAIR_SLOW_SMALL (None for a rail point: judge_rail_points judges it);
     references[i] {"busbw_gbps": {"without": [nodes left out], "median", "limit", "values", "robust_sd_log"}|None,
-    "small_time_us": ...|None}: the reference each value was judged against (None: no reference, not judged)."""
+    "small_time_us": ...|None}: the reference each value was judged against (None: no reference, not judged).
+    host_times: the pairs ran on the MPI backend on host memory (HOST_TIMES_WIDENING widens the floors)."""
     _check_pairs(pairs)
-    reference_of = _references(pairs, set(without))
+    reference_of = _references(pairs, set(without), HOST_TIMES_WIDENING if host_times else 1.0)
     outcomes, references = [], []
     for pair in pairs:
         if _is_rail_point(pair):
@@ -557,13 +566,13 @@ def _worst(verdicts):
     return BAD if BAD in verdicts else (SUSPECT if SUSPECT in verdicts else ACCEPT)
 
 
-def _judge_and_attribute(pairs, paired, excluded):
+def _judge_and_attribute(pairs, paired, excluded, host_times=False):
     """The pair stage's outcomes, references, edges and attribution, rebuilt without the nodes found bad until no
     new one is found (module docstring)."""
     pair_rows = {index for index, pair in enumerate(pairs) if not _is_rail_point(pair)}
     without = set()
     while True:
-        outcomes, references = judge_pairs(pairs, without)
+        outcomes, references = judge_pairs(pairs, without, host_times)
         edges = _edges(pairs, [outcome != PAIR_OK for outcome in outcomes], excluded, pair_rows)
         found = _attribute(paired, edges)
         new = set(found["bad"]) - without
@@ -629,7 +638,9 @@ def classify(nodes, node_stage, pairs):
                 raise ValueError(f"screen: pair {index} names {node}, which is not in the fleet")
     findings, paired = node_stage_verdicts(nodes, node_stage)
     excluded = set(nodes) - set(paired)
-    outcomes, references, edges, found = _judge_and_attribute(pairs, paired, excluded)
+    # GPU-less nodes: the pairs ran on the MPI backend too, whose times are the hosts' (HOST_TIMES_WIDENING).
+    host_times = bool(paired) and all((node_stage.get(node) or {}).get("intra_correctness_only") for node in paired)
+    outcomes, references, edges, found = _judge_and_attribute(pairs, paired, excluded, host_times)
     rail_found = judge_rail_points(pairs)
     for index, entry in rail_found.items():
         outcomes[index] = entry["outcome"]
