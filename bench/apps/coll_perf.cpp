@@ -14,6 +14,7 @@
 #include "bench/core/errors.hpp"
 #include "bench/core/mpi_context.hpp"
 #include "bench/core/runner.hpp"
+#include "bench/core/startup_guard.hpp"
 #include "bench/core/watchdog.hpp"
 #include "bench/evidence/tuning_run.hpp"
 #include "bench/session/backend_choice.hpp"
@@ -26,7 +27,7 @@
 namespace cclbench {
 namespace {
 
-int measure(RunResources& resources, const MpiContext& context, const std::string& program) {
+int measure(RunResources& resources, const MpiContext& context, const std::string& program, StartupGuard& startup_guard) {
   const StartupInput& startup = *resources.startup;
   const Config& config = startup.config;
   const CollectiveRegistry& registry = standard_collectives();
@@ -38,7 +39,10 @@ int measure(RunResources& resources, const MpiContext& context, const std::strin
   if (backend.nranks() != context.world_size * config.gpus_per_process) cases = make_cases(config, registry, backend.nranks());
   cases = agree_on_cases(cases, registry, context);
   announce_backend(choice, backend, context, program);
-  if (!config.tuning_probe_path.empty()) return run_tuning_probe(config, context, backend, cases, capture, program);
+  if (!config.tuning_probe_path.empty()) {
+    startup_guard.disarm();
+    return run_tuning_probe(config, context, backend, cases, capture, program);
+  }
 
   resources.sink = open_result_sink(config, context, backend, choice, program);
   ResultSink& sink = *resources.sink;
@@ -48,6 +52,7 @@ int measure(RunResources& resources, const MpiContext& context, const std::strin
   CollPerfObservers observers(config, context, watchdog, startup.tuning_document,
                               capture.active ? capture.own_log_path : std::string());
   sink.set_section("rails_options", observers.rails_options_json());
+  startup_guard.disarm();  // the cases start: the -T watchdog watches from here
   const RunOutcome outcome = runner.run(
       cases, &observers, [&](const CaseResult& result) { sink.add(result, emulated); }, [&](int) { sink.end_cycle(); });
 
@@ -57,6 +62,9 @@ int measure(RunResources& resources, const MpiContext& context, const std::strin
 
 int run(int argc, char** argv) {
   const std::string program = program_name(argc > 0 ? argv[0] : nullptr);
+  // Start-up is bounded by -T too (MPI_Init, the agreements, the backend's initialisation): a peer frozen or
+  // unreachable there would otherwise hold every rank until the launcher's bound.
+  StartupGuard startup_guard(startup_timeout_seconds(argc, argv), program);
   std::unique_ptr<MpiSession> session;
   try {
     session = std::make_unique<MpiSession>(&argc, &argv);
@@ -65,13 +73,14 @@ int run(int argc, char** argv) {
     return to_int(error.code());
   }
   const MpiContext& context = session->context();
+  startup_guard.mpi_ready(context);
   install_stop_signal_handlers();
 
   RunResources resources;
   try {
     resources.startup = agree_on_startup(argc, argv, context);
     if (!resources.startup) return 0;  // --help
-    return measure(resources, context, program);
+    return measure(resources, context, program, startup_guard);
   } catch (const UsageError& error) {
     return exit_after_usage_error(error, context, program);
   } catch (const FatalError& error) {

@@ -165,7 +165,7 @@ std::string help_text(const std::string& program_name) {
       << "  -r, --root R              root rank of broadcast and reduce                 [0]\n"
       << "  -g, --ngpus N             GPUs driven by each process (NCCL backend)        [1]\n"
       << "  -a, --average 0|1|2|3     batch time across ranks: rank0, mean, min, max    [1]\n"
-      << "  -T, --timeout SECONDS     watchdog: abort every rank when a case hangs      [off]\n"
+      << "  -T, --timeout SECONDS     watchdog: end all ranks if start-up/a case hangs   [off]\n"
       << "  -G, --cudagraph K         capture the -n iterations (collectives only) in a CUDA graph,\n"
       << "                            replay it K times: time = host clock / (K x n x m)\n"
       << "  -m, --agg_iters M         collectives per iteration, in one ncclGroup; times / M  [1]\n"

@@ -7,7 +7,7 @@ killed (the slowest rail seen carrying a run moved 0.025-0.05 GB/s, a rate-limit
 
   one collective of S bytes  op_s(S) = STEP_S[backend] x 2 x ranks + TRAFFIC_FACTOR x S / SLOWEST_RATE
       (a ring's 2(ranks-1) steps, each at most STEP_S; every rank sends and receives at most 2 x S)
-  the watchdog (-T)          PHASE_FLOOR_S + max(TIMED_PASSES x n x graph replays x agg, w) x op_s(largest S)
+  the watchdog (-T)          PHASE_FLOOR_S[backend] + max(TIMED_PASSES x n x graph replays x agg, w) x op_s(largest S)
       (-T bounds each phase of a case, and the timed phase of the largest size is the longest one)
   the launch bound           LAUNCH_STARTUP_S + sum over cases of (TIMED_PASSES x n x replays x agg + w + c) x op_s(S)
                              + the watchdog + ABORT_GRACE_S
@@ -31,9 +31,12 @@ TRAFFIC_FACTOR = 2
 STEP_S = {"nccl": 0.002, "mpi": 0.02}
 # The timed phase runs the iterations up to three times: per-iteration timing, the batch and the gated pass.
 TIMED_PASSES = 3
-# Every phase may also set up connections: NCCL connects lazily at a case's first warm-up, the MPI backend's TCP
-# transport on first use, both slower on a loaded host.
-PHASE_FLOOR_S = 60
+# Every phase may also set up connections, and coll_perf's start-up (MPI wire-up, the backend's initialisation) is
+# bounded by the same -T: NCCL connects lazily at a case's first warm-up and initialises communicators of up to
+# thousands of ranks; the MPI backend's TCP transport connects a few host-memory ranks on first use (under 2 s on
+# the loaded 2-core virtual cluster), so its floor is lower: a hung pair there ends in about half a minute, not
+# one and a half.
+PHASE_FLOOR_S = {"nccl": 60, "mpi": 20}
 # Before the first case: the launcher reaching every host, MPI wire-up, NCCL's communicator initialisation,
 # coll_perf's startup agreement; after the last one: the evidence gathering and the writes.
 LAUNCH_STARTUP_S = 120
@@ -108,7 +111,7 @@ def coll_perf_bounds(args, nranks):
         _count(_flag(args, "-d", "--datatype", default="float")) * _count(_flag(args, "-o", "--op", default="sum"))
     timed_ops = TIMED_PASSES * iterations * replays * aggregated
     given = _flag(args, "-T", "--timeout")
-    watchdog = float(given) if given else PHASE_FLOOR_S + max(timed_ops, warmup, 1) * op_seconds(max(sizes), nranks,
+    watchdog = float(given) if given else PHASE_FLOOR_S[backend] + max(timed_ops, warmup, 1) * op_seconds(max(sizes), nranks,
                                                                                                    backend)
     work = sum((timed_ops + warmup + checks) * op_seconds(size, nranks, backend) for size in sizes) * cases_per_size
     return int(round(watchdog)), int(round(LAUNCH_STARTUP_S + work + watchdog + ABORT_GRACE_S))
