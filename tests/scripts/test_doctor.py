@@ -389,6 +389,27 @@ class Command(FixtureTest):
         self.assertEqual(len(links["gpus"]), 8)
         self.assertEqual({(gpu["max_link_speed_gts"], gpu["max_link_width"]) for gpu in links["gpus"]}, {(32.0, 16)})
 
+    def test_a_virtual_interface_has_no_line_rate(self):
+        """A veth's speed (the kernel's nominal 10000 Mb/s) is no ceiling: the virtual cluster's veth pairs carried
+        1.6 GB/s of bus bandwidth over a '10 Gb/s' link. An interface that resolves under sys/devices/virtual/net
+        has a null speed and says why; a device-backed one keeps its speed."""
+        sysfs, procfs = self.fixture()
+        virtual = os.path.join(sysfs, "devices", "virtual", "net", "veth9")
+        os.makedirs(virtual)
+        with open(os.path.join(virtual, "speed"), "w") as handle:
+            handle.write("10000\n")
+        os.symlink(os.path.relpath(virtual, os.path.join(sysfs, "class", "net")), os.path.join(sysfs, "class", "net", "veth9"))
+        with open(os.path.join(sysfs, "class", "net", "eth0", "speed"), "w") as handle:
+            handle.write("100000\n")
+        out = os.path.join(self.tmp, "doctor.json")
+        result = run_cli(["doctor", "--sysfs-root", sysfs, "--procfs-root", procfs, "--json", out, "--as-host", "node7"])
+        self.assertIn(result.returncode, (0, 1), result.stderr)
+        with open(out) as handle:
+            netdevs = json.load(handle)["links"]["node7"]["netdevs"]
+        self.assertIsNone(netdevs["veth9"]["speed_mbps"])
+        self.assertIn("virtual interface", netdevs["veth9"]["reason"])
+        self.assertEqual(netdevs["eth0"], {"speed_mbps": 100000, "reason": None})
+
     def test_fault_fixture_exit_1_and_json_validates(self):
         sysfs, procfs = self.fixture(gpu_width={"0000:05:00.0": "8"}, mtu={"eth3": 1500})
         out = os.path.join(self.tmp, "doctor.json")
