@@ -9,6 +9,10 @@
                     frozen with it) right after a case, before the result exchange; the other ranks wait on it
                     between two phases, and their watchdogs must still end every rank (exit 4, the message
                     names the case and "case boundary or result exchange"), the stopped rank included.
+  frozen_start      rank 1 stops itself (SIGSTOP) before coll_perf starts, -T 3: the other ranks wait in MPI's
+                    wire-up or the start-up agreement, which no case's watchdog watches; coll_perf's start-up
+                    guard (the same -T) must end every rank (exit 4, "start-up ... did not finish within 3 s"),
+                    the stopped rank included, long before any launcher bound.
   ranks_sigint/term SIGINT/SIGTERM to every rank: they stop at one case boundary, -J "interrupted",
                     JSONL intact, mpirun exits 130/143.
   kill_resume       the same inside `scripts/cclbench baseline` (real coll_perf under mpirun): the
@@ -248,6 +252,31 @@ def frozen_peer(args):
     return f"exit 4 after {elapsed:.1f} s (T={WATCHDOG_T}) with rank 1 stopped between phases, {len(records)} records kept"
 
 
+def frozen_start(args):
+    work = rc.fresh_dir(os.path.join(args.work_dir, "frozen_start"))
+    json_path, jsonl_path, _ = outputs(work)
+    # Rank 1 is a shell that stops itself before it execs coll_perf: it never reaches MPI_Init.
+    stopper = ["sh", "-c", 'if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then kill -STOP $$; fi; exec "$@"', "frozen_start"]
+    cmd = rc.mpirun_cmd(args.mpiexec, NRANKS, stopper + [coll_perf(args)] + SWEEP +
+                        ["-T", str(WATCHDOG_T), "-J", json_path, "--jsonl", jsonl_path])
+    started = time.monotonic()
+    process = rc.popen(cmd, rc.base_env())
+    try:
+        ranks = rc.ranks_of(process.pid, "coll_perf", NRANKS - 1, START_DEADLINE_S)
+        out, err = rc.finish(process, WATCHDOG_T + WATCHDOG_MARGIN_S + 30)
+        elapsed = time.monotonic() - started
+        left = rc.wait_gone(ranks, 10)
+    finally:
+        rc.kill_group(process)
+    rc.check(process.returncode == 4, f"exit {process.returncode}, expected 4 (timeout)\n{err[-2000:]}")
+    rc.check(elapsed <= WATCHDOG_T + WATCHDOG_MARGIN_S, f"took {elapsed:.1f} s, bound {WATCHDOG_T}+{WATCHDOG_MARGIN_S} s")
+    rc.check(not left, f"ranks {left} still alive 10 s after mpirun exited")
+    rc.check(re.search(rf"timeout: start-up \(MPI wire-up, backend initialisation, case agreement\) did not finish "
+                       rf"within {WATCHDOG_T} s \(-T\)", err), f"no start-up timeout message:\n{err[-2000:]}")
+    rc.check(not rc.jsonl_records(jsonl_path) if os.path.exists(jsonl_path) else True, "records from a run that never started")
+    return f"exit 4 after {elapsed:.1f} s (T={WATCHDOG_T}) with rank 1 stopped before start-up"
+
+
 def signal_ranks(args, signal_number, expected_exit):
     def test():
         work = rc.fresh_dir(os.path.join(args.work_dir, f"ranks_sig{signal_number}"))
@@ -315,6 +344,7 @@ def main():
     cases = [("kill_rank2", kill_rank(args, 2)), ("kill_rank0", kill_rank(args, 0)),
              ("kill_resume", lambda: kill_resume(args)), ("stall", lambda: stall(args)),
              ("frozen_peer", lambda: frozen_peer(args)),
+             ("frozen_start", lambda: frozen_start(args)),
              ("ranks_sigint", signal_ranks(args, signal.SIGINT, 130)),
              ("ranks_sigterm", signal_ranks(args, signal.SIGTERM, 143)),
              ("mpirun_sigint", signal_mpirun(args, signal.SIGINT)),

@@ -877,7 +877,7 @@ REASON_MEANINGS = {
                                    "nodes there is no other pair: pair speed is not judged (screen.json "
                                    "`not_judged`).",
                                    "The node's NICs, cables and switch ports; its doctor; then its GPUs.",
-                                   ("screen_rules.MIN_GOOD_FAILS", "screen_rules.BW_FLOOR_RATIO",
+                                   ("screen_rules.HOST_TIMES_WIDENING", "screen_rules.MIN_GOOD_FAILS", "screen_rules.BW_FLOOR_RATIO",
                                     "screen_rules.TIME_FLOOR_FACTOR", "screen_rules.NOISE_SIGMAS",
                                     "screen_rules.MIN_SPREAD_VALUES", "screen_rules.REFERENCE_FLOOR_RATIO")),
     NODE_FAILED_WITH_GOOD_PARTNERS: (BAD, "The node's pairs failed (no value) with at least two distinct "
@@ -893,7 +893,7 @@ REASON_MEANINGS = {
     LINK_SLOW_PAIR: (BAD, "One pair was slow against the pairs that touch neither of its nodes, reproducibly, "
                      "while both its nodes pass with others: the path between them.",
                      "The switch ports and cables between the two nodes; the fabric's routing.",
-                     ("screen_rules.BW_FLOOR_RATIO", "screen_rules.TIME_FLOOR_FACTOR",
+                     ("screen_rules.HOST_TIMES_WIDENING", "screen_rules.BW_FLOOR_RATIO", "screen_rules.TIME_FLOOR_FACTOR",
                       "screen_rules.REFERENCE_FLOOR_RATIO")),
     LINK_FAILED_PAIR: (BAD, "One pair failed, reproducibly, while both its nodes pass with others.",
                        "The pair's job output in logs/; the path between the two nodes.", ()),
