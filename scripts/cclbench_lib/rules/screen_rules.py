@@ -204,13 +204,14 @@ def _check_pairs(pairs):
             raise ValueError(f"screen: pair {index} needs two different node names a and b")
 
 
-def reference_band(values, higher_is_better):
+def reference_band(values, higher_is_better, widening=1.0):
     """One reference's band: from MIN_SPREAD_VALUES values on, fleet_band's with its robust sd raised to an upper
     bound of the real spread (x (1 + MAD_SE_BOUND x MAD_RELATIVE_SE / sqrt(n)): the MAD of a reference of 10-20
     values falls to half the real scatter by chance, and a pair is judged against one reference among many);
     with fewer values (at least one) no spread estimate: {"median", "robust_sd_log": None, "limit": the fixed floor,
     "values"}; None without a value."""
-    return _reference_of_logs([math.log(value) for value in values if _number(value)], higher_is_better)
+    return _reference_of_logs([math.log(value) for value in values if _number(value)], higher_is_better,
+                              widening=widening)
 
 
 def _reference_of_logs(logs, higher_is_better, fleet_sd=None, widening=1.0):
@@ -265,8 +266,7 @@ def _references(pairs, without, widening=1.0):
              and pair["b"] not in without]
     keys = {frozenset((pair["a"], pair["b"])) for pair in pairs if not _is_rail_point(pair)}
     if len(keys) * len(clean) > EXACT_REFERENCE_WORK:
-        shared = {key: _reference_of_logs([math.log(pair[key]) for pair in clean if _number(pair.get(key))],
-                                          higher, widening=widening)
+        shared = {key: reference_band([pair.get(key) for pair in clean], higher, widening)
                   for key, higher in METRICS}
         shared = {key: None if band is None else dict(band, without=sorted(without)) for key, band in shared.items()}
         return lambda a, b: shared
