@@ -2,6 +2,7 @@
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -108,3 +109,11 @@ def verdict_fail_codes(run_dir):
     with open(os.path.join(run_dir, "verdict.json"), encoding="utf-8") as handle:
         verdict = json.load(handle)
     return sorted({reason["code"] for reason in verdict["reasons"] if reason["severity"] == "fail"})
+
+
+def end_process_group(process):
+    """SIGKILL to a test's own process group (started with start_new_session) if its leader still runs, then reap
+    it: what a test's finally does so a failed assertion leaves no baseline or rank behind."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()

@@ -10,7 +10,8 @@ import sys
 import time
 import unittest
 
-from helpers import CCLBENCH, FAKE_BIN, SCHEMA_DIR, TempDirTest, read_jsonl, read_text, run_cli, validate
+from helpers import (CCLBENCH, FAKE_BIN, SCHEMA_DIR, TempDirTest, end_process_group, read_jsonl, read_text, run_cli,
+                     validate)
 
 from cclbench_lib.execute.runner import Baseline
 from cclbench_lib.rules.doctor_gate import failed_paths
@@ -141,9 +142,7 @@ class LocalRuns(BaselineRuns):
                 os.kill(pid, signal.SIGSTOP)
             _out, err = process.communicate(timeout=300)
         finally:
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+            end_process_group(process)
         self.assertEqual(process.returncode, 1, err)
         point = self.manifest("H")["points"]["local.mpi4"]
         self.assertEqual(point["status"], "failed")
@@ -252,9 +251,7 @@ class LocalRuns(BaselineRuns):
             process.send_signal(signal.SIGINT)
             _out, err = process.communicate(timeout=300)
         finally:
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+            end_process_group(process)
         self.assertEqual(process.returncode, 130, err)
         self.assertIn("resume with: cclbench baseline --resume I", err.strip().splitlines()[-1])
         self.assertNotIn("Traceback", err)

@@ -11,8 +11,8 @@ import tempfile
 import time
 import unittest
 
-from helpers import (BINARY_DIR, CCLBENCH, FAKE_BIN, FAKE_MPIRUN, REAL_APPS, TempDirTest, main_for_ctest, read_jsonl, run_cli,
-                     validate)
+from helpers import (BINARY_DIR, CCLBENCH, FAKE_BIN, FAKE_MPIRUN, REAL_APPS, TempDirTest, end_process_group,
+                     main_for_ctest, read_jsonl, run_cli, validate)
 
 COLL_PERF = os.path.join(BINARY_DIR, "bench", "apps", "coll_perf")
 # Four ranks on a 2-core machine: let waiting ranks yield instead of spinning.
@@ -293,9 +293,7 @@ class RealSlurm(unittest.TestCase):
             os.killpg(process.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole foreground group
             _, err = process.communicate(timeout=120)
         finally:
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+            end_process_group(process)
         self.assertEqual(process.returncode, 130, err)
         self.assertIn("resume with: cclbench baseline --resume C", err)
         manifest = self.manifest("C")
@@ -313,9 +311,7 @@ class RealSlurm(unittest.TestCase):
             os.kill(ranks[-1], signal.SIGKILL)
             _, err = process.communicate(timeout=180)
         finally:
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+            end_process_group(process)
         self.assertNotEqual(process.returncode, 0, err)
         point = self.manifest("K")["points"]["sanity"]
         self.assertEqual(point["status"], "failed")
