@@ -34,6 +34,11 @@ std::string to_string(const Path& path);
 // True when `a` is strictly nearer than `b` (more NVLinks is nearer).
 bool nearer(const Path& a, const Path& b);
 
+// Loads `xml` with hwloc in a child process and throws a UsageError naming `what` when the child
+// dies by a signal (hwloc asserts or crashes on some malformed files). load_xml_text calls it after
+// its screening; exposed for tests that feed it what the screening would refuse.
+void trial_load_in_child(const std::string& xml, const std::string& what);
+
 // Owns one loaded hwloc topology (move-only).
 class HwlocTopology {
  public:

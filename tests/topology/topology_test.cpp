@@ -269,6 +269,11 @@ TEST(TopologyXml, BadInputIsAUsageErrorOnOneLine) {
                          "nodeset=\"0x1\" complete_nodeset=\"0x1\"></object></topology>"},
       {"nodeset_outside", "<topology><object type=\"Machine\" cpuset=\"0x0f\" complete_cpuset=\"0x0f\" "
                           "nodeset=\"0x3\" complete_nodeset=\"0x1\"></object></topology>"},
+      // The root object must be a Machine: hwloc drops an I/O root whose pci_busid it cannot read, then
+      // asserts (abort) that it dropped none (found by fuzz_topology_xml in CI, 2026-12-02).
+      {"root_not_machine", "<topology version=\"2.0\">\n  <object type=\"PCIDev\" pci_busid=\"zz\"/>\n</topology>\n"},
+      // One attribute twice: the screening would read the first type and hwloc the last.
+      {"attribute_twice", "<topology version=\"2.0\"><object type=\"Machine\" type=\"PCIDev\" pci_busid=\"zz\"/></topology>"},
       {"entities", "<?xml version=\"1.0\"?>\n<!DOCTYPE t [<!ENTITY a \"x\"><!ENTITY b \"&a;&a;&a;\">]>\n"
                    "<topology version=\"2.0\" x=\"&b;\"></topology>\n"},
   };
@@ -283,6 +288,23 @@ TEST(TopologyXml, BadInputIsAUsageErrorOnOneLine) {
     }
   }
   EXPECT_THROW(HwlocTopology::load_xml_file(fixture("does_not_exist.xml")), UsageError);
+}
+
+// The guard behind the screening: an XML hwloc 2.9 aborts on (the root I/O object above, which the
+// screening refuses, fed to the trial load directly) is a one-line UsageError, and this process lives.
+TEST(TopologyXml, TrialLoadTurnsAnHwlocCrashIntoAUsageError) {
+  const std::string crashes_hwloc = "<topology version=\"2.0\">\n  <object type=\"PCIDev\" pci_busid=\"zz\"/>\n</topology>\n";
+  try {
+    trial_load_in_child(crashes_hwloc, "root_pci.xml");
+    ADD_FAILURE() << "hwloc's abort went unnoticed";
+  } catch (const UsageError& error) {
+    const std::string message = error.what();
+    EXPECT_EQ(message.rfind("root_pci.xml: hwloc crashes loading this XML (", 0), 0u) << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  }
+  // A file hwloc merely refuses is not a crash: the trial passes it on to the real load's error.
+  EXPECT_NO_THROW(trial_load_in_child("<topology version=\"2.0\">\n  <object type=\"Bogus\"/>\n</topology>\n", "bogus"));
+  EXPECT_NO_THROW(trial_load_in_child(read_text_file(fixture("no_gpu.xml")), "no_gpu"));
 }
 
 TEST(TopologyXml, QuotedGreaterThanInAttributesIsNotTheEndOfATag) {
