@@ -499,7 +499,9 @@ class TwoNodes(unittest.TestCase):
         self.assertEqual((verdicts["result"], verdicts["exit_code"]), ("pass", 0))
         not_judged = {entry["check"]: entry for entry in verdicts["not_judged"]}
         # Two nodes: no pair, and no intra-node value, has a third to be compared with.
-        self.assertEqual(sorted(not_judged), [rules.CHECK_ATTRIBUTION, rules.CHECK_NODE_SPEED, rules.CHECK_PAIR_SPEED])
+        self.assertEqual(sorted(not_judged), [rules.CHECK_ATTRIBUTION, rules.CHECK_NODE_SPEED, rules.CHECK_PAIR_SPEED,
+                                              rules.CHECK_PATH_MTU])
+        self.assertEqual(not_judged[rules.CHECK_PATH_MTU]["reason"], rules.NOT_JUDGED_NOT_PROBED)  # no checks given
         self.assertEqual(not_judged[rules.CHECK_PAIR_SPEED]["reason"], rules.NOT_JUDGED_FEW_NODES)
         self.assertEqual(not_judged[rules.CHECK_PAIR_SPEED]["detail"], {"nodes": 2, "needed": 3})
         judged = [entry["check"] for entry in verdicts["judged"]]
@@ -684,7 +686,7 @@ class Document(unittest.TestCase):
             # Schema 1.1 documents say what they judged; a 1.0 document (written before) need not.
             with open(paths[0], encoding="utf-8") as handle:
                 document = json.load(handle)
-            self.assertEqual(document["schema_version"], "1.1.0")
+            self.assertEqual(document["schema_version"], "1.2.0")
             del document["not_judged"]
             with open(broken, "w", encoding="utf-8") as handle:
                 json.dump(document, handle)

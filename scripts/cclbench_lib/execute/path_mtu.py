@@ -21,6 +21,7 @@ import socket
 import struct
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from ..base.errors import UsageError
 from ..model.doctor_checks import PATH_MTU_MIN, check_path_mtu, path_mtu_targets
@@ -33,6 +34,8 @@ SIOCGIFADDR, SIOCGIFNETMASK = 0x8915, 0x891b
 ICMP_ECHO, ICMP_ECHO_REPLY = 8, 0
 IP_HEADER, ICMP_HEADER = 20, 8
 REPLY_TIMEOUT_S = 0.5
+# Probe launches at once (one per host; each is an ssh or mpirun child that mostly waits on echo replies).
+MAX_CONCURRENT_PROBES = 32
 NETDEV_RE = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
 
 
@@ -213,38 +216,47 @@ def probe_argv(script, targets):
     return argv
 
 
+def _probe_one_host(argv, timeout):
+    """(probe results or a reason string, the launch's output for the log)."""
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False,
+                             stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return f"the probe launch did not end within {timeout}s", ""
+    except OSError as error:
+        return f"cannot start {argv[0]}: {error.strerror}", ""
+    found = None
+    for line in out.stdout.splitlines():
+        if line.startswith(JSON_LINE_PREFIX):
+            try:
+                found = json.loads(line[len(JSON_LINE_PREFIX):])
+            except ValueError:
+                pass
+    if not isinstance(found, list):
+        tail = (out.stderr or out.stdout or "").strip().splitlines()[:2] or ["no output"]
+        found = f"exit {out.returncode}: {' / '.join(line[:160] for line in tail)}"
+    return found, out.stdout + out.stderr
+
+
 def probe_hosts(inputs, documents, script, timeout=120, log=None):
     """The second step of a multi-host doctor: from each host's "rails" entry, one probe launch per host
-    (that host's launcher rank probes every peer on every rail), and the path_mtu results."""
+    (that host's launcher rank probes every peer on every rail), and the path_mtu results. The hosts probe at
+    the same time (a failing path costs its bisection, some seconds, on each host that probes it)."""
     rails = {host: host_rails(document, host) for host, document in documents.items()}
     targets, checks = path_mtu_targets(rails)
-    probes = {}
+    launches = {}
     for host, wanted in targets.items():
         wanted = [target for target in wanted if isinstance(target.get("mtu"), int) and target["mtu"] >= PATH_MTU_MIN]
         targets[host] = wanted
-        if not wanted:
-            continue
-        argv = command(inputs, 1, host) + probe_argv(script, wanted)
-        if log:
-            log("$ " + " ".join(argv))
-        try:
-            out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False,
-                                 stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            probes[host] = f"the probe launch did not end within {timeout}s"
-            continue
-        except OSError as error:
-            probes[host] = f"cannot start {argv[0]}: {error.strerror}"
-            continue
-        if log:
-            log(out.stdout + out.stderr)
-        for line in out.stdout.splitlines():
-            if line.startswith(JSON_LINE_PREFIX):
-                try:
-                    probes[host] = json.loads(line[len(JSON_LINE_PREFIX):])
-                except ValueError:
-                    pass
-        if not isinstance(probes.get(host), list):
-            tail = (out.stderr or out.stdout or "").strip().splitlines()[:2] or ["no output"]
-            probes[host] = f"exit {out.returncode}: {' / '.join(line[:160] for line in tail)}"
+        if wanted:
+            launches[host] = command(inputs, 1, host) + probe_argv(script, wanted)
+    probes = {}
+    if launches:
+        with ThreadPoolExecutor(max_workers=min(len(launches), MAX_CONCURRENT_PROBES)) as pool:
+            running = {host: pool.submit(_probe_one_host, argv, timeout) for host, argv in launches.items()}
+            for host, argv in launches.items():
+                probes[host], output = running[host].result()
+                if log:
+                    log("$ " + " ".join(argv))
+                    log(output)
     return checks + check_path_mtu(targets, probes)

@@ -23,7 +23,8 @@ from ..model.screen_records import point_values
 from ..plan.screen_jobs import backend, node_jobs, pair_job, rail_job, rails_alone
 from ..plan.screen_schedule import node_stage, pair_schedule, rail_point_pairs, retest_rounds
 from ..render.screen import write_report
-from ..rules.screen_rules import classify, node_stage_verdicts, to_document
+from ..execute.doctor import path_mtu_run_directory
+from ..rules.screen_rules import classify, node_stage_verdicts, path_mtu_verdicts, to_document
 
 MANIFEST = "screen_manifest.json"
 RESULT = "screen.json"
@@ -307,6 +308,11 @@ class Screen:
         stage, _ = plan_stages(inputs)
         data = self.node_stage(stage)
         _, paired = node_stage_verdicts(hosts, data)
+        # The path MTU between the nodes that passed alone: a node whose paths fail is not paired, and no pair
+        # crosses a failing path (either would wait out its watchdog: NCCL hangs on such a path).
+        path_checks = self.path_mtu_step(paired)
+        _, paired = node_stage_verdicts(hosts, data, path_checks)
+        blocked = path_mtu_verdicts(hosts, path_checks)[2]
         left_out = [node for node in hosts if node not in paired]
         if left_out:
             self.say(f"node stage: {', '.join(left_out)} failed and {'is' if len(left_out) == 1 else 'are'} not paired")
@@ -321,10 +327,12 @@ class Screen:
         rails = rails_alone(inputs)
         with_rails = rail_point_pairs(schedule["rounds"]) if rails else [[] for _ in schedule["rounds"]]
         for entry, rail_pairs in zip(schedule["rounds"], with_rails):
+            entry["pairs"] = [pair for pair in entry["pairs"] if frozenset(pair) not in blocked]
+            rail_pairs = [pair for pair in rail_pairs if frozenset(pair) not in blocked]
             pairs += self.pair_batch(entry["pairs"], entry["round"], "pair",
                                      f"pair round {entry['round'] + 1}/{len(schedule['rounds'])}")
             pairs += self.rail_batches(rail_pairs, rails, entry["round"])
-        verdicts = classify(hosts, data, pairs)
+        verdicts = classify(hosts, data, pairs, path_checks)
         schedule["retest_rounds"] = []
         for _ in range(RETEST_PASSES):
             retest = verdicts["retest"]
@@ -333,6 +341,10 @@ class Screen:
             if not rounds:
                 break
             for entry in rounds:
+                entry = {key: [pair for pair in entry[key] if frozenset(pair) not in blocked]
+                         for key in ("pairs", "repeats")}
+                if not entry["pairs"] and not entry["repeats"]:
+                    continue
                 number = len(schedule["rounds"]) + len(schedule["retest_rounds"])
                 schedule["retest_rounds"].append({"round": number, "pairs": entry["pairs"],
                                                   "repeats": entry["repeats"]})
@@ -342,7 +354,7 @@ class Screen:
                 if rails:  # a node suspect from its rails alone is measured on them again with each partner
                     again = [pair for _, pair in both if set(pair) & set(retest["rail_suspects"])]
                     pairs += self.rail_batches(again, rails, number)
-            verdicts = classify(hosts, data, pairs)
+            verdicts = classify(hosts, data, pairs, path_checks)
         document = to_document(schedule, data, pairs, verdicts, TOOL_VERSION, utc_now())
         for row, pair in zip(document["pairs"], pairs):
             missing = row["busbw_gbps"] is None or (row["small_time_us"] is None and row["stage"] != "rail")
@@ -350,6 +362,20 @@ class Screen:
         write_json_atomic(os.path.join(self.run_dir, RESULT), document)
         self.report_path = write_report(self.run_dir, document)
         return document
+
+    def path_mtu_step(self, nodes):
+        """The doctor's path MTU probes between these nodes (doctor/path_mtu.json); None when not run: fewer
+        than two nodes, or a fixture sysfs root (no live addresses)."""
+        if len(nodes) < 2 or self.inputs.get("sysfs_root"):
+            return None
+        started = time.monotonic()
+        checks = path_mtu_run_directory(self.run_dir, nodes, self.inputs, log=self.log_line)
+        failed = [check for check in checks if check.get("status") == "fail"]
+        self.say(f"path MTU: {len(checks)} check(s) between {len(nodes)} nodes, {len(failed)} failed "
+                 f"({time.monotonic() - started:.1f} s)")
+        for check in failed:
+            self.say(f"  path MTU FAIL {check.get('subject')}: {check.get('detail')}")
+        return checks
 
     def rail_batches(self, rail_pairs, rails, number):
         """Each rail alone on these pairs: one batch per rail (the pairs of a batch are disjoint)."""

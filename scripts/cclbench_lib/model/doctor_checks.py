@@ -798,6 +798,22 @@ def check_path_mtu(targets, probes):
     return results
 
 
+def path_mtu_ends(check):
+    """A path_mtu check's ends as check_path_mtu names them: (host, netdev, peer, peer_netdev) for a probe
+    between two hosts ("host:netdev -> peer:peer_netdev"), (host, None, None, None) for a host with no interface on
+    a rail subnet ("host subnet"), None for anything else (the cluster-wide skip)."""
+    if not isinstance(check, dict) or check.get("id") != "path_mtu" or check.get("subject_kind") != "path":
+        return None
+    subject = check.get("subject") or ""
+    if " -> " in subject:
+        local, remote = subject.split(" -> ", 1)
+        host, _, netdev = local.partition(":")
+        peer, _, peer_netdev = remote.partition(":")
+        return (host, netdev, peer, peer_netdev) if host and netdev and peer and peer_netdev else None
+    host = check.get("host")
+    return (host, None, None, None) if host and host != "*" else None
+
+
 def path_mtu_findings(checks):
     """The path_mtu failures of a doctor document's checks, one line each (a hung sanity pass names them)."""
     return [f"{check['subject']}: {check['detail']}" for check in checks

@@ -19,6 +19,8 @@ HEATMAP_MAX_NODES = 32
 CODE_TEXT = {
     rules.NODE_DOCTOR_FAIL: "the doctor failed a check",
     rules.NODE_DOCTOR_NO_RESULT: "the doctor left no result",
+    rules.NODE_PATH_MTU: "packets of the rail's MTU do not get through to its peers",
+    rules.LINK_PATH_MTU: "packets of the rail's MTU do not cross this path",
     rules.NODE_INTRA_FAILED: "the intra-node point failed",
     rules.NODE_INTRA_SLOW: f"intra-node bus bandwidth below the fleet's band (at most "
                            f"{rules.SINGLE_VALUE_FLOOR_RATIO:g} x its median)",
@@ -51,6 +53,7 @@ CHECK_TEXT = {
     rules.CHECK_ATTRIBUTION: "which node of a failing pair is at fault",
     rules.CHECK_RAIL_BALANCE: "each rail's share of a pair's bytes",
     rules.CHECK_RAIL_SPEED: "each rail alone against its sibling alone",
+    rules.CHECK_PATH_MTU: "packets of each rail's MTU between the nodes (don't fragment)",
 }
 
 NOT_JUDGED_TEXT = {
@@ -58,6 +61,8 @@ NOT_JUDGED_TEXT = {
     rules.NOT_JUDGED_CORRECTNESS_ONLY: "the MPI backend on host memory measures correctness, its speed is the host's "
                                        "load",
     rules.NOT_JUDGED_NO_COUNTERS: "no pair recorded bytes per rail for two rails (--netdevs or --hcas)",
+    rules.NOT_JUDGED_NOT_PROBED: "no path probed (fewer than two nodes passed the node stage, a fixture sysfs root, "
+                                 "or no interface addresses)",
     rules.NOT_JUDGED_NO_RAIL_POINTS: "no two rails to measure alone (--hcas or --netdevs with two rails or more)",
 }
 

@@ -1,6 +1,12 @@
 """Verdicts of `cclbench screen`: which node, link or rail of a fleet is bad, relative to the fleet.
 
 The rules, as data (reason codes below; the report renders them):
+  Path MTU (between the nodes the node stage passed; the doctor's path_mtu probes, model/doctor_checks): a path
+      fails when a don't-fragment echo of its rail's MTU gets no reply - NCCL hangs on such a path. The node with
+      the most failing peers is bad (node.path_mtu) when at least MIN_GOOD_FAILS of them reach some other node and
+      it fails with more peers than it reaches, again without the nodes taken; a failing path left over (2 nodes,
+      one path alone, a fabric where every path fails) is a bad link (link.path_mtu). No pair is launched across a
+      failing path, and a node found bad here is not paired.
   Node stage (each node alone): a doctor "fail" or no doctor result, an intra-node point that failed (no value) or a
       loopback point of a rail that failed make the node bad, and it is not paired. Intra-node bus bandwidth and a
       rail's loopback bandwidth below the fleet's band (below) make the node / rail suspect: one value against the
@@ -58,6 +64,8 @@ Pure: plain data in and out, no I/O, no text beyond the stable codes.
 """
 import math
 import statistics
+
+from ..model.doctor_checks import path_mtu_ends
 
 # The project's noise rule (scripts/cclbench_lib/compare.py): NOISE_SIGMAS and the MAD-to-sd factor of
 # compare.point_shift. Restated here until rules/noise.py's constants are shared by both rules.
@@ -122,6 +130,8 @@ EXIT_CODES = {"pass": 0, "fail": 1, "suspect": 3}
 # Reason codes (stable; REASON_MEANINGS below explains them in docs/verdicts.md).
 NODE_DOCTOR_FAIL = "node.doctor_fail"
 NODE_DOCTOR_NO_RESULT = "node.doctor_no_result"
+NODE_PATH_MTU = "node.path_mtu"
+LINK_PATH_MTU = "link.path_mtu"
 NODE_INTRA_FAILED = "node.intra_failed"
 NODE_INTRA_SLOW = "node.intra_slow"
 NODE_SLOW_WITH_GOOD_PARTNERS = "node.slow_with_good_partners"
@@ -141,7 +151,8 @@ RAIL_SLOW_UNRESOLVED = "rail.slow_unresolved"
 REASON_CODES = (NODE_DOCTOR_FAIL, NODE_DOCTOR_NO_RESULT, NODE_INTRA_FAILED, NODE_INTRA_SLOW,
                 NODE_SLOW_WITH_GOOD_PARTNERS, NODE_FAILED_WITH_GOOD_PARTNERS, NODE_UNRESOLVED, NODE_NO_GOOD_PARTNER,
                 LINK_SLOW_PAIR, LINK_FAILED_PAIR, LINK_NOT_REPRODUCED, LINK_UNRESOLVED, RAIL_LOOPBACK_FAILED,
-                RAIL_LOOPBACK_SLOW, RAIL_UNBALANCED, RAIL_UNBALANCED_UNRESOLVED, RAIL_SLOW, RAIL_SLOW_UNRESOLVED)
+                RAIL_LOOPBACK_SLOW, RAIL_UNBALANCED, RAIL_UNBALANCED_UNRESOLVED, RAIL_SLOW, RAIL_SLOW_UNRESOLVED,
+                NODE_PATH_MTU, LINK_PATH_MTU)
 
 # Pair outcomes.
 PAIR_OK, PAIR_FAILED, PAIR_SLOW_BUSBW, PAIR_SLOW_SMALL = "ok", "failed", "slow_busbw", "slow_small"
@@ -157,19 +168,21 @@ CHECK_PAIR_SPEED = "pair_speed"              # each pair against the pairs that 
 CHECK_ATTRIBUTION = "node_attribution"       # which node of a failing pair is at fault
 CHECK_RAIL_BALANCE = "rail_balance"          # each rail's share of a pair's bytes (counters)
 CHECK_RAIL_SPEED = "rail_speed"              # each rail alone against its sibling alone
+CHECK_PATH_MTU = "path_mtu"                  # a don't-fragment echo of each rail's MTU between the nodes
 CHECKS = (CHECK_FAILURES, CHECK_NODE_STAGE, CHECK_NODE_SPEED, CHECK_PAIR_SPEED, CHECK_ATTRIBUTION,
-          CHECK_RAIL_BALANCE, CHECK_RAIL_SPEED)
+          CHECK_RAIL_BALANCE, CHECK_RAIL_SPEED, CHECK_PATH_MTU)
 # Why a check was not judged.
 NOT_JUDGED_FEW_NODES = "few_nodes"           # fewer nodes than the check needs (detail: nodes, needed)
 NOT_JUDGED_CORRECTNESS_ONLY = "correctness_only"  # the MPI backend on host memory: its speed is the host's load
 NOT_JUDGED_NO_COUNTERS = "no_rail_counters"  # no pair recorded bytes per rail for two rails or more
 NOT_JUDGED_NO_RAIL_POINTS = "no_rail_points"  # fewer than two rails given (--hcas / --netdevs): nothing alone
+NOT_JUDGED_NOT_PROBED = "not_probed"  # no path MTU probe ran (fewer than two nodes paired, a fixture sysfs root)
 NOT_JUDGED_REASONS = (NOT_JUDGED_FEW_NODES, NOT_JUDGED_CORRECTNESS_ONLY, NOT_JUDGED_NO_COUNTERS,
-                      NOT_JUDGED_NO_RAIL_POINTS)
+                      NOT_JUDGED_NO_RAIL_POINTS, NOT_JUDGED_NOT_PROBED)
 # Pair speed and attribution need a third node: a pair's reference leaves both of its nodes out in turn.
 MIN_NODES_TO_COMPARE = 3
 
-SCHEMA_VERSION = "1.1.0"
+SCHEMA_VERSION = "1.2.0"
 
 
 def _number(value):
@@ -511,15 +524,65 @@ def _intra_untimed(stage):
     return stage.get("intra_ranks") == 1 or bool(stage.get("intra_correctness_only"))
 
 
-def node_stage_verdicts(nodes, node_stage):
+def path_mtu_verdicts(nodes, path_checks):
+    """The path MTU step's verdicts over the doctor's path_mtu checks between these nodes (rules above):
+    ({node: [(BAD, NODE_PATH_MTU, detail, rail or None)]}, [link rows], blocked: {frozenset((a, b))} of the
+    failing paths, which no pair may cross). Checks of other hosts and skips are left out."""
+    fleet = set(nodes)
+    findings = {node: [] for node in nodes}
+    failed, passed = {}, set()
+    for check in path_checks or ():
+        ends = path_mtu_ends(check)
+        if ends is None or check.get("status") not in ("pass", "fail") or ends[0] not in fleet:
+            continue
+        host, netdev, peer, peer_netdev = ends
+        if peer is None:  # no interface on a rail subnet: that host's own fault
+            if check["status"] == "fail":
+                findings[host].append((BAD, NODE_PATH_MTU, {"peers": [], "rails": [], "words": check.get("detail")},
+                                       None))
+            continue
+        if peer not in fleet:
+            continue
+        key = frozenset((host, peer))
+        if check["status"] == "fail":
+            failed.setdefault(key, []).append({"rails": {host: netdev, peer: peer_netdev},
+                                               "words": check.get("detail")})
+        else:
+            passed.add(key)
+    reaches = {node: {other for key in passed - set(failed) if node in key for other in key if other != node}
+               for node in nodes}
+    unexplained, taken = dict(failed), []
+    while True:
+        candidates = []
+        for node in sorted(fleet - set(taken)):
+            peers = {other for key in unexplained if node in key for other in key if other != node}
+            good = {peer for peer in peers if reaches[peer] - {node}}
+            if len(good) >= MIN_GOOD_FAILS and len(peers) > len(reaches[node]):
+                candidates.append((-len(peers), node, peers))
+        if not candidates:
+            break
+        _, node, peers = min(candidates)
+        taken.append(node)
+        paths = [path for key in list(unexplained) if node in key for path in unexplained.pop(key)]
+        rails = sorted({path["rails"][node] for path in paths})
+        findings[node].append((BAD, NODE_PATH_MTU, {"peers": sorted(peers), "rails": rails,
+                                                    "words": paths[0]["words"]}, rails[0] if len(rails) == 1 else None))
+    links = [{"a": min(key), "b": max(key), "verdict": BAD, "reasons": [_reason(LINK_PATH_MTU, {
+        "rails": sorted({f"{host}:{rail}" for path in paths for host, rail in path["rails"].items()}),
+        "words": paths[0]["words"]}, [])]} for key, paths in sorted(unexplained.items(), key=lambda item: sorted(item[0]))]
+    return findings, links, set(failed)
+
+
+def node_stage_verdicts(nodes, node_stage, path_checks=None):
     """The node stage's verdicts: {node: [(verdict, code, detail, rail or None)]} and the nodes that go on to the
     pair stage. node_stage: {node: {"doctor": "pass"|"warn"|"fail"|None, "intra_busbw_gbps": x|None,
     "intra_small_time_us": y|None, "loopback_busbw_gbps": {rail: x|None}, optional "intra_reason": text and
     "loopback_reason": {rail: text} (why a value is missing: carried into the reason's detail), optional
     "intra_ranks": n}} (a node absent: no doctor result and no intra-node values). At one rank (one GPU a node) the
     intra-node point crosses no link: it has no bus bandwidth by definition (coll_perf writes null with
-    busbw_reason), so only its small-message time must exist, and the node is never compared on busbw."""
-    findings = {node: [] for node in nodes}
+    busbw_reason), so only its small-message time must exist, and the node is never compared on busbw.
+    path_checks: the path MTU step's checks (path_mtu_verdicts), None when it did not run."""
+    findings = path_mtu_verdicts(nodes, path_checks)[0]
     intra_band = fleet_band([(node_stage.get(n) or {}).get("intra_busbw_gbps") for n in nodes
                              if not _intra_untimed(node_stage.get(n) or {})], True,
                             bw_floor_ratio=SINGLE_VALUE_FLOOR_RATIO)
@@ -581,10 +644,17 @@ def _judge_and_attribute(pairs, paired, excluded, host_times=False):
         without |= new
 
 
-def _judged(nodes, paired, node_stage, pairs, intra_band, rail_found):
+def _judged(nodes, paired, node_stage, pairs, intra_band, rail_found, path_checks):
     """(judged, not_judged): [{"check", "detail"}] and [{"check", "reason", "detail"}] (codes above)."""
     judged = [{"check": CHECK_FAILURES, "detail": {}}, {"check": CHECK_NODE_STAGE, "detail": {"nodes": len(nodes)}}]
     not_judged = []
+    probed = [check for check in path_checks or () if path_mtu_ends(check) and check.get("status") in ("pass", "fail")]
+    if probed:
+        judged.append({"check": CHECK_PATH_MTU, "detail": {"paths": len(probed)}})
+    else:
+        not_judged.append({"check": CHECK_PATH_MTU, "reason": NOT_JUDGED_NOT_PROBED,
+                           "detail": {"skipped": [check.get("reason") or check.get("detail")
+                                                  for check in path_checks or ()][:4]}})
     timed = [n for n in nodes if not _intra_untimed(node_stage.get(n) or {})]
     if not timed and nodes:
         not_judged.append({"check": CHECK_NODE_SPEED, "reason": NOT_JUDGED_CORRECTNESS_ONLY, "detail": {}})
@@ -616,7 +686,7 @@ def _judged(nodes, paired, node_stage, pairs, intra_band, rail_found):
     return judged, not_judged
 
 
-def classify(nodes, node_stage, pairs):
+def classify(nodes, node_stage, pairs, path_checks=None):
     """The screen's verdicts. nodes: the fleet's names; node_stage: as node_stage_verdicts; pairs: [{"a", "b",
     "busbw_gbps": x|None, "small_time_us": y|None, "rail_bytes": {host: {rail: bytes}}|None, "stage", "round",
     "rail" (rail points)...}] of the pair stage, the rail points and the retests (the same pair may appear more
@@ -628,7 +698,8 @@ def classify(nodes, node_stage, pairs):
      "exit_code", "retest": {"suspects", "known_good", "met", "repeat_pairs", "rail_suspects"}} - retest feeds
     plan.screen_schedule.retest_rounds (suspects: the nodes suspect from their pairs, which a retest can settle; a
     node-stage suspicion is not; rail_suspects: those whose retest pairs need their rail points again).
-    Indices in "pairs" point into the pairs given; a link's a and b are in name order."""
+    Indices in "pairs" point into the pairs given; a link's a and b are in name order. path_checks: the path MTU
+    step's doctor checks (path_mtu_verdicts; None: not run), also returned as "path_mtu" for the document."""
     nodes = list(nodes)
     _check_pairs(pairs)
     fleet = set(nodes)
@@ -636,7 +707,7 @@ def classify(nodes, node_stage, pairs):
         for node in (pair["a"], pair["b"]):
             if node not in fleet:
                 raise ValueError(f"screen: pair {index} names {node}, which is not in the fleet")
-    findings, paired = node_stage_verdicts(nodes, node_stage)
+    findings, paired = node_stage_verdicts(nodes, node_stage, path_checks)
     excluded = set(nodes) - set(paired)
     # GPU-less nodes: the pairs ran on the MPI backend too, whose times are the hosts' (HOST_TIMES_WIDENING).
     host_times = bool(paired) and all((node_stage.get(node) or {}).get("intra_correctness_only") for node in paired)
@@ -679,7 +750,7 @@ def classify(nodes, node_stage, pairs):
         reasons[node].append(_reason(NODE_NO_GOOD_PARTNER, {}, indices(k for k in edges if node in k)))
         verdicts[node].append(SUSPECT)
         from_pairs.add(node)
-    links = []
+    links = path_mtu_verdicts(nodes, path_checks)[1]
     for key in found["links_bad"]:
         slow = [i for i in edges[key]["pairs"] if outcomes[i] in (PAIR_SLOW_BUSBW, PAIR_SLOW_SMALL)]
         links.append({"a": key[0], "b": key[1], "verdict": BAD,
@@ -805,11 +876,12 @@ def classify(nodes, node_stage, pairs):
               "repeat_pairs": unique_repeats, "rail_suspects": sorted(rail_suspects & set(suspects))}
     intra_band = fleet_band([(node_stage.get(n) or {}).get("intra_busbw_gbps") for n in nodes
                              if not _intra_untimed(node_stage.get(n) or {})], True)
-    judged, not_judged = _judged(nodes, paired, node_stage, pairs, intra_band, rail_found)
+    judged, not_judged = _judged(nodes, paired, node_stage, pairs, intra_band, rail_found, path_checks)
     return {"nodes": node_rows, "links": links, "rails": rail_rows, "pair_outcomes": outcomes,
             "references": references, "rail_ratios": {index: entry["ratio"] for index, entry in rail_found.items()},
             "bands": bands, "judged": judged, "not_judged": not_judged, "result": result,
-            "exit_code": EXIT_CODES[result], "retest": retest}
+            "exit_code": EXIT_CODES[result], "retest": retest,
+            "path_mtu": None if path_checks is None else list(path_checks)}
 
 
 def to_document(schedule, node_stage, pairs, verdicts, tool_version, created_utc):
@@ -852,7 +924,7 @@ def to_document(schedule, node_stage, pairs, verdicts, tool_version, created_utc
                          "retest_rounds": schedule.get("retest_rounds") or []},
             "bands": verdicts["bands"], "nodes": rows, "pairs": pair_rows, "links": verdicts["links"],
             "rails": verdicts["rails"], "judged": verdicts["judged"], "not_judged": verdicts["not_judged"],
-            "result": verdicts["result"], "exit_code": verdicts["exit_code"]}
+            "path_mtu": verdicts.get("path_mtu"), "result": verdicts["result"], "exit_code": verdicts["exit_code"]}
 
 
 # What each reason code means and what to check, next to the codes so that docs/verdicts.md (render/docs.py,
@@ -863,6 +935,15 @@ REASON_MEANINGS = {
                        "The doctor's detail for the node (screen.json, logs/); fix and rerun.", ()),
     NODE_DOCTOR_NO_RESULT: (BAD, "The node's doctor left no result (it could not be started or reached).",
                             "The node's job output in logs/: ssh, the launcher, the node itself.", ()),
+    NODE_PATH_MTU: (BAD, "Don't-fragment packets of the rail's MTU do not get from this node to at least two "
+                    "nodes that reach others (or it has no interface on a rail's subnet): NCCL would hang on those "
+                    "paths. The node is not paired.",
+                    "The detail's words: the largest packet that gets through names the hop; the switch port or "
+                    "bridge MTU against the host's (`ip link`, `cclbench doctor --hosts`).",
+                    ("screen_rules.MIN_GOOD_FAILS",)),
+    LINK_PATH_MTU: (BAD, "Don't-fragment packets of the rail's MTU do not cross this path and no node explains "
+                    "it (two nodes, one path alone, or every path of the fabric). No pair crosses it.",
+                    "The switch ports and MTUs at both ends (`ip link`); the largest size in the detail.", ()),
     NODE_INTRA_FAILED: (BAD, "The node's intra-node point failed (no value); the node is not paired.",
                         "The intra job's output in logs/: GPUs, NCCL, the driver.", ()),
     NODE_INTRA_SLOW: (SUSPECT, "The node's intra-node bus bandwidth is below the fleet's band: one value against "
