@@ -95,6 +95,9 @@ def rules_text():
         "is slow "
         f"there (rail.slow); a rail carrying less than {rules.RAIL_LOW_RATIO:g} x its sibling's bytes is low "
         "(rail.unbalanced); both attributed as pairs are.",
+        f"- Before the pairs, a don't-fragment echo of each rail's MTU goes from every node to every other: a node "
+        f"whose paths fail to at least {rules.MIN_GOOD_FAILS} nodes that reach others is bad (node.path_mtu) and not "
+        "paired; a failing path no node explains is a bad link (link.path_mtu); no pair crosses a failing path.",
     ]
 
 
