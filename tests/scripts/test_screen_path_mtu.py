@@ -25,9 +25,10 @@ def fleet_rails(count, missing=None):
     return found
 
 
-def checks_for(count, blocked=(), missing=None):
+def checks_for(count, blocked=(), missing=None, down=False):
     """The doctor's path_mtu checks when the don't-fragment echo fails exactly on the (node, rail) ends in
-    `blocked` (a switch port at 1500 there: every path through it, in both directions), largest 1500."""
+    `blocked` (a switch port at 1500 there: every path through it, in both directions), largest 1500; down: no
+    echo at any size there (the interface down), largest None."""
     targets, problems = path_mtu_targets(fleet_rails(count, missing))
     probes = {}
     for host, wanted in targets.items():
@@ -35,7 +36,8 @@ def checks_for(count, blocked=(), missing=None):
         for target in wanted:
             through = (host, target["netdev"]) not in blocked and (target["peer"], target["peer_netdev"]) not in blocked
             probes[host].append({"netdev": target["netdev"], "address": target["address"], "size": 9000,
-                                 "ok": through, "largest": 9000 if through else 1500, "method": "raw ICMP",
+                                 "ok": through, "largest": 9000 if through else (None if down else 1500),
+                                 "method": "raw ICMP",
                                  "reason": None})
     return problems + check_path_mtu(targets, probes)
 
@@ -111,6 +113,16 @@ class PathMtu(unittest.TestCase):
     def test_a_node_with_no_interface_on_a_rail_subnet_is_bad(self):
         verdicts = classify(3, checks_for(3, missing=("node3", "eth3")))
         self.assertEqual(bad_nodes(verdicts), ["node3"])
+
+    def test_a_rail_with_no_echo_at_all_is_dead_not_small(self):
+        verdicts = classify(4, checks_for(4, blocked={("node3", "eth0")}, down=True))
+        self.assertEqual(bad_nodes(verdicts), ["node3"])
+        node3 = next(row for row in verdicts["nodes"] if row["name"] == "node3")
+        self.assertEqual(codes(node3), [rules.RAIL_DEAD])
+        self.assertEqual([(r["node"], r["rail"], codes(r)) for r in verdicts["rails"]],
+                         [("node3", "eth0", [rules.RAIL_DEAD])])
+        two = classify(2, checks_for(2, blocked={("node2", "eth0")}, down=True))
+        self.assertEqual([codes(link) for link in two["links"]], [[rules.LINK_PATH_DOWN]])
 
     def test_healthy_paths_are_judged_and_pass(self):
         verdicts = classify(4, checks_for(4))

@@ -325,14 +325,16 @@ class Faults(unittest.TestCase):
         self.assertEqual(codes(verdicts, "node2"), [rules.LINK_NOT_REPRODUCED])  # the link is in question, alone
         self.assertEqual((verdicts["result"], verdicts["exit_code"]), ("suspect", 3))
 
-    def test_two_nodes_pair_failure_is_suspect_not_bad(self):
+    def test_two_nodes_pair_failure_blames_the_link_not_a_node(self):
+        # Which end failed cannot be told at two nodes: both nodes suspect; the reproduced failure fails the link
+        # (TwoNodes.test_the_one_pair_failing_every_time_fails_the_screen).
         fleet = Fleet(2, seed=19)
         fleet.dead_pairs.add(frozenset(fleet.nodes))
         verdicts, _, _ = screen(fleet)
         self.assertEqual(by_verdict(verdicts), {"suspect": ["node0", "node1"]})
         self.assertEqual(codes(verdicts, "node0"), [rules.NODE_UNRESOLVED])
-        self.assertEqual([row["verdict"] for row in verdicts["links"]], ["suspect"])
-        self.assertEqual((verdicts["result"], verdicts["exit_code"]), ("suspect", 3))
+        self.assertEqual([row["verdict"] for row in verdicts["links"]], ["bad"])
+        self.assertEqual((verdicts["result"], verdicts["exit_code"]), ("fail", 1))
         # Half the bandwidth on the only pair: nothing to compare with, so no verdict from it at all.
         fleet = Fleet(2, seed=19)
         fleet.node_factor["node1"] = 0.5
@@ -521,6 +523,22 @@ class TwoNodes(unittest.TestCase):
         # Without rails to measure alone, that is said too.
         verdicts, _, _ = screen(Fleet(2, seed=71))
         self.assertIn(rules.CHECK_RAIL_SPEED, [entry["check"] for entry in verdicts["not_judged"]])
+
+    def test_the_one_pair_failing_every_time_fails_the_screen(self):
+        # A rank killed in every launch (the fault matrix's screen.n2.killed_rank read "suspect", exit 3): the one
+        # pair fails, is repeated, fails again. Which end cannot be told, but the fleet's one link failed.
+        fleet = Fleet(2, seed=75)
+        fleet.dead_pairs.add(frozenset(("node0", "node1")))
+        verdicts, pairs, plan = screen(fleet)
+        self.assertEqual(len(pairs), 2, "measured, then repeated once")
+        self.assertEqual((verdicts["result"], verdicts["exit_code"]), ("fail", 1))
+        self.assertEqual([(link["a"], link["b"], link["verdict"], [r["code"] for r in link["reasons"]])
+                          for link in verdicts["links"]], [("node0", "node1", rules.BAD, [rules.LINK_FAILED_PAIR])])
+        self.assertEqual(by_verdict(verdicts), {"suspect": ["node0", "node1"]})
+        self.assertEqual(verdicts["retest"]["repeat_pairs"], [], "decided: not repeated again")
+        # Failed once only (no repeat yet): still a suspicion to repeat, never a verdict on one launch.
+        once = rules.classify(fleet.nodes, fleet.stage, pairs[:1])
+        self.assertEqual((once["result"], once["links"][0]["verdict"]), ("suspect", rules.SUSPECT))
 
     def test_a_slow_rail_at_two_nodes_is_named_with_its_ratio(self):
         # node1's eth3 rate-limited to a ninth (the issue: eth3 alone 0.025 against eth0 alone 0.232 GB/s).

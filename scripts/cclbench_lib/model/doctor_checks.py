@@ -785,7 +785,7 @@ def check_path_mtu(targets, probes):
                                            f"and back ({ends})"), host=host))
             elif probe.get("largest") is None:
                 results.append(dict(result("path_mtu", "fail", subject, "path",
-                                           f"no echo reply from {target['address']} even at {PATH_MTU_MIN} bytes "
+                                           f"{PATH_DOWN_WORDS} {target['address']} even at {PATH_MTU_MIN} bytes "
                                            f"({ends}): the rail is down or blocked between {host} and "
                                            f"{target['peer']} ({probe.get('reason') or 'no reply'})"), host=host))
             else:
@@ -796,6 +796,16 @@ def check_path_mtu(targets, probes):
                                            f"hangs and RoCE stalls on it: set the path to {probe['size']} (or "
                                            f"both hosts' {target['netdev']} to {probe['largest']})"), host=host))
     return results
+
+
+# How a path_mtu failure with no reply at any size begins (check_path_mtu): the path is down, not too small.
+PATH_DOWN_WORDS = "no echo reply from"
+
+
+def path_mtu_down(check):
+    """True for a failed path_mtu check whose path answered no echo at all, even at PATH_MTU_MIN bytes (a rail
+    down or blocked), False for one whose largest packet that got through is smaller than the MTU."""
+    return check.get("status") == "fail" and str(check.get("detail") or "").startswith(PATH_DOWN_WORDS)
 
 
 def path_mtu_ends(check):

@@ -21,6 +21,8 @@ CODE_TEXT = {
     rules.NODE_DOCTOR_NO_RESULT: "the doctor left no result",
     rules.NODE_PATH_MTU: "packets of the rail's MTU do not get through to its peers",
     rules.LINK_PATH_MTU: "packets of the rail's MTU do not cross this path",
+    rules.RAIL_DEAD: "no echo at all on this rail to its peers: down or blocked",
+    rules.LINK_PATH_DOWN: "no echo at all crosses this path",
     rules.NODE_INTRA_FAILED: "the intra-node point failed",
     rules.NODE_INTRA_SLOW: f"intra-node bus bandwidth below the fleet's band (at most "
                            f"{rules.SINGLE_VALUE_FLOOR_RATIO:g} x its median)",

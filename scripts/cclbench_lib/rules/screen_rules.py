@@ -44,7 +44,8 @@ The rules, as data (reason codes below; the report renders them):
       3. link: an unexplained failure that is the only one of both its nodes, both of which pass with a known-good
          node other than each other, is a bad link once it was measured failing at least twice (else suspect and
          repeated on retest: link.not_reproduced, its two nodes suspect for that reason alone); both nodes of a
-         bad link are then known good;
+         bad link are then known good. At 2 nodes the one pair, failed (no value) every time, at least twice, is a
+         bad link too, and both nodes stay suspect;
       4. a taken node is bad when it failed with >= MIN_GOOD_FAILS distinct known-good nodes and with more of them
          than it passed with; otherwise it stays suspect;
       5. every other node with an unexplained failure, or with no pass against a known-good node, is suspect.
@@ -65,7 +66,7 @@ Pure: plain data in and out, no I/O, no text beyond the stable codes.
 import math
 import statistics
 
-from ..model.doctor_checks import path_mtu_ends
+from ..model.doctor_checks import path_mtu_down, path_mtu_ends
 
 # The project's noise rule (scripts/cclbench_lib/compare.py): NOISE_SIGMAS and the MAD-to-sd factor of
 # compare.point_shift. Restated here until rules/noise.py's constants are shared by both rules.
@@ -132,6 +133,8 @@ NODE_DOCTOR_FAIL = "node.doctor_fail"
 NODE_DOCTOR_NO_RESULT = "node.doctor_no_result"
 NODE_PATH_MTU = "node.path_mtu"
 LINK_PATH_MTU = "link.path_mtu"
+RAIL_DEAD = "rail.dead"
+LINK_PATH_DOWN = "link.path_down"
 NODE_INTRA_FAILED = "node.intra_failed"
 NODE_INTRA_SLOW = "node.intra_slow"
 NODE_SLOW_WITH_GOOD_PARTNERS = "node.slow_with_good_partners"
@@ -152,7 +155,7 @@ REASON_CODES = (NODE_DOCTOR_FAIL, NODE_DOCTOR_NO_RESULT, NODE_INTRA_FAILED, NODE
                 NODE_SLOW_WITH_GOOD_PARTNERS, NODE_FAILED_WITH_GOOD_PARTNERS, NODE_UNRESOLVED, NODE_NO_GOOD_PARTNER,
                 LINK_SLOW_PAIR, LINK_FAILED_PAIR, LINK_NOT_REPRODUCED, LINK_UNRESOLVED, RAIL_LOOPBACK_FAILED,
                 RAIL_LOOPBACK_SLOW, RAIL_UNBALANCED, RAIL_UNBALANCED_UNRESOLVED, RAIL_SLOW, RAIL_SLOW_UNRESOLVED,
-                NODE_PATH_MTU, LINK_PATH_MTU)
+                NODE_PATH_MTU, LINK_PATH_MTU, RAIL_DEAD, LINK_PATH_DOWN)
 
 # Pair outcomes.
 PAIR_OK, PAIR_FAILED, PAIR_SLOW_BUSBW, PAIR_SLOW_SMALL = "ok", "failed", "slow_busbw", "slow_small"
@@ -546,7 +549,7 @@ def path_mtu_verdicts(nodes, path_checks):
         key = frozenset((host, peer))
         if check["status"] == "fail":
             failed.setdefault(key, []).append({"rails": {host: netdev, peer: peer_netdev},
-                                               "words": check.get("detail")})
+                                               "words": check.get("detail"), "down": path_mtu_down(check)})
         else:
             passed.add(key)
     reaches = {node: {other for key in passed - set(failed) if node in key for other in key if other != node}
@@ -564,12 +567,20 @@ def path_mtu_verdicts(nodes, path_checks):
         _, node, peers = min(candidates)
         taken.append(node)
         paths = [path for key in list(unexplained) if node in key for path in unexplained.pop(key)]
-        rails = sorted({path["rails"][node] for path in paths})
-        findings[node].append((BAD, NODE_PATH_MTU, {"peers": sorted(peers), "rails": rails,
-                                                    "words": paths[0]["words"]}, rails[0] if len(rails) == 1 else None))
-    links = [{"a": min(key), "b": max(key), "verdict": BAD, "reasons": [_reason(LINK_PATH_MTU, {
-        "rails": sorted({f"{host}:{rail}" for path in paths for host, rail in path["rails"].items()}),
-        "words": paths[0]["words"]}, [])]} for key, paths in sorted(unexplained.items(), key=lambda item: sorted(item[0]))]
+        for rail in sorted({path["rails"][node] for path in paths}):
+            on_rail = [path for path in paths if path["rails"][node] == rail]
+            # No echo at any size on every path of that rail: the rail is dead there, not too small.
+            code = RAIL_DEAD if all(path["down"] for path in on_rail) else NODE_PATH_MTU
+            peers_on_rail = sorted({other for key in failed if node in key for other in key if other != node
+                                    and any(p["rails"].get(node) == rail for p in failed[key])})
+            findings[node].append((BAD, code, {"peers": peers_on_rail, "rails": [rail],
+                                               "words": on_rail[0]["words"]}, rail))
+    links = []
+    for key, paths in sorted(unexplained.items(), key=lambda item: sorted(item[0])):
+        code = LINK_PATH_DOWN if all(path["down"] for path in paths) else LINK_PATH_MTU
+        links.append({"a": min(key), "b": max(key), "verdict": BAD, "reasons": [_reason(code, {
+            "rails": sorted({f"{host}:{rail}" for path in paths for host, rail in path["rails"].items()}),
+            "words": paths[0]["words"]}, [])]})
     return findings, links, set(failed)
 
 
@@ -756,7 +767,15 @@ def classify(nodes, node_stage, pairs, path_checks=None):
         links.append({"a": key[0], "b": key[1], "verdict": BAD,
                       "reasons": [_reason(LINK_SLOW_PAIR if slow else LINK_FAILED_PAIR,
                                           {"measurements": edges[key]["count"]}, edges[key]["pairs"])]})
-    for key in found["links_suspect"]:
+    for key in list(found["links_suspect"]):
+        failed_each_time = all(outcomes[i] == PAIR_FAILED for i in edges[key]["pairs"])
+        if len(paired) == 2 and edges[key]["count"] >= 2 and failed_each_time:
+            # Two nodes: no third to tell the link from its ends, but a pair that failed every time it ran, twice
+            # or more, is a failure of the fleet's one link, never a suspicion (its nodes stay suspect).
+            links.append({"a": key[0], "b": key[1], "verdict": BAD, "reasons": [
+                _reason(LINK_FAILED_PAIR, {"measurements": edges[key]["count"], "nodes": 2}, edges[key]["pairs"])]})
+            repeat_pairs.remove(list(key))
+            continue
         code = LINK_NOT_REPRODUCED if key in found["link_not_reproduced"] else LINK_UNRESOLVED
         links.append({"a": key[0], "b": key[1], "verdict": SUSPECT,
                       "reasons": [_reason(code, {"measurements": edges[key]["count"]}, edges[key]["pairs"])]})
@@ -941,6 +960,13 @@ REASON_MEANINGS = {
                     "The detail's words: the largest packet that gets through names the hop; the switch port or "
                     "bridge MTU against the host's (`ip link`, `cclbench doctor --hosts`).",
                     ("screen_rules.MIN_GOOD_FAILS",)),
+    RAIL_DEAD: (BAD, "No echo at all, even at the smallest size, on every path of this rail from the node to at least "
+                "two nodes that reach others: the rail is down or blocked at this node. The node is not paired.",
+                "The rail's link state, cable and switch port (`ip link`, `cclbench doctor`).",
+                ("screen_rules.MIN_GOOD_FAILS",)),
+    LINK_PATH_DOWN: (BAD, "No echo at all crosses this path and no node explains it (two nodes, or one path "
+                     "alone). No pair crosses it.",
+                     "Both ends' link state and the switch between them (`ip link`, `cclbench doctor --hosts`).", ()),
     LINK_PATH_MTU: (BAD, "Don't-fragment packets of the rail's MTU do not cross this path and no node explains "
                     "it (two nodes, one path alone, or every path of the fabric). No pair crosses it.",
                     "The switch ports and MTUs at both ends (`ip link`); the largest size in the detail.", ()),
@@ -976,7 +1002,9 @@ REASON_MEANINGS = {
                      "The switch ports and cables between the two nodes; the fabric's routing.",
                      ("screen_rules.HOST_TIMES_WIDENING", "screen_rules.BW_FLOOR_RATIO", "screen_rules.TIME_FLOOR_FACTOR",
                       "screen_rules.REFERENCE_FLOOR_RATIO")),
-    LINK_FAILED_PAIR: (BAD, "One pair failed, reproducibly, while both its nodes pass with others.",
+    LINK_FAILED_PAIR: (BAD, "One pair failed, reproducibly, while both its nodes pass with others; at 2 nodes, the "
+                            "one pair failed every time it ran, at least twice (which end cannot be told: both "
+                            "nodes stay suspect).",
                        "The pair's job output in logs/; the path between the two nodes.", ()),
     LINK_NOT_REPRODUCED: (SUSPECT, "One pair failed once and the failure was not (yet) reproduced.",
                           "Nothing unless it repeats; a `--resume` or another screen retests it.", ()),
