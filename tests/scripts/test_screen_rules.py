@@ -494,6 +494,27 @@ class FleetSizes(unittest.TestCase):
         self.assertEqual(by_verdict(screen(fleet, quick=True, repeats=2, seed=1)[0])["bad"], ["node1"])
 
 
+class RailsAloneOnHostTimes(unittest.TestCase):
+    def test_gpu_less_rails_alone_get_the_widened_ratio(self):
+        # CI's fault matrix, screen.n4.path_mtu: node2 left out by the path step, three GPU-less nodes paired (two
+        # rail groups: no noise estimate), and node3's healthy eth0 alone read 0.39 of eth3 alone in both of its
+        # groups on the loaded 2-core machine: a false rail.slow at the plain 0.5. GPU-less times are the hosts'
+        # load: the ratio is widened as every pair floor is. A rail 4 Mbit/s against ~1 GB/s (x0.01) stays slow.
+        for factor, slow in ((0.39, False), (0.01, True)):
+            for gpu_less in (True, False):
+                with self.subTest(factor=factor, gpu_less=gpu_less):
+                    fleet = Fleet(3, seed=81)
+                    for node in fleet.nodes:
+                        fleet.stage[node]["intra_correctness_only"] = gpu_less
+                    fleet.rail_factor["node2"] = {"eth0": factor}
+                    verdicts, _, _ = screen(fleet, rails=RAILS)
+                    named = [(r["node"], r["rail"]) for r in verdicts["rails"]
+                             if rules.RAIL_SLOW in [reason["code"] for reason in r["reasons"]]]
+                    # With GPU times 0.39 is slow (below 0.5); on host times only x0.125 and below is.
+                    expected = slow or not gpu_less
+                    self.assertEqual(named, [("node2", "eth0")] if expected else [], verdicts["rails"])
+
+
 class TwoNodes(unittest.TestCase):
     def test_two_nodes_say_what_was_judged(self):
         fleet = Fleet(2, seed=71)

@@ -96,7 +96,8 @@ def rules_text():
         f"exp(-{rules.NOISE_SIGMAS:g} sd) of the fleet's rail ratios (from {rules.RAIL_NOISE_MIN_GROUPS} pairs on), "
         "is slow "
         f"there (rail.slow); a rail carrying less than {rules.RAIL_LOW_RATIO:g} x its sibling's bytes is low "
-        "(rail.unbalanced); both attributed as pairs are.",
+        f"(rail.unbalanced); both attributed as pairs are. GPU-less nodes: the rail ratio too is widened "
+        f"{rules.HOST_TIMES_WIDENING:g}x.",
         f"- Before the pairs, a don't-fragment echo of each rail's MTU goes from every node to every other: a node "
         f"whose paths fail to at least {rules.MIN_GOOD_FAILS} nodes that reach others is bad (node.path_mtu) and not "
         "paired; a failing path no node explains is a bad link (link.path_mtu); no pair crosses a failing path.",

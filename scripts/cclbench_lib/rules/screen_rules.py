@@ -350,7 +350,7 @@ def judge_pairs(pairs, without=(), host_times=False):
     return outcomes, references
 
 
-def rail_slow_ratio(pairs):
+def rail_slow_ratio(pairs, host_times=False):
     """(threshold, sd): a rail alone is slow below threshold x its best sibling alone. threshold =
     min(RAIL_SLOW_RATIO, exp(-NOISE_SIGMAS x sd)): sd is the scatter of ln(rail / sibling) on healthy pairs, read
     from each group of rail points (one pair, one round) with two rails or more measured as d = ln(fastest /
@@ -358,16 +358,19 @@ def rail_slow_ratio(pairs):
     whose lower quartile is 0.3186 sd). A slow rail's groups are the large d, and its node's retests may repeat
     them: the lower quartile stands while they are fewer than three in four. On the loaded 2-core virtual cluster
     one rail alone measured 0.05-20x its sibling on healthy pairs. With fewer than RAIL_NOISE_MIN_GROUPS groups:
-    RAIL_SLOW_RATIO and sd None."""
+    RAIL_SLOW_RATIO and sd None. host_times (GPU-less nodes, the MPI backend on host memory): RAIL_SLOW_RATIO is
+    widened HOST_TIMES_WIDENING-fold, as every pair floor is (a 4-node fleet with one node left out by the path
+    step kept 2 groups, and a healthy eth0 alone read 0.39 of its sibling twice: a false rail.slow)."""
+    ratio = RAIL_SLOW_RATIO / (HOST_TIMES_WIDENING if host_times else 1.0)
     spreads = []
     for indices in _rail_groups(pairs).values():
         values = [pairs[i]["busbw_gbps"] for i in indices if _number(pairs[i].get("busbw_gbps"))]
         if len(values) >= 2:
             spreads.append(math.log(max(values) / min(values)))
     if len(spreads) < RAIL_NOISE_MIN_GROUPS:
-        return RAIL_SLOW_RATIO, None
+        return ratio, None
     sd = statistics.quantiles(spreads, n=4, method="inclusive")[0] / RAIL_QUARTILE_TO_SD
-    return min(RAIL_SLOW_RATIO, math.exp(-NOISE_SIGMAS * sd)), sd
+    return min(ratio, math.exp(-NOISE_SIGMAS * sd)), sd
 
 
 def _rail_groups(pairs):
@@ -378,13 +381,13 @@ def _rail_groups(pairs):
     return groups
 
 
-def judge_rail_points(pairs):
+def judge_rail_points(pairs, host_times=False):
     """The rail points (stage "rail") against their siblings: {index: {"outcome", "ratio", "sibling",
     "sibling_busbw_gbps", "judged", "threshold"}}. Siblings are the rail points of the same two nodes in the same
     round; a rail is slow below rail_slow_ratio x its best sibling's bus bandwidth, or when it failed and a sibling
     ran (ratio None). judged False: no sibling with a value (one rail, or every rail of that pair failed): not a
     rail finding."""
-    threshold, _ = rail_slow_ratio(pairs)
+    threshold, _ = rail_slow_ratio(pairs, host_times)
     found = {}
     for indices in _rail_groups(pairs).values():
         for index in indices:
@@ -723,7 +726,7 @@ def classify(nodes, node_stage, pairs, path_checks=None):
     # GPU-less nodes: the pairs ran on the MPI backend too, whose times are the hosts' (HOST_TIMES_WIDENING).
     host_times = bool(paired) and all((node_stage.get(node) or {}).get("intra_correctness_only") for node in paired)
     outcomes, references, edges, found = _judge_and_attribute(pairs, paired, excluded, host_times)
-    rail_found = judge_rail_points(pairs)
+    rail_found = judge_rail_points(pairs, host_times)
     for index, entry in rail_found.items():
         outcomes[index] = entry["outcome"]
     combined = [pair for pair in pairs if not _is_rail_point(pair)]
@@ -817,7 +820,7 @@ def classify(nodes, node_stage, pairs, path_checks=None):
                 add_rail(node, rail, SUSPECT, RAIL_UNBALANCED_UNRESOLVED,
                          {"rail": rail, "partner": key[1] if node == key[0] else key[0]}, rail_edges[key]["pairs"])
     # Each rail alone against its siblings: the same attribution per rail name over the rail points.
-    rail_found = judge_rail_points(pairs)
+    rail_found = judge_rail_points(pairs, host_times)
     for rail in sorted({pairs[index].get("rail") for index, entry in rail_found.items() if entry["judged"]}):
         rows = {index for index, entry in rail_found.items() if entry["judged"] and pairs[index].get("rail") == rail}
         slow_edges = _edges(pairs, [index in rows and rail_found[index]["outcome"] == PAIR_SLOW_RAIL
@@ -1024,11 +1027,12 @@ REASON_MEANINGS = {
                                  ("screen_rules.RAIL_LOW_RATIO",)),
     RAIL_SLOW: (BAD, "A rail alone was several-fold below its sibling alone on the same pairs (the ratio is in the "
                 "reason), beyond the rail ratios' own noise, with known-good partners; at two nodes, on the only "
-                "pair, twice: the link's rail.",
+                "pair, twice: the link's rail. GPU-less nodes (host-memory times) need the ratio widened "
+                "HOST_TIMES_WIDENING-fold.",
                 "That rail's link speed, cable, switch port and rate limits on both ends (`ethtool`, `ibstat`, "
                 "the doctor's links); its error counters.",
                 ("screen_rules.RAIL_SLOW_RATIO", "screen_rules.RAIL_NOISE_MIN_GROUPS",
-                 "screen_rules.MIN_GOOD_FAILS")),
+                 "screen_rules.MIN_GOOD_FAILS", "screen_rules.HOST_TIMES_WIDENING")),
     RAIL_SLOW_UNRESOLVED: (SUSPECT, "A rail alone was slow against its sibling in some pairs, but not enough to "
                            "name whose rail it is (or, at two nodes, which end).",
                            "The rail on both nodes of the pairs behind the reason; a screen with more nodes.",
