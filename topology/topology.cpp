@@ -342,45 +342,12 @@ void screen_xml(std::string_view xml, const std::string& what) {
   if (!open.empty()) throw UsageError(what + ": truncated XML (<" + std::string(open.back().substr(0, 32)) + "> not closed)");
 }
 
-hwloc_topology_t init_topology();
 
 // hwloc takes a length that includes the terminating NUL. 0 when hwloc loads the XML, -1 when it
 // refuses it.
 int load_into(hwloc_topology_t topology, const std::string& buffer) {
   if (hwloc_topology_set_xmlbuffer(topology, buffer.c_str(), static_cast<int>(buffer.size() + 1)) != 0) return -1;
   return hwloc_topology_load(topology);
-}
-
-// hwloc 2.9 asserts (abort) or dereferences NULL on some malformed XML; fuzzing found five such
-// inputs, and the screening above refuses each after the fact. So that no file the screening did
-// not foresee can kill topo_map with a core dump, hwloc first loads the XML in a child process: a
-// child that dies by a signal means hwloc would crash, and the user gets one line and exit 2.
-void trial_load_impl(const std::string& buffer, const std::string& what) {
-  std::fflush(nullptr);
-  const pid_t child = fork();
-  if (child < 0) throw FatalError(ExitCode::runtime_error, std::string("fork failed: ") + std::strerror(errno));
-  if (child == 0) {
-    // Default dispositions (no sanitizer or fuzzer crash handler reporting hwloc's abort as ours),
-    // and no core file.
-    for (const int signal_number : {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL}) std::signal(signal_number, SIG_DFL);
-    const rlimit no_core{0, 0};
-    setrlimit(RLIMIT_CORE, &no_core);
-    const int devnull = open("/dev/null", O_WRONLY);  // hwloc's assertion text: the parent says it in one line
-    if (devnull >= 0) dup2(devnull, STDERR_FILENO);
-    hwloc_topology_t topology = nullptr;
-    if (hwloc_topology_init(&topology) != 0 || hwloc_topology_set_io_types_filter(topology, HWLOC_TYPE_FILTER_KEEP_ALL) != 0) {
-      _exit(3);
-    }
-    _exit(load_into(topology, buffer) == 0 ? 0 : 1);
-  }
-  int status = 0;
-  while (waitpid(child, &status, 0) < 0) {
-    if (errno != EINTR) throw FatalError(ExitCode::runtime_error, std::string("waitpid failed: ") + std::strerror(errno));
-  }
-  if (WIFSIGNALED(status)) {
-    throw UsageError(what + ": hwloc crashes loading this XML (" + strsignal(WTERMSIG(status)) +
-                     " in a trial load); it is not a topology hwloc exported");
-  }
 }
 
 hwloc_topology_t init_topology() {
@@ -568,7 +535,38 @@ HwlocTopology HwlocTopology::load_live() {
   return HwlocTopology(topology, true, "live");
 }
 
-void trial_load_in_child(const std::string& xml, const std::string& what) { trial_load_impl(xml, what); }
+// hwloc 2.9 asserts (abort) or dereferences NULL on some malformed XML; fuzzing found five such
+// inputs, and the screening above refuses each after the fact. So that no file the screening did
+// not foresee can kill topo_map with a core dump, hwloc first loads the XML in a child process: a
+// child that dies by a signal means hwloc would crash, and the user gets one line and exit 2.
+void trial_load_in_child(const std::string& buffer, const std::string& what) {
+  std::fflush(nullptr);
+  const pid_t child = fork();
+  if (child < 0) throw FatalError(ExitCode::runtime_error, std::string("fork failed: ") + std::strerror(errno));
+  if (child == 0) {
+    // Default dispositions (no sanitizer or fuzzer crash handler reporting hwloc's abort as ours),
+    // and no core file.
+    for (const int signal_number : {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL}) std::signal(signal_number, SIG_DFL);
+    const rlimit no_core{0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+    const int devnull = open("/dev/null", O_WRONLY);  // hwloc's assertion text: the parent says it in one line
+    if (devnull >= 0) dup2(devnull, STDERR_FILENO);
+    try {
+      _exit(load_into(init_topology(), buffer) == 0 ? 0 : 1);
+    } catch (const FatalError&) {
+      _exit(3);
+    }
+  }
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0) {
+    if (errno != EINTR) throw FatalError(ExitCode::runtime_error, std::string("waitpid failed: ") + std::strerror(errno));
+  }
+  if (WIFSIGNALED(status)) {
+    throw UsageError(what + ": hwloc crashes loading this XML (" + strsignal(WTERMSIG(status)) +
+                     " in a trial load); it is not a topology hwloc exported");
+  }
+}
+
 
 HwlocTopology HwlocTopology::load_xml_file(const std::string& path) {
   // hwloc exports are kilobytes to a few megabytes; refuse anything huge before reading it.
