@@ -166,6 +166,7 @@ std::string help_text(const std::string& program_name) {
       << "  -g, --ngpus N             GPUs driven by each process (NCCL backend)        [1]\n"
       << "  -a, --average 0|1|2|3     batch time across ranks: rank0, mean, min, max    [1]\n"
       << "  -T, --timeout SECONDS     watchdog: end all ranks if start-up/a case hangs   [off]\n"
+      << "                            (with --learn-deadlines: the ceiling of each deadline)\n"
       << "  -G, --cudagraph K         capture the -n iterations (collectives only) in a CUDA graph,\n"
       << "                            replay it K times: time = host clock / (K x n x m)\n"
       << "  -m, --agg_iters M         collectives per iteration, in one ncclGroup; times / M  [1]\n"
@@ -214,6 +215,13 @@ std::string help_text(const std::string& program_name) {
       << "                            and host (TCP: NCCL NET/Socket, MPI's TCP BTL)\n"
       << "                            [NCCL's NET/Socket interfaces, from its log]\n"
       << "  --quiet                   no console table\n"
+      << "  --learn-deadlines         the watchdog's deadline for each phase of a case (start-up,\n"
+      << "                            the probe, warm-up, timed, check) learned from this run:\n"
+      << "                            20 s floor + 10 x the same collective's smaller sizes scaled\n"
+      << "                            by bytes (+ a connect floor for the first call); -T caps it\n"
+      << "  --progress                report each phase entered and left, with its deadline, on\n"
+      << "                            stderr ('cclbench-progress {json}' lines) for a runner that\n"
+      << "                            stops a launch frozen whole\n"
       << "  -h, --help                this text\n"
       << "\n"
       << "Exit status: 0 ok, 1 a case failed or data was wrong, 2 bad usage, 3 transport\n"
@@ -365,6 +373,10 @@ std::optional<Config> parse_config(int argc, const char* const argv[]) {
       config.sysfs_root = cursor.value(flag);
     } else if (flag == "--quiet") {
       config.quiet = true;
+    } else if (flag == "--learn-deadlines") {
+      config.learn_deadlines = true;
+    } else if (flag == "--progress") {
+      config.progress_lines = true;
     } else {
       if (const NcclTestsFlag* known = find_nccl_tests_flag(flag); known && known->handling == FlagHandling::refused) {
         throw UsageError(flag + ": nccl-tests flag not supported by cclbench (" + known->note + ")");

@@ -37,7 +37,9 @@ struct Config {
   BatchAverage batch_average = BatchAverage::mean;  // -a
   BackendKind backend = BackendKind::automatic;
   int gpus_per_process = 1;       // -g
-  double timeout_seconds = 0;     // -T (0 = no watchdog)
+  double timeout_seconds = 0;     // -T (0 = no watchdog); with --learn-deadlines the ceiling (0 = none)
+  bool learn_deadlines = false;   // --learn-deadlines: each phase's deadline from this run's smaller sizes
+  bool progress_lines = false;    // --progress: each phase entered/left on stderr, for a supervising runner
   int graph_launches = 0;         // -G
   int blocking = 0;               // -z (0: stream-ordered; 1: wait for each iteration on the host)
   int ops_per_launch = 1;         // -m: collectives aggregated in one ncclGroup per iteration

@@ -33,7 +33,7 @@ nlohmann::json spec_to_wire(const CaseSpec& spec) {
 
 class PhaseScope {
  public:
-  PhaseScope(PhaseMonitor& monitor, const CaseSpec& spec, const char* phase) : monitor_(monitor) { monitor_.enter(spec, phase); }
+  PhaseScope(PhaseMonitor& monitor, const CaseSpec& spec, Phase phase) : monitor_(monitor) { monitor_.enter(spec, phase); }
   ~PhaseScope() { monitor_.leave(); }
   PhaseScope(const PhaseScope&) = delete;
   PhaseScope& operator=(const PhaseScope&) = delete;
@@ -106,7 +106,7 @@ RunOutcome Runner::run(const std::vector<CaseSpec>& cases, CaseObserver* observe
       // The whole case is watched, not only its phases: the stop vote, the result exchanges and the
       // observers' gathers wait on every other rank too, and a rank frozen between two phases
       // (SIGSTOP, a stalled host) would otherwise hold this one there with no watchdog armed.
-      PhaseScope whole_case(monitor_, spec, "case boundary or result exchange");
+      PhaseScope whole_case(monitor_, spec, Phase::boundary);
       // Every rank stops at the same case boundary, so nobody waits in a collective alone.
       int local_stop = stop_signal_.load() != 0 ? 1 : 0;
       int any_stop = 0;
@@ -150,15 +150,15 @@ CaseResult Runner::run_case(const CaseSpec& spec) {
   // Phase 1: timed. The pattern of repetition 0 is in the buffers; warm-up connects lazily.
   TimedIterations timed;
   {
-    PhaseScope scope(monitor_, spec, "fill");
+    PhaseScope scope(monitor_, spec, Phase::fill);
     backend_.fill(spec, 0);
   }
   {
-    PhaseScope scope(monitor_, spec, "warm-up");
+    PhaseScope scope(monitor_, spec, Phase::warm_up);
     backend_.warm_up(spec, options_.warmup_iterations);
   }
   {
-    PhaseScope scope(monitor_, spec, "timed iterations");
+    PhaseScope scope(monitor_, spec, Phase::timed);
     timed = backend_.run_timed(spec, options_.iterations);
   }
   if (static_cast<int>(timed.iteration_us.size()) != options_.iterations) {
@@ -221,7 +221,7 @@ CaseResult Runner::run_case(const CaseSpec& spec) {
     long long wrong_here = 0;
     for (int check = 0; check < options_.check_iterations; ++check) {
       const auto rep = static_cast<std::uint32_t>(check + 1);
-      PhaseScope scope(monitor_, spec, "check");
+      PhaseScope scope(monitor_, spec, Phase::check);
       backend_.fill(spec, rep);
       backend_.run_once(spec);
       wrong_here += backend_.count_wrong(spec, rep);

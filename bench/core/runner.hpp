@@ -12,6 +12,7 @@
 #include "bench/core/backend.hpp"
 #include "bench/core/case.hpp"
 #include "bench/core/config.hpp"
+#include "bench/core/deadlines.hpp"
 #include "bench/core/mpi_context.hpp"
 
 namespace cclbench {
@@ -34,11 +35,11 @@ class CaseObserver {
   virtual void after_case(CaseResult& result) = 0;
 };
 
-// Told what phase runs, so a watchdog can name it when it hangs.
+// Told what phase runs, so a watchdog can name it when it hangs and learn from how long it took.
 class PhaseMonitor {
  public:
   virtual ~PhaseMonitor() = default;
-  virtual void enter(const CaseSpec& spec, const char* phase) = 0;
+  virtual void enter(const CaseSpec& spec, Phase phase) = 0;
   virtual void leave() = 0;
 };
 

@@ -15,26 +15,36 @@
 
 namespace cclbench {
 
-// The -T/--timeout value among a command line's arguments (the last one given), 0 when absent or
-// unreadable: the config parser reports bad values; this only decides whether to guard the start.
+// The start-up's bound from a command line (read before the config parser, which reports bad values;
+// this only decides how to guard the start): the -T/--timeout value (the last one given; 0 when absent
+// or unreadable), or with --learn-deadlines the start-up allowance at the launch's rank count (from
+// the launcher's environment: OMPI_COMM_WORLD_SIZE, PMI_SIZE, SLURM_NTASKS), capped by -T.
 double startup_timeout_seconds(int argc, char** argv);
+// Whether a command line has `flag` (exactly) among its arguments.
+bool command_line_has(int argc, char** argv, const char* flag);
+// The launch's rank count as the launcher tells it, 1 when it does not.
+int launch_size_from_environment();
 
 class StartupGuard {
  public:
-  StartupGuard(double timeout_seconds, std::string program);  // 0: no guard
+  // 0: no guard. `basis` says where the bound came from, for the message ("-T", "the start-up allowance").
+  StartupGuard(double timeout_seconds, std::string program, std::string basis = "-T");
   ~StartupGuard();  // disarms
   StartupGuard(const StartupGuard&) = delete;
   StartupGuard& operator=(const StartupGuard&) = delete;
   void mpi_ready(const MpiContext& context);  // from now on a timeout aborts every rank through MPI
   void disarm();                               // the first case starts: the watchdog takes over
+  double remaining_seconds() const;            // until the guard fires (0 when it has no bound)
 
  private:
   void watch();
   std::chrono::duration<double> timeout_;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::string program_;
+  std::string basis_;
   const MpiContext* context_ = nullptr;
   bool armed_ = true;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::thread thread_;
 };

@@ -26,12 +26,14 @@ nlohmann::json read_tuning_file(const std::string& path) {
 }
 
 int run_tuning_probe(const Config& config, const MpiContext& context, Backend& backend, const std::vector<CaseSpec>& cases,
-                     const NcclLogCapture& capture, const std::string& program) {
+                     const NcclLogCapture& capture, const std::string& program, PhaseMonitor& monitor) {
   std::vector<bool> ran(cases.size(), false);
   for (std::size_t i = 0; i < cases.size(); ++i) {
     if (backend.unsupported_reason(cases[i])) continue;
+    monitor.enter(cases[i], Phase::probe);
     backend.fill(cases[i], 0);
     backend.run_once(cases[i]);
+    monitor.leave();
     ran[i] = true;
   }
   const GatheredLogs logs = gather_nccl_logs(capture, context);

@@ -60,7 +60,8 @@ class TuningAttacher final : public CaseObserver {
 };
 
 // Runs every case once, untimed (fill + one call), with TUNING logging; writes FILE. No records.
+// Each call is watched (`monitor`: the watchdog, Phase::probe), like every phase of a timed run.
 int run_tuning_probe(const Config& config, const MpiContext& context, Backend& backend, const std::vector<CaseSpec>& cases,
-                     const NcclLogCapture& capture, const std::string& program);
+                     const NcclLogCapture& capture, const std::string& program, PhaseMonitor& monitor);
 
 }  // namespace cclbench

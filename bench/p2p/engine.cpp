@@ -1,12 +1,17 @@
 #include "bench/p2p/engine.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <random>
+#include <string>
 
 #include "bench/core/errors.hpp"
+#include "bench/core/progress.hpp"
 #include "bench/core/units.hpp"
 #include "bench/p2p/cuda_check.hpp"
 #include "bench/cuda/cuda_handles.hpp"
@@ -152,9 +157,25 @@ struct Engine::State {
   std::vector<std::vector<bool>> peer_enabled;
   std::vector<std::vector<bool>> can_access;
   std::uint32_t next_seed = 1;  // every sample of the run gets a fresh pattern
+  std::optional<ProgressWriter> progress;  // --progress
+
+  // --progress: one measurement (a pair or GPU at one size) begins. None takes a minute on a healthy
+  // GPU (the largest default copies, 1 GiB staged through the host, take well under a second each).
+  void report_progress(const TestInfo& test, int src, int dst, std::uint64_t bytes) const {
+    if (!progress) return;
+    progress->emit({{"event", "enter"}, {"phase", "p2p " + std::string(test.name) + " " + std::to_string(src) + "->" +
+                                                       std::to_string(dst) + " " + std::to_string(bytes) + " B"},
+                    {"deadline_s", kMeasurementDeadlineSeconds}});
+  }
+  static constexpr double kMeasurementDeadlineSeconds = 60;
 
   State(const Options& opts, std::vector<DeviceInfo> devs, const HostTopology* topo, std::string topo_reason)
       : options(opts), devices(std::move(devs)), topology(topo), topology_reason(std::move(topo_reason)) {
+    if (options.progress) {
+      char host[256] = {};
+      ::gethostname(host, sizeof host - 1);
+      progress.emplace(2, 0, host);
+    }
     const auto n = devices.size();
     per_device.reserve(n);
     for (const DeviceInfo& d : devices) per_device.emplace_back(d.index, d.sm_count, options.sm_blocks);
@@ -677,6 +698,7 @@ std::vector<Measurement> Engine::run(const TestInfo& test) {
         m.src = Endpoint::device(src);
         m.dst = Endpoint::device(dst);
         m.bytes = bytes;
+        s.report_progress(test, src, dst, bytes);
         attempt(m, [&] { s.measure_pair(test, src, dst, bytes, m); });
         results.push_back(std::move(m));
       }
@@ -706,6 +728,7 @@ std::vector<Measurement> Engine::run(const TestInfo& test) {
       m.src = host_test && !to_host ? Endpoint::host() : Endpoint::device(d);
       m.dst = to_host ? Endpoint::host() : Endpoint::device(d);
       m.bytes = bytes;
+      s.report_progress(test, d, d, bytes);
       attempt(m, [&] { s.measure_device(test, d, bytes, m); });
       results.push_back(std::move(m));
     }

@@ -46,6 +46,8 @@ std::string help_text() {
       "      --inject-corruption  flip one bit of every copy's destination before it is verified\n"
       "                        (proves the verifier: every copy measurement must come out 'failed')\n"
       "  -q, --quiet           no text matrices on stdout\n"
+      "  --progress            report each measurement (test, pair, size) as it begins, with its\n"
+      "                        deadline, on stderr ('cclbench-progress {json}' lines) for a runner\n"
       "  -h, --help            this help\n"
       "Under mpirun only local rank 0 of each host measures (use --out DIR or %h in file names).\n"
       "Exit status: 0 ok, 1 a measurement failed verification or errored, 2 bad input,\n"
@@ -70,6 +72,8 @@ Options parse_options(int argc, const char* const argv[]) {
       options.inject_corruption = true;
     } else if (flag == "-q" || flag == "--quiet") {
       options.quiet = true;
+    } else if (flag == "--progress") {
+      options.progress = true;
     } else if (flag == "-t" || flag == "--tests") {
       options.tests = select_tests(value());
     } else if (flag == "-b" || flag == "--minbytes") {

@@ -29,6 +29,7 @@ struct Options {
   double blocker_timeout_s = 10;              // --blocker-timeout
   bool inject_corruption = false;             // --inject-corruption (tests the verifier)
   bool quiet = false;                         // -q: no text matrices on stdout
+  bool progress = false;                      // --progress: each measurement begun, on stderr, for a runner
   bool list = false;                          // --list
   bool help = false;                          // -h/--help
   std::vector<std::string> argv;              // as given, recorded in the JSON

@@ -43,7 +43,7 @@ class TestStallHook final : public CaseObserver {
   }
   void before_case(const CaseSpec& spec) override {
     if (!freeze_ && stall_rank_ == context_.world_rank && case_index_ == stall_case_) {
-      monitor_.enter(spec, "test stall (CCLBENCH_TEST_STALL)");
+      monitor_.enter(spec, Phase::stall);
       for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
     }
     ++case_index_;
