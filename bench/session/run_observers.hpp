@@ -3,6 +3,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <iostream>
 #include <string>
 #include <thread>
 
@@ -18,12 +19,13 @@
 
 namespace cclbench {
 
-// Test-only fault hook: CCLBENCH_TEST_STALL=<rank>:<case index> makes that rank hang inside the
-// watched phase of that case, so tests can prove that the watchdog ends every rank.
-// CCLBENCH_TEST_STALL=<rank>:<case index>:frozen instead stops that rank (SIGSTOP, its watchdog
-// thread included) right after the case, before its results are exchanged: the other ranks must
-// then be ended by their own watchdogs while they wait on it between phases. It is read once,
-// only by coll_perf, and does nothing unless set.
+// Test-only fault hook: CCLBENCH_TEST_STALL=<rank>:<case> makes that rank hang inside the watched
+// phase of that case (<case>: its index in the run, or its case_id such as all_reduce.float.sum.out.64M),
+// so tests can prove that the watchdog ends every rank. CCLBENCH_TEST_STALL=<rank>:<case>:frozen
+// instead stops that rank (SIGSTOP, its watchdog thread included) right after the case, before its
+// results are exchanged: the other ranks must then be ended by their own watchdogs while they wait on
+// it between phases. It is read once, only by coll_perf, and does nothing unless set; when it fires
+// it says so on stderr (the fault matrix checks that it did).
 class TestStallHook final : public CaseObserver {
  public:
   TestStallHook(const MpiContext& context, PhaseMonitor& monitor) : context_(context), monitor_(monitor) {
@@ -31,7 +33,7 @@ class TestStallHook final : public CaseObserver {
     if (value == nullptr) return;
     const std::string text = value;
     const auto colon = text.find(':');
-    if (colon == std::string::npos) throw UsageError("CCLBENCH_TEST_STALL: expected <rank>:<case index>");
+    if (colon == std::string::npos) throw UsageError("CCLBENCH_TEST_STALL: expected <rank>:<case index or case_id>");
     stall_rank_ = static_cast<int>(parse_integer(text.substr(0, colon), "CCLBENCH_TEST_STALL rank", 0, 1 << 20));
     std::string rest = text.substr(colon + 1);
     const std::string frozen = ":frozen";
@@ -39,17 +41,28 @@ class TestStallHook final : public CaseObserver {
       freeze_ = true;
       rest.resize(rest.size() - frozen.size());
     }
-    stall_case_ = static_cast<int>(parse_integer(rest, "CCLBENCH_TEST_STALL case", 0, 1 << 20));
+    if (!rest.empty() && rest.find_first_not_of("0123456789") == std::string::npos) {
+      stall_case_ = static_cast<int>(parse_integer(rest, "CCLBENCH_TEST_STALL case", 0, 1 << 20));
+    } else if (!rest.empty()) {
+      stall_case_id_ = rest;
+    } else {
+      throw UsageError("CCLBENCH_TEST_STALL: expected <rank>:<case index or case_id>");
+    }
   }
   void before_case(const CaseSpec& spec) override {
-    if (!freeze_ && stall_rank_ == context_.world_rank && case_index_ == stall_case_) {
+    current_is_target_ = stall_rank_ == context_.world_rank &&
+                         (stall_case_id_.empty() ? case_index_ == stall_case_ : spec.case_id() == stall_case_id_);
+    ++case_index_;
+    if (!freeze_ && current_is_target_) {
+      std::cerr << ("coll_perf: test stall (CCLBENCH_TEST_STALL): rank " + std::to_string(context_.world_rank) + " (" +
+                    context_.hostname + ") sleeps in case " + spec.case_id() + "\n")
+                << std::flush;
       monitor_.enter(spec, Phase::stall);
       for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
     }
-    ++case_index_;
   }
   void after_case(CaseResult&) override {
-    if (freeze_ && stall_rank_ == context_.world_rank && case_index_ - 1 == stall_case_) std::raise(SIGSTOP);
+    if (freeze_ && current_is_target_) std::raise(SIGSTOP);
   }
 
  private:
@@ -57,7 +70,9 @@ class TestStallHook final : public CaseObserver {
   PhaseMonitor& monitor_;
   int stall_rank_ = -1;
   int stall_case_ = -1;
+  std::string stall_case_id_;
   int case_index_ = 0;
+  bool current_is_target_ = false;
   bool freeze_ = false;
 };
 

@@ -160,6 +160,44 @@ class LocalRuns(BaselineRuns):
         self.assertEqual([(r["point"], r["severity"]) for r in reasons], [("local.mpi4", "fail")])
         self.assertIn(f"the last {first}", reasons[0]["text"])
 
+    def test_a_launch_frozen_whole_is_stopped_past_its_announced_deadline_not_its_bound(self):
+        """No --launch-timeout: the double announces a 1 s deadline for the case it hangs in (as coll_perf
+        --progress does), then its only process is frozen (SIGSTOP: no watchdog of its own left). The runner stops
+        it 1 s + the 25 s grace later, long before the plan's bound, and names the case and the silent rank."""
+        env = dict(os.environ, FAKE_COLL_HANG_POINT="local.mpi4", FAKE_COLL_PROGRESS_DEADLINE_S="1",
+                   CCLBENCH_FAKE_GPU_COUNT="0")
+        marker = os.path.join(self.results, "F")
+        process = subprocess.Popen([sys.executable, CCLBENCH, "baseline"] + SMALL + ONCE + self.fake_args("F"),
+                                   env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                   start_new_session=True)
+        try:
+            deadline = time.monotonic() + 300
+            hung = []
+            while time.monotonic() < deadline and not hung:
+                hung = [pid for pid in self.processes_with(marker, "local.mpi4")
+                        if any(r.get("point") == "local.mpi4" for r in self.records(marker))]
+                time.sleep(0.05)
+            self.assertTrue(hung, "the hanging point never started")
+            for pid in hung:
+                os.kill(pid, signal.SIGSTOP)
+            _out, err = process.communicate(timeout=300)
+        finally:
+            end_process_group(process)
+        self.assertEqual(process.returncode, 1, err)
+        manifest = self.manifest("F")
+        point = manifest["points"]["local.mpi4"]
+        bound = next(launch for launch in manifest["plan"] if launch["name"] == "local.mpi4")["bound_s"]
+        self.assertEqual((point["status"], point["exit_code"]), ("failed", 4))
+        self.assertIn("launch stopped: no progress past its deadline (1 s, learned from the run, + 25 s grace)",
+                      point["reason"])
+        self.assertIn("hung in case the case after", point["reason"])
+        self.assertRegex(point["reason"], r"ranks that stopped reporting: 0 \([^)]+\)")
+        self.assertGreater(bound, 200, "the plan's bound is far beyond the announced deadline")
+        self.assertLess(point["elapsed_s"], bound / 2, "ended by its progress, not by its bound")
+        self.assertGreaterEqual(point["elapsed_s"], 1 + 25, "never before the deadline and the grace")
+        self.assertEqual(self.processes_with(marker, "local.mpi4"), [], "nothing of the launch outlives it")
+        self.assertNotIn("cclbench-progress", read_text(os.path.join(marker, "run.log")), "progress is not logged")
+
     def records(self, run_dir):
         path = os.path.join(run_dir, "cases.jsonl")
         return read_jsonl(path) if os.path.exists(path) else []

@@ -380,6 +380,9 @@ class DefaultBounds(TempDirTest):
                 self.assertEqual(argv.count("-T"), 1, name)
                 self.assertEqual(argv[argv.index("-T") + 1], str(launch["watchdog_s"]), name)
                 self.assertLess(launch["watchdog_s"], launch["bound_s"], f"{name}: the watchdog acts first")
+                # -T is the ceiling of deadlines learned from the run, and the runner watches the progress.
+                self.assertIn("--learn-deadlines", argv, name)
+                self.assertIn("--progress", argv, name)
         # The README's formula by hand for the GPU-less sanity pass: 4 MPI ranks, all_reduce at 8K, 16K and 32K,
         # 2 timed iterations (the MPI backend's correctness setting), 1 warm-up, 1 check, both placements.
         op = lambda size: 0.02 * 2 * 4 + 2 * size / 10e6  # noqa: E731
@@ -389,7 +392,7 @@ class DefaultBounds(TempDirTest):
         self.assertEqual(launches["sanity"]["bound_s"], round(120 + work + watchdog + 60))  # 209 s
         doctor, topology = (next(launch for n, launch in launches.items() if n.startswith(kind + "."))
                             for kind in ("doctor", "topology"))
-        self.assertEqual(doctor["bound_s"], 300)  # fixed: the doctor's work does not scale with the plan
+        self.assertEqual(doctor["bound_s"], 100)  # fixed: the doctor's work does not scale with the plan
         self.assertNotIn("watchdog_s", topology)
 
     def test_timeout_flags_override(self):

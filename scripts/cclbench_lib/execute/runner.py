@@ -17,12 +17,13 @@ from ..base.files import make_dirs, open_append, read_json, terminate_last_line,
 from ..base.values import COLL_KINDS, utc_now, variant_text
 from ..execute.doctor import merge_run_directory, path_mtu_run_directory
 from ..execute.manifest import manifest_path, new_manifest, pending_point, save_manifest
+from ..execute.progress import LaunchProgress, start_allowance_s, watches_progress
 from ..model import launcher
 from ..model.records import CASES_FILE, SANITY_FILE, cases_path, latest_by_case, load_cases
 from ..model.doctor_checks import path_mtu_findings
 from ..model.run_dir import launch_outputs, load_run_doctor
 from ..plan.baseline import Planner, mode_notes
-from ..plan.bounds import launch_bounds
+from ..plan.bounds import PROGRESS_GRACE_S, STOP_GRACE_S, launch_bounds
 from ..render.report import build_report
 from ..render.verdict import console_line, headline
 from ..rules.ab import choose_binding, sweep_bindings
@@ -31,16 +32,15 @@ from ..rules.repeat_rule import judge_repeatability
 from ..rules.verdict import FAIL, FAILED
 
 
-# After SIGTERM, how long the launcher's process group has before SIGKILL: mpirun forwards SIGTERM to every
-# rank and waits for its daemons on the other hosts; a rank stopped there (SIGSTOP) or a daemon that never
-# answers must not hold the launch.
-STOP_GRACE_S = 10
+# After SIGTERM, how long the launcher's process group has before SIGKILL (plan/bounds.STOP_GRACE_S): mpirun
+# forwards SIGTERM to every rank and waits for its daemons on the other hosts; a rank stopped there (SIGSTOP) or a
+# daemon that never answers must not hold the launch.
 # After the launcher exited (or was killed), how long its output may still take to close: a process that
 # escaped the launcher's process group and keeps the pipe open must not hold the run.
 OUTPUT_CLOSE_GRACE_S = 30
 # coll_perf's watchdog message (bench/core/watchdog.cpp): the case, size, phase, rank and host that did not finish.
 WATCHDOG_LINE = re.compile(r"timeout: (case \S+ \(size \d+ B, [^)]*\) on rank \d+ \([^)]*\)) did not finish within "
-                           r"([0-9.]+) s")
+                           r"([0-9.]+) s(?: \(learned deadline: (.*); aborting every rank)?")
 # coll_perf's timeout exit status (bench/core/errors.hpp ExitCode::timeout); the runner's bound uses it too.
 TIMEOUT_EXIT = 4
 
@@ -197,6 +197,10 @@ class Baseline:
         self.first_lines = []  # the launcher's own words when a launch fails (doctor: host unreachable)
         self.watchdog_lines = []  # coll_perf's watchdog messages: the case that hung
         self.ended_by_bound = False
+        self.hang = None  # where a launch that stopped reporting hung (execute/progress.py)
+        # A tool planned with --progress reports each phase with its deadline: past the latest one plus a grace
+        # the launch is stopped, whatever froze (execute/progress.py). The bound stays as a last resort.
+        self.progress = LaunchProgress(start_allowance_s(launch.get("hosts"))) if watches_progress(argv) else None
         try:
             # Its own process group: a stop reaches mpirun and everything it started on this host (ssh to the
             # other hosts included), and nothing of it outlives the launch.
@@ -206,29 +210,24 @@ class Baseline:
             self.log_line(f"# cannot start: {error.strerror}")
             return None, f"cannot start {launch['argv'][0]}: {error.strerror}"
         child = self.child
-
-        def expire():
-            timed_out.set()
-            self.log_line(f"# {utc_now()} {launch['name']} passed its bound of {timeout:g}s: stopping it")
-            self.stop_child()
-        timer = threading.Timer(timeout, expire)
-        timer.daemon = True
-        timer.start()
+        started = time.monotonic()
         reader = threading.Thread(target=self.read_output, args=(child.stdout,), daemon=True)
         reader.start()
         try:
-            code = child.wait()
-            if timed_out.is_set() or self.interrupted_by:
+            code = self.wait_watching(launch, child, started, timeout, timed_out)
+            if timed_out.is_set() or self.hang is not None or self.interrupted_by:
                 signal_group(child, signal.SIGKILL)  # what the launcher left behind in its group, if anything
             reader.join(OUTPUT_CLOSE_GRACE_S)
             if reader.is_alive():
                 self.log_line(f"# the output of {launch['name']} stayed open {OUTPUT_CLOSE_GRACE_S}s after it "
                               f"exited: not read further")
         finally:
-            timer.cancel()
             self.child = None
         self.log_line(f"# {utc_now()} exit {code}")
         self.ended_by_bound = timed_out.is_set()
+        if self.hang is not None and not self.interrupted_by:
+            return TIMEOUT_EXIT, f"launch stopped: no progress past its deadline ({self.hang['deadline_s']:.0f} s, " \
+                                 f"learned from the run, + {PROGRESS_GRACE_S} s grace)"
         if timed_out.is_set():
             given = self.inputs.get("launch_timeout_s")
             why = f"--launch-timeout {given:g}s" if given else f"its bound {timeout:g}s (derived from the plan; " \
@@ -238,11 +237,44 @@ class Baseline:
             raise Interrupted(self.interrupted_by)
         return code, None
 
+    def wait_watching(self, launch, child, started, bound_s, timed_out):
+        """Waits for the launcher, once a second checking its progress (a launch with nothing reported past its
+        deadline plus a grace is stopped, and where it hung is kept in self.hang) and its bound."""
+        while True:
+            try:
+                return child.wait(timeout=1.0)
+            except subprocess.TimeoutExpired:
+                pass
+            if self.hang is not None or timed_out.is_set():
+                continue  # already stopping it
+            now = time.monotonic()
+            if self.progress is not None and self.progress.expired(now):
+                self.hang = dict(self.progress.describe(now, expected_ranks=self.expected_processes(launch)),
+                                 deadline_s=self.progress.largest_deadline_s())
+                self.log_line(f"# {utc_now()} {launch['name']}: no progress past its deadline: {self.hang['text']}; "
+                              f"stopping it")
+                self.stop_child()
+            elif now - started >= bound_s:
+                timed_out.set()
+                self.log_line(f"# {utc_now()} {launch['name']} passed its bound of {bound_s:g}s: stopping it")
+                self.stop_child()
+
+    @staticmethod
+    def expected_processes(launch):
+        """The processes of a coll_perf launch (one per rank, or per -g GPUs), None for other tools."""
+        argv = launch.get("argv") or []
+        if not any(word.rsplit("/", 1)[-1] == "coll_perf" for word in argv):
+            return None
+        gpus = int(argv[argv.index("-g") + 1]) if "-g" in argv[:-1] and argv[argv.index("-g") + 1].isdigit() else 1
+        return max(1, (launch.get("nranks") or 1) // max(1, gpus))
+
     def read_output(self, stream):
         """The launch's output line by line into run.log (and stderr with --verbose); runs on its own thread so
         that waiting for the launcher stays bounded."""
         for raw in stream:
             line = raw.decode("utf-8", "replace")
+            if self.progress is not None and self.progress.feed(line):
+                continue  # progress lines are the runner's, not the log's
             self.log_line(line)
             if len(self.first_lines) < 60:
                 self.first_lines.append(line)
@@ -267,13 +299,21 @@ class Baseline:
         else the last case its records finished (the hang is in the one after it); then the doctor's fail
         findings for its hosts."""
         parts = []
+        if self.hang is not None:
+            parts.append(f"the runner stopped it, no progress reported past its deadline: {self.hang['text']}")
         if self.watchdog_lines:
             found = self.watchdog_lines[0]
-            parts.append(f"coll_perf's watchdog (-T {found.group(2)} s): {found.group(1)} did not finish")
+            parts.append(f"coll_perf's watchdog: {found.group(1)} did not finish within {found.group(2)} s"
+                         + (f" (learned deadline: {found.group(3)}" if found.group(3) else ""))
+            if self.progress is not None and self.progress.ranks:
+                seen = self.progress.describe(expected_ranks=self.expected_processes(launch))
+                first = [part for part in seen["text"].split("; ") if part.startswith(("ranks that stopped",
+                                                                                        "never reported"))]
+                parts += first
         path = self.records_file(launch)
         # Where coll_perf's watchdog did not speak, its records tell only when the runner's bound ended the launch
         # (an exit 4 of coll_perf's own, such as NCCL refusing a forced setting, hung nowhere).
-        if path and (self.watchdog_lines or self.ended_by_bound):
+        if path and (self.watchdog_lines or self.ended_by_bound or self.hang is not None):
             done = []
             try:
                 with open(path, "rb") as handle:
@@ -290,7 +330,7 @@ class Baseline:
             if done:
                 parts.append(f"{len(done)} case(s) finished before it, the last {done[-1]}: the hang is in the "
                              f"case after it")
-            elif not self.watchdog_lines:
+            elif not self.watchdog_lines and self.hang is None:
                 parts.append("no case finished: it hung starting up or in its first case")
         document, _ = load_run_doctor(self.run_dir)
         findings = host_findings(document.get("checks") if isinstance(document, dict) else [], launch.get("hosts"))

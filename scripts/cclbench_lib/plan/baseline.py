@@ -21,8 +21,8 @@ from ..plan.doctor_point import cclbench_script, doctor_argv
 DEFAULT_EXPECT = "inter=NET/IB"
 # coll_perf flags the planner uses when present; builds that predate them get the older equivalents.
 # When coll_perf is not built (plan only), the newest set is assumed.
-NEWEST_COLL_PERF_FLAGS = ["--expect-transport", "--log-dir", "--nccl-log-dir", "--share-gpu", "--sysfs-root",
-                          "--tuning-from", "--tuning-probe"]
+NEWEST_COLL_PERF_FLAGS = ["--expect-transport", "--learn-deadlines", "--log-dir", "--nccl-log-dir", "--progress",
+                          "--share-gpu", "--sysfs-root", "--tuning-from", "--tuning-probe"]
 # Sanity pass: about three sizes spanning the sweep, all_reduce only, few iterations, so environment or
 # unit mistakes show up in minutes, not after the full matrix.
 SANITY_ITERATIONS = 5
@@ -136,6 +136,7 @@ class Planner:
                 "--coll", ",".join(collectives or inputs["collectives"])]
         if inputs.get("timeout_s"):
             argv += ["-T", str(inputs["timeout_s"])]
+        argv += self.watch_flags()
         log_flag = "--nccl-log-dir" if self.has_flag("--nccl-log-dir") else "--log-dir"
         argv += ["--point", point, "--jsonl", self.path(jsonl), log_flag, self.path("nccl", point),
                  "-J", self.path("raw", point + ".json")]
@@ -148,6 +149,11 @@ class Planner:
         if tuning_from:
             argv += ["--tuning-from", tuning_from]
         return argv
+
+    def watch_flags(self):
+        """coll_perf's learned deadlines and its progress reports to the runner (plan/bounds.py), where the build
+        has them: -T, the plan's worst case or --timeout, is then their ceiling."""
+        return [flag for flag in ("--learn-deadlines", "--progress") if self.has_flag(flag)]
 
     def tuning_enabled(self, nccl):
         """Algorithm/protocol per size come from a separate untimed probe launch (coll_perf --tuning-probe,
@@ -169,6 +175,7 @@ class Planner:
             str(inputs["step_factor"])]) + ["--coll", ",".join(collectives or inputs["collectives"])]
         if inputs.get("timeout_s"):
             argv += ["-T", str(inputs["timeout_s"])]
+        argv += self.watch_flags()
         argv += ["--point", base, "--nccl-log-dir" if self.has_flag("--nccl-log-dir") else "--log-dir",
                  self.path("nccl", base + ".tuning-probe"), "--tuning-probe", out] + list(extra)
         return self.launch(f"tuning.{base}", "tuning", argv, nranks, hosts, env, outputs=[out])
@@ -282,7 +289,7 @@ class Planner:
         for host in hosts:
             out = self.path("p2p", f"{host}.json")
             launches.append(self.launch(f"p2p.{host}", "p2p",
-                                        self.mpirun(1, host) + [self.tool("p2p_matrix"), "--json", out],
+                                        self.mpirun(1, host) + [self.tool("p2p_matrix"), "--progress", "--json", out],
                                         hosts=[host], outputs=[out]))
         points = []
         for host in hosts:
@@ -402,7 +409,7 @@ class Planner:
                                     collectives=["all_reduce"], mode_note=note))
         if ngpus >= 1:
             out = self.path("p2p", f"{host}.json")
-            launches.append(self.launch(f"p2p.{host}", "p2p", [self.tool("p2p_matrix"), "--json", out],
+            launches.append(self.launch(f"p2p.{host}", "p2p", [self.tool("p2p_matrix"), "--progress", "--json", out],
                                         hosts=[host], outputs=[out]))
         point = {"base": base, "kind": "local", "nranks": nranks, "hosts": [host], "env": {}, "extra": extra,
                  "mpirun": self.mpirun(nranks, oversubscribe=oversubscribe), "expect": expect, "note": note,

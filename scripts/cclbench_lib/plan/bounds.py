@@ -15,6 +15,13 @@ killed (the slowest rail seen carrying a run moved 0.025-0.05 GB/s, a rate-limit
       names the case, always acts before the launch bound does)
 
 The tools that are not coll_perf have fixed bounds (TOOL_BOUND_S): their work does not scale with the plan.
+
+Both are now ceilings, not what ends a hang. coll_perf runs with --learn-deadlines (bench/core/deadlines.cpp): each
+phase's deadline comes from the run's own smaller sizes, LEARNED_FLOOR_S + LEARNED_SLACK x the prediction (+ the
+connect floor until the communicator's first collective), capped by -T. With --progress, coll_perf and p2p_matrix
+report every phase and its deadline to the runner (execute/progress.py), which stops a launch that reports
+nothing past the latest deadline plus a grace: a process frozen whole is watched from outside it. `hang_cost_s`
+is what one hang costs at most, for the plan to print beside its healthy estimate.
 """
 
 from ..base.errors import UsageError
@@ -45,8 +52,27 @@ LAUNCH_STARTUP_S = 120
 ABORT_GRACE_S = 60
 # Launches of tools whose work is fixed, not planned: the doctor (sysfs, NVML, the kernel log, and on several
 # hosts its path MTU probes), topo_map, the P2P matrix (every GPU pair, several sizes and methods).
-TOOL_BOUND_S = {"doctor": 300, "topology": 300, "p2p": 1800}
+TOOL_BOUND_S = {"doctor": 100, "topology": 100, "p2p": 1800}
 # The runner's own SIGTERM -> SIGKILL grace is added to whatever bound ends a launch (execute/runner.py).
+
+# coll_perf's learned deadlines (bench/core/deadlines.cpp, kept equal by tests/scripts/test_progress.py): every phase
+# at least the floor (a loaded host's scheduler), slack x the prediction from the run's smaller sizes, and until the
+# communicator's first collective completes the connect floor at the launch's rank count.
+LEARNED_FLOOR_S = 20
+LEARNED_SLACK = 10
+CONNECT_FLOOR_S = {"nccl": 40, "mpi": 20}
+CONNECT_S_PER_RANK = 0.02
+# Its worst case for a phase with nothing measured before it: every byte at SLOWEST_RATE_BYTES_PER_S, each ring step
+# at most this long, whatever the backend.
+LEARNED_STEP_S = 0.02
+# coll_perf's start-up with --learn-deadlines: the floor plus NCCL's connect floor at the rank count.
+# The runner's watch (execute/progress.py): after the latest deadline a launch announced, this grace (coll_perf's own
+# watchdog fires at that deadline; its ranks other than 0 wait 10 s before MPI_Abort; the launcher tears down), then
+# SIGTERM to the launch's process group and SIGKILL STOP_GRACE_S later.
+PROGRESS_GRACE_S = 25
+STOP_GRACE_S = 10
+# p2p_matrix --progress: one measurement (a pair or GPU at one size) at most this long (bench/p2p/engine.cpp).
+P2P_MEASUREMENT_DEADLINE_S = 60
 
 # coll_perf's defaults for flags a command leaves out (coll_perf --help).
 COLL_PERF_DEFAULTS = {"-n": "20", "-w": "1", "-c": "1", "-b": "32M", "-e": "32M", "-G": "0", "-m": "1"}
@@ -128,8 +154,48 @@ def launch_bounds(kind, argv, nranks):
 
 
 def with_watchdog(argv, watchdog_s):
-    """argv with coll_perf's -T set to watchdog_s, unless the command already has one (--timeout given)."""
+    """argv with coll_perf's -T set to watchdog_s (with --learn-deadlines: the ceiling of the learned deadlines),
+    unless the command already has one (--timeout given)."""
     index = coll_perf_index(argv)
     if index is None or watchdog_s is None or "-T" in argv[index + 1:] or "--timeout" in argv[index + 1:]:
         return list(argv)
     return argv[:index + 1] + ["-T", str(watchdog_s)] + argv[index + 1:]
+
+
+def startup_allowance_s(nranks):
+    return LEARNED_FLOOR_S + CONNECT_FLOOR_S["nccl"] + CONNECT_S_PER_RANK * max(1, nranks)
+
+
+def largest_learned_deadline_s(args, nranks, phase_seconds):
+    """The largest deadline coll_perf's learned watchdog sets in a healthy run of one command: the start-up's, the
+    first collective's (the connect floor) and the largest size's timed phase, whose prediction is
+    `phase_seconds(size)` (the estimate's model of that phase), times the slack. -T caps each one."""
+    backend = "mpi" if _flag(args, "--backend") == "mpi" else "nccl"
+    try:
+        sizes = case_sizes(args) or [1]
+    except (UsageError, ValueError):
+        sizes = [parse_size(COLL_PERF_DEFAULTS["-e"], "-e")]
+    warmup = max(1, int(_flag(args, "-w", "--warmup_iters", default=COLL_PERF_DEFAULTS["-w"])))
+    first_call = LEARNED_STEP_S * 2 * max(1, nranks) + TRAFFIC_FACTOR * min(sizes) / SLOWEST_RATE_BYTES_PER_S
+    candidates = [startup_allowance_s(nranks),
+                  LEARNED_FLOOR_S + CONNECT_FLOOR_S[backend] + CONNECT_S_PER_RANK * max(1, nranks)
+                  + warmup * first_call,
+                  LEARNED_FLOOR_S + LEARNED_SLACK * phase_seconds(max(sizes))]
+    ceiling = _flag(args, "-T", "--timeout")
+    if ceiling:
+        candidates = [min(float(ceiling), value) for value in candidates]
+    return max(candidates)
+
+
+def hang_cost_s(launch, phase_seconds):
+    """What one hang of this launch costs at most: its largest deadline, the runner's grace after it and the stop
+    (SIGTERM, then SIGKILL after STOP_GRACE_S). Without progress reports (the doctor, topo_map): its bound."""
+    argv = [str(word) for word in launch.get("argv") or []]
+    if "--progress" not in argv:
+        return float(launch.get("bound_s") or TOOL_BOUND_S.get(launch.get("kind"), max(TOOL_BOUND_S.values())))
+    index = coll_perf_index(argv)
+    if index is None:
+        deadline = P2P_MEASUREMENT_DEADLINE_S
+    else:
+        deadline = largest_learned_deadline_s(argv[index + 1:], launch.get("nranks") or 1, phase_seconds)
+    return deadline + PROGRESS_GRACE_S + STOP_GRACE_S

@@ -22,6 +22,7 @@ against.
 Pure: plain data in and out."""
 
 from ..base.values import parse_size, sweep_sizes
+from .bounds import hang_cost_s
 
 # Start-up and teardown of one launch, by kind (seconds).
 LAUNCH_S = {"doctor": 5.0, "topology": 3.0, "p2p": 10.0, "local": 3.0, "intra": 4.0, "inter": 6.0}
@@ -140,6 +141,36 @@ def launch_seconds(launch, gpus_per_node=0, all_hcas=None):
     return seconds
 
 
+def timed_phase_model(launch, all_hcas=None):
+    """size -> the modelled seconds of one case's timed phase at that size (the slowest collective of the launch):
+    what coll_perf's learned deadline would predict there in a healthy run."""
+    argv = [str(word) for word in launch.get("argv") or []]
+    iterations = int(_value(argv, "-n") or COLL_PERF_DEFAULTS["-n"])
+    graph = int(_value(argv, "-G") or 0)
+    passes = (1 + 2 * graph) if graph else (2 if _value(argv, "--backend") == "mpi" else 3)
+    collectives = launch.get("collectives") or (_value(argv, "--coll") or "all_reduce").split(",")
+    busbw, latency = _path(launch, argv, all_hcas)
+    nranks = launch.get("nranks") or 1
+    factor = max(bus_factor(collective, nranks) for collective in collectives)
+    return lambda size: passes * iterations * (latency + size * factor / busbw)
+
+
+def hang_cost(launches, all_hcas=None):
+    """What one hang costs at most in this plan: (seconds, launch name) over the launches that report progress
+    (coll_perf, p2p_matrix), and the largest fixed bound of the others (the doctor, topo_map), or None."""
+    worst = (0.0, None)
+    fixed = None
+    for launch in launches:
+        if "--progress" not in [str(word) for word in launch.get("argv") or []]:
+            bound = hang_cost_s(launch, None)
+            fixed = bound if fixed is None else max(fixed, bound)
+            continue
+        cost = hang_cost_s(launch, timed_phase_model(launch, all_hcas))
+        if cost > worst[0]:
+            worst = (cost, launch.get("name"))
+    return worst[0], worst[1], fixed
+
+
 def plan_estimate(launches, gpus_per_node=0, all_hcas=None):
     """{"launches": count, "seconds": total, "by_kind": {kind: [count, seconds]}}: the launches run one after the
     other, so the plan's wall time is their sum."""
@@ -163,5 +194,12 @@ def estimate_line(launches, inputs):
     found = plan_estimate(launches, inputs.get("gpus_per_node") or 0, inputs.get("hcas"))
     parts = ", ".join(f"{count} {kind} {seconds:.0f} s" for kind, (count, seconds) in
                       sorted(found["by_kind"].items(), key=lambda item: -item[1][1]))
-    return (f"{found['launches']} launches, expected wall time {format_duration(found['seconds'])} ({parts}; "
+    line = (f"{found['launches']} launches, expected wall time {format_duration(found['seconds'])} ({parts}; "
             "modelled from sizes, iterations, ranks and backend: plan/estimate.py)")
+    cost, where, fixed = hang_cost(launches, inputs.get("hcas"))
+    if where:
+        line += (f"; one hang costs at most {format_duration(cost)} (at {where}: its largest deadline learned from "
+                 "the run, + the runner's grace and stop: plan/bounds.py)")
+    if fixed:
+        line += f"; the doctor and topology launches have fixed bounds up to {fixed:.0f} s"
+    return line

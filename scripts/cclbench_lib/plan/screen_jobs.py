@@ -47,6 +47,10 @@ def _coll_argv(inputs, run_dir, name, large_only=False):
     # Nothing hangs by default: without --timeout, coll_perf's watchdog comes from the job's own sizes,
     # iterations and backend (plan/bounds.py), for a pair's ranks, the most a screen job has.
     argv += ["-T", str(inputs.get("timeout_s") or coll_perf_bounds(argv[1:], 2 * (inputs["gpus_per_node"] or 1))[0])]
+    # Learned deadlines under that ceiling (bench/core/deadlines.cpp): the connect floor, then each size from the
+    # ones measured before it.
+    if flags is None or "--learn-deadlines" in flags:
+        argv.append("--learn-deadlines")
     if backend(inputs) == "nccl":
         argv += ["--nccl-log-dir", os.path.join(run_dir, "nccl", name)]
     netdevs = inputs.get("netdevs") or []
