@@ -46,7 +46,7 @@ const char* phase_name(Phase phase) {
     case Phase::timed: return "timed iterations";
     case Phase::check: return "check";
     case Phase::probe: return "tuning probe call";
-    case Phase::stall: return "test stall (CCLBENCH_TEST_STALL)";
+    case Phase::stall: return "test stall, CCLBENCH_TEST_STALL";
   }
   return "?";
 }
@@ -109,6 +109,13 @@ std::optional<DeadlineModel::Prediction> DeadlineModel::predict(const CaseSpec& 
 }
 
 Deadline DeadlineModel::deadline(const CaseSpec& spec, Phase phase) const {
+  if (phase == Phase::stall) {
+    // The test hook's rank sleeps as if inside the case's first collective: the warm-up's deadline, the one its
+    // peers wait under.
+    Deadline as_warm_up = deadline(spec, Phase::warm_up);
+    as_warm_up.basis = "as the warm-up's: " + as_warm_up.basis;
+    return as_warm_up;
+  }
   Deadline deadline;
   std::ostringstream basis;
   double seconds = settings_.floor_s;
@@ -121,8 +128,20 @@ Deadline DeadlineModel::deadline(const CaseSpec& spec, Phase phase) const {
             << " s predicted from " << prediction->from << " scaled by bytes";
     } else {
       const double worst = worst_case_seconds(spec, phase);
-      seconds += worst;
-      basis << " + " << seconds_text(worst) << " s worst case (nothing smaller measured yet: every byte at 10 MB/s)";
+      const int calls = phase == Phase::timed ? settings_.timed_calls : phase == Phase::check ? settings_.check_calls : 0;
+      const double from_warm_up = calls > 0 && warm_up_case_ == spec.case_id()
+                                      ? warm_up_seconds_ * calls / std::max(1, settings_.warm_up_calls)
+                                      : 0;
+      if (from_warm_up > 0 && settings_.slack * from_warm_up < worst) {
+        deadline.predicted_s = from_warm_up;
+        seconds += settings_.slack * from_warm_up;
+        basis << " + " << seconds_text(settings_.slack) << " x " << seconds_text(from_warm_up)
+              << " s predicted from this case's warm-up (" << settings_.warm_up_calls << " call(s) in "
+              << seconds_text(warm_up_seconds_) << " s; nothing smaller measured yet)";
+      } else {
+        seconds += worst;
+        basis << " + " << seconds_text(worst) << " s worst case (nothing smaller measured yet: every byte at 10 MB/s)";
+      }
     }
     if (!connected_ && is_collective_phase(phase)) {
       seconds += settings_.connect_floor_s;
@@ -141,6 +160,10 @@ Deadline DeadlineModel::deadline(const CaseSpec& spec, Phase phase) const {
 
 void DeadlineModel::record(const CaseSpec& spec, Phase phase, double seconds) {
   if (!is_learned_phase(phase)) return;
+  if (phase == Phase::warm_up) {
+    warm_up_case_ = spec.case_id();
+    warm_up_seconds_ = seconds;
+  }
   // The first collective phase includes the connections: it counts toward nothing but the connect.
   if (is_collective_phase(phase) && !connected_) {
     connected_ = true;

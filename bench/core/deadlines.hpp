@@ -8,7 +8,8 @@
 //   predicted: the same phase of the same collective at the largest size already measured at or
 //              below this one, scaled by bytes (linear: latency-bound small sizes overestimate, never
 //              underestimate); else the same phase of any collective, the largest such prediction;
-//              else (the first case) the worst case: every byte at 10 MB/s.
+//              else (the first case) the worst case: every byte at 10 MB/s, or where it is shorter, the
+//              case's own warm-up scaled by its calls (slack x that).
 //   -T, when given, is a ceiling on every deadline.
 //
 // A slow but working rail is still measured: its smaller sizes were slow too, so its deadlines are
@@ -25,7 +26,7 @@
 namespace cclbench {
 
 // What a watched phase is. `boundary` is the whole case around its phases (the stop vote, the
-// result exchanges); `stall` is the test hook's (CCLBENCH_TEST_STALL).
+// result exchanges); `stall` is the test hook's (CCLBENCH_TEST_STALL), watched as the case's warm-up.
 enum class Phase { boundary, fill, warm_up, timed, check, probe, stall };
 const char* phase_name(Phase phase);  // "fill", "warm-up", "timed iterations", ...
 
@@ -77,6 +78,9 @@ class DeadlineModel {
 
   DeadlineSettings settings_;
   bool connected_ = false;
+  // The last warm-up: the first case of a launch has nothing smaller, but its own warm-up ran the same calls.
+  std::string warm_up_case_;
+  double warm_up_seconds_ = 0;
   // (phase, collective) -> bytes -> the longest time that phase took at that size.
   std::map<std::pair<int, int>, std::map<std::uint64_t, double>> measured_;
 };

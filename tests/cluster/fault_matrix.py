@@ -31,6 +31,17 @@ Faults (FAULTS below; any node of the fleet, any rail, any rate):
                                                        execs coll_perf and a detached timer signals that pid;
                                                        a 2-rank MPI point here measures in ~0.3 s: 0.1 lands in
                                                        start-up or the first cases)
+    hung_case           node, case                     the node's rank sleeps in that case (a case_id, e.g. the
+                                                       largest size's all_reduce.float.sum.out.64M) in every launch
+                                                       that spans hosts (CCLBENCH_TEST_STALL; coll_perf says when it
+                                                       fires, in run.log)
+    frozen_launch       node, after_s (0.1)            every coll_perf of a launch confined to the node gets SIGSTOP
+                                                       after_s after its start: no process of the launch is left to
+                                                       watch it (on the GPU machine: a one-rank launch)
+    frozen_node         node, after_s (1.0)            after_s after the node's first coll_perf of a launch that spans
+                                                       hosts started, every process in the node's namespace (its
+                                                       launcher daemon, its ranks) gets SIGSTOP; SIGCONT once the tool
+                                                       has ended (the node comes back), then its leftovers must exit
 
 Expectation keys (all optional; every one given must hold):
 
@@ -69,6 +80,7 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -87,12 +99,15 @@ README_END = "<!-- fault-matrix table end -->"
 DEFAULT_LIMIT_S = 180
 RESULTS_FORMAT = "cclbench-fault-matrix/1"
 FAULT_ORDER = ("none", "dead_rail", "slow_rail", "slow_node", "slow_link", "env_differs", "path_mtu",
-               "transport_fallback", "killed_rank", "hung_rank")
+               "transport_fallback", "killed_rank", "hung_rank", "hung_case", "frozen_launch", "frozen_node")
 FAULT_TITLES = {
     "none": "healthy (control)", "dead_rail": "dead rail", "slow_rail": "slow rail", "slow_node": "slow node",
     "slow_link": "slow link (one pair)", "env_differs": "environment differs across hosts",
     "path_mtu": "path MTU mismatch", "transport_fallback": "transport fallback", "killed_rank": "killed rank",
     "hung_rank": "hung rank",
+    "hung_case": "hang at the largest size",
+    "frozen_launch": "frozen launch (every rank of it)",
+    "frozen_node": "frozen node",
 }
 
 
@@ -153,8 +168,11 @@ def apply_fault(cluster, fault):
             cluster.set_link(node, fault["rail"], mtu=host_mtu)
         for node in _nodes_of(cluster, fault["node"]):
             cluster.set_link(node, fault["rail"], port_mtu=port_mtu)
-    elif kind in ("env_differs", "transport_fallback", "killed_rank", "hung_rank"):
+    elif kind in ("env_differs", "transport_fallback", "killed_rank", "hung_rank", "frozen_launch", "frozen_node"):
         _need(fault, "node")
+        _check_nodes(cluster, fault, "node")
+    elif kind == "hung_case":
+        _need(fault, "node", "case")
         _check_nodes(cluster, fault, "node")
 
 
@@ -169,6 +187,60 @@ def clear_faults(cluster):
 
 
 INJECTOR_SIGNALS = {"killed_rank": "KILL", "hung_rank": "STOP"}
+# Faults whose injection is recorded (marks, or coll_perf's own words in run.log): a cell where none fired is
+# "not injected", never a pass.
+INJECTED_FAULTS = ("killed_rank", "hung_rank", "hung_case", "frozen_launch", "frozen_node")
+STALL_WORDS = "test stall (CCLBENCH_TEST_STALL)"
+
+
+def cross_host_coll_perf(pid):
+    """Whether a coll_perf process belongs to a launch that spans hosts (its Open MPI world is larger than its
+    node's share)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            variables = dict(item.split(b"=", 1) for item in handle.read().split(b"\0") if b"=" in item)
+        return int(variables.get(b"OMPI_COMM_WORLD_SIZE", b"1")) > int(variables.get(b"OMPI_COMM_WORLD_LOCAL_SIZE", b"1"))
+    except (OSError, ValueError):
+        return False
+
+
+class NodeFreezer(threading.Thread):
+    """frozen_node: once a coll_perf of a launch that spans hosts runs on the node, after_s later every process in
+    the node's namespace is stopped (SIGSTOP), as a node whose kernel locked up; thaw() continues them."""
+
+    def __init__(self, cluster, node, after_s, marks):
+        super().__init__(daemon=True)
+        self.cluster, self.node, self.after_s, self.marks = cluster, node, after_s, marks
+        self.inode = os.stat(f"/run/netns/{cluster.ns(node)}").st_ino
+        self.done = threading.Event()
+        self.frozen = []
+
+    def run(self):
+        while not self.done.is_set():
+            if any(cross_host_coll_perf(pid) for pid in coll_perf_pids({self.inode})):
+                break
+            time.sleep(0.05)
+        if self.done.wait(self.after_s):
+            return
+        pids = [int(pid) for pid in self.cluster.ip("netns", "pids", self.cluster.ns(self.node),
+                                                     check=False).stdout.split()]
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGSTOP)
+                self.frozen.append(pid)
+            except ProcessLookupError:
+                pass
+        with open(self.marks, "a") as handle:
+            handle.write(f"{self.node} SIGSTOP to {len(self.frozen)} process(es) of the node at "
+                         f"{time.monotonic():.1f}\n")
+
+    def thaw(self):
+        self.done.set()
+        for pid in self.frozen:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
 
 
 def wrapper_script(fault, real_coll_perf, marks_path, backend):
@@ -199,6 +271,26 @@ def wrapper_script(fault, real_coll_perf, marks_path, backend):
             '[ "${OMPI_COMM_WORLD_SIZE:-1}" -gt "${OMPI_COMM_WORLD_LOCAL_SIZE:-1}" ]; then',
             f'  ( sleep {after_s}; if [ "$(cat /proc/$$/comm 2>/dev/null)" = coll_perf ]; then',
             f'      kill -{signame} $$ && echo "$node SIG{signame} $$ rank ${{OMPI_COMM_WORLD_RANK:-?}}" >> {marks}; fi'
+            ' ) </dev/null >/dev/null 2>&1 &',
+            "fi"]
+    elif kind == "hung_case":
+        case = fault["case"]
+        if not re.fullmatch(r"[A-Za-z0-9_.]+", case):
+            raise MatrixError(f"hung_case: bad case id {case!r}")
+        lines += [f'if [ "$node" = {target} ] && '
+                  '[ "${OMPI_COMM_WORLD_SIZE:-1}" -gt "${OMPI_COMM_WORLD_LOCAL_SIZE:-1}" ]; then',
+                  f'  CCLBENCH_TEST_STALL="${{OMPI_COMM_WORLD_RANK:-0}}:{case}"; export CCLBENCH_TEST_STALL',
+                  "fi"]
+    elif kind == "frozen_launch":
+        after_s = float(fault.get("after_s", 0.1))
+        marks = shlex.quote(marks_path)
+        # Only launches confined to this node (Open MPI's world no larger than this node's share).
+        lines += [
+            f'if [ "$node" = {target} ] && '
+            '[ "${OMPI_COMM_WORLD_SIZE:-1}" -le "${OMPI_COMM_WORLD_LOCAL_SIZE:-1}" ]; then',
+            f'  ( sleep {after_s}; if [ "$(cat /proc/$$/comm 2>/dev/null)" = coll_perf ]; then',
+            f'      kill -STOP $$ && echo "$node SIGSTOP $$ rank ${{OMPI_COMM_WORLD_RANK:-?}} of a launch on $node alone"'
+            f' >> {marks}; fi'
             ' ) </dev/null >/dev/null 2>&1 &',
             "fi"]
     lines.append(f'exec {shlex.quote(real_coll_perf)} "$@"')
@@ -513,6 +605,10 @@ class Runner:
         argv = self.argv(cluster, cell, bin_dir, results)
         with open(os.path.join(cell_dir, "command.txt"), "w") as handle:
             handle.write(shlex.join(argv) + "\n")
+        freezer = None
+        if cell["fault"]["fault"] == "frozen_node":
+            freezer = NodeFreezer(cluster, cell["fault"]["node"], float(cell["fault"].get("after_s", 1.0)), marks)
+            freezer.start()
         started = time.monotonic()
         try:
             process = cluster.popen(cluster.nodes[0], argv, env=self.environment(), cwd=cell_dir,
@@ -527,6 +623,13 @@ class Runner:
             observed["exit"] = process.returncode
             observed["elapsed_s"] = round(time.monotonic() - started, 1)
             time.sleep(1.0)  # mpirun's last kills land
+            if freezer is not None:
+                # The node comes back: its launcher daemon finds its launcher gone and ends its ranks.
+                freezer.thaw()
+                for _ in range(150):
+                    if not coll_perf_pids(netns_inodes):
+                        break
+                    time.sleep(0.1)
             observed["ranks_left"] = len(coll_perf_pids(netns_inodes))
             if observed["ranks_left"] or observed["killed_by_matrix"]:
                 end_everything_in(cluster)  # the next cell starts on a quiet fleet
@@ -538,6 +641,9 @@ class Runner:
         observed.update(observe(cell["tool"], os.path.join(results, cell["id"]), stdout, stderr))
         injected = _read_text(marks).split("\n")
         observed["injected"] = [line for line in injected if line.strip()]
+        if cell["fault"]["fault"] == "hung_case":  # coll_perf's own words, in the run's log
+            log = _read_text(os.path.join(results, cell["id"], "run.log"))
+            observed["injected"] = [line.strip() for line in log.splitlines() if STALL_WORDS in line][:4]
         return observed
 
     def run(self, cells, budget_s=None, on_progress=None):
@@ -588,7 +694,7 @@ class Runner:
             self.say(f"  {cell['id']}: error: {error}")
             return self.row(cell, None, "error", [str(error)])
         problems = judge(cell["expect"], observed)
-        if cell["fault"]["fault"] in INJECTOR_SIGNALS and not observed["injected"]:
+        if cell["fault"]["fault"] in INJECTED_FAULTS and not observed["injected"]:
             status = "not injected"
             problems.insert(0, "the injector never fired (coll_perf ended or never started on "
                                f"{cell['fault']['node']} in a cross-host launch)")
@@ -651,14 +757,16 @@ STATUS_WORDS = {"pass": "yes", "fail": "**not yet**", "not injected": "not injec
 
 def render_table(results):
     """Markdown: one row per fault class, one column per tool and fleet size; each cell the expected verdict and
-    codes and whether this cclbench gave them."""
+    codes and whether this cclbench gave them, with the seconds the tool took to its verdict (the whole command:
+    for a hang, the hang and the healthy work before it); the last column the longest of them."""
     rows = results["cells"]
     columns = sorted({(row["tool"], row["nodes"]) for row in rows}, key=lambda c: (c[0] != "baseline", c[1]))
     faults = [kind for kind in FAULT_ORDER if any(row["fault"]["fault"] == kind for row in rows)]
-    head = "| fault | " + " | ".join(f"{tool}, {size} nodes" for tool, size in columns) + " |"
-    lines = [head, "|---|" + "---|" * len(columns)]
+    head = "| fault | " + " | ".join(f"{tool}, {size} nodes" for tool, size in columns) + " | time to the verdict |"
+    lines = [head, "|---|" + "---|" * len(columns) + "---|"]
     for kind in faults:
         cells = []
+        times = []
         for tool, size in columns:
             found = [row for row in rows
                      if row["fault"]["fault"] == kind and row["tool"] == tool and row["nodes"] == size]
@@ -666,9 +774,14 @@ def render_table(results):
             for row in found:
                 text = _expected_words(row["expect"])
                 status = STATUS_WORDS.get(row["status"], row["status"])
+                elapsed = (row.get("observed") or {}).get("elapsed_s")
+                if status and isinstance(elapsed, (int, float)):
+                    status += f" ({elapsed:.0f} s)"
+                    times.append(elapsed)
                 texts.append(f"{text}: {status}" if status else text)
             cells.append("<br>".join(texts).replace("|", "\\|") or "-")
-        lines.append(f"| {FAULT_TITLES[kind]} | " + " | ".join(cells) + " |")
+        longest = f"up to {max(times):.0f} s" if times else "-"
+        lines.append(f"| {FAULT_TITLES[kind]} | " + " | ".join(cells) + f" | {longest} |")
     passed = sum(row["status"] == "pass" for row in rows)
     judged = sum(row["status"] != "note" for row in rows)
     lines.append("")

@@ -147,6 +147,15 @@ class Judgement(unittest.TestCase):
 
 
 class Table(unittest.TestCase):
+    def test_each_cell_says_its_time_and_the_row_its_longest(self):
+        cells = [{"id": f"c{i}", "nodes": nodes, "tool": "baseline", "fault": {"fault": "frozen_node"},
+                  "expect": {"codes": ["launch.timeout"]}, "status": "pass", "problems": [],
+                  "observed": {"elapsed_s": elapsed}} for i, (nodes, elapsed) in enumerate(((2, 61.6), (3, 97.2)))]
+        table = fault_matrix.render_table({"backend": "mpi", "commit": "x", "total_s": 1.0, "cells": cells})
+        self.assertIn("| baseline, 2 nodes | baseline, 3 nodes | time to the verdict |", table)
+        self.assertIn("| frozen node | `launch.timeout`: yes (62 s) | `launch.timeout`: yes (97 s) | up to 97 s |", table)
+
+
     def test_committed_results_render_and_the_readme_carries_them(self):
         path = os.path.join(HERE, "fault_matrix_results.json")
         with open(path) as handle:
@@ -166,7 +175,7 @@ class Table(unittest.TestCase):
         with open(os.path.join(work, "r.json"), "w") as handle:
             json.dump(results, handle)
         table = fault_matrix.render_table(results)
-        self.assertIn("| dead rail | `rail.unbalanced`: yes |", table)
+        self.assertIn("| dead rail | `rail.unbalanced`: yes | - |", table)
         for block, code in ((table, 0), (table.replace("yes", "no"), 1)):
             with open(os.path.join(work, "README.md"), "w") as handle:
                 handle.write(f"x\n{fault_matrix.README_BEGIN}\n{block}{fault_matrix.README_END}\n")

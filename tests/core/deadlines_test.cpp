@@ -90,6 +90,25 @@ TEST(Deadlines, WithoutItsOwnSmallerSizesACollectiveUsesTheOthersLargestPredicti
   EXPECT_FALSE(model.deadline(spec_of(Collective::all_reduce, 8192), Phase::timed).predicted_s.has_value());
 }
 
+TEST(Deadlines, TheFirstCaseOfALaunchIsPredictedFromItsOwnWarmUpWhereThatIsShorterThanTheWorstCase) {
+  DeadlineSettings settings = deadline_settings("mpi", 4, 0);
+  settings.warm_up_calls = 5;
+  settings.timed_calls = 15;
+  DeadlineModel first(settings);
+  const CaseSpec at16m = spec_of(Collective::all_reduce, 16 << 20, 4);
+  first.record(at16m, Phase::warm_up, 0.5);  // the connect too: 5 calls in 0.5 s
+  // 15 timed calls at 0.1 s each: 1.5 s predicted, 20 + 10 x 1.5 = 35 s; the worst case would be
+  // 15 x (0.02 x 2 x 4 + 2 x 16 MiB / 10e6) = 52.7 s more than the floor.
+  const Deadline timed = first.deadline(at16m, Phase::timed);
+  EXPECT_DOUBLE_EQ(timed.seconds, 35.0);
+  EXPECT_NE(timed.basis.find("this case's warm-up"), std::string::npos) << timed.basis;
+  // Another case's warm-up predicts nothing here; a slow warm-up (a long connect) leaves the worst case.
+  EXPECT_NEAR(first.deadline(spec_of(Collective::all_gather, 16 << 20, 4), Phase::timed).seconds,
+              20.0 + 15 * (0.16 + 2.0 * (4 << 20) * 4 / 10e6), 1e-6);
+  first.record(at16m, Phase::warm_up, 30.0);
+  EXPECT_NEAR(first.deadline(at16m, Phase::timed).seconds, 20.0 + 15 * (0.16 + 2.0 * (16 << 20) / 10e6), 1e-6);
+}
+
 TEST(Deadlines, TheCeilingCapsEveryDeadline) {
   DeadlineModel model = connected_model("nccl", 30.0);
   model.record(spec_of(Collective::all_reduce, 1 << 20), Phase::timed, 10.0);
