@@ -121,6 +121,23 @@ class LocalRuns(BaselineRuns):
         self.assertNotIn("| missing cases |", text, "never-run points are not listed case by case")
         self.assertEqual(self.manifest("S")["status"], "failed")
 
+    def test_a_launcher_that_fails_at_once_is_quoted_on_the_console(self):
+        """mpirun on a host without ssh or rsh (OMPI_MCA_plm unset) exits 243 before any rank starts, its reason in
+        its own words: the console says them, not only run.log. The stand-in prints Open MPI 4.1's words."""
+        launcher = os.path.join(self.tmp, "mpirun")
+        with open(launcher, "w") as handle:
+            handle.write("#!/bin/sh\ncat >&2 <<'EOF'\n" + "-" * 74 + "\nThe value of the MCA parameter "
+                         "\"plm_rsh_agent\" was set to a path\nthat could not be found:\n\n  plm_rsh_agent: ssh : rsh\n\n"
+                         "Please either unset the parameter, or check that the path is correct\n" + "-" * 74 +
+                         "\nEOF\nexit 243\n")
+        os.chmod(launcher, 0o755)
+        result = run_cli(["baseline"] + SMALL + ONCE + ["--bin-dir", FAKE_BIN, "--mpirun", launcher, "--results",
+                                                        self.results, "--run-id", "L"])
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertIn("exit 243 (unexpected exit status)", result.stderr)
+        self.assertIn("the launcher said: The value of the MCA parameter \"plm_rsh_agent\" was set to a path / that "
+                      "could not be found: / plm_rsh_agent: ssh : rsh", result.stderr)
+
     def test_hung_launch_ends_at_its_bound_naming_the_point_and_the_case(self):
         """A launch that hangs, its process stopped (SIGSTOP) on top: the runner's bound ends it with SIGCONT then
         SIGTERM to its process group (a stopped process holds a SIGTERM until it runs again: without SIGCONT only
