@@ -10,9 +10,11 @@
 namespace cclbench {
 namespace {
 
-// The worst case when nothing was measured (plan/bounds.py's SLOWEST_RATE_BYTES_PER_S and
-// TRAFFIC_FACTOR): every byte at 10 MB/s, a rank moving at most 2 x S, a ring step at most 20 ms.
-constexpr double kSlowestRateBytesPerSecond = 10e6;
+// The worst case when nothing was measured (plan/bounds.py's LEARNED_FIRST_RATE_BYTES_PER_S and
+// TRAFFIC_FACTOR): every byte at 1 MB/s (8 Mbit/s: below the slow rails a bring-up must still measure,
+// 40-200 Mbit/s), a rank moving at most 2 x S, a ring step at most 20 ms. It only ever applies to the
+// first case of a launch, the smallest size of a sweep.
+constexpr double kSlowestRateBytesPerSecond = 1e6;
 constexpr double kTrafficFactor = 2;
 constexpr double kStepSeconds = 0.02;
 
@@ -129,10 +131,10 @@ Deadline DeadlineModel::deadline(const CaseSpec& spec, Phase phase) const {
     } else {
       const double worst = worst_case_seconds(spec, phase);
       const int calls = phase == Phase::timed ? settings_.timed_calls : phase == Phase::check ? settings_.check_calls : 0;
-      const double from_warm_up = calls > 0 && warm_up_case_ == spec.case_id()
-                                      ? warm_up_seconds_ * calls / std::max(1, settings_.warm_up_calls)
-                                      : 0;
-      if (from_warm_up > 0 && settings_.slack * from_warm_up < worst) {
+      if (calls > 0 && warm_up_case_ == spec.case_id()) {
+        // Measured beats assumed: the case's own warm-up ran the same calls (if it was the connect too, the
+        // prediction errs long).
+        const double from_warm_up = warm_up_seconds_ * calls / std::max(1, settings_.warm_up_calls);
         deadline.predicted_s = from_warm_up;
         seconds += settings_.slack * from_warm_up;
         basis << " + " << seconds_text(settings_.slack) << " x " << seconds_text(from_warm_up)
@@ -140,7 +142,7 @@ Deadline DeadlineModel::deadline(const CaseSpec& spec, Phase phase) const {
               << seconds_text(warm_up_seconds_) << " s; nothing smaller measured yet)";
       } else {
         seconds += worst;
-        basis << " + " << seconds_text(worst) << " s worst case (nothing smaller measured yet: every byte at 10 MB/s)";
+        basis << " + " << seconds_text(worst) << " s worst case (nothing smaller measured yet: every byte at 1 MB/s)";
       }
     }
     if (!connected_ && is_collective_phase(phase)) {

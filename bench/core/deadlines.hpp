@@ -8,8 +8,8 @@
 //   predicted: the same phase of the same collective at the largest size already measured at or
 //              below this one, scaled by bytes (linear: latency-bound small sizes overestimate, never
 //              underestimate); else the same phase of any collective, the largest such prediction;
-//              else (the first case) the worst case: every byte at 10 MB/s, or where it is shorter, the
-//              case's own warm-up scaled by its calls (slack x that).
+//              else (the first case of a launch) its own warm-up scaled by its calls, and for the warm-up
+//              itself the worst case: every byte at 1 MB/s.
 //   -T, when given, is a ceiling on every deadline.
 //
 // A slow but working rail is still measured: its smaller sizes were slow too, so its deadlines are

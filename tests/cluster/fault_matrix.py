@@ -49,6 +49,7 @@ Expectation keys (all optional; every one given must hold):
     not_result   a result it must not be (never a bare PASS on a fault)
     codes        every one must be among the observed codes (fail, warn and note reasons alike)
     codes_any    at least one of them
+    absent_codes none of them may be observed (a slow but working rail is measured: no launch.timeout)
     find         [{"code": C, "node": N, "rail": R, "link": "a-b", "about": REGEX}]: a reason with that code about
                  that subject (about: a regex over the reason's subject and words)
     bad_nodes / bad_links / bad_rails   the exact set of bad nodes ("node3"), links ("node2-node6"), rails
@@ -530,6 +531,9 @@ def judge(expect, observed):
     missing = [code for code in expect.get("codes", []) if code not in observed["codes"]]
     if missing:
         problems.append(f"no {', '.join(missing)} (codes seen: {', '.join(observed['codes']) or 'none'})")
+    present = [code for code in expect.get("absent_codes", []) if code in observed["codes"]]
+    if present:
+        problems.append(f"{', '.join(present)} must not be there (a healthy launch stopped)")
     if expect.get("codes_any") and not set(expect["codes_any"]) & set(observed["codes"]):
         problems.append(f"none of {', '.join(expect['codes_any'])} "
                         f"(codes seen: {', '.join(observed['codes']) or 'none'})")

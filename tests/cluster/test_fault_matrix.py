@@ -136,6 +136,12 @@ class Judgement(unittest.TestCase):
             problems = fault_matrix.judge(base, self.observed(**change))
             self.assertTrue(any(words in problem for problem in problems), (change, problems))
 
+    def test_an_absent_code_that_is_there_fails(self):
+        expect = {"absent_codes": ["launch.timeout"]}
+        self.assertEqual(fault_matrix.judge(expect, self.observed()), [])
+        problems = fault_matrix.judge(expect, self.observed(codes=["rail.slow", "launch.timeout"]))
+        self.assertEqual(problems, ["launch.timeout must not be there (a healthy launch stopped)"])
+
     def test_a_partner_named_in_the_detail_is_not_the_subject(self):
         # node1's reason mentions node3 as a partner: it is about node1, not node3.
         finding = {"code": "node.slow_with_good_partners", "node": "node1", "text": "{\"partners\": [\"node3\"]}"}

@@ -165,9 +165,9 @@ TEST(WatchdogProgress, EveryPhaseIsReportedWithItsDeadline) {
   EXPECT_EQ(events[0]["collective"], "all_reduce");
   EXPECT_EQ(events[0]["bytes"], 8192);
   EXPECT_DOUBLE_EQ(events[0]["deadline_s"].get<double>(), 20.0);
-  // The first warm-up: floor + worst case (1 call: 2 x 0.02 x 2 + 2 x 8192 / 10e6) + NCCL's connect floor at 2 ranks.
+  // The first warm-up: floor + worst case (1 call: 2 x 0.02 x 2 + 2 x 8192 / 1e6) + NCCL's connect floor at 2 ranks.
   EXPECT_EQ(events[1]["phase"], "warm-up");
-  EXPECT_NEAR(events[1]["deadline_s"].get<double>(), 20.0 + 0.0816384 + 40.04, 1e-3);
+  EXPECT_NEAR(events[1]["deadline_s"].get<double>(), 20.0 + 0.096384 + 40.04, 1e-3);
   // Leaving the warm-up re-arms the case boundary: its deadline is what is watched from then on.
   EXPECT_EQ(events[2]["event"], "leave");
   EXPECT_EQ(events[2]["phase"], "warm-up");

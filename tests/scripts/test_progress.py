@@ -111,7 +111,7 @@ class Constants(unittest.TestCase):
         self.assertEqual(bounds.CONNECT_FLOOR_S["nccl"], self.constant(source, "kNcclConnectFloorSeconds"))
         self.assertEqual(bounds.CONNECT_FLOOR_S["mpi"], self.constant(source, "kMpiConnectFloorSeconds"))
         self.assertEqual(bounds.CONNECT_S_PER_RANK, self.constant(source, "kConnectSecondsPerRank"))
-        self.assertEqual(bounds.SLOWEST_RATE_BYTES_PER_S, self.constant(source, "kSlowestRateBytesPerSecond"))
+        self.assertEqual(bounds.LEARNED_FIRST_RATE_BYTES_PER_S, self.constant(source, "kSlowestRateBytesPerSecond"))
         self.assertEqual(bounds.LEARNED_STEP_S, self.constant(source, "kStepSeconds"))
         self.assertEqual(bounds.TRAFFIC_FACTOR, self.constant(source, "kTrafficFactor"))
         self.assertEqual(bounds.P2P_MEASUREMENT_DEADLINE_S,
@@ -126,10 +126,10 @@ class HangCost(unittest.TestCase):
                   "collectives": ["all_reduce"], "env": {"NCCL_IB_HCA": "=mlx5_0:1,mlx5_3:1"}}
         # By hand: the largest timed phase, 64M all_reduce at 16 ranks over two 20 GB/s rails: 3 x 20 x (50 us +
         # 67108864 x 1.875 / 40e9) = 0.19174368 s; its deadline 20 + 10 x that = 21.9174368 s. The first collective:
-        # 20 + 40 + 16 x 0.02 + (0.02 x 2 x 16 + 2 x 8192 / 10e6) = 60.9616384 s; the start-up 20 + 40 + 0.32 =
-        # 60.32 s. The largest, 60.9616384 s, + 25 s grace + 10 s stop.
+        # 20 + 40 + 16 x 0.02 + (0.02 x 2 x 16 + 2 x 8192 / 1e6) = 60.976384 s; the start-up 20 + 40 + 0.32 =
+        # 60.32 s. The largest, 60.976384 s, + 25 s grace + 10 s stop.
         cost = bounds.hang_cost_s(launch, estimate.timed_phase_model(launch))
-        self.assertAlmostEqual(cost, 60.9616384 + 25 + 10, places=6)
+        self.assertAlmostEqual(cost, 60.976384 + 25 + 10, places=6)
         self.assertLess(cost, 120, "a hang at the user's default sizes ends within two minutes")
 
     def test_the_ceiling_caps_and_tools_without_progress_keep_their_bound(self):

@@ -62,8 +62,9 @@ LEARNED_FLOOR_S = 20
 LEARNED_SLACK = 10
 CONNECT_FLOOR_S = {"nccl": 40, "mpi": 20}
 CONNECT_S_PER_RANK = 0.02
-# Its worst case for a phase with nothing measured before it: every byte at SLOWEST_RATE_BYTES_PER_S, each ring step
-# at most this long, whatever the backend.
+# Its worst case for the first case of a launch (nothing measured before it): every byte at 1 MB/s (8 Mbit/s, below
+# the slow rails a bring-up must still measure), each ring step at most this long, whatever the backend.
+LEARNED_FIRST_RATE_BYTES_PER_S = 1e6
 LEARNED_STEP_S = 0.02
 # coll_perf's start-up with --learn-deadlines: the floor plus NCCL's connect floor at the rank count.
 # The runner's watch (execute/progress.py): after the latest deadline a launch announced, this grace (coll_perf's own
@@ -176,7 +177,7 @@ def largest_learned_deadline_s(args, nranks, phase_seconds):
     except (UsageError, ValueError):
         sizes = [parse_size(COLL_PERF_DEFAULTS["-e"], "-e")]
     warmup = max(1, int(_flag(args, "-w", "--warmup_iters", default=COLL_PERF_DEFAULTS["-w"])))
-    first_call = LEARNED_STEP_S * 2 * max(1, nranks) + TRAFFIC_FACTOR * min(sizes) / SLOWEST_RATE_BYTES_PER_S
+    first_call = LEARNED_STEP_S * 2 * max(1, nranks) + TRAFFIC_FACTOR * min(sizes) / LEARNED_FIRST_RATE_BYTES_PER_S
     candidates = [startup_allowance_s(nranks),
                   LEARNED_FLOOR_S + CONNECT_FLOOR_S[backend] + CONNECT_S_PER_RANK * max(1, nranks)
                   + warmup * first_call,

@@ -317,17 +317,18 @@ CODE_MEANINGS = {
     "launch.failed": ("A launch exited non-zero or was killed (a rank died, a signal) without being a hang "
                       "(`launch.timeout`) or a transport gate missed.",
                       "run.log for the launch's exit status and the launcher's words.", ()),
-    "launch.timeout": ("A launch hung and was ended (exit status `TIMEOUT_EXIT`): coll_perf's watchdog (`-T`, per "
-                       "phase of a case and the whole case) or the runner's bound on the whole launch, whichever "
-                       "acted. Both bounds are derived from the launch's own command by default (`plan --json` "
-                       "shows `watchdog_s` and `bound_s`; `--timeout`, `--launch-timeout` override them), generous "
-                       "enough for a slow but working rail. The reason names the point and the case (coll_perf's "
-                       "watchdog message, else the last case the launch's records finished), then the doctor's "
-                       "failed checks for its hosts, failed paths first.",
-                       "The case and phase the reason names; the doctor's findings it quotes (a path MTU mismatch "
-                       "or a rail down hangs NCCL and the MPI backend's TCP transport); a stopped or stuck rank "
-                       "(`ps`, `gdb -p`) on the host it names. How the bounds are derived: "
-                       "docs/bring-up.md, 'Nothing hangs by default' (plan/bounds.py).",
+    "launch.timeout": ("A launch hung and was ended (exit status `TIMEOUT_EXIT`): coll_perf's watchdog (each phase "
+                       "of a case and the whole case, its deadline learned from the run's smaller sizes, `-T` the "
+                       "ceiling), the runner's watch on the launch's progress (nothing reported past the latest "
+                       "deadline plus a grace: a rank, a node or a one-rank launch frozen whole) or, last, the "
+                       "runner's bound on the whole launch, whichever acted. The reason names the point, the case "
+                       "and phase, the deadline against the time it ran, the ranks that stopped reporting, the same "
+                       "collective's smaller sizes, and the doctor's failed checks for its hosts, failed paths first.",
+                       "The case and phase the reason names; the rank and host that went silent first; the doctor's "
+                       "findings it quotes (a path MTU mismatch or a rail down hangs NCCL and the MPI backend's TCP "
+                       "transport); a stopped or stuck rank (`ps`, `gdb -p`) on the host it names. How the "
+                       "deadlines are learned: docs/bring-up.md, 'Nothing hangs by default' (plan/bounds.py, "
+                       "bench/core/deadlines.cpp).",
                        ("anomalies.TIMEOUT_EXIT",)),
     "launch.not_run": ("A launch across hosts was not run because the doctor failed a path it would cross "
                        "(`path_mtu`: an MTU mismatch, or a rail down or blocked): it would only hang until its "
