@@ -114,6 +114,7 @@ class Constants(unittest.TestCase):
         self.assertEqual(bounds.LEARNED_FIRST_RATE_BYTES_PER_S, self.constant(source, "kSlowestRateBytesPerSecond"))
         self.assertEqual(bounds.LEARNED_STEP_S, self.constant(source, "kStepSeconds"))
         self.assertEqual(bounds.TRAFFIC_FACTOR, self.constant(source, "kTrafficFactor"))
+        self.assertEqual(bounds.FINISH_ALLOWANCE_S, self.constant("bench/apps/coll_perf.cpp", "kFinishAllowanceSeconds"))
         self.assertEqual(bounds.P2P_MEASUREMENT_DEADLINE_S,
                          self.constant("bench/p2p/engine.cpp", "kMeasurementDeadlineSeconds"))
 

@@ -72,6 +72,8 @@ LEARNED_STEP_S = 0.02
 # SIGTERM to the launch's process group and SIGKILL STOP_GRACE_S later.
 PROGRESS_GRACE_S = 25
 STOP_GRACE_S = 10
+# coll_perf --progress after its last case (evidence gathering and writes: kFinishAllowanceSeconds in coll_perf.cpp).
+FINISH_ALLOWANCE_S = 45
 # p2p_matrix --progress: one measurement (a pair or GPU at one size) at most this long (bench/p2p/engine.cpp).
 P2P_MEASUREMENT_DEADLINE_S = 60
 
@@ -178,7 +180,7 @@ def largest_learned_deadline_s(args, nranks, phase_seconds):
         sizes = [parse_size(COLL_PERF_DEFAULTS["-e"], "-e")]
     warmup = max(1, int(_flag(args, "-w", "--warmup_iters", default=COLL_PERF_DEFAULTS["-w"])))
     first_call = LEARNED_STEP_S * 2 * max(1, nranks) + TRAFFIC_FACTOR * min(sizes) / LEARNED_FIRST_RATE_BYTES_PER_S
-    candidates = [startup_allowance_s(nranks),
+    candidates = [startup_allowance_s(nranks), FINISH_ALLOWANCE_S,
                   LEARNED_FLOOR_S + CONNECT_FLOOR_S[backend] + CONNECT_S_PER_RANK * max(1, nranks)
                   + warmup * first_call,
                   LEARNED_FLOOR_S + LEARNED_SLACK * phase_seconds(max(sizes))]
