@@ -166,7 +166,7 @@ def build_parser():
     compare.add_argument("run_b", help="the run judged: a run directory or a smoke reference file")
     compare.add_argument("--out", help="write the markdown here instead of stdout")
     compare.add_argument("--json", help="write compare.json here (default: next to --out as NAME.json, else "
-                                        "RUN_B/compare.json)")
+                                        "RUN_B/compare.json, or compare.json beside RUN_B when it is a file)")
     compare.add_argument("--threshold", default="2%", help="smallest difference ever called a change (default 2%%)")
     compare.add_argument("--fail-above", default="5%", help="a slowdown above this is a regression (default 5%%)")
     compare.add_argument("--host-times", action="store_true",

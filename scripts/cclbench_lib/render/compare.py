@@ -6,7 +6,8 @@ from ..base.files import write_atomic, write_json_atomic
 from ..base.values import utc_now
 from ..base.version import TOOL_VERSION
 from ..model.run_dir import case_groups, chosen_bindings
-from ..model.smoke_reference import identity_differences, read_reference, reference_groups
+from ..model.smoke_reference import (REFERENCE_FILE, identity_differences, read_reference, reference_from_run,
+                                     reference_groups)
 from ..render.markdown import fmt_number, md_table
 from ..rules.repeat_rule import MAD_TO_SIGMA
 from ..rules.compare import (MIN_MATCHED_SHARE, NOT_COMPARABLE_EXIT, case_code, comparability, compare_exit,
@@ -104,7 +105,8 @@ def compared_side(path):
     groups = case_groups(path)
     if not os.path.isdir(path):
         return groups, {}
-    reference, _ = read_reference(path)
+    stored = os.path.join(path, REFERENCE_FILE)
+    reference = read_reference(stored)[0] if os.path.exists(stored) else reference_from_run(path, None, None)
     for key, records in reference_groups(reference).items():
         groups.setdefault(key, records)  # the copies (p2p_matrix's); the collectives are cases.jsonl's own records
     return groups, reference["identity"]
@@ -188,12 +190,15 @@ def compare_markdown(judged, comparable, path_a, path_b, threshold_pct, fail_abo
 
 
 def compare_json_path(path_b, out_path=None, json_path=None):
-    """Where compare.json goes: --json FILE; else next to --out (its name with .json); else run B's directory."""
+    """Where compare.json goes: --json FILE; else next to --out (its name with .json); else run B's directory (the
+    folder of B's file when B is a smoke reference or a cases.jsonl)."""
     if json_path:
         return os.path.abspath(json_path)
     if out_path:
         stem, extension = os.path.splitext(os.path.abspath(out_path))
         return (stem if extension.lower() == ".md" else os.path.abspath(out_path)) + ".json"
+    if os.path.isfile(path_b):  # a smoke reference or a cases.jsonl: next to it
+        return os.path.join(os.path.dirname(os.path.abspath(path_b)), "compare.json")
     return os.path.join(os.path.abspath(path_b), "compare.json")
 
 
