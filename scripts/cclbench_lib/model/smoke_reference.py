@@ -68,8 +68,9 @@ def _coll_repeat(record):
             "bytes": record.get("requested_bytes")}
 
 
-def _versions_from_raw(run_dir):
-    """(the coll_perf manifests of the smoke's points, in name order): versions and GPUs as coll_perf saw them."""
+def _smoke_manifests(run_dir):
+    """coll_perf's -J manifests of the smoke's points (raw/smoke.*.json), in name order: the versions and GPUs as
+    coll_perf saw them."""
     manifests = []
     for path in sorted(glob.glob(os.path.join(run_dir, "raw", SMOKE_POINT_PREFIX + "*.json"))):
         try:
@@ -83,7 +84,20 @@ def _versions_from_raw(run_dir):
 
 
 def _cuda_version(code):
+    """'13.0' of CUDA's integer version 13000."""
     return f"{code // 1000}.{code % 1000 // 10}" if isinstance(code, int) and code > 0 else None
+
+
+def _doctor_nvidia_driver(run_dir):
+    for path in sorted(glob.glob(os.path.join(run_dir, "doctor", "*.json"))):
+        try:
+            document = read_json(path, "doctor result")
+        except CclbenchError:
+            continue
+        versions = document.get("versions") if isinstance(document, dict) else None
+        if isinstance(versions, dict) and isinstance(versions.get("nvidia_driver"), str):
+            return versions["nvidia_driver"]
+    return None
 
 
 def run_identity(run_dir, copies, nvidia_driver=None):
@@ -91,36 +105,23 @@ def run_identity(run_dir, copies, nvidia_driver=None):
     manifest), NVIDIA driver (given: read on the host by the caller, else the run's doctor result), CUDA driver and
     runtime and NCCL (coll_perf's manifest, else p2p_matrix's); None where the run does not say."""
     identity = {key: None for key, _ in IDENTITY_FIELDS}
-    manifests = _versions_from_raw(run_dir)
-    for document in copies:
-        names = [d.get("name") for d in document.get("devices") or [] if isinstance(d, dict) and d.get("name")]
-        if names:
-            identity["gpu_model"] = ", ".join(sorted(set(names)))
-            identity["gpu_count"] = len(names)
-        cuda = document.get("cuda") if isinstance(document.get("cuda"), dict) else {}
-        identity["cuda_driver"] = identity["cuda_driver"] or _cuda_version(cuda.get("driver_version"))
-        identity["cuda_runtime"] = identity["cuda_runtime"] or _cuda_version(cuda.get("runtime_version"))
-        break
-    for manifest in manifests:
-        versions = manifest.get("versions") if isinstance(manifest.get("versions"), dict) else {}
-        gpus = [g.get("name") for g in manifest.get("gpus") or [] if isinstance(g, dict) and g.get("name")]
-        if identity["gpu_model"] is None and gpus:
-            identity["gpu_model"] = ", ".join(sorted(set(gpus)))
-        for key, field in (("cuda_driver", "cuda_driver"), ("cuda_runtime", "cuda_runtime"), ("nccl", "nccl")):
-            if isinstance(versions.get(field), str) and versions[field]:
-                identity[key] = versions[field]
-        break
-    if nvidia_driver is None:
-        for path in sorted(glob.glob(os.path.join(run_dir, "doctor", "*.json"))):
-            try:
-                document = read_json(path, "doctor result")
-            except CclbenchError:
-                continue
-            versions = document.get("versions") if isinstance(document, dict) else None
-            if isinstance(versions, dict) and isinstance(versions.get("nvidia_driver"), str):
-                nvidia_driver = versions["nvidia_driver"]
-                break
-    identity["nvidia_driver"] = nvidia_driver
+    copy = copies[0] if copies else {}
+    names = [d.get("name") for d in copy.get("devices") or [] if isinstance(d, dict) and d.get("name")]
+    if names:
+        identity.update(gpu_model=", ".join(sorted(set(names))), gpu_count=len(names))
+    cuda = copy.get("cuda") if isinstance(copy.get("cuda"), dict) else {}
+    identity.update(cuda_driver=_cuda_version(cuda.get("driver_version")),
+                    cuda_runtime=_cuda_version(cuda.get("runtime_version")))
+    manifests = _smoke_manifests(run_dir)
+    manifest = manifests[0] if manifests else {}
+    versions = manifest.get("versions") if isinstance(manifest.get("versions"), dict) else {}
+    gpus = [g.get("name") for g in manifest.get("gpus") or [] if isinstance(g, dict) and g.get("name")]
+    if identity["gpu_model"] is None and gpus:
+        identity["gpu_model"] = ", ".join(sorted(set(gpus)))
+    for key in ("cuda_driver", "cuda_runtime", "nccl"):
+        if isinstance(versions.get(key), str) and versions[key]:
+            identity[key] = versions[key]
+    identity["nvidia_driver"] = nvidia_driver if nvidia_driver is not None else _doctor_nvidia_driver(run_dir)
     return identity
 
 

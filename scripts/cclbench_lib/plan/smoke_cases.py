@@ -29,33 +29,37 @@ SMOKE_COPY_WARMUP = 2
 # 16M, 32M, 64M: a one-rank collective below about 16 MB is bound by the host's launch rate on an H200
 # (docs/results.md); the gated GPU time judged here is the GPU's at every size, and these sizes keep it so.
 SMOKE_COLLECTIVE_SIZES = (16 << 20, 64 << 20, 2)
-SMOKE_GRAPH_BYTES = 8 << 10
+SMOKE_GRAPH_SIZES = (8 << 10, 8 << 10, 2)  # 8K alone
 SMOKE_GRAPH_LAUNCHES = 10
 SMOKE_COLL_ITERATIONS = 50
 SMOKE_COLL_WARMUP = 5
+# The one-rank points: (point, (-b, -e, -f), extra coll_perf flags).
+SMOKE_COLL_POINTS = ((SMOKE_COLLECTIVE_POINT, SMOKE_COLLECTIVE_SIZES, []),
+                     (SMOKE_GRAPH_POINT, SMOKE_GRAPH_SIZES, ["-G", str(SMOKE_GRAPH_LAUNCHES)]))
 
 
-def copy_output(planner, repeat):
-    return planner.path(SMOKE_COPY_DIR, f"{SMOKE_COPY_POINT}.rep{repeat}.json")
+def copy_launch(planner, host, repeat):
+    out = planner.path(SMOKE_COPY_DIR, f"{SMOKE_COPY_POINT}.rep{repeat}.json")
+    argv = [planner.tool("p2p_matrix"), "-t", ",".join(SMOKE_COPY_TESTS), "-b", format_size(SMOKE_COPY_BYTES),
+            "-n", str(SMOKE_COPY_ITERATIONS), "-w", str(SMOKE_COPY_WARMUP), "-q", "--json", out]
+    return planner.launch(f"{SMOKE_COPY_POINT}.rep{repeat}", "p2p", argv, hosts=[host], outputs=[out])
+
+
+def collective_launch(planner, host, point, sizes, extra, repeat):
+    name = f"{point}.rep{repeat}"
+    argv = planner.coll_args(name, sizes=sizes, collectives=["all_reduce"], iterations=SMOKE_COLL_ITERATIONS,
+                             warmup=SMOKE_COLL_WARMUP) + ["--placement", "out"] + extra
+    return planner.launch(name, "local", argv, 1, [host], base_point=point, repeat=repeat, sizes=sweep_sizes(*sizes),
+                          collectives=["all_reduce"])
 
 
 def smoke_reference_launches(planner, host):
-    """The smoke's comparable launches for one GPU node, in run order (kind p2p for the copies, kind local for the
-    collectives; the collectives' records go to cases.jsonl as points smoke.collective.repN, smoke.graph.repN)."""
+    """The smoke's comparable launches for one GPU node, in run order: repeat 1 of every point, then repeat 2, ...
+    (kind p2p for the copies; kind local for the collectives, whose records go to cases.jsonl as the points
+    smoke.collective.repN and smoke.graph.repN)."""
     launches = []
-    collective_sizes = sweep_sizes(*SMOKE_COLLECTIVE_SIZES)
     for repeat in range(1, SMOKE_REPEATS + 1):
-        out = copy_output(planner, repeat)
-        argv = [planner.tool("p2p_matrix"), "-t", ",".join(SMOKE_COPY_TESTS), "-b", format_size(SMOKE_COPY_BYTES),
-                "-n", str(SMOKE_COPY_ITERATIONS), "-w", str(SMOKE_COPY_WARMUP), "-q", "--json", out]
-        launches.append(planner.launch(f"{SMOKE_COPY_POINT}.rep{repeat}", "p2p", argv, hosts=[host], outputs=[out]))
-        for point, sizes, collective_sizes_list, extra in (
-                (SMOKE_COLLECTIVE_POINT, SMOKE_COLLECTIVE_SIZES, collective_sizes, []),
-                (SMOKE_GRAPH_POINT, (SMOKE_GRAPH_BYTES, SMOKE_GRAPH_BYTES, 2), [SMOKE_GRAPH_BYTES],
-                 ["-G", str(SMOKE_GRAPH_LAUNCHES)])):
-            name = f"{point}.rep{repeat}"
-            argv = planner.coll_args(name, sizes=sizes, collectives=["all_reduce"], iterations=SMOKE_COLL_ITERATIONS,
-                                     warmup=SMOKE_COLL_WARMUP) + ["--placement", "out"] + extra
-            launches.append(planner.launch(name, "local", argv, 1, [host], base_point=point, repeat=repeat,
-                                           sizes=collective_sizes_list, collectives=["all_reduce"]))
+        launches.append(copy_launch(planner, host, repeat))
+        launches += [collective_launch(planner, host, point, sizes, extra, repeat)
+                     for point, sizes, extra in SMOKE_COLL_POINTS]
     return launches
