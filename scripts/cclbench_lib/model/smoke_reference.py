@@ -256,10 +256,12 @@ def reference_groups(reference):
 
 
 def identity_differences(identity_a, identity_b):
-    """[(label, A's value, B's value)] of the identity fields that differ; a value one side does not know (null)
-    differs from a known one, two unknowns do not."""
+    """[(label, A's value, B's value)] of the identity fields both sides know and that differ. A value one side does
+    not know (null: no GPU, a run from before the reference existed, a driver version the container hides) is no
+    evidence of other hardware; a run without a GPU has no smoke case to compare anyway."""
     return [(label, identity_a.get(key), identity_b.get(key)) for key, label in IDENTITY_FIELDS
-            if identity_a.get(key) != identity_b.get(key)]
+            if identity_a.get(key) is not None and identity_b.get(key) is not None
+            and identity_a.get(key) != identity_b.get(key)]
 
 
 def read_nvidia_driver(sysfs_root="/sys"):

@@ -213,8 +213,7 @@ def comparability(judged, sizes_a, sizes_b, identity_diffs, other_hardware="refu
     if refused:
         code = code or OTHER_HARDWARE_CODE
         reasons.append("measured on other hardware or software: " + "; ".join(
-            f"{item['field']} A {item['a'] if item['a'] is not None else 'unknown'}, B "
-            f"{item['b'] if item['b'] is not None else 'unknown'}" for item in identity)
+            f"{item['field']} A {item['a']}, B {item['b']}" for item in identity)
             + " (--other-hardware warn compares them anyway)")
     return {"comparable": code is None, "refused": refused, "matched": matched, "cases_a": len(sizes_a), "cases_b": len(sizes_b),
             "share": share, "min_share": MIN_MATCHED_SHARE, "code": code, "reasons": reasons, "identity": identity,
