@@ -240,7 +240,7 @@ def run_smoke(inputs, run_dir, junit_path, have_gpu, argv, verbose=False, agains
             message = runner.manifest["points"][launch["name"]].get("reason") or ""
             said = tool_error(getattr(runner, "first_lines", []))
             if not ok and said and said not in message:
-                message = f"{message}; {said}" if message else said
+                message = f"{said}; {message}" if message else said  # the tool's own reason first
                 runner.manifest["points"][launch["name"]].update(reason=message)
             if ok and launch["kind"] == "local":
                 problem = strict_problems(runner.run_dir, launch)
