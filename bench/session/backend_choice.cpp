@@ -1,5 +1,6 @@
 #include "bench/session/backend_choice.hpp"
 
+#include <cstdlib>
 #include <iostream>
 #include <optional>
 
@@ -22,7 +23,9 @@ constexpr bool kBuiltWithNccl =
 
 int count_visible_gpus(std::string* reason) {
 #if defined(CCLBENCH_WITH_NCCL)
-  return visible_gpu_count(reason);
+  const int count = visible_gpu_count(reason);
+  if (count == 0 && reason) *reason = no_visible_gpu_reason(std::getenv("CUDA_VISIBLE_DEVICES"), *reason);
+  return count;
 #else
   (void)reason;
   return 0;
@@ -54,15 +57,26 @@ std::unique_ptr<Backend> make_backend(BackendKind kind, const Config& config, co
 
 }  // namespace
 
+std::string no_visible_gpu_reason(const char* cuda_visible_devices, const std::string& count_error) {
+  std::string reason = "CUDA sees no device";
+  if (cuda_visible_devices != nullptr && *cuda_visible_devices == '\0') return reason + ": CUDA_VISIBLE_DEVICES is empty";
+  if (cuda_visible_devices != nullptr) reason += ": CUDA_VISIBLE_DEVICES=" + std::string(cuda_visible_devices);
+  return count_error.empty() ? reason : reason + " (" + count_error + ")";
+}
+
 BackendChoice resolve_backend(BackendKind requested, bool built_with_nccl,
                               const std::function<int(std::string* reason)>& count_visible_gpus) {
   if (requested == BackendKind::nccl && !built_with_nccl) {
     throw UsageError("--backend nccl: this build has no CUDA/NCCL support (rebuild with the CUDA toolkit and NCCL)");
   }
-  if (requested != BackendKind::automatic) return {requested, ""};
+  if (requested == BackendKind::mpi) return {requested, ""};
   if (!built_with_nccl) return {BackendKind::mpi, "built without CUDA/NCCL: running the MPI backend on host memory"};
   std::string reason;
   if (count_visible_gpus(&reason) > 0) return {BackendKind::nccl, ""};
+  if (requested == BackendKind::nccl) {
+    // Asked for by name (a plan that expects a GPU): never a quiet fallback, and nothing is measured.
+    throw FatalError(ExitCode::nothing_measured, "--backend nccl: " + reason);
+  }
   return {BackendKind::mpi, "no GPU visible (" + reason + "): running the MPI backend on host memory"};
 }
 

@@ -18,9 +18,16 @@ struct BackendChoice {
   std::string note;                     // why automatic selection fell back to MPI; empty otherwise
 };
 
+// Why CUDA found no device, in the words a user acts on: "CUDA sees no device: CUDA_VISIBLE_DEVICES is empty",
+// "CUDA sees no device: CUDA_VISIBLE_DEVICES=7 (cudaGetDeviceCount: ...)", "CUDA sees no device (cudaGetDeviceCount:
+// ...)". cuda_visible_devices: the variable's value, nullptr when unset.
+std::string no_visible_gpu_reason(const char* cuda_visible_devices, const std::string& count_error);
+
 // `--backend` resolved: automatic takes NCCL when this build has it and `count_visible_gpus` (called
 // only then; it fills its argument with the reason when it finds none) sees a GPU, else MPI with a
-// note. --backend nccl in a build without NCCL is a UsageError.
+// note. --backend nccl in a build without NCCL is a UsageError; --backend nccl where the build has NCCL but
+// `count_visible_gpus` finds no GPU is a FatalError (nothing measured, exit 7) with its reason: a run that was
+// told NCCL never falls back. --backend mpi never probes.
 BackendChoice resolve_backend(BackendKind requested, bool built_with_nccl,
                               const std::function<int(std::string* reason)>& count_visible_gpus);
 

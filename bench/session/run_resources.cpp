@@ -18,6 +18,8 @@ std::unique_ptr<ResultSink> open_result_sink(const Config& config, const MpiCont
   const nlohmann::json bindings = gather_bindings(config, context, backend, program);
   auto sink = std::make_unique<ResultSink>(config, program, writer, manifest);
   sink->set_section("bindings", bindings);
+  // The automatic choice fell back (no GPU visible, no NCCL in this build): the document says so, as the console does.
+  if (!choice.note.empty()) sink->set_section("backend_note", choice.note);
   if (choice.kind != BackendKind::nccl) {
     sink->set_section("transport", nullptr);
     sink->set_section("transport_reason", "MPI backend: no NCCL communicator, transport evidence is not applicable");

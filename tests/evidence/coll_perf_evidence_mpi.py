@@ -112,10 +112,27 @@ def main():
     proc, _ = run(mpiexec, coll_perf, work, "probe_with_j", ["--tuning-probe", probe], env)
     check(proc.returncode == 2 and "--tuning-probe writes no performance records" in proc.stderr,
           "--tuning-probe with -J accepted", proc)
+    # No --backend and no GPU visible (CUDA_VISIBLE_DEVICES empty; or a build without CUDA): coll_perf falls back to
+    # the MPI backend by itself, and says so in the console, the document and every record (issue 37).
+    fallback = os.path.join(work, "fallback.json")
+    proc = subprocess.run([coll_perf, "--coll", "all_reduce", "-b", "8K", "-e", "8K", "-n", "2", "-w", "1", "--quiet",
+                           "-J", fallback], env=dict(env, CUDA_VISIBLE_DEVICES=""), capture_output=True, text=True,
+                          timeout=300)
+    check(proc.returncode == 0, f"the automatic fallback exited {proc.returncode}", proc)
+    doc = json.load(open(fallback, encoding="utf-8"))
+    note = doc.get("backend_note") or ""
+    check(note.endswith(": running the MPI backend on host memory"), f"no backend_note in -J: {note!r}", proc)
+    check(note.startswith("built without CUDA/NCCL") or "CUDA sees no device: CUDA_VISIBLE_DEVICES is empty" in note,
+          f"the note does not say why: {note!r}", proc)
+    check(f"coll_perf: note: {note}" in proc.stderr, "the console does not say which backend ran", proc)
+    check(doc["cases"] and all(case["backend"] == "mpi" for case in doc["cases"]), "records do not say mpi", proc)
+    proc, _ = run(mpiexec, coll_perf, work, "told", [], dict(env, CUDA_VISIBLE_DEVICES=""))
+    check("backend_note" not in json.load(open(os.path.join(work, "told.json"), encoding="utf-8")),
+          "--backend mpi chose nothing: no note", proc)
     # Every document written above validates against the schema.
     validator = os.path.join(source, "tests", "tools", "validate_json.py")
     schema = os.path.join(source, "results_schema", "coll_perf.schema.json")
-    documents = [os.path.join(work, n + ".json") for n in ("rails", "no_sysfs", "gate", "tuning_from")]
+    documents = [os.path.join(work, n + ".json") for n in ("rails", "no_sysfs", "gate", "tuning_from", "fallback")]
     proc = subprocess.run([sys.executable, validator, schema] + documents, capture_output=True, text=True)
     check(proc.returncode == 0, "schema validation failed", proc)
     print("ok: manifest (allowlist), bindings, transport null, rails, gate without evidence")

@@ -197,6 +197,10 @@ def rows(args, files, out):
         ("cclbench", cli + ["compare", files["garbage_jsonl"], files["garbage_jsonl"]], {}),
         ("cclbench", cli + ["report", files["run_badmanifest"]], {}),
         ("cclbench", cli + ["compare", files["run_garbage"], files["run_garbage"], "--fail-above", "lots"], {}),
+        # smoke references (issue 37): refused before anything is measured or written
+        ("cclbench", cli + ["smoke", "--against", files["garbage_jsonl"], "--results", out], {}),
+        ("cclbench", cli + ["smoke", "--against", files["binary"], "--results", out], {}),
+        ("cclbench", cli + ["compare", files["binary"], files["binary"]], {}),
     ]
     return table
 

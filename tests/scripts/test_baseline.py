@@ -29,6 +29,9 @@ def case_schema():
     return os.path.basename(path)
 
 
+# The smoke's one-rank points every GPU baseline runs last (plan/smoke_cases.py), three interleaved repeats.
+SMOKE_COLL_LAUNCHES = [f"smoke.{name}.rep{k}" for k in (1, 2, 3) for name in ("collective", "graph")]
+
 class BaselineRuns(TempDirTest):
     """Helpers only (no tests here): LocalRuns and TwoNodeRuns are separate CTest tests."""
 
@@ -278,7 +281,8 @@ class LocalRuns(BaselineRuns):
         os.remove(log)
         resumed = run_cli(["baseline", "--resume", "K", "--results", self.results], env={"FAKE_COLL_LOG": log})
         self.assertEqual(resumed.returncode, 0, resumed.stderr)
-        self.assertEqual(self.invocations(log), ["sanity", "local.gpus2.rep2", "local.gpus2.rep3"])
+        # Then the smoke's own points (plan/smoke_cases.py), which had not run before the kill.
+        self.assertEqual(self.invocations(log), ["sanity", "local.gpus2.rep2", "local.gpus2.rep3"] + SMOKE_COLL_LAUNCHES)
         report = run_cli(["report", os.path.join(self.results, "K")], env={"CCLBENCH_NO_MATPLOTLIB": "1"})
         self.assertEqual(report.returncode, 0, report.stderr)
         text = read_text(os.path.join(self.results, "K", "report.md"))
@@ -323,7 +327,7 @@ class LocalRuns(BaselineRuns):
                                                                           "FAKE_COLL_LOG": log})
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertEqual(self.invocations(log), ["sanity", "local.gpu1.rep1", "local.gpu1.rep2", "local.gpu1.rep3",
-                                                 "local.share-gpu4"])
+                                                 "local.share-gpu4"] + SMOKE_COLL_LAUNCHES)
         self.assertEqual(self.manifest("G1")["mode"], "local_share_gpu")
         text = read_text(os.path.join(self.results, "G1", "report.md"))
         anomalies = text[text.index("## Anomalies"):text.index("## Environment")]
@@ -334,7 +338,8 @@ class LocalRuns(BaselineRuns):
         # 7 collectives x 3 sizes x 2 placements; coll_perf (and its double) skips in-place alltoall and sendrecv
         # at 4 ranks: no in-place result to check.
         self.assertIn("| local.share-gpu4 | emulated: correctness only | 1 | 42 | 36 | 6 | 0 | 0 |", text)
-        self.assertIn("24 ok.", text, "24 cases of the one-rank point pass the repeat gate")
+        # 24 cases of the one-rank point and the smoke's 4 (AllReduce 16M, 32M, 64M; 8K in a graph) pass the repeat gate.
+        self.assertIn("28 ok.", text)
 
     def test_one_gpu_report_shows_what_one_gpu_measures(self):
         """One GPU: no self-inflicted anomaly, busbw '- (1 rank)' (never 0.00), algbw instead, no ceiling where
@@ -382,7 +387,7 @@ class LocalRuns(BaselineRuns):
                                                                          "reduce_scatter") for m in ("algbw", "latency")))
         series, ceilings = specs["all_reduce_algbw.png"]
         self.assertEqual(ceilings, [])
-        self.assertEqual([label for label, _points in series], ["local.gpu1"])
+        self.assertEqual([label for label, _points in series], ["local.gpu1", "smoke.collective", "smoke.graph"])
         self.assertAlmostEqual(dict(series[0][1])[8192], 8192 / (10.8192 * 1.001) / 1e3, places=6)
 
     def test_old_one_rank_records_render_no_busbw(self):
@@ -400,7 +405,7 @@ class LocalRuns(BaselineRuns):
         report = run_cli(["report", run], env={"CCLBENCH_NO_MATPLOTLIB": "1"})
         self.assertEqual(report.returncode, 0, report.stderr)
         text = read_text(os.path.join(run, "report.md"))
-        results = text[text.index("## Results per collective"):text.index("## Correctness-only")]
+        results = text[text.index("## Results per collective"):text.index("## Repeatability")]
         self.assertNotIn("0.00", results)
         self.assertEqual(results.count("busbw (GB/s): - (1 rank) at every size: one rank crosses no link, so busbw "
                                        "has no meaning."), 4)
@@ -414,8 +419,10 @@ class LocalRuns(BaselineRuns):
         self.assertRunError(result, 1, "FAILED (")
         self.assertIn("repeat.systematic_spread", result.stderr)
         gates = self.manifest("C")["gates"]["repeatability"]
+        # The smoke's own points (FAKE_COLL_JITTER leaves them alone) pass: AllReduce at 16M, 32M, 64M; 8K in a graph.
         self.assertEqual([(g["point"], g["status"], g["code"], g["judged_cases"]) for g in gates],
-                         [("local.gpus2", "fail", "repeat.systematic_spread", 4 * 3 * 2 - 3)])
+                         [("local.gpus2", "fail", "repeat.systematic_spread", 4 * 3 * 2 - 3),
+                          ("smoke.collective", "pass", None, 3), ("smoke.graph", "pass", None, 1)])
         self.assertTrue(6.1 < gates[0]["median_cv_pct"] < 6.2)
         ok, errors = validate("run_manifest.schema.json", os.path.join(self.results, "C", "run_manifest.json"))
         self.assertTrue(ok, errors)

@@ -233,6 +233,36 @@ class Compare(TempDirTest):
         self.assertEqual(loose.returncode, 0)
         self.assertIn("same within noise", self.row(loose.stdout, "c1"))
 
+    def test_nothing_comparable_is_not_a_pass(self):
+        """Comparable from half of the smaller run's cases matched (rules/compare.MIN_MATCHED_SHARE); below it, or with
+        none, exit 3 and the reason names the points and sizes that did not match. Correctness-only matches count."""
+        sizes = {"8K": 8192, "16K": 16384, "32K": 32768, "64K": 65536}
+        base = [100.0, 100.5, 99.5]
+        run_a = self.write_run("A", [r for name, size in sizes.items()
+                                     for r in repeats("p", f"ar.{name}", base, requested_bytes=size)])
+        half = self.write_run("HALF", [r for name in ("8K", "16K", "128K", "256K") for r in
+                                       repeats("p", f"ar.{name}", base, requested_bytes=sizes.get(name, 1 << 17))])
+        result = run_cli(["compare", run_a, half])
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("2 of 4 case(s) of the smaller run matched (comparable from 50%)", result.stdout)
+        quarter = self.write_run("QUARTER", [r for name in ("8K", "128K", "256K", "512K") for r in
+                                             repeats("p", f"ar.{name}", base, requested_bytes=sizes.get(name, 1 << 17))]
+                                 + repeats("q", "other", base))
+        result = run_cli(["compare", run_a, quarter])
+        self.assertRunError(result, 3, "NOT COMPARABLE: 1 of the smaller run's 4 case(s) matched (25%; at least 50% "
+                                       "must); points only in B: q; p: sizes only in A: 16K, 32K, 64K; only in B: 128K")
+        self.assertIn("Verdict: **NOT COMPARABLE**", result.stdout)
+        other_mode = self.write_run("MODE", [r for name, size in sizes.items()
+                                             for r in repeats("p", f"ar.{name}", base, requested_bytes=size,
+                                                              graph_launches=10)])
+        result = run_cli(["compare", run_a, other_mode])
+        self.assertRunError(result, 3, "0 of the smaller run's 4 case(s) matched")
+        self.assertIn("p: measured as nccl x4 eager in A, nccl x4 cuda-graph in B", result.stderr)
+        mpi = [r for name, size in sizes.items() for r in repeats("p", f"ar.{name}", base, requested_bytes=size,
+                                                                   backend="mpi")]
+        result = run_cli(["compare", self.write_run("M1", mpi), self.write_run("M2", mpi)])
+        self.assertEqual(result.returncode, 0, "correctness-only cases that match are comparable: " + result.stderr)
+
     def test_jsonl_files_and_identical_runs(self):
         run_a = self.write_run("A", repeats("p", "c1", [100.0, 103.0, 97.0]) + repeats("p", "c2", [50.0, 51.0, 49.0]))
         result = run_cli(["compare", os.path.join(run_a, "cases.jsonl"), run_a])

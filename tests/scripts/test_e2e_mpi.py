@@ -76,7 +76,12 @@ class RealTools(TempDirTest):
         run = os.path.join(self.results, "SM")
         log = read_text(os.path.join(run, "run.log")) if os.path.exists(os.path.join(run, "run.log")) else ""
         self.assertEqual(result.returncode, 0, result.stderr + log[-4000:])
-        self.assertIn('skipped="3"', read_text(os.path.join(run, "smoke.junit.xml")))
+        # smoke.copy, smoke.collective, smoke.graph and local.share-gpu4 need the GPU.
+        self.assertIn('skipped="4"', read_text(os.path.join(run, "smoke.junit.xml")))
+        # Nothing on host memory is a smoke reference: its own has no case, so against itself nothing is comparable.
+        against = run_cli(["smoke", "--time-limit", "300", "--against", run] + self.common("SM2"), timeout=600)
+        self.assertEqual(against.returncode, 3, against.stderr)
+        self.assertIn("NOT COMPARABLE: A and B hold no case to compare", against.stderr)
 
 
 if __name__ == "__main__":

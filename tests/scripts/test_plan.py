@@ -252,7 +252,12 @@ class HcaDiscovery(TempDirTest):
         self.assertIn("passed to every rank on every host (set here): NCCL_SOCKET_IFNAME", result.stderr)
         with_gpus = run_cli(args + ["--gpus-per-node", "8", "--hcas", "mlx5_0:1"], env={"CCLBENCH_FAKE_GPU_COUNT": "0"})
         self.assertEqual(with_gpus.returncode, 0, with_gpus.stderr)
-        self.assertNotIn("--backend", with_gpus.stdout)
+        # The GPU plan tells every coll_perf its backend: where CUDA sees no device it fails with the reason instead of
+        # falling back to host memory under a point planned for NCCL (issue 37).
+        gpu_coll = [shlex.split(line) for line in with_gpus.stdout.splitlines() if "/nonexistent-bin/coll_perf" in line]
+        self.assertTrue(gpu_coll)
+        self.assertEqual({argv[argv.index("--backend") + 1] for argv in gpu_coll}, {"nccl"})
+        self.assertEqual([argv.count("--backend") for argv in gpu_coll], [1] * len(gpu_coll))
         self.assertIn("--expect-transport inter=NET/IB", with_gpus.stdout)
 
 
@@ -307,13 +312,31 @@ class LocalPlan(TempDirTest):
         launches = self.plan(1)
         coll = [argv for argv in launches if "/b/coll_perf" in argv]
         points = [argv[argv.index("--point") + 1] for argv in coll]
-        self.assertEqual(points, ["sanity", "local.gpu1.rep1", "local.gpu1.rep2", "local.gpu1.rep3", "local.share-gpu4"])
-        self.assertTrue(any("/b/p2p_matrix" in argv for argv in launches), "the copy/host matrix stays")
+        # Then the smoke's own cases, three interleaved repeats (plan/smoke_cases.py): every GPU baseline is a
+        # smoke reference.
+        self.assertEqual(points, ["sanity", "local.gpu1.rep1", "local.gpu1.rep2", "local.gpu1.rep3", "local.share-gpu4"]
+                         + [f"smoke.{name}.rep{k}" for k in (1, 2, 3) for name in ("collective", "graph")])
+        self.assertTrue(any("/b/p2p_matrix" in argv and "--json" in argv and "-t" not in argv for argv in launches),
+                        "the copy/host matrix stays")
+        copies = [argv for argv in launches if "/b/p2p_matrix" in argv and "-t" in argv]
+        self.assertEqual([argv[argv.index("--json") + 1].rsplit("/", 2)[1:] for argv in copies],
+                         [["smoke", f"smoke.copy.rep{k}.json"] for k in (1, 2, 3)])
+        self.assertEqual(copies[0][copies[0].index("-t") + 1],
+                         "device_local_copy_ce,device_local_copy_sm,h2d_ce_local_numa,d2h_ce_local_numa")
+        for argv in coll:
+            self.assertEqual(argv.count("--backend"), 1, argv)
+            self.assertEqual(argv[argv.index("--backend") + 1], "nccl", "a GPU plan names its backend")
+        graph = coll[-1]
+        self.assertEqual([graph[graph.index(f) + 1] for f in ("-b", "-e", "-G", "--coll", "--placement", "-np")
+                          if f in graph], ["8K", "8K", "10", "all_reduce", "out"], "one rank: no mpirun")
+        collective = coll[-2]
+        self.assertEqual([collective[collective.index(f) + 1] for f in ("-b", "-e", "-f", "-n", "--coll")],
+                         ["16M", "64M", "2", "50", "all_reduce"])
+        self.assertNotIn("-G", collective)
         for argv in coll[:4]:
             # The sanity pass and the timed point: one real rank on the GPU, never emulated.
             self.assertEqual(argv[argv.index("-np") + 1], "1")
             self.assertNotIn("--share-gpu", argv)
-            self.assertNotIn("--backend", argv)
             self.assertNotIn("--tuning-probe", argv)
             self.assertNotIn("--tuning-from", argv, "one rank: NCCL chooses no algorithm, no probe")
         timed = coll[1]
@@ -321,7 +344,7 @@ class LocalPlan(TempDirTest):
                          ["8K", "64M", "2", "20", "5", "1"])
         self.assertEqual(timed[timed.index("--coll") + 1], "all_reduce,all_gather,reduce_scatter,alltoall")
         self.assertNotIn("-G", timed, "eager")
-        check = coll[-1]
+        check = coll[4]
         self.assertEqual(check[check.index("-np") + 1], "4")
         self.assertIn("--share-gpu", check)
         # Every collective, both placements (coll_perf's default), sizes across the protocol changes,
@@ -335,12 +358,13 @@ class LocalPlan(TempDirTest):
     def test_many_gpus_one_rank_each(self):
         launches = self.plan(4)
         coll = [argv for argv in launches if "/b/coll_perf" in argv]
-        self.assertTrue(all(argv[argv.index("-np") + 1] == "4" and "--share-gpu" not in argv and "--backend" not in argv
-                            for argv in coll))
-        self.assertNotIn("--expect-transport", coll[-1])
+        measured = [argv for argv in coll if not argv[argv.index("--point") + 1].startswith("smoke.")]
+        self.assertTrue(all(argv[argv.index("-np") + 1] == "4" and "--share-gpu" not in argv and
+                            argv[argv.index("--backend") + 1] == "nccl" for argv in measured))
+        self.assertNotIn("--expect-transport", measured[-1])
         result = run_cli(["plan", "--results", self.results, "--bin-dir", "/b", "--expect-transport",
                           "inter=NET/IB+GDRDMA,intra=P2P"], env={"CCLBENCH_FAKE_GPU_COUNT": "4"})
-        last = shlex.split(result.stdout.splitlines()[-1])
+        last = [shlex.split(line) for line in result.stdout.splitlines() if "--point local.gpus4" in line][-1]
         self.assertEqual(last[last.index("--expect-transport") + 1], "intra=P2P", "one node: only the intra part applies")
 
     def test_flags_follow_the_built_coll_perf(self):

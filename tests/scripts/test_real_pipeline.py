@@ -173,11 +173,11 @@ class RealPipeline(TempDirTest):
         self.assertEqual(result.returncode, 0, result.stderr + (read_text(log)[-4000:] if os.path.exists(log) else ""))
         suite = ElementTree.parse(os.path.join(run, "smoke.junit.xml")).getroot().find("testsuite")
         cases = {case.get("name"): case for case in suite.findall("testcase")}
-        self.assertEqual((suite.get("failures"), suite.get("skipped")), ("0", "3"))
+        self.assertEqual((suite.get("failures"), suite.get("skipped")), ("0", "4"))
         for name in ("topology", "collectives_1rank_mpi", "collectives_4rank_mpi"):
             self.assertIsNone(cases[name].find("failure"), name)
             self.assertIsNone(cases[name].find("skipped"), name)
-        for name in ("p2p_matrix", "collectives_1rank_nccl", "collectives_4rank_share_gpu"):
+        for name in ("smoke.copy", "smoke.collective", "smoke.graph", "local.share-gpu4"):
             self.assertIn("GPU", cases[name].find("skipped").get("message"), name)
         records = read_jsonl(os.path.join(run, "cases.jsonl"))
         self.assertEqual({r["nranks"] for r in records}, {1, 4})

@@ -46,14 +46,42 @@ TEST(BackendChoice, AutomaticWithoutNcclBuildIsMpiAndNeverProbes) {
   EXPECT_EQ(gpus.calls, 0);
 }
 
-TEST(BackendChoice, ExplicitChoiceIsKeptWithoutProbing) {
+TEST(BackendChoice, ExplicitMpiIsKeptWithoutProbing) {
   GpuCounter gpus{0, "none", 0};
   EXPECT_EQ(resolve_backend(BackendKind::mpi, true, gpus.probe()).kind, BackendKind::mpi);
   EXPECT_EQ(resolve_backend(BackendKind::mpi, false, gpus.probe()).kind, BackendKind::mpi);
+  EXPECT_EQ(gpus.calls, 0);
+}
+
+TEST(BackendChoice, ExplicitNcclWithAGpuIsNccl) {
+  GpuCounter gpus{1, "", 0};
   const BackendChoice nccl = resolve_backend(BackendKind::nccl, true, gpus.probe());
   EXPECT_EQ(nccl.kind, BackendKind::nccl);
   EXPECT_EQ(nccl.note, "");
-  EXPECT_EQ(gpus.calls, 0);
+  EXPECT_EQ(gpus.calls, 1);
+}
+
+// A plan that expects a GPU says --backend nccl: without one the run fails with the reason (exit 7), never
+// falling back to host memory under a part named NCCL (issue 37).
+TEST(BackendChoice, ExplicitNcclWithoutAGpuFailsWithTheReason) {
+  GpuCounter gpus{0, "CUDA sees no device: CUDA_VISIBLE_DEVICES is empty", 0};
+  try {
+    resolve_backend(BackendKind::nccl, true, gpus.probe());
+    FAIL() << "expected a FatalError";
+  } catch (const FatalError& error) {
+    EXPECT_EQ(error.code(), ExitCode::nothing_measured);
+    EXPECT_STREQ(error.what(), "--backend nccl: CUDA sees no device: CUDA_VISIBLE_DEVICES is empty");
+  }
+}
+
+TEST(BackendChoice, NoVisibleGpuReasonNamesTheVariable) {
+  EXPECT_EQ(no_visible_gpu_reason("", "cudaGetDeviceCount: no CUDA-capable device is detected"),
+            "CUDA sees no device: CUDA_VISIBLE_DEVICES is empty");
+  EXPECT_EQ(no_visible_gpu_reason("7", "cudaGetDeviceCount: no CUDA-capable device is detected"),
+            "CUDA sees no device: CUDA_VISIBLE_DEVICES=7 (cudaGetDeviceCount: no CUDA-capable device is detected)");
+  EXPECT_EQ(no_visible_gpu_reason(nullptr, "cudaGetDeviceCount: CUDA driver version is insufficient"),
+            "CUDA sees no device (cudaGetDeviceCount: CUDA driver version is insufficient)");
+  EXPECT_EQ(no_visible_gpu_reason(nullptr, ""), "CUDA sees no device");
 }
 
 TEST(BackendChoice, NcclInABuildWithoutNcclIsAUsageError) {

@@ -20,13 +20,15 @@ from ..cli.doctor import add_doctor_parser
 from ..cli.screen import add_screen_parser, cmd_screen
 from ..execute.doctor import run_doctor_command
 from ..execute.runner import Baseline
-from ..execute.smoke import run_smoke, smoke_launches
+from ..execute.smoke import run_smoke, smoke_launches, write_smoke_reference
 from ..model.hosts import check_resolvable, hosts_and_slots, local_gpu_count, local_hostname
 from ..model.launcher import LAUNCHER_CHOICES, choose_launcher, launcher_of
+from ..model.smoke_reference import read_reference
 from ..plan.baseline import DEFAULT_EXPECT, Planner, by_design_note, format_launch, mode_notes, once_note, plan_mode
 from ..plan.decode import AB_MAX_VARIANTS, parse_ab, parse_decode, plan_notes
 from ..plan.estimate import estimate_line
-from ..render.compare import run_compare
+from ..render.compare import comparable_text, run_compare
+from ..rules.compare import NOT_COMPARABLE_EXIT, OTHER_HARDWARE_CHOICES
 from ..render.report import build_report
 from ..render.verdict import console_line
 
@@ -158,20 +160,35 @@ def build_parser():
     report = sub.add_parser("report", help="write RUN_DIR/report.md and plots")
     report.add_argument("run_dir")
     report.add_argument("--cv-gate", help="CV gate in percent (default: the run's, else 3%%)")
-    compare = sub.add_parser("compare", help="compare two runs case by case (exit 1 on a regression)")
-    compare.add_argument("run_a")
-    compare.add_argument("run_b")
+    compare = sub.add_parser("compare", help="compare two runs case by case (exit 1 on a regression, 3 when nothing "
+                             "is comparable)")
+    compare.add_argument("run_a", help="the reference: a run directory, or a smoke reference file (smoke_reference.json)")
+    compare.add_argument("run_b", help="the run judged: a run directory or a smoke reference file")
     compare.add_argument("--out", help="write the markdown here instead of stdout")
     compare.add_argument("--json", help="write compare.json here (default: next to --out as NAME.json, else "
-                                        "RUN_B/compare.json)")
+                                        "RUN_B/compare.json, or compare.json beside RUN_B when it is a file)")
     compare.add_argument("--threshold", default="2%", help="smallest difference ever called a change (default 2%%)")
     compare.add_argument("--fail-above", default="5%", help="a slowdown above this is a regression (default 5%%)")
     compare.add_argument("--host-times", action="store_true",
                          help="also give MPI-backend (host memory) cases time verdicts (default: correctness only)")
+    compare.add_argument("--other-hardware", choices=OTHER_HARDWARE_CHOICES, default="warn",
+                         help="runs measured on another GPU model or count, NVIDIA driver, CUDA or NCCL version: compare "
+                              "them with a warning (warn, the default: a before/after of an upgrade) or refuse them "
+                              f"(exit {NOT_COMPARABLE_EXIT})")
     smoke = sub.add_parser("smoke", help="single-GPU CI smoke test (< 60 s), JUnit XML out")
     add_launcher_options(smoke)
     smoke.add_argument("--junit", help="JUnit XML path (default RUN_DIR/smoke.junit.xml)")
     smoke.add_argument("--time-limit", type=seconds("--time-limit"), default=60.0, help="whole-test budget (default 60 s)")
+    smoke.add_argument("--against", metavar="REFERENCE",
+                       help="judge the smoke's cases against a reference: a baseline or smoke run directory, or its "
+                            "smoke_reference.json kept anywhere (docs/ci.md); exit 1 on a regression beyond noise, "
+                            f"{NOT_COMPARABLE_EXIT} when nothing is comparable")
+    smoke.add_argument("--other-hardware", choices=OTHER_HARDWARE_CHOICES, default="refuse",
+                       help="a reference measured on another GPU model or count, NVIDIA driver, CUDA or NCCL version: "
+                            f"refuse it (refuse, the default: exit {NOT_COMPARABLE_EXIT}) or compare with a warning (warn)")
+    smoke.add_argument("--threshold", default="2%", help="as compare's (default 2%%)")
+    smoke.add_argument("--fail-above", default="5%", help="as compare's: a slowdown above this is a regression "
+                       "(default 5%%)")
     smoke.add_argument("--verbose", action="store_true")
     add_doctor_parser(sub)
     add_screen_parser(sub, add_launcher_options, positive_int, seconds)
@@ -331,7 +348,16 @@ def cmd_baseline(args, argv):
     check_tools(inputs, runner.launches)
     if inputs["hosts"]:
         check_resolvable(inputs["hosts"])
-    return runner.run()
+    try:
+        return runner.run()
+    finally:
+        if os.path.isfile(os.path.join(run_dir, "run_manifest.json")):
+            # Every baseline is a smoke reference (smoke --against RUN_DIR, or this file kept anywhere): its smoke.*
+            # points, or none (no GPU: nothing a smoke can be compared with, and the reference says so).
+            try:
+                write_smoke_reference(run_dir)  # silent: the console's last line stays the verdict
+            except (CclbenchError, OSError) as error:
+                print(f"cclbench: smoke reference not written: {error}", file=sys.stderr)
 
 
 def cmd_report(args):
@@ -345,20 +371,33 @@ def cmd_report(args):
 def cmd_compare(args):
     threshold = parse_percent(args.threshold, "--threshold")
     fail_above = parse_percent(args.fail_above, "--fail-above")
-    regressions, json_path = run_compare(args.run_a, args.run_b, threshold, fail_above, args.out, sys.stdout,
-                                         args.host_times, args.json)
+    regressions, json_path, comparable, code = run_compare(args.run_a, args.run_b, threshold, fail_above, args.out,
+                                                           sys.stdout, args.host_times, args.json, args.other_hardware)
+    said = comparable_text(comparable)
+    if code == NOT_COMPARABLE_EXIT:
+        print(f"cclbench: error: {said}; {json_path}", file=sys.stderr)
+        return code
+    if said:
+        print(f"cclbench: {said}", file=sys.stderr)
     if regressions:
         print(f"cclbench: error: {len(regressions)} regression(s), first: {regressions[0]}; {json_path}",
               file=sys.stderr)
-        return 1
+        return code
     print(f"cclbench: no regression; {json_path}", file=sys.stderr)
-    return 0
+    return code
 
 
 def cmd_smoke(args, argv):
     run_dir = run_dir_for(args, args.run_id or default_run_id("smoke-"))
     if os.path.lexists(run_dir):
         raise UsageError(f"{run_dir} already exists: choose another --run-id")
+    against = None
+    if args.against:
+        # Read and checked first: a reference that is not one is refused (exit 2) before anything is measured.
+        reference, source = read_reference(args.against)
+        against = {"reference": reference, "source": source, "other_hardware": args.other_hardware,
+                   "threshold_pct": parse_percent(args.threshold, "--threshold"),
+                   "fail_above_pct": parse_percent(args.fail_above, "--fail-above")}
     have_gpu = local_gpu_count() > 0
     inputs = {"hosts": [], "local_host": local_hostname(), "gpus_per_node": 1 if have_gpu else 0, "hcas": [],
               "min_bytes": 8 << 10, "max_bytes": 1 << 20, "step_factor": 8, "collectives": list(DEFAULT_COLLECTIVES),
@@ -370,7 +409,7 @@ def cmd_smoke(args, argv):
     inputs["coll_perf_flags"] = coll_perf_flags(inputs["bin_dir"])
     check_tools(inputs, smoke_launches(inputs, run_dir, have_gpu)[0])
     junit = os.path.abspath(args.junit) if args.junit else os.path.join(run_dir, "smoke.junit.xml")
-    return run_smoke(inputs, run_dir, junit, have_gpu, argv, args.verbose)
+    return run_smoke(inputs, run_dir, junit, have_gpu, argv, args.verbose, against)
 
 
 def main(argv=None):

@@ -165,7 +165,7 @@ class Baseline:
         self.manifest["invocations"].append({"argv": self.argv, "started_utc": utc_now(), "resume": self.resume})
         for name in (CASES_FILE, SANITY_FILE):
             terminate_last_line(os.path.join(self.run_dir, name))
-        for sub in ("doctor", "topology", "p2p", "nccl", "raw", "tuning"):
+        for sub in ("doctor", "topology", "p2p", "nccl", "raw", "tuning", "smoke"):
             make_dirs(os.path.join(self.run_dir, sub))  # 0755 and no symlinks, whatever the umask
         self.save_manifest()
         self.log = open_append(os.path.join(self.run_dir, "run.log"))

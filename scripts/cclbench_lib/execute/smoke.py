@@ -1,29 +1,48 @@
 """`smoke`: the single-GPU CI smoke test, under a minute, with a JUnit XML file for CI systems.
 
-With a GPU: topology, p2p_matrix, 1-rank and 4-emulated-rank (--share-gpu) collectives with data
-checking. Without one: topology and the MPI-backend collectives (1 and 4 ranks); the GPU parts are
-reported as skipped. Exit 0 only when every part that ran passed.
+With a GPU: topology; the smoke's comparable cases (plan/smoke_cases.py: the GPU's local copies by copy engine and
+SM, host-to-device and device-to-host, a one-rank AllReduce at 16M-64M and one in a CUDA graph, each three times);
+the baseline's multi-rank correctness check on 4 emulated ranks (--share-gpu). Every coll_perf part is told
+--backend nccl: a part planned for the GPU that cannot run there fails with the tool's reason, never passing on
+host memory. Without a GPU: topology and the MPI-backend collectives (1 and 4 ranks); the GPU parts are reported as
+skipped. Exit 0 only when every part that ran passed.
+
+The run's smoke cases and the hardware and software they ran on are written to smoke_reference.json
+(model/smoke_reference.py). With --against REFERENCE they are judged against a reference's (a baseline's or an
+earlier smoke's) with compare's noise rule: exit 1 on a regression beyond noise, NOT_COMPARABLE_EXIT (3) when
+nothing is comparable or the reference is of other hardware and refused.
 """
 
 import os
+import re
 import sys
 import time
 import xml.etree.ElementTree as ElementTree
 
 from ..base.errors import CclbenchError
-from ..base.files import write_atomic
-from ..base.values import sweep_sizes
+from ..base.files import write_atomic, write_json_atomic
+from ..base.values import sweep_sizes, utc_now
+from ..base.version import TOOL_VERSION
 from ..execute.runner import Baseline, Progress
 from ..model.records import cases_path, describe_problem, latest_by_case, load_cases, record_is_sound, was_skipped
-from ..plan.baseline import Planner
+from ..model.smoke_reference import (REFERENCE_FILE, read_nvidia_driver, reference_from_run, reference_groups)
+from ..plan.baseline import EMULATED_RANKS, Planner
+from ..plan.smoke_cases import SMOKE_POINTS, smoke_reference_launches
+from ..render.compare import compare_document, compare_markdown, comparable_text, judge_sides, regression_text
 from ..render.report import write_verdict
 from ..render.verdict import reason_text
+from ..rules.compare import NOT_COMPARABLE_EXIT, REGRESSION_EXIT, compare_exit
 from ..rules.verdict import FAIL
 
 
+# GPU-less: the MPI backend's collectives, correctness only.
 SMOKE_SIZES = (8 << 10, 1 << 20, 8)  # 8K, 64K, 512K
 SMOKE_ITERATIONS = 5
-SMOKE_P2P_TESTS = "device_local_copy_ce,device_local_copy_sm,h2d_ce_local_numa,d2h_ce_local_numa"
+EMULATED_POINT = f"local.share-gpu{EMULATED_RANKS}"
+NO_GPU_REASON = "no GPU visible (nvidia-smi -L found none)"
+# A tool's own one-line error ("coll_perf: error: --backend nccl: CUDA sees no device: ..."), carried into the JUnit.
+TOOL_ERROR_RE = re.compile(r"^[\w.-]+: error: .+")
+AGAINST_MARKDOWN = "against.md"
 
 
 def smoke_launches(inputs, run_dir, have_gpu):
@@ -34,31 +53,30 @@ def smoke_launches(inputs, run_dir, have_gpu):
     topo_out = planner.path("topology", f"{host}.json")
     launches.append(planner.launch("topology", "topology", [planner.tool("topo_map"), "--json", topo_out],
                                    hosts=[host], outputs=[topo_out]))
+    cpus = inputs.get("cpu_count") or 1
+    if have_gpu:
+        launches += smoke_reference_launches(planner, host)
+        launches.append(planner.emulated_check(host, oversubscribe=EMULATED_RANKS > cpus))
+        return launches, skipped
     sizes = list(SMOKE_SIZES)
     size_list = sweep_sizes(*sizes)
-    timeout = ["-T", str(max(5, int(inputs["launch_timeout_s"] or 45) - 5))]
-    cpus = inputs.get("cpu_count") or 1
 
     def coll(name, nranks, extra):
-        argv = planner.coll_args(name, sizes=sizes, iterations=SMOKE_ITERATIONS) + timeout + extra
+        argv = planner.coll_args(name, sizes=sizes, iterations=SMOKE_ITERATIONS) + extra
         if nranks > 1:
-            argv = planner.mpirun(nranks, oversubscribe=nranks > cpus or "--backend" in extra) + argv
+            argv = planner.mpirun(nranks, oversubscribe=True) + argv
         return planner.launch(name, "local", argv, nranks, [host], sizes=size_list)
 
-    if have_gpu:
-        p2p_out = planner.path("p2p", f"{host}.json")
-        # The single-GPU tests at a modest size: a few seconds, not the full 256M/1G defaults.
-        launches.append(planner.launch("p2p_matrix", "p2p", [planner.tool("p2p_matrix"), "-t", SMOKE_P2P_TESTS,
-                                                             "-b", "32M", "-n", "3", "-w", "1", "-q", "--json", p2p_out],
-                                       hosts=[host], outputs=[p2p_out]))
-        launches.append(coll("collectives_1rank_nccl", 1, []))
-        launches.append(coll("collectives_4rank_share_gpu", 4, ["--share-gpu"]))
-    else:
-        reason = "no GPU visible (nvidia-smi -L found none)"
-        skipped = [("p2p_matrix", reason), ("collectives_1rank_nccl", reason), ("collectives_4rank_share_gpu", reason)]
-        launches.append(coll("collectives_1rank_mpi", 1, ["--backend", "mpi"]))
-        launches.append(coll("collectives_4rank_mpi", 4, ["--backend", "mpi"]))
+    skipped = [(name, NO_GPU_REASON) for name in SMOKE_POINTS + (EMULATED_POINT,)]
+    launches.append(coll("collectives_1rank_mpi", 1, ["--backend", "mpi"]))
+    launches.append(coll("collectives_4rank_mpi", 4, ["--backend", "mpi"]))
     return launches, skipped
+
+
+def tool_error(lines):
+    """The last one-line error a launch's tool printed (its reason), or None."""
+    found = [line.strip() for line in lines or [] if TOOL_ERROR_RE.match(line.strip())]
+    return found[-1] if found else None
 
 
 def strict_problems(run_dir, launch):
@@ -142,7 +160,59 @@ def verdict_results(results, verdict):
     return cases
 
 
-def run_smoke(inputs, run_dir, junit_path, have_gpu, argv, verbose=False):
+def write_smoke_reference(run_dir):
+    """RUN_DIR/smoke_reference.json of a finished run (a baseline's too: its smoke.* points), the NVIDIA driver read
+    here where the run was measured. Returns the reference."""
+    reference = reference_from_run(run_dir, utc_now(), TOOL_VERSION, read_nvidia_driver())
+    write_json_atomic(os.path.join(run_dir, REFERENCE_FILE), reference)
+    return reference
+
+
+def against_results(judged, comparable):
+    """JUnit test cases of the comparison with the reference: one per case both have ('against:POINT/CASE', failed on a
+    regression, with both values and the band), and 'against' itself (failed when nothing is comparable)."""
+    results = []
+    regressions = {(item["point"], item.get("case_id")): regression_text(item) for item in judged["regressions"]}
+    for case in judged["cases"]:
+        key = (case["point"], case["case_id"])
+        name = f"against:{case['point']}/{case['case_id']}"
+        if key in regressions:
+            results.append({"name": name, "outcome": "failed", "seconds": 0.0, "message": regressions[key]})
+        else:
+            detail = (f"{case['diff']:+.1f}% (band {case['band']:.1f}%): {case['verdict']}" if case["timed"] else
+                      case["verdict"])
+            results.append({"name": name, "outcome": "passed", "seconds": 0.0, "message": detail})
+    for item in judged["regressions"]:
+        if "collective" in item:  # a point-wide shift
+            results.append({"name": f"against:{item['point']}/{item['collective']}", "outcome": "failed",
+                            "seconds": 0.0, "message": regression_text(item)})
+    said = comparable_text(comparable)
+    failed = not comparable["comparable"] or comparable["refused"]
+    results.append({"name": "against", "outcome": "failed" if failed else "passed", "seconds": 0.0,
+                    "message": said or f"{comparable['matched']} case(s) compared"})
+    return results
+
+
+def judge_against(run_dir, reference, source, own, options):
+    """Judges the smoke's own reference against the stored one: writes compare.json and against.md into the run
+    directory; returns (JUnit results, regression lines, comparability, exit status)."""
+    judged, comparable = judge_sides(reference_groups(reference), reference["identity"], reference_groups(own),
+                                     own["identity"], options["threshold_pct"], options["fail_above_pct"],
+                                     other_hardware=options["other_hardware"])
+    mine = os.path.join(run_dir, REFERENCE_FILE)
+    write_json_atomic(os.path.join(run_dir, "compare.json"),
+                      compare_document(judged, source, mine, options["threshold_pct"], options["fail_above_pct"],
+                                       False, utc_now(), comparable))
+    write_atomic(os.path.join(run_dir, AGAINST_MARKDOWN),
+                 compare_markdown(judged, comparable, source, mine, options["threshold_pct"],
+                                  options["fail_above_pct"], False))
+    return (against_results(judged, comparable), [regression_text(item) for item in judged["regressions"]],
+            comparable, compare_exit(judged, comparable))
+
+
+def run_smoke(inputs, run_dir, junit_path, have_gpu, argv, verbose=False, against=None):
+    """against: None, or {'reference', 'source', 'threshold_pct', 'fail_above_pct', 'other_hardware'} (the reference
+    already read and checked by the caller, so a bad one is refused before anything is measured)."""
     started = time.monotonic()
     launches, skipped = smoke_launches(inputs, run_dir, have_gpu)
     if not have_gpu:
@@ -168,6 +238,10 @@ def run_smoke(inputs, run_dir, junit_path, have_gpu, argv, verbose=False):
             step_start = time.monotonic()
             ok = runner.run_launch(launch, progress)
             message = runner.manifest["points"][launch["name"]].get("reason") or ""
+            said = tool_error(getattr(runner, "first_lines", []))
+            if not ok and said and said not in message:
+                message = f"{said}; {message}" if message else said  # the tool's own reason first
+                runner.manifest["points"][launch["name"]].update(reason=message)
             if ok and launch["kind"] == "local":
                 problem = strict_problems(runner.run_dir, launch)
                 if problem:
@@ -181,19 +255,35 @@ def run_smoke(inputs, run_dir, junit_path, have_gpu, argv, verbose=False):
         raise
     results += [{"name": name, "outcome": "skipped", "seconds": 0.0, "message": reason} for name, reason in skipped]
     runner.write_summary()
-    total = time.monotonic() - started
     try:
         verdict = write_verdict(run_dir, inputs["cv_gate_pct"])
     except CclbenchError as error:  # the JUnit file still says what ran
         print(f"cclbench: verdict.json not written: {error}", file=sys.stderr)
         verdict = None
     results = verdict_results(results, verdict)
+    own = write_smoke_reference(run_dir)
+    compared, regressions, comparable, compare_status = [], [], None, 0
+    if against:
+        compared, regressions, comparable, compare_status = judge_against(run_dir, against["reference"],
+                                                                          against["source"], own, against)
+    total = time.monotonic() - started
     failed = [r for r in results if r["outcome"] == "failed"]
-    runner.finish("failed" if failed else "complete")
-    write_junit(junit_path, results, total)
+    runner.finish("failed" if failed or compare_status else "complete")
+    write_junit(junit_path, results + compared, total)
+    where = f"see {os.path.join(run_dir, 'run.log')}"
     if failed:
         raise CclbenchError(f"smoke failed: {len(failed)} of {len(results)} part(s) failed, first "
-                            f"{failed[0]['name']}: {failed[0]['message']} (see {os.path.join(run_dir, 'run.log')})")
+                            f"{failed[0]['name']}: {failed[0]['message']} ({where})")
+    if compare_status == NOT_COMPARABLE_EXIT:
+        raise CclbenchError(f"smoke against {against['source']}: {comparable_text(comparable)} "
+                            f"({os.path.join(run_dir, AGAINST_MARKDOWN)})", NOT_COMPARABLE_EXIT)
+    if compare_status == REGRESSION_EXIT:
+        more = f" (and {len(regressions) - 1} more)" if len(regressions) > 1 else ""
+        raise CclbenchError(f"smoke against {against['source']}: {len(regressions)} regression(s) beyond noise, first "
+                            f"{regressions[0]}{more} ({os.path.join(run_dir, AGAINST_MARKDOWN)})", REGRESSION_EXIT)
+    if comparable and comparable["identity"]:
+        print(f"cclbench: {comparable_text(comparable)}", file=sys.stderr)
+    judged_text = f"; against {against['source']}: {comparable['matched']} case(s), no regression" if against else ""
     print(f"cclbench: smoke passed in {total:.1f}s ({len(results) - len(skipped)} part(s) run, {len(skipped)} "
-          f"skipped); JUnit: {junit_path}", file=sys.stderr)
+          f"skipped{judged_text}); JUnit: {junit_path}", file=sys.stderr)
     return 0

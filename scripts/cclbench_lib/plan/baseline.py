@@ -14,6 +14,7 @@ from ..model.records import CASES_FILE
 from ..plan.bounds import launch_bounds, with_watchdog
 from ..plan.decode import AB_MPI_NOTE, PRODUCTION_NOTE, ab_points, decode_points
 from ..plan.doctor_point import cclbench_script, doctor_argv
+from ..plan.smoke_cases import smoke_reference_launches
 
 
 # The gate of every multi-node point: inter-node traffic must be NET/IB (the RDMA rails), never a
@@ -180,8 +181,19 @@ class Planner:
                  self.path("nccl", base + ".tuning-probe"), "--tuning-probe", out] + list(extra)
         return self.launch(f"tuning.{base}", "tuning", argv, nranks, hosts, env, outputs=[out])
 
+    def told_backend(self, argv):
+        """A plan that expects GPUs tells coll_perf so (--backend nccl): a launch planned for NCCL where CUDA sees no
+        device fails with coll_perf's reason instead of falling back to host memory under its name. A launch that
+        names its backend (--backend mpi) keeps it; coll_perf run by hand keeps its own automatic choice."""
+        tool = self.tool("coll_perf")
+        if not self.inputs.get("gpus_per_node") or tool not in argv or "--backend" in argv:
+            return argv
+        at = argv.index(tool) + 1
+        return argv[:at] + ["--backend", "nccl"] + argv[at:]
+
     def launch(self, name, kind, argv, nranks=1, hosts=None, env=None, base_point=None, repeat=None,
                sizes=None, collectives=None, outputs=None, mode_note=None, tuning_from=None):
+        argv = self.told_backend(argv)
         # Nothing hangs by default (plan/bounds.py): coll_perf's watchdog -T and the runner's bound on the whole
         # launch come from the command itself; --timeout / --launch-timeout override them.
         bounds = launch_bounds(kind, argv, nranks)
@@ -442,10 +454,13 @@ class Planner:
         if others:
             launches += self._interleaved(others, tuning=self.tuning_enabled(ngpus > 0))
         if ngpus == 1:
-            launches.append(self._emulated_check(host, oversubscribe=EMULATED_RANKS > cpus))
+            launches.append(self.emulated_check(host, oversubscribe=EMULATED_RANKS > cpus))
+        if ngpus >= 1:
+            # The smoke's own cases under the same names: every GPU baseline is a smoke reference (smoke --against).
+            launches += smoke_reference_launches(self, host)
         return launches
 
-    def _emulated_check(self, host, oversubscribe):
+    def emulated_check(self, host, oversubscribe):
         """Correctness of the multi-rank code paths on one GPU: every collective, both placements, sizes
         across NCCL's protocol changes, few iterations, checked; run once (its times mean nothing)."""
         name = f"local.share-gpu{EMULATED_RANKS}"

@@ -30,6 +30,8 @@ DEFAULT_LAUNCH_S = 4.0  # any other kind (sanity and TUNING probes take their ra
 # p2p_matrix: every ordered GPU pair of a host is measured by several tests (copy engine and SM, read and write,
 # uni- and bidirectional, P2P on and staged, latency).
 P2P_S_PER_GPU_PAIR = 1.0
+# p2p_matrix -t with a few single-GPU tests (the smoke's copies, plan/smoke_cases.py): start-up and a second of copies.
+P2P_CHOSEN_TESTS_S = 3.0
 # Per case: buffers, events, synchronisation, the rail counters read before and after, the record written.
 CASE_OVERHEAD_S = 0.05
 # Bus bandwidth (GB/s = 1e9 B/s) and latency of one collective by where it runs.
@@ -117,6 +119,8 @@ def launch_seconds(launch, gpus_per_node=0, all_hcas=None):
     """The modelled wall time of one launch of a plan (plan/baseline.Planner's launch dicts), in seconds."""
     kind = launch_kind(launch)
     seconds = LAUNCH_S.get(kind, DEFAULT_LAUNCH_S)
+    if launch.get("kind") == "p2p" and "-t" in (launch.get("argv") or []):
+        return P2P_CHOSEN_TESTS_S
     if launch.get("kind") == "p2p":
         return seconds + P2P_S_PER_GPU_PAIR * gpus_per_node * max(0, gpus_per_node - 1)
     if launch.get("kind") not in TWO_PASS_KINDS:

@@ -6,9 +6,12 @@ from ..base.files import write_atomic, write_json_atomic
 from ..base.values import utc_now
 from ..base.version import TOOL_VERSION
 from ..model.run_dir import case_groups, chosen_bindings
+from ..model.smoke_reference import (REFERENCE_FILE, identity_differences, read_reference, reference_from_run,
+                                     reference_groups)
 from ..render.markdown import fmt_number, md_table
 from ..rules.repeat_rule import MAD_TO_SIGMA
-from ..rules.compare import case_code, compare_verdict, judge_runs
+from ..rules.compare import (MIN_MATCHED_SHARE, NOT_COMPARABLE_EXIT, case_code, comparability, compare_exit,
+                             compare_verdict, judge_runs)
 from ..rules.noise import (MEDIAN_SE_FACTOR, NOISE_SIGMAS, ONE_REPEAT_FLOOR_PCT, ONE_REPEAT_FLOOR_TINY_PCT, OWN_SPREAD_FACTOR, RERUN,
                            RUN_DRIFT_PCT, RUN_DRIFT_TINY_PCT, SHIFT_FLOOR_PCT, SHIFT_MIN_CASES, TINY_TIME_US)
 
@@ -20,7 +23,8 @@ def regression_text(item):
                 f"band {item['band']:.1f}%)")
     if "problem" in item:
         return f"{item['point']} {item['case_id']}: ok in A, {item['problem']} in B"
-    return f"{item['point']} {item['case_id']}: {item['diff']:+.1f}% (band {item['band']:.1f}%)"
+    return (f"{item['point']} {item['case_id']}: {item['diff']:+.1f}% (A {fmt_number(item['time_a'])} us, B "
+            f"{fmt_number(item['time_b'])} us; band {item['band']:.1f}%)")
 
 
 def case_row(case):
@@ -40,14 +44,24 @@ def shift_row(shift):
             "slower (REGRESSION)" if shift["regression"] else shift["verdict"]]
 
 
-COMPARE_SCHEMA_VERSION = "1.0.0"
+COMPARE_SCHEMA_VERSION = "1.1.0"  # 1.1: comparable, exit code 3 (nothing comparable, other hardware)
 
 
 def _number(value):
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def compare_document(judged, path_a, path_b, threshold_pct, fail_above_pct, host_times, created_utc):
+def comparable_text(comparable):
+    """The one line that says why two runs are not comparable, or what differs in their hardware (a warning)."""
+    if comparable["comparable"]:
+        if comparable["identity"]:
+            return "warning: measured on other hardware or software, compared anyway (--other-hardware warn): " + \
+                "; ".join(f"{item['field']} A {item['a']}, B {item['b']}" for item in comparable["identity"])
+        return None
+    return "NOT COMPARABLE: " + "; ".join(comparable["reasons"])
+
+
+def compare_document(judged, path_a, path_b, threshold_pct, fail_above_pct, host_times, created_utc, comparable):
     """compare.json (results_schema/compare.schema.json) from rules/compare.judge_runs' data, as it is."""
     verdict = compare_verdict(judged)
     cases = []
@@ -68,8 +82,9 @@ def compare_document(judged, path_a, path_b, threshold_pct, fail_above_pct, host
     return {"schema_version": COMPARE_SCHEMA_VERSION, "kind": "compare",
             "tool": {"name": "cclbench", "version": TOOL_VERSION}, "created_utc": created_utc,
             "run_a": os.path.abspath(path_a), "run_b": os.path.abspath(path_b), "threshold_pct": threshold_pct,
-            "fail_above_pct": fail_above_pct, "host_times": bool(host_times), "overall": verdict["overall"],
-            "exit_code": 1 if judged["regressions"] else 0, "counts": judged["counts"],
+            "fail_above_pct": fail_above_pct, "host_times": bool(host_times),
+            "overall": verdict["overall"] if compare_exit(judged, comparable) != NOT_COMPARABLE_EXIT else "not comparable",
+            "exit_code": compare_exit(judged, comparable), "comparable": comparable, "counts": judged["counts"],
             "shift_counts": judged["shift_counts"], "regressions": regressions, "bands": verdict["bands"],
             "shifts": shifts, "cases": cases,
             "only_a": [list(key) for key in judged["only_a"]], "only_b": [list(key) for key in judged["only_b"]]}
@@ -77,22 +92,61 @@ def compare_document(judged, path_a, path_b, threshold_pct, fail_above_pct, host
 
 def compare_runs(path_a, path_b, threshold_pct, fail_above_pct, host_times=False):
     """(the compare report as markdown, the regressions as lines) of two run directories."""
-    text, regressions, _judged = render_compare(path_a, path_b, threshold_pct, fail_above_pct, host_times)
+    text, regressions, _judged, _comparable = render_compare(path_a, path_b, threshold_pct, fail_above_pct, host_times)
     return text, regressions
 
 
-def render_compare(path_a, path_b, threshold_pct, fail_above_pct, host_times=False):
-    """(markdown, regression lines, judge_runs' data) of two run directories."""
-    judged = judge_runs(case_groups(path_a), case_groups(path_b), threshold_pct, fail_above_pct, host_times)
+def compared_side(path):
+    """(case groups, identity) of one side of a comparison: a run directory (its cases.jsonl, plus the smoke's copy
+    cases of its reference) or a smoke reference file (its cases)."""
+    if os.path.isfile(path) and not path.endswith(".jsonl"):
+        reference, _ = read_reference(path)
+        return reference_groups(reference), reference["identity"]
+    groups = case_groups(path)
+    if not os.path.isdir(path):
+        return groups, {}
+    stored = os.path.join(path, REFERENCE_FILE)
+    reference = read_reference(stored)[0] if os.path.exists(stored) else reference_from_run(path, None, None)
+    for key, records in reference_groups(reference).items():
+        groups.setdefault(key, records)  # the copies (p2p_matrix's); the collectives are cases.jsonl's own records
+    return groups, reference["identity"]
+
+
+def judge_sides(groups_a, identity_a, groups_b, identity_b, threshold_pct, fail_above_pct, host_times=False,
+                other_hardware="warn"):
+    """(judge_runs' data, rules/compare.comparability's) of two sides' case groups and identities."""
+    judged = judge_runs(groups_a, groups_b, threshold_pct, fail_above_pct, host_times)
+    sizes = [{key: records[0].get("requested_bytes") for key, records in groups.items()} for groups in (groups_a, groups_b)]
+    differences = identity_differences(identity_a, identity_b) if identity_a and identity_b else []
+    return judged, comparability(judged, sizes[0], sizes[1], differences, other_hardware)
+
+
+def render_compare(path_a, path_b, threshold_pct, fail_above_pct, host_times=False, other_hardware="warn"):
+    """(markdown, regression lines, judge_runs' data, comparability) of two run directories or smoke references."""
+    groups_a, identity_a = compared_side(path_a)
+    groups_b, identity_b = compared_side(path_b)
+    judged, comparable = judge_sides(groups_a, identity_a, groups_b, identity_b, threshold_pct, fail_above_pct,
+                                     host_times, other_hardware)
+    return compare_markdown(judged, comparable, path_a, path_b, threshold_pct, fail_above_pct, host_times), \
+        [regression_text(item) for item in judged["regressions"]], judged, comparable
+
+
+def compare_markdown(judged, comparable, path_a, path_b, threshold_pct, fail_above_pct, host_times):
+    """The compare report as markdown."""
     verdict = compare_verdict(judged)
     counts, shifts = judged["counts"], judged["shift_counts"]
     rows = [case_row(case) for case in judged["cases"]]
     shift_rows = [shift_row(shift) for shift in judged["shifts"]]
     regressions = [regression_text(item) for item in judged["regressions"]]
     only_a, only_b = judged["only_a"], judged["only_b"]
-    lines = ["# cclbench compare", "", f"Verdict: **{verdict['overall'].upper()}**"
+    overall = verdict["overall"] if compare_exit(judged, comparable) != NOT_COMPARABLE_EXIT else "not comparable"
+    lines = ["# cclbench compare", "", f"Verdict: **{overall.upper()}**"
              + (f" ({len(judged['regressions'])})" if judged["regressions"] else ""), "",
-             f"- A: `{path_a}`", f"- B: `{path_b}`", "",
+             f"- A: `{path_a}`", f"- B: `{path_b}`", ""]
+    said = comparable_text(comparable)
+    if said:
+        lines += [said, ""]
+    lines += [
              f"Rule: t = median over repeats of the bandwidth time (gated_time_us, else time_us.mean); with >= 2 "
              f"repeats a side, band = max({NOISE_SIGMAS:g} x sqrt(({MEDIAN_SE_FACTOR} s)^2 (1/r_A + 1/r_B) + 2 d^2), "
              f"{threshold_pct:g}%), s = the median pooled relative spread of the point's sizes of that collective (the "
@@ -110,7 +164,9 @@ def render_compare(path_a, path_b, threshold_pct, fail_above_pct, host_times=Fal
              f"within noise, {counts['inconclusive']} inconclusive (rerun with --repeat 3), "
              f"{counts['correctness only']} correctness only, {counts['not comparable']} not comparable, "
              f"{len(only_a)} only in A, {len(only_b)} only in B; point-wide: {shifts['faster']} faster, "
-             f"{shifts['slower']} slower; {len(regressions)} regression(s).", ""]
+             f"{shifts['slower']} slower; {len(regressions)} regression(s); {comparable['matched']} of "
+             f"{min(comparable['cases_a'], comparable['cases_b'])} case(s) of the smaller run matched (comparable from "
+             f"{MIN_MATCHED_SHARE:.0%}).", ""]
     if shift_rows:
         lines += ["## Point-wide shifts", "",
                   f"Per point and collective with >= {SHIFT_MIN_CASES} timed sizes: the median of the per-size changes "
@@ -130,28 +186,33 @@ def render_compare(path_a, path_b, threshold_pct, fail_above_pct, host_times=Fal
     for label, keys in (("Only in A", only_a), ("Only in B", only_b)):
         if keys:
             lines += ["", f"## {label}", ""] + [f"- {point} {case_id}" for point, case_id in keys]
-    return "\n".join(lines) + "\n", regressions, judged
+    return "\n".join(lines) + "\n"
 
 
 def compare_json_path(path_b, out_path=None, json_path=None):
-    """Where compare.json goes: --json FILE; else next to --out (its name with .json); else run B's directory."""
+    """Where compare.json goes: --json FILE; else next to --out (its name with .json); else run B's directory (the
+    folder of B's file when B is a smoke reference or a cases.jsonl)."""
     if json_path:
         return os.path.abspath(json_path)
     if out_path:
         stem, extension = os.path.splitext(os.path.abspath(out_path))
         return (stem if extension.lower() == ".md" else os.path.abspath(out_path)) + ".json"
+    if os.path.isfile(path_b):  # a smoke reference or a cases.jsonl: next to it
+        return os.path.join(os.path.dirname(os.path.abspath(path_b)), "compare.json")
     return os.path.join(os.path.abspath(path_b), "compare.json")
 
 
 def run_compare(path_a, path_b, threshold_pct, fail_above_pct, out_path=None, stream=None, host_times=False,
-                json_path=None):
-    """Writes the markdown (--out, else the stream) and compare.json; returns (regression lines, json path)."""
-    text, regressions, judged = render_compare(path_a, path_b, threshold_pct, fail_above_pct, host_times)
+                json_path=None, other_hardware="warn"):
+    """Writes the markdown (--out, else the stream) and compare.json; returns (regression lines, json path,
+    comparability, exit status)."""
+    text, regressions, judged, comparable = render_compare(path_a, path_b, threshold_pct, fail_above_pct, host_times,
+                                                           other_hardware)
     destination = compare_json_path(path_b, out_path, json_path)
     write_json_atomic(destination, compare_document(judged, path_a, path_b, threshold_pct, fail_above_pct,
-                                                    host_times, utc_now()))
+                                                    host_times, utc_now(), comparable))
     if out_path:
         write_atomic(out_path, text)
     else:
         stream.write(text)
-    return regressions, destination
+    return regressions, destination, comparable, compare_exit(judged, comparable)

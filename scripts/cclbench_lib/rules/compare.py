@@ -1,8 +1,10 @@
 """The verdicts of `compare RUN_A RUN_B` as data: per case (noise band, correctness), per point and collective
-(point-wide shift), the counts and the regressions. The rule is rules/noise.py's; render/compare.py writes it."""
+(point-wide shift), the counts and the regressions, and whether the two runs are comparable at all. The rule is
+rules/noise.py's; render/compare.py writes it."""
 
 import math
 
+from ..base.values import format_size
 from ..model.records import CLASS_LABELS, GPU_TIMED, MPI_HOST
 from ..rules.noise import correctness_verdict, neighbour_floors, noise_verdict, point_shift, run_drift_pct, summarize
 
@@ -60,7 +62,8 @@ def judge_runs(groups_a, groups_b, threshold_pct, fail_above_pct, host_times=Fal
         case.update(verdict=verdict, timed=True, ratio=time_b / time_a, diff=diff, band=band, band_text=band_text)
         if verdict == "slower" and diff > fail_above_pct:
             case["regression"] = True
-            regressions.append({"point": point, "case_id": case_id, "diff": diff, "band": band})
+            regressions.append({"point": point, "case_id": case_id, "diff": diff, "band": band, "time_a": time_a,
+                                "time_b": time_b})
     shifts, shift_counts = [], {"faster": 0, "slower": 0}
     for (point, collective), values in sorted(log_changes.items()):
         judged = point_shift(values, threshold_pct)
@@ -131,3 +134,97 @@ def compare_verdict(judged):
                      "cases": len(cases), "codes": counts})
     overall = group_verdict(judged["cases"] + judged["shifts"])
     return {"overall": overall, "bands": rows}
+
+
+# Nothing comparable is not a pass. Two runs are comparable when at least MIN_MATCHED_SHARE of the cases of the
+# smaller one have a counterpart in the other measured in the same mode (same point, case, backend, ranks, emulation,
+# graph or eager), and, unless the user accepts it, both were measured on the same GPU model and count, NVIDIA
+# driver, CUDA and NCCL (model/smoke_reference.py IDENTITY_FIELDS). Half: a smoke judged against a baseline matches
+# all of its own cases; two runs of one plan match all; a run whose sizes or points were changed, or a baseline of
+# other GPUs, matches little or nothing. Otherwise `compare` and `smoke --against` exit NOT_COMPARABLE_EXIT.
+MIN_MATCHED_SHARE = 0.5
+NOT_COMPARABLE_EXIT = 3
+REGRESSION_EXIT = 1
+NOT_COMPARABLE_CODE = "compare.nothing_comparable"
+OTHER_HARDWARE_CODE = "compare.other_hardware"
+OTHER_HARDWARE_CHOICES = ("refuse", "warn")
+
+
+def _sizes_text(sizes):
+    shown = [format_size(size) if isinstance(size, int) else str(size) for size in sorted(sizes, key=str)[:6]]
+    return ", ".join(shown) + (f" and {len(sizes) - 6} more" if len(sizes) > 6 else "")
+
+
+def _points_text(points):
+    names = sorted(points)
+    return ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+
+
+def unmatched_parts(judged, sizes_a, sizes_b):
+    """What did not match, as lines: points only in one run, the sizes only in one run of a point both have, the
+    points measured in other modes. sizes_x: {(point, case_id): requested bytes} of each run."""
+    points_a = {point for point, _ in sizes_a}
+    points_b = {point for point, _ in sizes_b}
+    lines = []
+    if points_a - points_b:
+        lines.append(f"points only in A: {_points_text(points_a - points_b)}")
+    if points_b - points_a:
+        lines.append(f"points only in B: {_points_text(points_b - points_a)}")
+    for point in sorted(points_a & points_b):
+        only_a = {sizes_a[key] for key in judged["only_a"] if key[0] == point} - \
+            {size for key, size in sizes_b.items() if key[0] == point}
+        only_b = {sizes_b[key] for key in judged["only_b"] if key[0] == point} - \
+            {size for key, size in sizes_a.items() if key[0] == point}
+        if only_a or only_b:
+            lines.append(f"{point}: sizes only in A: {_sizes_text(only_a) or 'none'}; only in B: "
+                         f"{_sizes_text(only_b) or 'none'}")
+    modes = {}
+    for case in judged["cases"]:
+        if "modes" in case:
+            modes.setdefault(case["point"], case["modes"])
+    for point, (mode_a, mode_b) in sorted(modes.items()):
+        lines.append(f"{point}: measured as {mode_a} in A, {mode_b} in B")
+    return lines
+
+
+def comparability(judged, sizes_a, sizes_b, identity_diffs, other_hardware="refuse"):
+    """Whether two runs are comparable (the rule above) as data: {'comparable', 'matched', 'cases_a', 'cases_b',
+    'share' (matched over the smaller run's cases; None when a run has none), 'min_share', 'code' (None when
+    comparable), 'refused' (other hardware, refused), 'reasons' (what did not match, lines), 'identity' ([{'field', 'a', 'b'}]), 'other_hardware'}.
+    identity_diffs: model/smoke_reference.identity_differences of the two runs; with other_hardware 'warn' they are
+    reported and the runs still compared."""
+    matched = sum(1 for case in judged["cases"] if "modes" not in case)
+    smaller = min(len(sizes_a), len(sizes_b))
+    share = matched / smaller if smaller else None
+    reasons = []
+    code = None
+    if not smaller:
+        empty = [name for name, sizes in (("A", sizes_a), ("B", sizes_b)) if not sizes]
+        reasons.append(f"{' and '.join(empty)} hold{'s' if len(empty) == 1 else ''} no case to compare (a smoke "
+                       "reference measured without a GPU has none: the smoke's cases are GPU measurements)")
+    elif share < MIN_MATCHED_SHARE:
+        reasons.append(f"{matched} of the smaller run's {smaller} case(s) matched ({share:.0%}; at least "
+                       f"{MIN_MATCHED_SHARE:.0%} must)")
+    if reasons:
+        code = NOT_COMPARABLE_CODE
+        reasons += unmatched_parts(judged, sizes_a, sizes_b)
+    identity = [{"field": label, "a": value_a, "b": value_b} for label, value_a, value_b in identity_diffs]
+    refused = bool(identity) and other_hardware == "refuse"
+    if refused:
+        code = code or OTHER_HARDWARE_CODE
+        reasons.append("measured on other hardware or software: " + "; ".join(
+            f"{item['field']} A {item['a']}, B {item['b']}" for item in identity)
+            + " (--other-hardware warn compares them anyway)")
+    return {"comparable": code is None, "refused": refused, "matched": matched, "cases_a": len(sizes_a), "cases_b": len(sizes_b),
+            "share": share, "min_share": MIN_MATCHED_SHARE, "code": code, "reasons": reasons, "identity": identity,
+            "other_hardware": other_hardware}
+
+
+def compare_exit(judged, comparable):
+    """compare's exit status: NOT_COMPARABLE_EXIT when the runs were refused as other hardware; else REGRESSION_EXIT
+    on a regression; else NOT_COMPARABLE_EXIT when too little matched; else 0."""
+    if comparable["refused"]:
+        return NOT_COMPARABLE_EXIT
+    if judged["regressions"]:
+        return REGRESSION_EXIT
+    return 0 if comparable["comparable"] else NOT_COMPARABLE_EXIT

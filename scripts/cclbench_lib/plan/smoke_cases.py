@@ -1,0 +1,65 @@
+"""The smoke's comparable measurements, defined once: `smoke` runs them, and the GPU `baseline` runs the very
+same launches under the same point names, so that every GPU baseline is a smoke reference with no extra step
+(model/smoke_reference.py reads them back; `smoke --against` and `compare` judge them with the noise rule).
+
+What CI needs to see move, in about half a minute on one GPU:
+  smoke.copy        p2p_matrix: the GPU's local copy bandwidth (copy engine and SM kernel), host-to-device and
+                    device-to-host (pinned, NUMA-local), at SMOKE_COPY_BYTES; every GPU of the node.
+  smoke.collective  coll_perf, one rank on GPU 0, --backend nccl (Planner.told_backend): AllReduce at SMOKE_COLLECTIVE_SIZES, where the
+                    GPU's own time (copies and kernels), not the host's launch rate, dominates.
+  smoke.graph       coll_perf, one rank, --backend nccl, CUDA-graph mode (-G SMOKE_GRAPH_LAUNCHES): AllReduce of
+                    SMOKE_GRAPH_BYTES, the GPU time per collective in a replayed graph: graph-mode launch latency.
+Each runs SMOKE_REPEATS times as separate launches, interleaved (rep1 of each, then rep2, ...), so that the
+comparison has a noise estimate of its own: the repeats' spread (rules/noise.py).
+"""
+
+from ..base.values import format_size, sweep_sizes
+from ..model.smoke_reference import SMOKE_COPY_DIR, SMOKE_COPY_POINT
+
+
+SMOKE_REPEATS = 3
+SMOKE_COLLECTIVE_POINT = "smoke.collective"
+SMOKE_GRAPH_POINT = "smoke.graph"
+SMOKE_POINTS = (SMOKE_COPY_POINT, SMOKE_COLLECTIVE_POINT, SMOKE_GRAPH_POINT)
+SMOKE_COPY_TESTS = ("device_local_copy_ce", "device_local_copy_sm", "h2d_ce_local_numa", "d2h_ce_local_numa")
+# 64 MiB: tens of microseconds per copy within an H200 (well above the launch cost), a few milliseconds over PCIe.
+SMOKE_COPY_BYTES = 64 << 20
+SMOKE_COPY_ITERATIONS = 10
+SMOKE_COPY_WARMUP = 2
+# 16M, 32M, 64M: a one-rank collective below about 16 MB is bound by the host's launch rate on an H200
+# (docs/results.md); the gated GPU time judged here is the GPU's at every size, and these sizes keep it so.
+SMOKE_COLLECTIVE_SIZES = (16 << 20, 64 << 20, 2)
+SMOKE_GRAPH_SIZES = (8 << 10, 8 << 10, 2)  # 8K alone
+SMOKE_GRAPH_LAUNCHES = 10
+SMOKE_COLL_ITERATIONS = 50
+SMOKE_COLL_WARMUP = 5
+# The one-rank points: (point, (-b, -e, -f), extra coll_perf flags).
+SMOKE_COLL_POINTS = ((SMOKE_COLLECTIVE_POINT, SMOKE_COLLECTIVE_SIZES, []),
+                     (SMOKE_GRAPH_POINT, SMOKE_GRAPH_SIZES, ["-G", str(SMOKE_GRAPH_LAUNCHES)]))
+
+
+def copy_launch(planner, host, repeat):
+    out = planner.path(SMOKE_COPY_DIR, f"{SMOKE_COPY_POINT}.rep{repeat}.json")
+    argv = [planner.tool("p2p_matrix"), "-t", ",".join(SMOKE_COPY_TESTS), "-b", format_size(SMOKE_COPY_BYTES),
+            "-n", str(SMOKE_COPY_ITERATIONS), "-w", str(SMOKE_COPY_WARMUP), "-q", "--json", out]
+    return planner.launch(f"{SMOKE_COPY_POINT}.rep{repeat}", "p2p", argv, hosts=[host], outputs=[out])
+
+
+def collective_launch(planner, host, point, sizes, extra, repeat):
+    name = f"{point}.rep{repeat}"
+    argv = planner.coll_args(name, sizes=sizes, collectives=["all_reduce"], iterations=SMOKE_COLL_ITERATIONS,
+                             warmup=SMOKE_COLL_WARMUP) + ["--placement", "out"] + extra
+    return planner.launch(name, "local", argv, 1, [host], base_point=point, repeat=repeat, sizes=sweep_sizes(*sizes),
+                          collectives=["all_reduce"])
+
+
+def smoke_reference_launches(planner, host):
+    """The smoke's comparable launches for one GPU node, in run order: repeat 1 of every point, then repeat 2, ...
+    (kind p2p for the copies; kind local for the collectives, whose records go to cases.jsonl as the points
+    smoke.collective.repN and smoke.graph.repN)."""
+    launches = []
+    for repeat in range(1, SMOKE_REPEATS + 1):
+        launches.append(copy_launch(planner, host, repeat))
+        launches += [collective_launch(planner, host, point, sizes, extra, repeat)
+                     for point, sizes, extra in SMOKE_COLL_POINTS]
+    return launches
