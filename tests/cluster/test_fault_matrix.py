@@ -82,6 +82,39 @@ class Injector(unittest.TestCase):
         self.assertIsNone(local.poll(), "an intra-node launch is not the cross-host fault")
         self.assertEqual(self.marks_text(), "")
 
+    def test_frozen_launch_stops_only_a_launch_confined_to_the_node(self):
+        cross = self.wrapper({"fault": "frozen_launch", "node": "node3", "after_s": 0.1}, "node3", world=2, local=1)
+        time.sleep(0.6)
+        self.assertNotEqual(process_state(cross.pid), "T", "a cross-host launch is not this fault")
+        cross.kill()
+        confined = self.wrapper({"fault": "frozen_launch", "node": "node3", "after_s": 0.1}, "node3", world=2, local=2)
+        deadline = time.monotonic() + 4
+        while process_state(confined.pid) != "T" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(process_state(confined.pid), "T")
+        self.assertIn(f"node3 SIGSTOP {confined.pid} rank 1 of a launch on node3 alone", self.marks_text())
+
+    def test_hung_case_sets_the_stall_for_that_nodes_rank_in_cross_host_launches(self):
+        fault = {"fault": "hung_case", "node": "node2", "case": "all_reduce.float.sum.out.64M"}
+        script = fault_matrix.wrapper_script(fault, "/usr/bin/env", self.marks, "mpi")
+        path = os.path.join(self.work, "stall_wrapper")
+        with open(path, "w") as handle:
+            handle.write(script)
+        os.chmod(path, 0o755)
+        for node, local, expected in (("node2", 1, "1:all_reduce.float.sum.out.64M"), ("node1", 1, None),
+                                      ("node2", 2, None)):
+            with open(os.path.join(self.fake_path, "uname"), "w") as handle:
+                handle.write(f"#!/bin/sh\necho {node}\n")
+            os.chmod(os.path.join(self.fake_path, "uname"), 0o755)
+            env = {k: v for k, v in os.environ.items() if k != "CCLBENCH_TEST_STALL"}
+            env.update(PATH=self.fake_path + os.pathsep + env["PATH"], OMPI_COMM_WORLD_SIZE="2",
+                       OMPI_COMM_WORLD_LOCAL_SIZE=str(local), OMPI_COMM_WORLD_RANK="1")
+            out = subprocess.run([path], env=env, capture_output=True, text=True, check=True).stdout
+            values = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+            self.assertEqual(values.get("CCLBENCH_TEST_STALL"), expected, (node, local))
+        with self.assertRaises(fault_matrix.MatrixError):
+            fault_matrix.wrapper_script(dict(fault, case="x; rm -rf /"), "/usr/bin/env", self.marks, "mpi")
+
     def test_env_differs_changes_only_that_nodes_environment(self):
         script = fault_matrix.wrapper_script({"fault": "env_differs", "node": "node2", "var": "NCCL_IB_DISABLE",
                                               "value": "1"}, "/usr/bin/env", self.marks, "nccl")
