@@ -12,6 +12,8 @@ from ..base.locations import resolve_program
 from ..base.values import (default_run_id, format_size, parse_hcas, parse_netdevs, parse_size, split_mpirun_args,
                            validate_run_id)
 from ..execute.screen import MANIFEST, Screen, plan_stages
+from ..execute.screen_simulate import SimulatedFleet
+from ..model.screen_fleet import FleetModel, read_fleet
 from ..model.hosts import check_resolvable, hosts_and_slots, local_gpu_count
 from ..model.launcher import launcher_of
 from ..plan.screen_jobs import backend, node_jobs, pair_job, rail_job, rails_alone, stage_env_note
@@ -49,6 +51,10 @@ def add_screen_parser(sub, add_launcher_options, positive_int, seconds):
     what.add_argument("--per-pair-s", type=seconds("--per-pair-s"), default=PER_PAIR_S,
                       help=f"one job's wall time for the estimate (default {PER_PAIR_S:g} s)")
     what.add_argument("--sysfs-root", help="coll_perf --sysfs-root for rail counters")
+    screen.add_argument("--simulate", metavar="FLEET.json",
+                        help="run the screen on a simulated fleet (results_schema/screen_fleet.schema.json): its model "
+                        "answers every launch; the schedule, retests, rules and outputs run unchanged, and screen.json "
+                        "gains a 'simulation' block scoring the verdict against the fleet's truth")
     screen.add_argument("--dry-run", action="store_true",
                         help="print the node stage, the pair schedule, its rounds and the expected wall time, and stop")
     screen.add_argument("--resume", metavar="RUN_ID", help="continue RUN_ID: jobs complete with their values are not "
@@ -78,6 +84,29 @@ def screen_inputs(args, launcher_choice, coll_perf_flags, default_bin_dir):
             "mpirun_args": split_mpirun_args(args.mpirun_args), "launcher": launcher_choice(args),
             "as_root": os.geteuid() == 0, "coll_perf_flags": coll_perf_flags(bin_dir),
             "sysfs_root": os.path.abspath(args.sysfs_root) if args.sysfs_root else None}
+
+
+def simulate_inputs(args, fleet, default_bin_dir):
+    """The screen's inputs for a simulated fleet: its nodes, GPUs and rails (HCA ports under NCCL, else the
+    interfaces), the sizes and rounds from the command line; nothing is looked up on this machine."""
+    if args.hosts or args.hostfile or args.resume:
+        raise UsageError("--simulate takes the fleet's nodes from FLEET.json: leave out --hosts, --hostfile and "
+                         "--resume")
+    large, small = parse_size(args.large, "--large"), parse_size(args.small, "--small")
+    if small >= large:
+        raise UsageError(f"--small {args.small} must be smaller than --large {args.large}")
+    gpus = fleet["gpus_per_node"]
+    hcas = [rail for rail in fleet["rails"] if ":" in rail] if gpus else []
+    netdevs = [rail for rail in fleet["rails"] if ":" not in rail]
+    return {"exported_env": {}, "exported_env_names": [], "hosts": list(fleet["nodes"]), "gpus_per_node": gpus,
+            "hcas": hcas, "netdevs": netdevs, "quick": args.quick, "seed": args.seed, "large_bytes": large,
+            "small_bytes": small, "iterations": args.iters, "warmup": args.warmup_iters, "timeout_s": args.timeout,
+            "launch_timeout_s": args.launch_timeout, "max_concurrent": args.max_concurrent,
+            "per_pair_s": fleet["job_s"], "bin_dir": os.path.abspath(args.bin_dir or default_bin_dir),
+            "mpirun": args.mpirun, "mpirun_args": split_mpirun_args(args.mpirun_args),
+            "launcher": {"name": "mpirun", "program": args.mpirun, "mpi": None, "reason": "simulated fleet",
+                         "args": []},
+            "as_root": False, "coll_perf_flags": None, "sysfs_root": None, "simulated_fleet": args.simulate}
 
 
 def estimate(inputs, stage, schedule):
@@ -146,6 +175,19 @@ def check_tools(inputs):
 
 def cmd_screen(args, argv, launcher_choice, coll_perf_flags, default_bin_dir):
     results = os.path.abspath(args.results)
+    if args.simulate:
+        fleet = read_fleet(args.simulate)
+        inputs = simulate_inputs(args, fleet, default_bin_dir)
+        run_dir = os.path.join(results, validate_run_id(args.run_id or default_run_id("simulate-")))
+        if args.dry_run:
+            return dry_run(inputs, run_dir, sys.stdout)
+        if os.path.lexists(run_dir):
+            raise UsageError(f"{run_dir} already exists: choose another --run-id")
+        os.makedirs(run_dir, exist_ok=True)
+        simulator = SimulatedFleet(FleetModel(fleet), os.path.abspath(args.simulate))
+        screen = Screen(inputs, run_dir, argv=argv, simulator=simulator)
+        document = screen.run()
+        return report_screen(document, run_dir, screen.report_path, simulated=document.get("simulation"))
     if args.resume:
         if args.run_id and args.run_id != args.resume:
             raise UsageError(f"--run-id {args.run_id} and --resume {args.resume} disagree")
@@ -175,9 +217,24 @@ def cmd_screen(args, argv, launcher_choice, coll_perf_flags, default_bin_dir):
     os.makedirs(run_dir, exist_ok=True)
     screen = Screen(inputs, run_dir, resume=bool(args.resume), argv=argv)
     document = screen.run()
-    path = screen.report_path
+    return report_screen(document, run_dir, screen.report_path)
+
+
+def report_screen(document, run_dir, path, simulated=None):
     for line in headline(document):
         if line and not line.endswith(": none"):
             print(f"cclbench: screen: {line.lstrip('# -')}", file=sys.stderr)
+    if simulated:
+        for kind in ("nodes", "links", "rails"):
+            block = simulated["score"][kind]
+            print(f"cclbench: simulation: bad {kind}: {block['true_positive']} of {block['truth']} found, "
+                  f"{block['false_positive']} named wrongly (recall {_share(block['recall'])}, precision "
+                  f"{_share(block['precision'])})", file=sys.stderr)
+        print(f"cclbench: simulation: modelled wall time {simulated['modelled_wall_s']:.0f} s, rules "
+              f"{sum(simulated['rules_cpu_s'].values()):.2f} s CPU", file=sys.stderr)
     print(f"cclbench: screen: {os.path.join(run_dir, 'screen.json')}, report {path}", file=sys.stderr)
     return document["exit_code"]
+
+
+def _share(value):
+    return "-" if value is None else f"{value:.1%}"
