@@ -189,7 +189,7 @@ class Screen:
         jobs = self.manifest["jobs"] if self.simulator is None or self.simulator.keep_files else {}
         state = jobs.setdefault(job["name"], {"attempts": 0})
         state.update(kind=job["kind"], hosts=job["hosts"], status="running", started_utc=utc_now(),
-                     command=shlex.join(job["argv"]), retried_reason=None)
+                     command=shlex.join(job["argv"]) if jobs is self.manifest["jobs"] else None, retried_reason=None)
         began = time.monotonic()
         for attempt in range(1, LAUNCH_ATTEMPTS + 1):
             state["attempts"] = state.get("attempts", 0) + 1

@@ -626,7 +626,14 @@ def node_stage_verdicts(nodes, node_stage, path_checks=None, path_mtu=None):
             findings[node].append((SUSPECT, NODE_INTRA_SLOW, {"intra_busbw_gbps": busbw,
                                                              "fleet_median": intra_band["median"],
                                                              "limit": intra_band["limit"]}, None))
-        for rail, value in sorted((stage.get("loopback_busbw_gbps") or {}).items()):
+        loopbacks = stage.get("loopback_busbw_gbps") or {}
+        # A loopback failure is the rail's only when something else on the node ran (its intra-node point or a
+        # sibling rail's loopback): a node that started nothing (unreachable, crashed) is bad as a node, its rails
+        # unjudged.
+        node_ran = _number(small) or _number(busbw) or any(_number(value) for value in loopbacks.values())
+        for rail, value in sorted(loopbacks.items()):
+            if not _number(value) and not node_ran:
+                continue
             if not _number(value):
                 findings[node].append((BAD, RAIL_LOOPBACK_FAILED, {"loopback_busbw_gbps": None,
                                                                   "reason": (stage.get("loopback_reason") or {})
@@ -1098,7 +1105,9 @@ REASON_MEANINGS = {
                           "Nothing unless it repeats; a `--resume` or another screen retests it.", ()),
     LINK_UNRESOLVED: (SUSPECT, "A pair failed and the fleet's other pairs cannot tell the link from its nodes.",
                       "The pairs behind the reason; more rounds.", ()),
-    RAIL_LOOPBACK_FAILED: (BAD, "A rail's loopback point (all traffic through that one NIC) failed.",
+    RAIL_LOOPBACK_FAILED: (BAD, "A rail's loopback point (all traffic through that one NIC) failed while something "
+                           "else on the node ran (its intra-node point or a sibling rail's loopback); a node that "
+                           "ran nothing is bad as a node and its rails are not judged.",
                            "The rail's port state, cable and GID (`cclbench doctor`).", ()),
     RAIL_LOOPBACK_SLOW: (SUSPECT, "A rail's loopback bandwidth is below the fleet's band.",
                          "The rail's link speed and PCIe link; its error counters.",
