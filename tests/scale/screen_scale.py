@@ -185,6 +185,8 @@ def _write(path, document):
 
 
 def _commit():
+    if os.environ.get("CCLBENCH_COMMIT"):  # a run from an exported tree (git archive) names its commit
+        return os.environ["CCLBENCH_COMMIT"]
     try:
         return subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                               check=False).stdout.strip() or None
