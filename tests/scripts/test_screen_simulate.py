@@ -10,6 +10,7 @@ import unittest
 
 from helpers import TempDirTest, run_cli, validate
 
+from cclbench_lib.rules.screen_causes import shared_causes
 from cclbench_lib.rules.screen_score import score
 
 RAILS = ["mlx5_0:1", "mlx5_3:1"]
@@ -136,6 +137,65 @@ class Simulate(TempDirTest):
         self.assertOneLineError(result, code=2)
         result = run_cli(["screen", "--simulate", os.path.join(self.tmp, "broken.json"), "--hosts", "a,b"])
         self.assertOneLineError(result, code=2, contains=None)
+
+
+class SharedCauses(TempDirTest):
+    def test_a_leaf_whose_nodes_are_slow_on_one_rail_is_named(self):
+        # 32 nodes, 8 a leaf (fleet_file: gpu01-gpu03 leaf0, gpu04-gpu07 leaf1, ...): every node of leaf2
+        # (gpu08-gpu11) has mlx5_3:1 at a quarter of its speed.
+        path = fleet_file(os.path.join(self.tmp, "fleet.json"), count=32,
+                          faults=[{"kind": "slow_rail", "group": "leaf2", "rail": "mlx5_3:1", "factor": 0.25}])
+        result = run_cli(["screen", "--simulate", path, "--results", self.results, "--run-id", "g"])
+        with open(os.path.join(self.results, "g", "screen.json"), encoding="utf-8") as handle:
+            document = json.load(handle)
+        leaf2 = ["gpu08", "gpu09", "gpu10", "gpu11"]
+        self.assertEqual(document["simulation"]["truth"]["bad_nodes"], leaf2)
+        causes = [cause for cause in document["shared_causes"] if cause["kind"] == "group"]
+        self.assertEqual([cause["group"] for cause in causes], ["leaf2"], result.stderr)
+        self.assertEqual(causes[0]["rails"], ["mlx5_3:1"])
+        self.assertTrue(set(causes[0]["nodes"]) <= set(leaf2) and len(causes[0]["nodes"]) >= 3)
+        self.assertIn(f"nodes under leaf2 are bad on mlx5_3:1", result.stderr)
+        ok, why = validate("screen.schema.json", os.path.join(self.results, "g", "screen.json"))
+        self.assertTrue(ok, why)
+
+    def test_the_rule_by_hand(self):
+        def node(name, verdict, code="rail.slow"):
+            return {"name": name, "verdict": verdict, "reasons": [{"code": code}] if verdict != "accept" else []}
+        nodes = [node("a", "bad"), node("b", "bad"), node("c", "bad"), node("d", "accept"), node("e", "bad"),
+                 node("f", "bad", "node.slow_with_good_partners"), node("g", "bad"), node("h", "accept")]
+        rails = [{"node": name, "rail": "eth3", "verdict": "bad"} for name in ("a", "b", "c", "e", "g")]
+        groups = {"a": "L1", "b": "L1", "c": "L1", "d": "L1", "e": "L2", "f": "L2", "g": "L3", "h": "L3"}
+        # L1: 3 of 4 bad, all on eth3; L2: 2 bad (fewer than 3); L3: 1 bad.
+        self.assertEqual(shared_causes(nodes, rails, groups), [
+            {"kind": "group", "group": "L1", "nodes": ["a", "b", "c"], "group_nodes": 4, "rails": ["eth3"],
+             "codes": ["rail.slow"]}])
+        # 3 bad of a group of 7 is below half: no group, and the rail they share is named instead.
+        wide = {"a": "L1", "b": "L1", "c": "L1", "d": "L1", "h": "L1", "i": "L1", "j": "L1"}
+        more = nodes + [node("i", "accept"), node("j", "accept")]
+        self.assertEqual([cause["kind"] for cause in shared_causes(more, rails, wide)], ["rail"])
+        self.assertEqual(shared_causes(nodes, rails, {}), [
+            {"kind": "rail", "rail": "eth3", "nodes": ["a", "b", "c", "e", "g"], "codes": ["rail.slow"]}])
+        self.assertEqual(shared_causes(nodes, rails[:2], {}), [])  # two nodes share nothing worth a cause
+
+
+class Groups(TempDirTest):
+    def test_bad_groups_files_are_one_line_errors(self):
+        for number, text in enumerate(["node1\n", "node1 leaf1 extra\n", "node1 leaf1\nnode1 leaf2\n",
+                                       "no$de leaf1\n", "# nothing\n", "node9 leaf1\n"]):
+            path = os.path.join(self.tmp, f"groups{number}")
+            with open(path, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            result = run_cli(["screen", "--dry-run", "--hosts", "node1,node2", "--groups", path])
+            self.assertOneLineError(result, code=2)
+            self.assertIn("--groups", result.stderr)
+
+    def test_a_hostfile_group_column_is_read_and_not_an_error(self):
+        from cclbench_lib.model.hosts import hostfile_groups, parse_hostfile
+        path = os.path.join(self.tmp, "hostfile")
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write("node1 slots=8 group=leaf1\nnode2 slots=8 group=leaf1\nnode3 slots=8\n")
+        self.assertEqual(parse_hostfile(path), [("node1", 8), ("node2", 8), ("node3", 8)])
+        self.assertEqual(hostfile_groups(path), {"node1": "leaf1", "node2": "leaf1"})
 
 
 class Score(unittest.TestCase):

@@ -14,7 +14,7 @@ from ..base.values import (default_run_id, format_size, parse_hcas, parse_netdev
 from ..execute.screen import MANIFEST, Screen, plan_stages
 from ..execute.screen_simulate import SimulatedFleet
 from ..model.screen_fleet import FleetModel, read_fleet
-from ..model.hosts import check_resolvable, hosts_and_slots, local_gpu_count
+from ..model.hosts import check_resolvable, hostfile_groups, hosts_and_slots, local_gpu_count, read_groups
 from ..model.launcher import launcher_of
 from ..plan.screen_jobs import backend, node_jobs, pair_job, rail_job, rails_alone, stage_env_note
 from ..plan.screen_schedule import PER_PAIR_S, node_stage_s, rail_point_pairs, wall_time_s
@@ -33,6 +33,9 @@ def add_screen_parser(sub, add_launcher_options, positive_int, seconds):
                             "here; none: the MPI backend in host memory)")
     where.add_argument("--hcas", help="RDMA rails as HCA:port list: one loopback point each, and NCCL_IB_HCA of the "
                        "pairs (GPU nodes only)")
+    where.add_argument("--groups", metavar="FILE",
+                       help="each node's switch group, 'NODE GROUP' a line (default: a hostfile's group= column): many "
+                       "bad nodes of one group are named together as a shared cause")
     where.add_argument("--netdevs", help="rail interfaces whose byte counters give each rail's share of a pair "
                        "(example: eth0,eth3)")
     what = screen.add_argument_group("what")
@@ -76,6 +79,11 @@ def screen_inputs(args, launcher_choice, coll_perf_flags, default_bin_dir):
     hcas = parse_hcas(args.hcas) if args.hcas else []
     bin_dir = os.path.abspath(args.bin_dir or default_bin_dir)
     exported, exported_names = exported_env()  # the measurement environment reaches every rank, as in baseline
+    groups = read_groups(args.groups) if args.groups else (hostfile_groups(args.hostfile) if args.hostfile else {})
+    unknown = sorted(set(groups) - set(hosts))
+    if args.groups and unknown:
+        raise UsageError(f"--groups {args.groups}: {', '.join(unknown[:5])} {'is' if len(unknown) == 1 else 'are'} "
+                         "not among the screen's hosts")
     return {"exported_env": exported, "exported_env_names": exported_names, "hosts": hosts, "gpus_per_node": gpus or 0, "hcas": hcas if gpus else [],
             "netdevs": parse_netdevs(args.netdevs), "quick": args.quick, "seed": args.seed,
             "large_bytes": large, "small_bytes": small, "iterations": args.iters, "warmup": args.warmup_iters,
@@ -83,15 +91,15 @@ def screen_inputs(args, launcher_choice, coll_perf_flags, default_bin_dir):
             "per_pair_s": args.per_pair_s, "bin_dir": bin_dir, "mpirun": args.mpirun,
             "mpirun_args": split_mpirun_args(args.mpirun_args), "launcher": launcher_choice(args),
             "as_root": os.geteuid() == 0, "coll_perf_flags": coll_perf_flags(bin_dir),
-            "sysfs_root": os.path.abspath(args.sysfs_root) if args.sysfs_root else None}
+            "sysfs_root": os.path.abspath(args.sysfs_root) if args.sysfs_root else None, "groups": groups}
 
 
 def simulate_inputs(args, fleet, default_bin_dir):
     """The screen's inputs for a simulated fleet: its nodes, GPUs and rails (HCA ports under NCCL, else the
     interfaces), the sizes and rounds from the command line; nothing is looked up on this machine."""
-    if args.hosts or args.hostfile or args.resume:
-        raise UsageError("--simulate takes the fleet's nodes from FLEET.json: leave out --hosts, --hostfile and "
-                         "--resume")
+    if args.hosts or args.hostfile or args.resume or args.groups:
+        raise UsageError("--simulate takes the fleet's nodes and groups from FLEET.json: leave out --hosts, "
+                         "--hostfile, --groups and --resume")
     large, small = parse_size(args.large, "--large"), parse_size(args.small, "--small")
     if small >= large:
         raise UsageError(f"--small {args.small} must be smaller than --large {args.large}")
@@ -106,7 +114,8 @@ def simulate_inputs(args, fleet, default_bin_dir):
             "mpirun": args.mpirun, "mpirun_args": split_mpirun_args(args.mpirun_args),
             "launcher": {"name": "mpirun", "program": args.mpirun, "mpi": None, "reason": "simulated fleet",
                          "args": []},
-            "as_root": False, "coll_perf_flags": None, "sysfs_root": None, "simulated_fleet": args.simulate}
+            "as_root": False, "coll_perf_flags": None, "sysfs_root": None, "simulated_fleet": args.simulate,
+            "groups": {node: group for node, group in fleet["groups"].items() if group is not None}}
 
 
 def estimate(inputs, stage, schedule):

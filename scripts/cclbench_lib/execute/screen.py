@@ -24,6 +24,7 @@ from ..plan.screen_jobs import backend, node_jobs, pair_job, rail_job, rails_alo
 from ..plan.screen_schedule import node_stage, pair_schedule, rail_point_pairs, retest_rounds
 from ..render.screen import write_report
 from ..execute.doctor import path_mtu_run_directory
+from ..rules.screen_causes import shared_causes
 from ..rules.screen_rules import classify, node_stage_verdicts, path_mtu_verdicts, to_document
 
 MANIFEST = "screen_manifest.json"
@@ -407,6 +408,7 @@ class Screen:
         for row, pair in zip(document["pairs"], pairs):
             missing = row["busbw_gbps"] is None or (row["small_time_us"] is None and row["stage"] != "rail")
             row["reason"] = pair["reason"] if missing else None
+        document["shared_causes"] = shared_causes(document["nodes"], document["rails"], inputs.get("groups") or {})
         if self.simulator is not None:
             document["simulation"] = self.simulator.summary(document, self.rules_cpu_s)
         if self.write_outputs:

@@ -10,6 +10,8 @@ from ..base.errors import CclbenchError, UsageError
 
 
 HOST_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$")
+# A switch group's name (a leaf switch, a rack): --groups FILE, a hostfile's group= column, Slurm's topology.
+GROUP_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$")
 
 
 def validate_host(name, where):
@@ -37,7 +39,8 @@ def _unique(hosts, where):
 
 
 def parse_hostfile(path):
-    """Open MPI hostfile: `node5 slots=8 [max_slots=N]`, '#' comments. Returns [(host, slots|None)]."""
+    """Open MPI hostfile: `node5 slots=8 [max_slots=N] [group=leaf7]`, '#' comments. Returns [(host, slots|None)]
+    (the group column: hostfile_groups)."""
     try:
         with open(path, encoding="utf-8") as handle:
             lines = handle.read().splitlines()
@@ -57,6 +60,8 @@ def parse_hostfile(path):
         slots = None
         for token in tokens[1:]:
             key, sep, value = token.partition("=")
+            if key == "group" and sep and GROUP_RE.match(value):
+                continue  # the node's switch group, for `screen` (hostfile_groups); Open MPI never reads this file
             if not sep or key not in ("slots", "max_slots", "max-slots") or not value.isdigit() or int(value) < 1:
                 raise UsageError(f"--hostfile: {path} line {number}: cannot parse '{token}' "
                                  "(expected slots=N or max_slots=N)")
@@ -184,6 +189,43 @@ def check_resolvable(hosts):
             socket.getaddrinfo(host, None)
         except (socket.gaierror, UnicodeError):
             raise CclbenchError(f"unknown host '{host}': it does not resolve (check --hosts/--hostfile)", 2) from None
+
+
+def hostfile_groups(path):
+    """{host: group} of a hostfile's `group=NAME` column (parse_hostfile checks the file); {} when none has one."""
+    parse_hostfile(path)
+    with open(path, encoding="utf-8") as handle:
+        lines = handle.read().splitlines()
+    groups = {}
+    for raw in lines:
+        tokens = raw.split("#", 1)[0].split()
+        for token in tokens[1:]:
+            if token.startswith("group="):
+                groups[tokens[0]] = token[len("group="):]
+    return groups
+
+
+def read_groups(path):
+    """--groups FILE: `node group` a line, '#' comments: {node: group}; a bad line is a UsageError (exit 2)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    except (OSError, UnicodeDecodeError) as error:
+        raise UsageError(f"--groups: cannot read {path}: {getattr(error, 'strerror', None) or error}") from None
+    groups = {}
+    for number, raw in enumerate(lines, 1):
+        tokens = raw.split("#", 1)[0].split()
+        if not tokens:
+            continue
+        if len(tokens) != 2 or not HOST_RE.match(tokens[0]) or not GROUP_RE.match(tokens[1]):
+            raise UsageError(f"--groups: {path} line {number}: expected 'NODE GROUP' (a host name and a group name), "
+                             f"got {raw.strip()[:80]!r}")
+        if tokens[0] in groups and groups[tokens[0]] != tokens[1]:
+            raise UsageError(f"--groups: {path} line {number}: {tokens[0]} is already in group {groups[tokens[0]]}")
+        groups[tokens[0]] = tokens[1]
+    if not groups:
+        raise UsageError(f"--groups: {path} names no node")
+    return groups
 
 
 def hosts_and_slots(hosts_text, hostfile):

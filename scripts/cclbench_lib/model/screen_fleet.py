@@ -135,8 +135,27 @@ def check_fleet(document, path="FLEET"):
         elif not _positive_number(value):
             _fail(path, f"{key} must be a positive number")
         fleet[key] = value
-    fleet["faults"] = _check_faults(path, document.get("faults", []), set(nodes), rails)
+    fleet["faults"] = _check_faults(path, _by_node(path, document.get("faults", []), groups), set(nodes), rails)
     return fleet
+
+
+def _by_node(path, faults, groups):
+    """A node or rail fault given for a "group" (every node under one switch group) as one fault per node."""
+    if not isinstance(faults, list):
+        _fail(path, "faults must be a list")
+    expanded = []
+    for index, fault in enumerate(faults):
+        if isinstance(fault, dict) and "group" in fault:
+            if fault.get("kind") not in NODE_FAULTS + RAIL_FAULTS or "node" in fault:
+                _fail(path, f"faults[{index}]: a group fault is a node or rail fault without a node")
+            members = [node for node, group in groups.items() if group == fault["group"]]
+            if not members:
+                _fail(path, f"faults[{index}]: no node is in group {fault['group']!r}")
+            rest = {key: value for key, value in fault.items() if key != "group"}
+            expanded += [dict(rest, node=node) for node in members]
+        else:
+            expanded.append(fault)
+    return expanded
 
 
 def _check_faults(path, faults, nodes, rails):

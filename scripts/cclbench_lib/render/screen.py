@@ -112,6 +112,17 @@ def _named(rows, verdict, label):
     return [label(row) + f" ({_codes(row['reasons'])})" for row in rows if row["verdict"] == verdict]
 
 
+def cause_text(cause):
+    """One shared cause (rules/screen_causes.py) in words."""
+    codes = ", ".join(cause["codes"])
+    if cause["kind"] == "group":
+        where = f" on {', '.join(cause['rails'])}" if cause["rails"] else ""
+        return (f"the {len(cause['nodes'])} of {cause['group_nodes']} nodes under {cause['group']} are bad{where} "
+                f"({codes}): look at what they share (the switch, its uplinks, the rack)")
+    return (f"{len(cause['nodes'])} bad nodes have the same rail bad, {cause['rail']} ({codes}): look at that rail's "
+            "fabric and configuration before the nodes one by one")
+
+
 def headline(document):
     """The report's first lines: the result, then the bad (and suspect) nodes, links and rails."""
     result = document["result"]
@@ -131,6 +142,8 @@ def headline(document):
             lines.append(f"- {verdict.capitalize()} {what}: " + ("; ".join(named) if named else "none"))
     accepted = sum(1 for row in document["nodes"] if row["verdict"] == rules.ACCEPT)
     lines.append(f"- Accepted nodes: {accepted} of {len(document['nodes'])}")
+    for cause in document.get("shared_causes") or []:
+        lines.append(f"- Shared cause: {cause_text(cause)}")
     if "judged" in document:
         lines.append("- Judged: " + ("; ".join(CHECK_TEXT.get(entry["check"], entry["check"]) + (
             f" ({', '.join(entry['detail']['rails'])})" if entry["detail"].get("rails") else "")
