@@ -198,6 +198,22 @@ class Groups(TempDirTest):
         self.assertEqual(hostfile_groups(path), {"node1": "leaf1", "node2": "leaf1"})
 
 
+    def test_slurm_topology_gives_the_leaf_switches(self):
+        from cclbench_lib.model.hosts import slurm_topology_groups
+        fake = os.path.join(self.tmp, "bin")
+        os.makedirs(fake)
+        with open(os.path.join(fake, "scontrol"), "w", encoding="utf-8") as handle:
+            handle.write("#!/bin/sh\n[ \"$1 $2\" = 'show topology' ] || exit 1\n"
+                         "echo 'SwitchName=leaf1 Level=0 LinkSpeed=1 Nodes=gpu[01-03]'\n"
+                         "echo 'SwitchName=leaf2 Level=0 LinkSpeed=1 Nodes=gpu[04-05],gpu07'\n"
+                         "echo 'SwitchName=spine Level=1 LinkSpeed=1 Switches=leaf[1-2]'\n")
+        os.chmod(os.path.join(fake, "scontrol"), 0o755)
+        environ = {"PATH": fake, "SLURM_JOB_NODELIST": "gpu[01-07]"}
+        self.assertEqual(slurm_topology_groups(environ), {"gpu01": "leaf1", "gpu02": "leaf1", "gpu03": "leaf1",
+                                                          "gpu04": "leaf2", "gpu05": "leaf2", "gpu07": "leaf2"})
+        self.assertEqual(slurm_topology_groups({"PATH": fake}), {})  # outside an allocation
+
+
 class Score(unittest.TestCase):
     def test_recall_and_precision_by_hand(self):
         document = {"nodes": [{"name": name, "verdict": verdict} for name, verdict in

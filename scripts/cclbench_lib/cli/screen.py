@@ -14,7 +14,8 @@ from ..base.values import (default_run_id, format_size, parse_hcas, parse_netdev
 from ..execute.screen import MANIFEST, Screen, plan_stages
 from ..execute.screen_simulate import SimulatedFleet
 from ..model.screen_fleet import FleetModel, read_fleet
-from ..model.hosts import check_resolvable, hostfile_groups, hosts_and_slots, local_gpu_count, read_groups
+from ..model.hosts import (check_resolvable, hostfile_groups, hosts_and_slots, local_gpu_count, read_groups,
+                           slurm_topology_groups)
 from ..model.launcher import launcher_of
 from ..plan.screen_jobs import backend, node_jobs, pair_job, rail_job, rails_alone, stage_env_note
 from ..plan.screen_schedule import PER_PAIR_S, node_stage_s, rail_point_pairs, wall_time_s
@@ -35,7 +36,8 @@ def add_screen_parser(sub, add_launcher_options, positive_int, seconds):
                        "pairs (GPU nodes only)")
     where.add_argument("--groups", metavar="FILE",
                        help="each node's switch group, 'NODE GROUP' a line (default: a hostfile's group= column): many "
-                       "bad nodes of one group are named together as a shared cause")
+                       "bad nodes of one group are named together as a shared cause; inside a Slurm allocation Slurm's "
+                       "topology (scontrol show topology)")
     where.add_argument("--netdevs", help="rail interfaces whose byte counters give each rail's share of a pair "
                        "(example: eth0,eth3)")
     what = screen.add_argument_group("what")
@@ -79,7 +81,8 @@ def screen_inputs(args, launcher_choice, coll_perf_flags, default_bin_dir):
     hcas = parse_hcas(args.hcas) if args.hcas else []
     bin_dir = os.path.abspath(args.bin_dir or default_bin_dir)
     exported, exported_names = exported_env()  # the measurement environment reaches every rank, as in baseline
-    groups = read_groups(args.groups) if args.groups else (hostfile_groups(args.hostfile) if args.hostfile else {})
+    groups = read_groups(args.groups) if args.groups else \
+        ((hostfile_groups(args.hostfile) if args.hostfile else {}) or slurm_topology_groups())
     unknown = sorted(set(groups) - set(hosts))
     if args.groups and unknown:
         raise UsageError(f"--groups {args.groups}: {', '.join(unknown[:5])} {'is' if len(unknown) == 1 else 'are'} "

@@ -149,6 +149,34 @@ def slurm_hosts(environ=None):
     return expand_nodelist(nodelist)
 
 
+def slurm_topology_groups(environ=None):
+    """{host: leaf switch} from Slurm's topology (`scontrol show topology`: the Level=0 switches' Nodes=) inside an
+    allocation; {} outside one, without scontrol or a topology plugin, or on output it cannot read."""
+    environ = os.environ if environ is None else environ
+    scontrol = shutil.which("scontrol", path=environ.get("PATH"))
+    if not (environ.get("SLURM_JOB_NODELIST") or environ.get("SLURM_NODELIST")) or not scontrol:
+        return {}
+    try:
+        result = subprocess.run([scontrol, "show", "topology"], capture_output=True, text=True, timeout=30,
+                                check=False, env=dict(environ))
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    if result.returncode != 0:
+        return {}
+    groups = {}
+    for line in result.stdout.splitlines():
+        fields = dict(token.partition("=")[::2] for token in line.split() if "=" in token)
+        if fields.get("Level") != "0" or not GROUP_RE.match(fields.get("SwitchName", "")) or not fields.get("Nodes"):
+            continue
+        try:
+            hosts = expand_nodelist(fields["Nodes"])
+        except UsageError:
+            return {}
+        for host in hosts:
+            groups[host] = fields["SwitchName"]
+    return groups
+
+
 def slurm_gpus_per_node(environ=None):
     """GPUs per node the Slurm allocation grants (--gpus-per-node, or what this node got), or None."""
     environ = os.environ if environ is None else environ
