@@ -206,7 +206,7 @@ class Groups(TempDirTest):
             handle.write("#!/bin/sh\n[ \"$1 $2\" = 'show topology' ] || exit 1\n"
                          "echo 'SwitchName=leaf1 Level=0 LinkSpeed=1 Nodes=gpu[01-03]'\n"
                          "echo 'SwitchName=leaf2 Level=0 LinkSpeed=1 Nodes=gpu[04-05],gpu07'\n"
-                         "echo 'SwitchName=spine Level=1 LinkSpeed=1 Switches=leaf[1-2]'\n")
+                         "echo 'SwitchName=spine Level=1 LinkSpeed=1 Nodes=gpu[01-07] Switches=leaf[1-2]'\n")
         os.chmod(os.path.join(fake, "scontrol"), 0o755)
         environ = {"PATH": fake, "SLURM_JOB_NODELIST": "gpu[01-07]"}
         self.assertEqual(slurm_topology_groups(environ), {"gpu01": "leaf1", "gpu02": "leaf1", "gpu03": "leaf1",
