@@ -10,7 +10,9 @@ as they would in a real fleet (the cell counts those pairs). Every cell runs in 
 that process's own) through execute.screen.Screen with a SimulatedFleet, exactly as `cclbench screen --simulate`.
 
     screen_scale.py run --out RESULTS [--sizes 16,64] [--densities 0,0.02] [--modes 1,3,full] [--budget-s S]
-        runs the cells (smallest first), writing RESULTS after each; cells past the budget are listed as not run
+                        [--reuse EARLIER]
+        runs the cells (smallest first), writing RESULTS after each; cells past the budget are listed as not run;
+        --reuse keeps the cells of an earlier results file that ran with the same number of fleets
     screen_scale.py table RESULTS                 the markdown page docs/scale.md carries
     screen_scale.py check-doc RESULTS DOC         exit 1 when DOC differs from `table`
     screen_scale.py defaults RESULTS              the rounds chosen per fleet size (DEFAULT_RULE), as JSON
@@ -43,7 +45,7 @@ MODES = ("1", "2", "3", "5", "full")
 # Fleets per cell: about this many nodes in all, so that a small fleet's recall is read over many bad nodes, and
 # about this many pairs (a full screen of 256 nodes is 32,640 pairs a fleet): the 2-core machine's time.
 SEED_BUDGET = 2048
-PAIR_BUDGET = 70000
+PAIR_BUDGET = 16000
 RAILS = ["mlx5_0:1", "mlx5_3:1"]
 GROUP_SIZE = 16  # nodes under one leaf switch
 # The faults, in the order they are dealt out; magnitudes of a degraded (not dead) part: a NIC or link trained at
@@ -92,7 +94,7 @@ def fleet_document(size, density, seed):
 def run_fleet(document, mode, seed):
     """One simulated screen: its screen.json 'simulation' block, plus the pairs where two bad nodes met."""
     fleet = check_fleet(document, "generated")
-    argv = ["screen", "--simulate", "generated", "--seed", str(seed)] + ([] if mode == "full" else ["--quick", mode])
+    argv = ["screen", "--simulate", "generated", "--seed", str(seed)] + (["--full"] if mode == "full" else ["--quick", mode])
     args = build_parser().parse_args(argv)
     inputs = simulate_inputs(args, fleet, os.path.join(ROOT, "build"))
     with tempfile.TemporaryDirectory(prefix="screen-scale-") as run_dir, open(os.devnull, "w") as quiet:
@@ -107,10 +109,14 @@ def run_fleet(document, mode, seed):
                 result=document_out["result"])
 
 
+def fleet_count(size, mode):
+    pairs_a_fleet = size * (size - 1) // 2 if mode == "full" else int(mode) * (size // 2)
+    return max(1, min(SEED_BUDGET // size, PAIR_BUDGET // pairs_a_fleet))
+
+
 def run_cell(size, density, mode):
     """The cell's fleets, in this process; totals over them."""
-    pairs_a_fleet = size * (size - 1) // 2 if mode == "full" else int(mode) * (size // 2)
-    fleets = max(1, min(SEED_BUDGET // size, PAIR_BUDGET // pairs_a_fleet))
+    fleets = fleet_count(size, mode)
     totals = {kind: {"truth": 0, "true_positive": 0, "false_positive": 0, "suspect": 0} for kind in
               ("nodes", "links", "rails")}
     healthy, rounds, retests, wall, cpu, steps, met, pairs = 0, [], [], [], [], {}, 0, []
@@ -147,7 +153,10 @@ def cells(sizes, densities, modes):
     return [(size, density, mode) for size in sizes for density in densities for mode in modes]
 
 
-def run(out, sizes, densities, modes, budget_s=None):
+def run(out, sizes, densities, modes, budget_s=None, reuse=None):
+    """reuse: an earlier results document whose cells that ran with the same fleets are kept, not run again."""
+    kept = {(row["nodes"], row["density"], row["mode"]): row for row in (reuse or {}).get("cells", [])
+            if row.get("status") == "ran" and row.get("fleets") == fleet_count(row["nodes"], row["mode"])}
     results = {"format": FORMAT, "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                "commit": _commit(), "machine": f"{os.cpu_count()} CPUs", "seed_budget": SEED_BUDGET,
                "fault_mix": list(FAULT_MIX), "cells": []}
@@ -158,6 +167,8 @@ def run(out, sizes, densities, modes, budget_s=None):
             row.update(status="not run", why=TOO_LARGE[(size, mode)])
         elif (size, mode) in ONLY_AT_DEFAULT_DENSITY and density != DEFAULT_DENSITY:
             row.update(status="not run", why=ONLY_AT_DEFAULT_DENSITY[(size, mode)])
+        elif (size, density, mode) in kept:
+            row = kept[(size, density, mode)]
         elif budget_s is not None and time.monotonic() - began > budget_s:
             row.update(status="not run", why=f"past the run's budget of {budget_s:g} s")
         else:
@@ -301,6 +312,7 @@ def main(argv=None):
     run_parser.add_argument("--densities", default=",".join(map(str, DENSITIES)))
     run_parser.add_argument("--modes", default=",".join(MODES))
     run_parser.add_argument("--budget-s", type=float)
+    run_parser.add_argument("--reuse", metavar="RESULTS", help="keep the cells of an earlier run with the same fleets")
     cell = sub.add_parser("cell")
     cell.add_argument("size", type=int)
     cell.add_argument("density", type=float)
@@ -321,7 +333,7 @@ def main(argv=None):
         if set(modes) - set(MODES):
             parser.error(f"--modes: one of {','.join(MODES)}")
         run(args.out, [int(s) for s in args.sizes.split(",")], [float(d) for d in args.densities.split(",")], modes,
-            args.budget_s)
+            args.budget_s, _read(args.reuse) if args.reuse else None)
         return 0
     results = _read(args.results)
     if args.command == "table":
