@@ -47,6 +47,8 @@ class Simulate(TempDirTest):
         result, document, run_dir = self.simulate([{"kind": "slow_node", "node": "gpu03", "factor": 0.3},
                                                    {"kind": "slow_rail", "node": "gpu06", "rail": "mlx5_3:1"}])
         self.assertEqual(result.returncode, 1, result.stderr)
+        ok, why = validate("screen_fleet.schema.json", os.path.join(self.tmp, "fleet.json"))
+        self.assertTrue(ok, why)
         self.assertEqual(self.bad(document, "nodes"), ["gpu03", "gpu06"])
         self.assertEqual(self.bad(document, "rails"), ["gpu06:mlx5_3:1"])
         self.assertEqual(self.bad(document, "links"), [])
