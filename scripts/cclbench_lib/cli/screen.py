@@ -167,7 +167,9 @@ def dry_run(inputs, run_dir, out):
     note = stage_env_note(inputs)
     if note:
         out.write(f"note: {note}\n")
-    out.write(f"node stage: every node at once, {len(kinds)} job(s) each: {', '.join(kinds)}\n")
+    cap = inputs.get("max_concurrent")
+    out.write(f"node stage: every node at once" + (f" (in slices of {cap})" if cap and len(stage) > cap else "")
+              + f", {len(kinds)} job(s) each: {', '.join(kinds)}\n")
     mode = (f"quick: {schedule['repeats']} shuffled round(s), seed {schedule['seed']}" if schedule["mode"] == "quick"
             else "full: the circle method, every pair once")
     out.write(f"pair stage: {mode}; {len(schedule['rounds'])} round(s), {schedule['pair_count']} pair(s), "
