@@ -2,8 +2,8 @@
 """The screen at scale, by simulation: the real planner, scheduler and rules of `cclbench screen` on modelled
 fleets of 16 to 4,096 nodes (model/screen_fleet.py answers every launch), scored against each fleet's truth.
 
-A cell: fleet size x fault density x mode (--quick 1, 2, 3, 5 or full). Its fleets (SEED_BUDGET / size of them,
-fewer where PAIR_BUDGET says, at least one, each its own seed) carry round(density x size) faults (at least one; none in the healthy control,
+A cell: fleet size x fault density x mode (--quick 1, 2, 3, 5 or full). Its fleets (fleet_count: SEED_BUDGET / size
+of them, at least 8 for a quick screen, at most PAIR_BUDGET's worth for a full one, each its own seed) carry round(density x size) faults (at least one; none in the healthy control,
 density 0), cycling through FAULT_MIX (from the seed's place in it) - a slow node, a slow rail, a slow link, a node that crashes in its pairs,
 one that hangs in them, one that fails to start - on nodes drawn at random, so bad nodes meet each other in a round
 as they would in a real fleet (the cell counts those pairs). Every cell runs in its own process (its peak memory is
@@ -46,6 +46,7 @@ MODES = ("1", "2", "3", "5", "full")
 # about this many pairs (a full screen of 256 nodes is 32,640 pairs a fleet): the 2-core machine's time.
 SEED_BUDGET = 2048
 PAIR_BUDGET = 16000
+QUICK_FLEETS_FLOOR = 8
 RAILS = ["mlx5_0:1", "mlx5_3:1"]
 GROUP_SIZE = 16  # nodes under one leaf switch
 # The faults, in the order they are dealt out; magnitudes of a degraded (not dead) part: a NIC or link trained at
@@ -110,8 +111,11 @@ def run_fleet(document, mode, seed):
 
 
 def fleet_count(size, mode):
-    pairs_a_fleet = size * (size - 1) // 2 if mode == "full" else int(mode) * (size // 2)
-    return max(1, min(SEED_BUDGET // size, PAIR_BUDGET // pairs_a_fleet))
+    """SEED_BUDGET / size fleets, at least QUICK_FLEETS_FLOOR for a quick screen (a large fleet's cell then still
+    holds tens of bad nodes), at most PAIR_BUDGET's worth for a full one; at least one."""
+    if mode == "full":
+        return max(1, min(SEED_BUDGET // size, PAIR_BUDGET // (size * (size - 1) // 2)))
+    return max(QUICK_FLEETS_FLOOR, SEED_BUDGET // size)
 
 
 def run_cell(size, density, mode):

@@ -10,6 +10,7 @@
 """
 import json
 import os
+import subprocess
 import sys
 import unittest
 
@@ -70,6 +71,33 @@ class Products(unittest.TestCase):
                            None if best is None else round(best["recall"], 4)) for size, best in chosen.items()}
         self.assertEqual({size: (rounds, None if recall is None else round(recall, 4))
                           for size, (rounds, recall) in DEFAULT_ROUNDS.items()}, expected)
+
+    def test_the_dry_run_runs_and_says_the_default(self):
+        chosen = screen_scale.choose_defaults(self.results)
+
+        def rounds_of(best):
+            return None if best is None or best["mode"] == "full" else int(best["mode"])
+
+        fake = os.path.join(screen_scale.ROOT, "tests", "scripts", "fake_bin")
+        sizes = sorted(chosen)
+        # below the table: full; between two sizes of the table: the larger of their rounds; above it: the largest's
+        below, between, above = sizes[0] // 2, (sizes[0] + sizes[1]) // 2, sizes[-1] + 100
+        wanted = {below: None, between: max(rounds_of(chosen[sizes[0]]) or 0, rounds_of(chosen[sizes[1]]) or 0) or None,
+                  above: rounds_of(chosen[sizes[-1]])}
+        if rounds_of(chosen[sizes[0]]) is None or rounds_of(chosen[sizes[1]]) is None:
+            wanted[between] = None
+        for count, rounds in wanted.items():
+            hosts = ",".join(f"h{index}" for index in range(count))
+            result = subprocess.run([sys.executable, os.path.join(screen_scale.ROOT, "scripts", "cclbench"), "screen",
+                                     "--dry-run", "--hosts", hosts, "--bin-dir", fake, "--mpirun",
+                                     os.path.join(fake, "mpirun")], capture_output=True, text=True, timeout=300,
+                                    env=dict(os.environ, CCLBENCH_FAKE_GPU_COUNT="0"))
+            self.assertEqual(result.returncode, 0, result.stderr)
+            line = next(line for line in result.stdout.splitlines() if line.startswith("rounds: "))
+            self.assertTrue(line.startswith(f"rounds: --quick {rounds}, the default" if rounds else
+                                            "rounds: full, the default"), (count, line))
+            schedule = next(line for line in result.stdout.splitlines() if line.startswith("pair stage: "))
+            self.assertIn(f"{rounds} round(s)" if rounds else f"{count - 1 + count % 2} round(s)", schedule)
 
 
 if __name__ == "__main__":
