@@ -69,7 +69,10 @@ class Simulate(TempDirTest):
         raw = os.listdir(os.path.join(run_dir, "raw"))
         self.assertEqual(len([name for name in raw if name.startswith(("pair.", "rail.", "retest.", "repeat."))]),
                          len(document["pairs"]))
-        self.assertTrue(os.path.exists(os.path.join(run_dir, "screen.md")))
+        with open(os.path.join(run_dir, "screen.md"), encoding="utf-8") as handle:
+            report = handle.read()
+        self.assertIn("| nodes | 2 | 2 | 2 | 100.0% | 100.0% | - |", report)  # truth, named, found, recall, precision
+        self.assertIn("| rails | 1 | 1 | 1 | 100.0% | 100.0% | - |", report)
         # Full screen of 8 nodes: 7 rounds of 4 pairs; the modelled clock counts each batch slice once.
         self.assertEqual(len(document["schedule"]["rounds"]), 7)
         self.assertEqual(simulation["modelled_wall_s"] % 20.0, 0.0)

@@ -300,8 +300,29 @@ def render(document, plot_name=None, plot_note=None):
         lines += [markdown_matrix(names, matrix), ""]
     else:
         lines += [f"({len(names)} nodes: no matrix; the pairs are listed below)", ""]
+    if document.get("simulation"):
+        lines += simulation_section(document["simulation"])
     lines += ["## Reasons", "", reasons_section(document), "", "## Every pair measured", "", pairs_section(document)]
     return "\n".join(lines) + "\n"
+
+
+def simulation_section(simulation):
+    """A simulated screen (`--simulate`): its verdict against the fleet's truth (screen.json "simulation")."""
+    def share(value):
+        return "-" if value is None else f"{value:.1%}"
+
+    rows = [[kind, str(block["truth"]), str(block["named"]), str(block["true_positive"]), share(block["recall"]),
+             share(block["precision"]), ", ".join("-".join(item) if isinstance(item, list) else item
+                                                  for item in block["missed"]) or "-"]
+            for kind, block in simulation["score"].items()]
+    noise = simulation["noise"]
+    return ["## Simulation", "",
+            f"A simulated fleet ({simulation['fleet']}): {simulation['nodes']} nodes, {simulation['faults']} fault(s), "
+            f"healthy noise {noise['busbw_log_sd']:.1%} (bus bandwidth), {noise['small_time_log_sd']:.1%} (small "
+            f"time), {noise['rail_log_sd']:.1%} (a rail alone) from {noise['source']}; modelled wall time "
+            f"{simulation['modelled_wall_s']:.0f} s; the rules' CPU time "
+            f"{sum(simulation['rules_cpu_s'].values()):.2f} s.", "",
+            md_table(["bad", "in truth", "named bad", "found", "recall", "precision", "missed"], rows), ""]
 
 
 def write_report(run_dir, document):
