@@ -33,7 +33,7 @@ SCALE_NODE_COUNTS = (2, 16, 128, 1024)
 # fleet size: (quick rounds, None for full; the recall measured there). A fleet between two sizes takes the larger
 # of their rounds; fewer nodes than the smallest size: full (the fault matrix proves 2-8 nodes); more than the
 # largest: the largest's.
-DEFAULT_ROUNDS = {16: (2, 1.0), 64: (2, 1.0), 256: (2, 1.0), 1024: (2, 1.0), 4096: (2, 1.0)}
+DEFAULT_ROUNDS = {16: (2, 1.0), 64: (3, 1.0), 256: (1, 1.0), 1024: (3, 1.0), 4096: (1, 1.0)}
 # Launches at once by default (--max-concurrent): one 2-core host started 8-256 concurrent `mpirun -np 2` of an
 # MPI program at a steady ~4.5 a second, all of them, whatever the count (tests/scale/launch_fanout_results.json):
 # above about 64 at once the start-up alone takes as long as a 20 s pair job, and a round only waits longer.
