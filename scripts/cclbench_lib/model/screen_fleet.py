@@ -29,7 +29,7 @@ The model (pure, no I/O):
 import math
 import random
 
-from ..base.errors import UsageError
+from ..base.errors import CclbenchError, UsageError
 from ..base.files import read_json
 
 FORMAT = "screen_fleet/1"
@@ -194,7 +194,7 @@ def read_fleet(path):
         document = read_json(path, "fleet file")
     except UsageError:
         raise
-    except Exception as error:  # read_json's CclbenchError (exit 1): a fleet file is input, so exit 2
+    except CclbenchError as error:  # read_json's (exit 1): a fleet file is the user's input, so exit 2
         raise UsageError(f"--simulate {path}: {error}") from None
     return check_fleet(document, path)
 
