@@ -61,7 +61,11 @@ The rules, as data (reason codes below; the report renders them):
   Unclear cases are suspect, with the pairs behind them. Result: "fail" when anything is bad, else "suspect" when
   anything is suspect, else "pass"; EXIT_CODES.
 
-Pure: plain data in and out, no I/O, no text beyond the stable codes.
+classify runs these as steps, each a function that reads on its own (STEPS: path MTU, node stage, pairs,
+attribution, rail balance, rails alone, retests); classify(timings=dict) adds each step's CPU seconds (the
+simulator's scale table reports them). The path MTU step's verdicts are computed once a screen and passed down.
+
+Pure: plain data in and out, no I/O, no text beyond the stable codes (the step timings read the process clock).
 """
 import math
 import statistics
