@@ -186,7 +186,7 @@ class SharedCauses(TempDirTest):
 class Groups(TempDirTest):
     def test_bad_groups_files_are_one_line_errors(self):
         for number, text in enumerate(["node1\n", "node1 leaf1 extra\n", "node1 leaf1\nnode1 leaf2\n",
-                                       "no$de leaf1\n", "# nothing\n", "node9 leaf1\n"]):
+                                       "no$de leaf1\n", "# nothing\n", "node1 le@f1\n"]):
             path = os.path.join(self.tmp, f"groups{number}")
             with open(path, "w", encoding="utf-8") as handle:
                 handle.write(text)

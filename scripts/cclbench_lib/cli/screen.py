@@ -90,10 +90,8 @@ def screen_inputs(args, launcher_choice, coll_perf_flags, default_bin_dir):
     exported, exported_names = exported_env()  # the measurement environment reaches every rank, as in baseline
     groups = read_groups(args.groups) if args.groups else \
         ((hostfile_groups(args.hostfile) if args.hostfile else {}) or slurm_topology_groups())
-    unknown = sorted(set(groups) - set(hosts))
-    if args.groups and unknown:
-        raise UsageError(f"--groups {args.groups}: {', '.join(unknown[:5])} {'is' if len(unknown) == 1 else 'are'} "
-                         "not among the screen's hosts")
+    # A site-wide groups file (or Slurm's topology) lists other nodes too: only the screen's own are kept.
+    groups = {host: group for host, group in groups.items() if host in set(hosts)}
     return {"exported_env": exported, "exported_env_names": exported_names, "hosts": hosts, "gpus_per_node": gpus or 0, "hcas": hcas if gpus else [],
             "netdevs": parse_netdevs(args.netdevs), **rounds_inputs(args, len(hosts)), "seed": args.seed,
             "large_bytes": large, "small_bytes": small, "iterations": args.iters, "warmup": args.warmup_iters,
