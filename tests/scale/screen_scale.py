@@ -3,9 +3,10 @@
 fleets of 16 to 4,096 nodes (model/screen_fleet.py answers every launch), scored against each fleet's truth.
 
 A cell: fleet size x fault density x mode (--quick 1, 2, 3, 5 or full). Its fleets (fleet_count: SEED_BUDGET / size
-of them, at least 8 for a quick screen, at most PAIR_BUDGET's worth for a full one, each its own seed) carry round(density x size) faults (at least one; none in the healthy control,
-density 0), cycling through FAULT_MIX (from the seed's place in it) - a slow node, a slow rail, a slow link, a node that crashes in its pairs,
-one that hangs in them, one that fails to start - on nodes drawn at random, so bad nodes meet each other in a round
+of them, at least 8 for a quick screen, at most PAIR_BUDGET's worth for a full one, each its own seed) carry
+round(density x size) faults (at least one; none in the healthy control, density 0), cycling through FAULT_MIX
+(from the seed's place in it) - a slow node, a slow rail, a slow link, a node that crashes in its pairs, one that
+hangs in them, one that fails to start - on nodes drawn at random, so bad nodes meet each other in a round
 as they would in a real fleet (the cell counts those pairs). Every cell runs in its own process (its peak memory is
 that process's own) through execute.screen.Screen with a SimulatedFleet, exactly as `cclbench screen --simulate`.
 
@@ -95,7 +96,8 @@ def fleet_document(size, density, seed):
 def run_fleet(document, mode, seed):
     """One simulated screen: its screen.json 'simulation' block, plus the pairs where two bad nodes met."""
     fleet = check_fleet(document, "generated")
-    argv = ["screen", "--simulate", "generated", "--seed", str(seed)] + (["--full"] if mode == "full" else ["--quick", mode])
+    argv = ["screen", "--simulate", "generated", "--seed", str(seed)] + \
+        (["--full"] if mode == "full" else ["--quick", mode])
     args = build_parser().parse_args(argv)
     inputs = simulate_inputs(args, fleet, os.path.join(ROOT, "build"))
     with tempfile.TemporaryDirectory(prefix="screen-scale-") as run_dir, open(os.devnull, "w") as quiet:
@@ -186,7 +188,8 @@ def run(out, sizes, densities, modes, budget_s=None, reuse=None):
         results["total_s"] = round(time.monotonic() - began, 1)
         _write(out, results)
         print(f"{size} nodes, density {density}, {mode}: {row['status']} "
-              f"({row.get('elapsed_s', '-')} s, recall {_pct((row.get('score') or {}).get('nodes', {}).get('recall'))})",
+              f"({row.get('elapsed_s', '-')} s, recall "
+              f"{_pct((row.get('score') or {}).get('nodes', {}).get('recall'))})",
               file=sys.stderr, flush=True)
     return results
 
@@ -250,8 +253,8 @@ def render_table(results):
                  ", ".join(f"{fault['kind']}" + (f" x{fault['factor']:g}" if "factor" in fault else "")
                            for fault in results["fault_mix"]) + ".")
     lines.append("")
-    lines.append("| nodes | faults | mode | fleets | bad nodes found (recall) | precision | healthy named | links found | "
-                 "rails found | bad pairs met | rounds + retests (max) | modelled wall (max) | rules CPU (max) | "
+    lines.append("| nodes | faults | mode | fleets | bad nodes found (recall) | precision | healthy named | "
+                 "links found | rails found | bad pairs met | rounds + retests (max) | modelled wall (max) | rules CPU (max) | "
                  "peak memory |")
     lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for row in results["cells"]:
@@ -266,7 +269,8 @@ def render_table(results):
             return "-" if not block["truth"] else f"{block['true_positive']}/{block['truth']} ({_pct(block['recall'])})"
 
         lines.append(f"| {row['nodes']:,} | {density} | {_mode_text(row['mode'])} | {row['fleets']} | {found(nodes)} | "
-                     f"{_pct(nodes['precision'])} | {nodes['false_positive']} ({_pct(nodes['healthy_named_share'], 2)}) | "
+                     f"{_pct(nodes['precision'])} | "
+                     f"{nodes['false_positive']} ({_pct(nodes['healthy_named_share'], 2)}) | "
                      f"{found(links)} | {found(rails)} | {row['bad_pairs_met']} | "
                      f"{row['rounds']} + {row['retest_rounds_max']} | {_duration(row['modelled_wall_s_max'])} | "
                      f"{row['rules_cpu_s_max']:.2f} s | {row['peak_rss_mb']:.0f} MB |")

@@ -91,7 +91,8 @@ def screen_inputs(args, launcher_choice, coll_perf_flags, default_bin_dir):
     groups = read_groups(args.groups) if args.groups else \
         ((hostfile_groups(args.hostfile) if args.hostfile else {}) or slurm_topology_groups())
     # A site-wide groups file (or Slurm's topology) lists other nodes too: only the screen's own are kept.
-    groups = {host: group for host, group in groups.items() if host in set(hosts)}
+    screened = set(hosts)
+    groups = {host: group for host, group in groups.items() if host in screened}
     return {"exported_env": exported, "exported_env_names": exported_names, "hosts": hosts, "gpus_per_node": gpus or 0, "hcas": hcas if gpus else [],
             "netdevs": parse_netdevs(args.netdevs), **rounds_inputs(args, len(hosts)), "seed": args.seed,
             "large_bytes": large, "small_bytes": small, "iterations": args.iters, "warmup": args.warmup_iters,

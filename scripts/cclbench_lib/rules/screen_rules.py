@@ -1002,7 +1002,8 @@ def classify(nodes, node_stage, pairs, path_checks=None, path_mtu=None, timings=
     node_rows = [{"name": node, "verdict": _worst(state.verdicts[node]), "paired": node in paired,
                   "reasons": state.reasons[node]} for node in nodes]
     rail_rows = [{"node": node, "rail": rail, "verdict": _worst([v for v, _ in entries]),
-                  "reasons": [reason for _, reason in entries]} for (node, rail), entries in sorted(state.rails.items())]
+                  "reasons": [reason for _, reason in entries]}
+                 for (node, rail), entries in sorted(state.rails.items())]
     every = [row["verdict"] for row in node_rows] + [row["verdict"] for row in state.links] + \
         [row["verdict"] for row in rail_rows]
     result = "fail" if BAD in every else ("suspect" if SUSPECT in every else "pass")
