@@ -12,10 +12,14 @@ from ..base.locations import resolve_program
 from ..base.values import (default_run_id, format_size, parse_hcas, parse_netdevs, parse_size, split_mpirun_args,
                            validate_run_id)
 from ..execute.screen import MANIFEST, Screen, plan_stages
-from ..model.hosts import check_resolvable, hosts_and_slots, local_gpu_count
+from ..execute.screen_simulate import SimulatedFleet
+from ..model.screen_fleet import FleetModel, read_fleet
+from ..model.hosts import (check_resolvable, hostfile_groups, hosts_and_slots, local_gpu_count, read_groups,
+                           slurm_topology_groups)
 from ..model.launcher import launcher_of
 from ..plan.screen_jobs import backend, node_jobs, pair_job, rail_job, rails_alone, stage_env_note
-from ..plan.screen_schedule import PER_PAIR_S, node_stage_s, rail_point_pairs, wall_time_s
+from ..plan.screen_schedule import (DEFAULT_MAX_CONCURRENT, DEFAULT_ROUNDS, PER_PAIR_S, default_rounds, node_stage_s,
+                                   rail_point_pairs, wall_time_s)
 from ..render.screen import headline
 
 
@@ -31,11 +35,20 @@ def add_screen_parser(sub, add_launcher_options, positive_int, seconds):
                             "here; none: the MPI backend in host memory)")
     where.add_argument("--hcas", help="RDMA rails as HCA:port list: one loopback point each, and NCCL_IB_HCA of the "
                        "pairs (GPU nodes only)")
+    where.add_argument("--groups", metavar="FILE",
+                       help="each node's switch group, 'NODE GROUP' a line (default: a hostfile's group= column): many "
+                       "bad nodes of one group are named together as a shared cause; inside a Slurm allocation Slurm's "
+                       "topology (scontrol show topology)")
     where.add_argument("--netdevs", help="rail interfaces whose byte counters give each rail's share of a pair "
                        "(example: eth0,eth3)")
     what = screen.add_argument_group("what")
-    what.add_argument("--quick", nargs="?", const=1, type=positive_int("--quick", 1, 1000), metavar="K",
-                      help="K shuffled rounds of disjoint pairs (default 1) instead of every pair (n-1 rounds)")
+    rounds = what.add_mutually_exclusive_group()
+    rounds.add_argument("--quick", nargs="?", const=1, type=positive_int("--quick", 1, 1000), metavar="K",
+                        help="K shuffled rounds of disjoint pairs (default 1) instead of every pair (n-1 rounds)")
+    rounds.add_argument("--full", action="store_true",
+                        help="every pair once (n-1 rounds). Without --quick or --full: full below "
+                        f"{min(DEFAULT_ROUNDS)} nodes, else the fewest rounds the simulated scale table "
+                        "(docs/scale.md) found enough for its fleet size (the dry run says which)")
     what.add_argument("--seed", type=positive_int("--seed", 0, 1 << 31), default=0, help="--quick's shuffle seed")
     what.add_argument("--large", default="64M", help="the large size: bus bandwidth (default 64M)")
     what.add_argument("--small", default="8K", help="the small size: small-message time (default 8K)")
@@ -45,10 +58,15 @@ def add_screen_parser(sub, add_launcher_options, positive_int, seconds):
     what.add_argument("--launch-timeout", type=seconds("--launch-timeout"), default=600.0,
                       help="kill a job after this many seconds (default 600); it then counts as failed")
     what.add_argument("--max-concurrent", type=positive_int("--max-concurrent", 1, 1 << 20),
-                      help="at most this many jobs at once (default: a whole round)")
+                      help=f"at most this many jobs at once (default {DEFAULT_MAX_CONCURRENT}: one host's launches; "
+                      "docs/scale.md)")
     what.add_argument("--per-pair-s", type=seconds("--per-pair-s"), default=PER_PAIR_S,
                       help=f"one job's wall time for the estimate (default {PER_PAIR_S:g} s)")
     what.add_argument("--sysfs-root", help="coll_perf --sysfs-root for rail counters")
+    screen.add_argument("--simulate", metavar="FLEET.json",
+                        help="run the screen on a simulated fleet (results_schema/screen_fleet.schema.json): its model "
+                        "answers every launch; the schedule, retests, rules and outputs run unchanged, and screen.json "
+                        "gains a 'simulation' block scoring the verdict against the fleet's truth")
     screen.add_argument("--dry-run", action="store_true",
                         help="print the node stage, the pair schedule, its rounds and the expected wall time, and stop")
     screen.add_argument("--resume", metavar="RUN_ID", help="continue RUN_ID: jobs complete with their values are not "
@@ -70,14 +88,56 @@ def screen_inputs(args, launcher_choice, coll_perf_flags, default_bin_dir):
     hcas = parse_hcas(args.hcas) if args.hcas else []
     bin_dir = os.path.abspath(args.bin_dir or default_bin_dir)
     exported, exported_names = exported_env()  # the measurement environment reaches every rank, as in baseline
+    groups = read_groups(args.groups) if args.groups else \
+        ((hostfile_groups(args.hostfile) if args.hostfile else {}) or slurm_topology_groups())
+    # A site-wide groups file (or Slurm's topology) lists other nodes too: only the screen's own are kept.
+    screened = set(hosts)
+    groups = {host: group for host, group in groups.items() if host in screened}
     return {"exported_env": exported, "exported_env_names": exported_names, "hosts": hosts, "gpus_per_node": gpus or 0, "hcas": hcas if gpus else [],
-            "netdevs": parse_netdevs(args.netdevs), "quick": args.quick, "seed": args.seed,
+            "netdevs": parse_netdevs(args.netdevs), **rounds_inputs(args, len(hosts)), "seed": args.seed,
             "large_bytes": large, "small_bytes": small, "iterations": args.iters, "warmup": args.warmup_iters,
-            "timeout_s": args.timeout, "launch_timeout_s": args.launch_timeout, "max_concurrent": args.max_concurrent,
+            "timeout_s": args.timeout, "launch_timeout_s": args.launch_timeout,
+            "max_concurrent": args.max_concurrent or DEFAULT_MAX_CONCURRENT,
             "per_pair_s": args.per_pair_s, "bin_dir": bin_dir, "mpirun": args.mpirun,
             "mpirun_args": split_mpirun_args(args.mpirun_args), "launcher": launcher_choice(args),
             "as_root": os.geteuid() == 0, "coll_perf_flags": coll_perf_flags(bin_dir),
-            "sysfs_root": os.path.abspath(args.sysfs_root) if args.sysfs_root else None}
+            "sysfs_root": os.path.abspath(args.sysfs_root) if args.sysfs_root else None, "groups": groups}
+
+
+def rounds_inputs(args, node_count):
+    """{"quick": K or None, "rounds_choice": why}: --quick K, --full, or with neither the default for the fleet's
+    size (plan.screen_schedule.default_rounds)."""
+    if args.quick:
+        return {"quick": args.quick, "rounds_choice": {"source": "--quick"}}
+    if args.full:
+        return {"quick": None, "rounds_choice": {"source": "--full"}}
+    chosen = default_rounds(node_count)
+    return {"quick": chosen["quick"], "rounds_choice": dict(chosen, source="default")}
+
+
+def simulate_inputs(args, fleet, default_bin_dir):
+    """The screen's inputs for a simulated fleet: its nodes, GPUs and rails (HCA ports under NCCL, else the
+    interfaces), the sizes and rounds from the command line; nothing is looked up on this machine."""
+    if args.hosts or args.hostfile or args.resume or args.groups:
+        raise UsageError("--simulate takes the fleet's nodes and groups from FLEET.json: leave out --hosts, "
+                         "--hostfile, --groups and --resume")
+    large, small = parse_size(args.large, "--large"), parse_size(args.small, "--small")
+    if small >= large:
+        raise UsageError(f"--small {args.small} must be smaller than --large {args.large}")
+    gpus = fleet["gpus_per_node"]
+    hcas = [rail for rail in fleet["rails"] if ":" in rail] if gpus else []
+    netdevs = [rail for rail in fleet["rails"] if ":" not in rail]
+    return {"exported_env": {}, "exported_env_names": [], "hosts": list(fleet["nodes"]), "gpus_per_node": gpus,
+            "hcas": hcas, "netdevs": netdevs, **rounds_inputs(args, len(fleet["nodes"])), "seed": args.seed,
+            "large_bytes": large,
+            "small_bytes": small, "iterations": args.iters, "warmup": args.warmup_iters, "timeout_s": args.timeout,
+            "launch_timeout_s": args.launch_timeout, "max_concurrent": args.max_concurrent or DEFAULT_MAX_CONCURRENT,
+            "per_pair_s": fleet["job_s"], "bin_dir": os.path.abspath(args.bin_dir or default_bin_dir),
+            "mpirun": args.mpirun, "mpirun_args": split_mpirun_args(args.mpirun_args),
+            "launcher": {"name": "mpirun", "program": args.mpirun, "mpi": None, "reason": "simulated fleet",
+                         "args": []},
+            "as_root": False, "coll_perf_flags": None, "sysfs_root": None, "simulated_fleet": args.simulate,
+            "groups": {node: group for node, group in fleet["groups"].items() if group is not None}}
 
 
 def estimate(inputs, stage, schedule):
@@ -106,11 +166,23 @@ def dry_run(inputs, run_dir, out):
     note = stage_env_note(inputs)
     if note:
         out.write(f"note: {note}\n")
-    out.write(f"node stage: every node at once, {len(kinds)} job(s) each: {', '.join(kinds)}\n")
+    cap = inputs.get("max_concurrent")
+    out.write(f"node stage: every node at once" + (f" (in slices of {cap})" if cap and len(stage) > cap else "")
+              + f", {len(kinds)} job(s) each: {', '.join(kinds)}\n")
     mode = (f"quick: {schedule['repeats']} shuffled round(s), seed {schedule['seed']}" if schedule["mode"] == "quick"
             else "full: the circle method, every pair once")
     out.write(f"pair stage: {mode}; {len(schedule['rounds'])} round(s), {schedule['pair_count']} pair(s), "
               f"{schedule['concurrent_jobs']} concurrent job(s) a round\n")
+    out.write(f"rounds: {rounds_text(inputs.get('rounds_choice') or {}, len(hosts), inputs['quick'])}\n")
+    limit = inputs.get("max_concurrent")
+    if limit and schedule["concurrent_jobs"] > limit:
+        out.write(f"launches: at most {limit} at once (" + ("--max-concurrent" if limit != DEFAULT_MAX_CONCURRENT else
+                  "the default: one 2-core host started ~4.5 mpiruns a second at any count, docs/scale.md; "
+                  "--max-concurrent N to change") + f"): each round runs in "
+                  f"{math.ceil(schedule['concurrent_jobs'] / limit)} slices\n")
+    else:
+        out.write(f"launches: at most {limit} at once" + (" (the default, docs/scale.md)"
+                                                           if limit == DEFAULT_MAX_CONCURRENT else "") + "\n")
     for entry in schedule["rounds"]:
         bye = f" (bye: {entry['bye']})" if entry["bye"] else ""
         out.write(f"  round {entry['round'] + 1}: " + " ".join(f"{a}-{b}" for a, b in entry["pairs"]) + bye + "\n")
@@ -123,7 +195,10 @@ def dry_run(inputs, run_dir, out):
         out.write("rails alone: none (give two rails or more with --hcas or --netdevs to judge each rail alone)\n")
     rounds, slots, wall = estimate(inputs, stage, schedule)
     per_job = inputs["per_pair_s"]
-    out.write(f"expected wall time: {wall:.0f} s (node stage {len(kinds)} x {per_job:g} s, then {rounds} round(s) x "
+    limit = inputs.get("max_concurrent")
+    slices = math.ceil(len(stage) / limit) if limit else 1
+    out.write(f"expected wall time: {wall:.0f} s (node stage {len(kinds)} x {per_job:g} s"
+              + (f" x {slices} slices of {limit} nodes" if slices > 1 else "") + f", then {rounds} round(s) x "
               f"{per_job:g} s" + (f", {slots} rail-alone slot(s) x {per_job:g} s" if slots else "") +
               f"; each retest round adds {per_job:g} s)\n")
     first = node_jobs(inputs, run_dir, hosts[0], stage[hosts[0]])
@@ -136,6 +211,20 @@ def dry_run(inputs, run_dir, out):
     return 0
 
 
+def rounds_text(choice, node_count, quick):
+    mode = f"--quick {quick}" if quick else "full"
+    if choice.get("source") != "default":
+        return f"{mode} ({choice.get('source', 'given')})"
+    if not choice.get("table_nodes"):
+        return (f"{mode}, the default below {min(DEFAULT_ROUNDS)} nodes (the fault matrix's fleets of 2-8; --quick K "
+                "for fewer rounds)")
+    recall = choice.get("expected_recall")
+    sizes = " and ".join(f"{size:,}" for size in choice["table_nodes"])
+    return (f"{mode}, the default for {node_count:,} nodes: the fewest rounds the simulated screen of {sizes} nodes "
+            f"needed to find " + ("-" if recall is None else f"{recall:.1%}") + " of bad nodes at 2% faults, "
+            "naming at most 0.1% of healthy ones (docs/scale.md; --full or --quick K to choose)")
+
+
 def check_tools(inputs):
     chosen = launcher_of(inputs)
     resolve_program(chosen["program"], chosen["name"])
@@ -146,6 +235,19 @@ def check_tools(inputs):
 
 def cmd_screen(args, argv, launcher_choice, coll_perf_flags, default_bin_dir):
     results = os.path.abspath(args.results)
+    if args.simulate:
+        fleet = read_fleet(args.simulate)
+        inputs = simulate_inputs(args, fleet, default_bin_dir)
+        run_dir = os.path.join(results, validate_run_id(args.run_id or default_run_id("simulate-")))
+        if args.dry_run:
+            return dry_run(inputs, run_dir, sys.stdout)
+        if os.path.lexists(run_dir):
+            raise UsageError(f"{run_dir} already exists: choose another --run-id")
+        os.makedirs(run_dir, exist_ok=True)
+        simulator = SimulatedFleet(FleetModel(fleet), os.path.abspath(args.simulate))
+        screen = Screen(inputs, run_dir, argv=argv, simulator=simulator)
+        document = screen.run()
+        return report_screen(document, run_dir, screen.report_path, simulated=document.get("simulation"))
     if args.resume:
         if args.run_id and args.run_id != args.resume:
             raise UsageError(f"--run-id {args.run_id} and --resume {args.resume} disagree")
@@ -175,9 +277,24 @@ def cmd_screen(args, argv, launcher_choice, coll_perf_flags, default_bin_dir):
     os.makedirs(run_dir, exist_ok=True)
     screen = Screen(inputs, run_dir, resume=bool(args.resume), argv=argv)
     document = screen.run()
-    path = screen.report_path
+    return report_screen(document, run_dir, screen.report_path)
+
+
+def report_screen(document, run_dir, path, simulated=None):
     for line in headline(document):
         if line and not line.endswith(": none"):
             print(f"cclbench: screen: {line.lstrip('# -')}", file=sys.stderr)
+    if simulated:
+        for kind in ("nodes", "links", "rails"):
+            block = simulated["score"][kind]
+            print(f"cclbench: simulation: bad {kind}: {block['true_positive']} of {block['truth']} found, "
+                  f"{block['false_positive']} named wrongly (recall {_share(block['recall'])}, precision "
+                  f"{_share(block['precision'])})", file=sys.stderr)
+        print(f"cclbench: simulation: modelled wall time {simulated['modelled_wall_s']:.0f} s, rules "
+              f"{sum(simulated['rules_cpu_s'].values()):.2f} s CPU", file=sys.stderr)
     print(f"cclbench: screen: {os.path.join(run_dir, 'screen.json')}, report {path}", file=sys.stderr)
     return document["exit_code"]
+
+
+def _share(value):
+    return "-" if value is None else f"{value:.1%}"

@@ -24,6 +24,7 @@ from ..plan.screen_jobs import backend, node_jobs, pair_job, rail_job, rails_alo
 from ..plan.screen_schedule import node_stage, pair_schedule, rail_point_pairs, retest_rounds
 from ..render.screen import write_report
 from ..execute.doctor import path_mtu_run_directory
+from ..rules.screen_causes import shared_causes
 from ..rules.screen_rules import classify, node_stage_verdicts, path_mtu_verdicts, to_document
 
 MANIFEST = "screen_manifest.json"
@@ -41,6 +42,11 @@ class Interrupted(Exception):
     pass
 
 
+def unblocked(pairs, blocked):
+    """The pairs that cross no failing path (blocked: path_mtu_verdicts' {frozenset((a, b))})."""
+    return [pair for pair in pairs if frozenset(pair) not in blocked] if blocked else list(pairs)
+
+
 def plan_stages(inputs):
     """(node-stage jobs {node: [job]}, pair schedule) for the dry run and the run."""
     hosts = inputs["hosts"]
@@ -51,8 +57,15 @@ def plan_stages(inputs):
 
 
 class Screen:
-    def __init__(self, inputs, run_dir, resume=False, argv=None, verbose=False, stream=sys.stderr):
+    def __init__(self, inputs, run_dir, resume=False, argv=None, verbose=False, stream=sys.stderr, simulator=None,
+                 write_outputs=True):
+        """simulator (execute/screen_simulate.SimulatedFleet): every launch is the fleet model's instead of a
+        process; write_outputs False: screen.json and screen.md are not written (the scale benchmark keeps the
+        document in memory)."""
         self.inputs = inputs
+        self.simulator = simulator
+        self.write_outputs = write_outputs
+        self.rules_cpu_s = {}
         self.run_dir = os.path.abspath(run_dir)
         self.resume = resume
         self.argv = argv or []
@@ -75,7 +88,9 @@ class Screen:
             self.log.write(text.rstrip("\n") + "\n")
             self.log.flush()
 
-    def save(self):
+    def save(self, final=False):
+        if self.simulator is not None and not final:
+            return  # a simulated batch takes microseconds: the manifest is written when the screen starts and ends
         write_json_atomic(os.path.join(self.run_dir, MANIFEST), self.manifest)
 
     def prepare(self):
@@ -90,7 +105,7 @@ class Screen:
         self.manifest["status"] = "running"
         for sub in ("raw", "doctor", "logs", "nccl"):
             make_dirs(os.path.join(self.run_dir, sub))
-        self.save()
+        self.save(final=True)
         self.log = open_append(os.path.join(self.run_dir, "screen.log"))
 
     # -- jobs --------------------------------------------------------------------------------------
@@ -103,6 +118,10 @@ class Screen:
             document = read_json(path, job["name"])
         except CclbenchError:
             return None
+        return self.values_of(job, document)
+
+    def values_of(self, job, document):
+        """The values of a job's output document (a doctor's status, or point_values of coll_perf's -J)."""
         if job["kind"] == "doctor":
             status = document.get("status") if isinstance(document, dict) else None
             return {"doctor": status if status in ("pass", "warn", "fail") else None}
@@ -138,6 +157,11 @@ class Screen:
         for start in range(0, len(todo), limit):
             chunk = todo[start:start + limit]
             began = time.monotonic()
+            if self.simulator is not None:  # the model's launches: one after the other, the clock modelled
+                for job in chunk:
+                    self._run_one(job, results)
+                self.simulator.end_slice()
+                continue
             threads = [threading.Thread(target=self._run_one, args=(job, results), daemon=True) for job in chunk]
             for thread in threads:
                 thread.start()
@@ -163,13 +187,14 @@ class Screen:
         say so: a node that fails the node stage is not paired, and nothing else gives it a second opinion. A
         pair is never retried here (the rules repeat a failed pair, and a failure must reproduce), nor a job
         that measured low or ran out of time: those are findings."""
-        state = self.manifest["jobs"].setdefault(job["name"], {"attempts": 0})
+        jobs = self.manifest["jobs"] if self.simulator is None or self.simulator.keep_files else {}
+        state = jobs.setdefault(job["name"], {"attempts": 0})
         state.update(kind=job["kind"], hosts=job["hosts"], status="running", started_utc=utc_now(),
-                     command=shlex.join(job["argv"]), retried_reason=None)
+                     command=shlex.join(job["argv"]) if jobs is self.manifest["jobs"] else None, retried_reason=None)
         began = time.monotonic()
         for attempt in range(1, LAUNCH_ATTEMPTS + 1):
             state["attempts"] = state.get("attempts", 0) + 1
-            code, problem, found = self._launch(job, append=attempt > 1)
+            code, problem, found = self._launch(job, attempt)
             if found is not None or self.interrupted or (problem and "--launch-timeout" in problem) or \
                     job["kind"] not in NODE_STAGE_KINDS or attempt == LAUNCH_ATTEMPTS:
                 break
@@ -194,8 +219,11 @@ class Screen:
         self.log_line(f"# {utc_now()} {job['name']}: {'failed: ' + reason if reason else 'complete'} "
                       f"in {elapsed:.1f}s")
 
-    def _launch(self, job, append):
+    def _launch(self, job, attempt):
         """(exit code, problem or None, values or None) of one start of the job."""
+        if self.simulator is not None:
+            return self._simulated_launch(job, attempt)
+        append = attempt > 1
         log_path = os.path.join(self.run_dir, "logs", job["name"] + ".log")
         env = dict(os.environ)
         env.update(job["env"])
@@ -226,6 +254,27 @@ class Screen:
                             self.children.pop(job["name"], None)
         except OSError as error:
             problem = f"cannot write {log_path}: {error.strerror}"
+        return code, problem, (self.values(job) if not problem else None)
+
+    def _simulated_launch(self, job, attempt):
+        """The fleet model's launch: its output written where coll_perf or the doctor writes it (keep_files) and
+        read back as a real job's, or parsed in memory; the launch timeout applies to the modelled time."""
+        result = self.simulator.launch(job, attempt)
+        limit = self.inputs.get("launch_timeout_s")
+        code, elapsed, document, problem = result["exit_code"], result["elapsed_s"], result["document"], None
+        if elapsed is None or (limit and elapsed > limit):
+            code, elapsed, document = -15, limit, None
+            problem = f"launch exceeded --launch-timeout {limit}s"
+        self.simulator.record(elapsed)
+        if not self.simulator.keep_files:
+            return code, problem, (self.values_of(job, document) if document is not None and not problem else None)
+        if os.path.exists(job["output"]):
+            os.unlink(job["output"])
+        with open(os.path.join(self.run_dir, "logs", job["name"] + ".log"), "ab" if attempt > 1 else "wb") as log:
+            log.write(("$ " + shlex.join(job["argv"]) + f"\n(simulated: exit {code}, {elapsed:g} s)\n").encode())
+        if document is not None:
+            make_dirs(os.path.dirname(job["output"]))
+            write_json_atomic(job["output"], document)
         return code, problem, (self.values(job) if not problem else None)
 
     @staticmethod
@@ -309,10 +358,12 @@ class Screen:
         data = self.node_stage(stage)
         _, paired = node_stage_verdicts(hosts, data)
         # The path MTU between the nodes that passed alone: a node whose paths fail is not paired, and no pair
-        # crosses a failing path (either would wait out its watchdog: NCCL hangs on such a path).
+        # crosses a failing path (either would wait out its watchdog: NCCL hangs on such a path). Its verdicts are
+        # computed once here and passed down to the node stage's verdicts and to classify.
         path_checks = self.path_mtu_step(paired)
-        _, paired = node_stage_verdicts(hosts, data, path_checks)
-        blocked = path_mtu_verdicts(hosts, path_checks)[2]
+        path_mtu = path_mtu_verdicts(hosts, path_checks)
+        _, paired = node_stage_verdicts(hosts, data, path_mtu=path_mtu)
+        blocked = path_mtu[2]
         left_out = [node for node in hosts if node not in paired]
         if left_out:
             self.say(f"node stage: {', '.join(left_out)} failed and {'is' if len(left_out) == 1 else 'are'} not paired")
@@ -327,12 +378,11 @@ class Screen:
         rails = rails_alone(inputs)
         with_rails = rail_point_pairs(schedule["rounds"]) if rails else [[] for _ in schedule["rounds"]]
         for entry, rail_pairs in zip(schedule["rounds"], with_rails):
-            entry["pairs"] = [pair for pair in entry["pairs"] if frozenset(pair) not in blocked]
-            rail_pairs = [pair for pair in rail_pairs if frozenset(pair) not in blocked]
+            entry["pairs"] = unblocked(entry["pairs"], blocked)
             pairs += self.pair_batch(entry["pairs"], entry["round"], "pair",
                                      f"pair round {entry['round'] + 1}/{len(schedule['rounds'])}")
-            pairs += self.rail_batches(rail_pairs, rails, entry["round"])
-        verdicts = classify(hosts, data, pairs, path_checks)
+            pairs += self.rail_batches(unblocked(rail_pairs, blocked), rails, entry["round"])
+        verdicts = self.judge(hosts, data, pairs, path_checks, path_mtu)
         schedule["retest_rounds"] = []
         for _ in range(RETEST_PASSES):
             retest = verdicts["retest"]
@@ -341,8 +391,7 @@ class Screen:
             if not rounds:
                 break
             for entry in rounds:
-                entry = {key: [pair for pair in entry[key] if frozenset(pair) not in blocked]
-                         for key in ("pairs", "repeats")}
+                entry = {key: unblocked(entry[key], blocked) for key in ("pairs", "repeats")}
                 if not entry["pairs"] and not entry["repeats"]:
                     continue
                 number = len(schedule["rounds"]) + len(schedule["retest_rounds"])
@@ -354,20 +403,28 @@ class Screen:
                 if rails:  # a node suspect from its rails alone is measured on them again with each partner
                     again = [pair for _, pair in both if set(pair) & set(retest["rail_suspects"])]
                     pairs += self.rail_batches(again, rails, number)
-            verdicts = classify(hosts, data, pairs, path_checks)
+            verdicts = self.judge(hosts, data, pairs, path_checks, path_mtu)
         document = to_document(schedule, data, pairs, verdicts, TOOL_VERSION, utc_now())
         for row, pair in zip(document["pairs"], pairs):
             missing = row["busbw_gbps"] is None or (row["small_time_us"] is None and row["stage"] != "rail")
             row["reason"] = pair["reason"] if missing else None
-        write_json_atomic(os.path.join(self.run_dir, RESULT), document)
-        self.report_path = write_report(self.run_dir, document)
+        document["shared_causes"] = shared_causes(document["nodes"], document["rails"], inputs.get("groups") or {})
+        if self.simulator is not None:
+            document["simulation"] = self.simulator.summary(document, self.rules_cpu_s)
+        if self.write_outputs:
+            write_json_atomic(os.path.join(self.run_dir, RESULT), document)
+            self.report_path = write_report(self.run_dir, document)
         return document
+
+    def judge(self, hosts, data, pairs, path_checks, path_mtu):
+        """classify, with each of its steps' CPU seconds added to self.rules_cpu_s (the simulator reports them)."""
+        return classify(hosts, data, pairs, path_checks, path_mtu=path_mtu, timings=self.rules_cpu_s)
 
     def path_mtu_step(self, nodes):
         """The doctor's path MTU probes between these nodes (doctor/path_mtu.json); None when not run: fewer
         than two nodes, or a fixture sysfs root (no live addresses)."""
-        if len(nodes) < 2 or self.inputs.get("sysfs_root"):
-            return None
+        if len(nodes) < 2 or self.inputs.get("sysfs_root") or self.simulator is not None:
+            return None  # the simulator models no path MTU (docs/scale.md)
         started = time.monotonic()
         checks = path_mtu_run_directory(self.run_dir, nodes, self.inputs, log=self.log_line)
         failed = [check for check in checks if check.get("status") == "fail"]
@@ -395,7 +452,7 @@ class Screen:
     def finish(self, status):
         self.manifest["status"] = status
         self.manifest["invocations"][-1].update(finished_utc=utc_now(), status=status)
-        self.save()
+        self.save(final=True)
         if self.log:
             self.log.close()
             self.log = None

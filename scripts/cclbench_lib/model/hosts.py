@@ -10,6 +10,8 @@ from ..base.errors import CclbenchError, UsageError
 
 
 HOST_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$")
+# A switch group's name (a leaf switch, a rack): --groups FILE, a hostfile's group= column, Slurm's topology.
+GROUP_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$")
 
 
 def validate_host(name, where):
@@ -37,7 +39,8 @@ def _unique(hosts, where):
 
 
 def parse_hostfile(path):
-    """Open MPI hostfile: `node5 slots=8 [max_slots=N]`, '#' comments. Returns [(host, slots|None)]."""
+    """Open MPI hostfile: `node5 slots=8 [max_slots=N] [group=leaf7]`, '#' comments. Returns [(host, slots|None)]
+    (the group column: hostfile_groups)."""
     try:
         with open(path, encoding="utf-8") as handle:
             lines = handle.read().splitlines()
@@ -57,6 +60,8 @@ def parse_hostfile(path):
         slots = None
         for token in tokens[1:]:
             key, sep, value = token.partition("=")
+            if key == "group" and sep and GROUP_RE.match(value):
+                continue  # the node's switch group, for `screen` (hostfile_groups); Open MPI never reads this file
             if not sep or key not in ("slots", "max_slots", "max-slots") or not value.isdigit() or int(value) < 1:
                 raise UsageError(f"--hostfile: {path} line {number}: cannot parse '{token}' "
                                  "(expected slots=N or max_slots=N)")
@@ -144,6 +149,34 @@ def slurm_hosts(environ=None):
     return expand_nodelist(nodelist)
 
 
+def slurm_topology_groups(environ=None):
+    """{host: leaf switch} from Slurm's topology (`scontrol show topology`: the Level=0 switches' Nodes=) inside an
+    allocation; {} outside one, without scontrol or a topology plugin, or on output it cannot read."""
+    environ = os.environ if environ is None else environ
+    scontrol = shutil.which("scontrol", path=environ.get("PATH"))
+    if not (environ.get("SLURM_JOB_NODELIST") or environ.get("SLURM_NODELIST")) or not scontrol:
+        return {}
+    try:
+        result = subprocess.run([scontrol, "show", "topology"], capture_output=True, text=True, timeout=30,
+                                check=False, env=dict(environ))
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    if result.returncode != 0:
+        return {}
+    groups = {}
+    for line in result.stdout.splitlines():
+        fields = dict(token.partition("=")[::2] for token in line.split() if "=" in token)
+        if fields.get("Level") != "0" or not GROUP_RE.match(fields.get("SwitchName", "")) or not fields.get("Nodes"):
+            continue
+        try:
+            hosts = expand_nodelist(fields["Nodes"])
+        except UsageError:
+            return {}
+        for host in hosts:
+            groups[host] = fields["SwitchName"]
+    return groups
+
+
 def slurm_gpus_per_node(environ=None):
     """GPUs per node the Slurm allocation grants (--gpus-per-node, or what this node got), or None."""
     environ = os.environ if environ is None else environ
@@ -184,6 +217,43 @@ def check_resolvable(hosts):
             socket.getaddrinfo(host, None)
         except (socket.gaierror, UnicodeError):
             raise CclbenchError(f"unknown host '{host}': it does not resolve (check --hosts/--hostfile)", 2) from None
+
+
+def hostfile_groups(path):
+    """{host: group} of a hostfile's `group=NAME` column (parse_hostfile checks the file); {} when none has one."""
+    parse_hostfile(path)
+    with open(path, encoding="utf-8") as handle:
+        lines = handle.read().splitlines()
+    groups = {}
+    for raw in lines:
+        tokens = raw.split("#", 1)[0].split()
+        for token in tokens[1:]:
+            if token.startswith("group="):
+                groups[tokens[0]] = token[len("group="):]
+    return groups
+
+
+def read_groups(path):
+    """--groups FILE: `node group` a line, '#' comments: {node: group}; a bad line is a UsageError (exit 2)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    except (OSError, UnicodeDecodeError) as error:
+        raise UsageError(f"--groups: cannot read {path}: {getattr(error, 'strerror', None) or error}") from None
+    groups = {}
+    for number, raw in enumerate(lines, 1):
+        tokens = raw.split("#", 1)[0].split()
+        if not tokens:
+            continue
+        if len(tokens) != 2 or not HOST_RE.match(tokens[0]) or not GROUP_RE.match(tokens[1]):
+            raise UsageError(f"--groups: {path} line {number}: expected 'NODE GROUP' (a host name and a group name), "
+                             f"got {raw.strip()[:80]!r}")
+        if tokens[0] in groups and groups[tokens[0]] != tokens[1]:
+            raise UsageError(f"--groups: {path} line {number}: {tokens[0]} is already in group {groups[tokens[0]]}")
+        groups[tokens[0]] = tokens[1]
+    if not groups:
+        raise UsageError(f"--groups: {path} names no node")
+    return groups
 
 
 def hosts_and_slots(hosts_text, hostfile):

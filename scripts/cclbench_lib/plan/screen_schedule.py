@@ -27,6 +27,17 @@ import random
 # (launch, NCCL init, both sizes). The issue's figure; the CLI takes the measured time where it has one.
 PER_PAIR_S = 20.0
 SCALE_NODE_COUNTS = (2, 16, 128, 1024)
+# With no round flag (--quick K / --full), a screen of N nodes runs the fewest rounds, with retests, that found at
+# least 99% of bad nodes at 2% faults and named at most 0.1% of healthy nodes in the simulated scale table
+# (docs/scale.md: `tests/scale/screen_scale.py defaults tests/scale/screen_scale_results.json`; the H200's noise).
+# fleet size: (quick rounds, None for full; the recall measured there). A fleet between two sizes takes the larger
+# of their rounds; fewer nodes than the smallest size: full (the fault matrix proves 2-8 nodes); more than the
+# largest: the largest's.
+DEFAULT_ROUNDS = {16: (2, 1.0), 64: (3, 1.0), 256: (1, 1.0), 1024: (3, 1.0), 4096: (1, 1.0)}
+# Launches at once by default (--max-concurrent): one 2-core host started 8-256 concurrent `mpirun -np 2` of an
+# MPI program at a steady ~4.5 a second, all of them, whatever the count (tests/scale/launch_fanout_results.json):
+# above about 64 at once the start-up alone takes as long as a 20 s pair job, and a round only waits longer.
+DEFAULT_MAX_CONCURRENT = 64
 # Node-stage jobs, each about one launch like a pair job.
 NODE_JOB_S = PER_PAIR_S
 # Retest: good partners per suspect; two good partners that both fail is what makes a node bad (screen_rules).
@@ -234,3 +245,21 @@ def scale_table(node_counts=SCALE_NODE_COUNTS, per_pair_s=PER_PAIR_S, rails=2, q
                          "wall_s": wall_time_s(rounds, stage_s, per_pair_s, rail_slot_count=slots),
                          "retest_round_s": per_pair_s})
     return rows
+
+
+def default_rounds(node_count, table=None):
+    """The rounds a screen of node_count nodes runs with no round flag: {"quick": K or None (full),
+    "expected_recall": the share of bad nodes found at 2% faults where the table measured it, else None,
+    "table_nodes": the fleet size(s) of the table it came from}."""
+    table = DEFAULT_ROUNDS if table is None else table
+    sizes = sorted(table)
+    if node_count < sizes[0]:
+        return {"quick": None, "expected_recall": None, "table_nodes": []}
+    below = max(size for size in sizes if size <= node_count)
+    above = min((size for size in sizes if size >= node_count), default=below)
+    chosen = [table[size] for size in sorted({below, above})]
+    if any(rounds is None for rounds, _ in chosen):
+        return {"quick": None, "expected_recall": None, "table_nodes": sorted({below, above})}
+    rounds = max(rounds for rounds, _ in chosen)
+    recall = min(recall for r, recall in chosen if r == rounds)
+    return {"quick": rounds, "expected_recall": recall, "table_nodes": sorted({below, above})}

@@ -112,6 +112,17 @@ def _named(rows, verdict, label):
     return [label(row) + f" ({_codes(row['reasons'])})" for row in rows if row["verdict"] == verdict]
 
 
+def cause_text(cause):
+    """One shared cause (rules/screen_causes.py) in words."""
+    codes = ", ".join(cause["codes"])
+    if cause["kind"] == "group":
+        where = f" on {', '.join(cause['rails'])}" if cause["rails"] else ""
+        return (f"the {len(cause['nodes'])} of {cause['group_nodes']} nodes under {cause['group']} are bad{where} "
+                f"({codes}): look at what they share (the switch, its uplinks, the rack)")
+    return (f"{len(cause['nodes'])} bad nodes have the same rail bad, {cause['rail']} ({codes}): look at that rail's "
+            "fabric and configuration before the nodes one by one")
+
+
 def headline(document):
     """The report's first lines: the result, then the bad (and suspect) nodes, links and rails."""
     result = document["result"]
@@ -131,6 +142,8 @@ def headline(document):
             lines.append(f"- {verdict.capitalize()} {what}: " + ("; ".join(named) if named else "none"))
     accepted = sum(1 for row in document["nodes"] if row["verdict"] == rules.ACCEPT)
     lines.append(f"- Accepted nodes: {accepted} of {len(document['nodes'])}")
+    for cause in document.get("shared_causes") or []:
+        lines.append(f"- Shared cause: {cause_text(cause)}")
     if "judged" in document:
         lines.append("- Judged: " + ("; ".join(CHECK_TEXT.get(entry["check"], entry["check"]) + (
             f" ({', '.join(entry['detail']['rails'])})" if entry["detail"].get("rails") else "")
@@ -287,8 +300,29 @@ def render(document, plot_name=None, plot_note=None):
         lines += [markdown_matrix(names, matrix), ""]
     else:
         lines += [f"({len(names)} nodes: no matrix; the pairs are listed below)", ""]
+    if document.get("simulation"):
+        lines += simulation_section(document["simulation"])
     lines += ["## Reasons", "", reasons_section(document), "", "## Every pair measured", "", pairs_section(document)]
     return "\n".join(lines) + "\n"
+
+
+def simulation_section(simulation):
+    """A simulated screen (`--simulate`): its verdict against the fleet's truth (screen.json "simulation")."""
+    def share(value):
+        return "-" if value is None else f"{value:.1%}"
+
+    rows = [[kind, str(block["truth"]), str(block["named"]), str(block["true_positive"]), share(block["recall"]),
+             share(block["precision"]), ", ".join("-".join(item) if isinstance(item, list) else item
+                                                  for item in block["missed"]) or "-"]
+            for kind, block in simulation["score"].items()]
+    noise = simulation["noise"]
+    return ["## Simulation", "",
+            f"A simulated fleet ({simulation['fleet']}): {simulation['nodes']} nodes, {simulation['faults']} fault(s), "
+            f"healthy noise {noise['busbw_log_sd']:.1%} (bus bandwidth), {noise['small_time_log_sd']:.1%} (small "
+            f"time), {noise['rail_log_sd']:.1%} (a rail alone) from {noise['source']}; modelled wall time "
+            f"{simulation['modelled_wall_s']:.0f} s; the rules' CPU time "
+            f"{sum(simulation['rules_cpu_s'].values()):.2f} s.", "",
+            md_table(["bad", "in truth", "named bad", "found", "recall", "precision", "missed"], rows), ""]
 
 
 def write_report(run_dir, document):

@@ -61,10 +61,15 @@ The rules, as data (reason codes below; the report renders them):
   Unclear cases are suspect, with the pairs behind them. Result: "fail" when anything is bad, else "suspect" when
   anything is suspect, else "pass"; EXIT_CODES.
 
-Pure: plain data in and out, no I/O, no text beyond the stable codes.
+classify runs these as steps, each a function that reads on its own (STEPS: path MTU, node stage, pairs,
+attribution, rail balance, rails alone, retests); classify(timings=dict) adds each step's CPU seconds (the
+simulator's scale table reports them). The path MTU step's verdicts are computed once a screen and passed down.
+
+Pure: plain data in and out, no I/O, no text beyond the stable codes (the step timings read the process clock).
 """
 import math
 import statistics
+import time
 
 from ..model.doctor_checks import path_mtu_down, path_mtu_ends
 
@@ -185,7 +190,7 @@ NOT_JUDGED_REASONS = (NOT_JUDGED_FEW_NODES, NOT_JUDGED_CORRECTNESS_ONLY, NOT_JUD
 # Pair speed and attribution need a third node: a pair's reference leaves both of its nodes out in turn.
 MIN_NODES_TO_COMPARE = 3
 
-SCHEMA_VERSION = "1.2.0"
+SCHEMA_VERSION = "1.3.0"
 
 
 def _number(value):
@@ -555,27 +560,45 @@ def path_mtu_verdicts(nodes, path_checks):
                                                "words": check.get("detail"), "down": path_mtu_down(check)})
         else:
             passed.add(key)
-    reaches = {node: {other for key in passed - set(failed) if node in key for other in key if other != node}
-               for node in nodes}
-    unexplained, taken = dict(failed), []
+    # Indexed by node once (the probes are every ordered pair of nodes on every rail: 33 million at 4,096 nodes),
+    # so that each step below costs the node's own paths, never the fleet's.
+    reaches = {node: set() for node in nodes}
+    for key in passed - set(failed):
+        a, b = tuple(key)
+        reaches[a].add(b)
+        reaches[b].add(a)
+    failing_peers = {}
+    for key in failed:
+        a, b = tuple(key)
+        failing_peers.setdefault(a, set()).add(b)
+        failing_peers.setdefault(b, set()).add(a)
+    failed_with = {node: set(peers) for node, peers in failing_peers.items()}
+    unexplained, taken = dict(failed), set()
     while True:
         candidates = []
-        for node in sorted(fleet - set(taken)):
-            peers = {other for key in unexplained if node in key for other in key if other != node}
-            good = {peer for peer in peers if reaches[peer] - {node}}
+        for node in sorted(failing_peers):
+            if node in taken:
+                continue
+            peers = failing_peers[node]
+            good = [peer for peer in peers if len(reaches[peer]) > (node in reaches[peer])]  # reaches another
             if len(good) >= MIN_GOOD_FAILS and len(peers) > len(reaches[node]):
-                candidates.append((-len(peers), node, peers))
+                candidates.append((-len(peers), node))
         if not candidates:
             break
-        _, node, peers = min(candidates)
-        taken.append(node)
-        paths = [path for key in list(unexplained) if node in key for path in unexplained.pop(key)]
+        _, node = min(candidates)
+        taken.add(node)
+        paths = []
+        for other in sorted(failing_peers.pop(node)):
+            paths += unexplained.pop(frozenset((node, other)))
+            failing_peers[other].discard(node)
+            if not failing_peers[other]:
+                del failing_peers[other]
         for rail in sorted({path["rails"][node] for path in paths}):
             on_rail = [path for path in paths if path["rails"][node] == rail]
             # No echo at any size on every path of that rail: the rail is dead there, not too small.
             code = RAIL_DEAD if all(path["down"] for path in on_rail) else NODE_PATH_MTU
-            peers_on_rail = sorted({other for key in failed if node in key for other in key if other != node
-                                    and any(p["rails"].get(node) == rail for p in failed[key])})
+            peers_on_rail = sorted(other for other in failed_with[node]
+                                   if any(path["rails"].get(node) == rail for path in failed[frozenset((node, other))]))
             findings[node].append((BAD, code, {"peers": peers_on_rail, "rails": [rail],
                                                "words": on_rail[0]["words"]}, rail))
     links = []
@@ -587,7 +610,7 @@ def path_mtu_verdicts(nodes, path_checks):
     return findings, links, set(failed)
 
 
-def node_stage_verdicts(nodes, node_stage, path_checks=None):
+def node_stage_verdicts(nodes, node_stage, path_checks=None, path_mtu=None):
     """The node stage's verdicts: {node: [(verdict, code, detail, rail or None)]} and the nodes that go on to the
     pair stage. node_stage: {node: {"doctor": "pass"|"warn"|"fail"|None, "intra_busbw_gbps": x|None,
     "intra_small_time_us": y|None, "loopback_busbw_gbps": {rail: x|None}, optional "intra_reason": text and
@@ -595,8 +618,11 @@ def node_stage_verdicts(nodes, node_stage, path_checks=None):
     "intra_ranks": n}} (a node absent: no doctor result and no intra-node values). At one rank (one GPU a node) the
     intra-node point crosses no link: it has no bus bandwidth by definition (coll_perf writes null with
     busbw_reason), so only its small-message time must exist, and the node is never compared on busbw.
-    path_checks: the path MTU step's checks (path_mtu_verdicts), None when it did not run."""
-    findings = path_mtu_verdicts(nodes, path_checks)[0]
+    path_checks: the path MTU step's checks (path_mtu_verdicts), None when it did not run; path_mtu: their
+    path_mtu_verdicts where the caller has them (a screen computes them once), else computed from path_checks."""
+    if path_mtu is None:
+        path_mtu = path_mtu_verdicts(nodes, path_checks)
+    findings = {node: list(path_mtu[0].get(node, ())) for node in nodes}
     intra_band = fleet_band([(node_stage.get(n) or {}).get("intra_busbw_gbps") for n in nodes
                              if not _intra_untimed(node_stage.get(n) or {})], True,
                             bw_floor_ratio=SINGLE_VALUE_FLOOR_RATIO)
@@ -622,7 +648,14 @@ def node_stage_verdicts(nodes, node_stage, path_checks=None):
             findings[node].append((SUSPECT, NODE_INTRA_SLOW, {"intra_busbw_gbps": busbw,
                                                              "fleet_median": intra_band["median"],
                                                              "limit": intra_band["limit"]}, None))
-        for rail, value in sorted((stage.get("loopback_busbw_gbps") or {}).items()):
+        loopbacks = stage.get("loopback_busbw_gbps") or {}
+        # A loopback failure is the rail's only when something else on the node ran (its intra-node point or a
+        # sibling rail's loopback): a node that started nothing (unreachable, crashed) is bad as a node, its rails
+        # unjudged.
+        node_ran = _number(small) or _number(busbw) or any(_number(value) for value in loopbacks.values())
+        for rail, value in sorted(loopbacks.items()):
+            if not _number(value) and not node_ran:
+                continue
             if not _number(value):
                 findings[node].append((BAD, RAIL_LOOPBACK_FAILED, {"loopback_busbw_gbps": None,
                                                                   "reason": (stage.get("loopback_reason") or {})
@@ -700,103 +733,90 @@ def _judged(nodes, paired, node_stage, pairs, intra_band, rail_found, path_check
     return judged, not_judged
 
 
-def classify(nodes, node_stage, pairs, path_checks=None):
-    """The screen's verdicts. nodes: the fleet's names; node_stage: as node_stage_verdicts; pairs: [{"a", "b",
-    "busbw_gbps": x|None, "small_time_us": y|None, "rail_bytes": {host: {rail: bytes}}|None, "stage", "round",
-    "rail" (rail points)...}] of the pair stage, the rail points and the retests (the same pair may appear more
-    than once). Returns
-    {"nodes": [{"name", "verdict", "paired", "reasons": [{"code", "detail", "pairs": [index]}]}],
-     "links": [{"a", "b", "verdict", "reasons"}], "rails": [{"node", "rail", "verdict", "reasons"}],
-     "pair_outcomes": [outcome per pair], "references": [per pair, judge_pairs], "rail_ratios": {index: ratio},
-     "bands": {...} (the whole fleet's, for the record), "judged", "not_judged", "result": "pass"|"suspect"|"fail",
-     "exit_code", "retest": {"suspects", "known_good", "met", "repeat_pairs", "rail_suspects"}} - retest feeds
-    plan.screen_schedule.retest_rounds (suspects: the nodes suspect from their pairs, which a retest can settle; a
-    node-stage suspicion is not; rail_suspects: those whose retest pairs need their rail points again).
-    Indices in "pairs" point into the pairs given; a link's a and b are in name order. path_checks: the path MTU
-    step's doctor checks (path_mtu_verdicts; None: not run), also returned as "path_mtu" for the document."""
-    nodes = list(nodes)
-    _check_pairs(pairs)
-    fleet = set(nodes)
-    for index, pair in enumerate(pairs):
-        for node in (pair["a"], pair["b"]):
-            if node not in fleet:
-                raise ValueError(f"screen: pair {index} names {node}, which is not in the fleet")
-    findings, paired = node_stage_verdicts(nodes, node_stage, path_checks)
-    excluded = set(nodes) - set(paired)
-    # GPU-less nodes: the pairs ran on the MPI backend too, whose times are the hosts' (HOST_TIMES_WIDENING).
-    host_times = bool(paired) and all((node_stage.get(node) or {}).get("intra_correctness_only") for node in paired)
-    outcomes, references, edges, found = _judge_and_attribute(pairs, paired, excluded, host_times)
-    rail_found = judge_rail_points(pairs, host_times)
-    for index, entry in rail_found.items():
-        outcomes[index] = entry["outcome"]
-    combined = [pair for pair in pairs if not _is_rail_point(pair)]
-    bands = {key: fleet_band([p.get(key) for p in combined], higher) for key, higher in METRICS}
-    reasons = {node: [] for node in nodes}
-    verdicts = {node: [] for node in nodes}
-    from_pairs = set()  # suspect from the pairs: what a retest against known-good nodes can settle
-    rail_suspects = set()  # suspect from the rail points: their retests measure each rail alone again
-    repeat_pairs = [list(key) for key in found["links_suspect"]]
-    rails = {}
-    for node in nodes:
-        for verdict, code, detail, rail in findings[node]:
-            reasons[node].append(_reason(code, dict(detail, rail=rail) if rail else detail, []))
-            verdicts[node].append(verdict)
-            if rail:
-                rails.setdefault((node, rail), []).append((verdict, _reason(code, detail, [])))
+class _Findings:
+    """The verdicts as they are found, step by step: per node its reasons and verdicts, per (node, rail) its
+    entries, the links, and what the retests need (the nodes suspect from their pairs or their rails alone, the
+    pairs to repeat)."""
 
+    def __init__(self, nodes):
+        self.reasons = {node: [] for node in nodes}
+        self.verdicts = {node: [] for node in nodes}
+        self.rails = {}
+        self.links = []
+        self.from_pairs = set()  # suspect from the pairs: what a retest against known-good nodes can settle
+        self.rail_suspects = set()  # suspect from the rail points: their retests measure each rail alone again
+        self.repeat_pairs = []
+
+    def add_node(self, node, verdict, reason, from_pairs=False):
+        self.reasons[node].append(reason)
+        self.verdicts[node].append(verdict)
+        if from_pairs:
+            self.from_pairs.add(node)
+
+    def add_rail(self, node, rail, verdict, code, detail, behind):
+        self.add_node(node, verdict, _reason(code, detail, behind), from_pairs=verdict == SUSPECT)
+        self.rails.setdefault((node, rail), []).append((verdict, _reason(code, detail, behind)))
+
+
+def _step_node_stage(state, findings):
+    """The node stage's and the path MTU step's findings, as reasons (a rail's also under that rail)."""
+    for node, entries in findings.items():
+        for verdict, code, detail, rail in entries:
+            state.add_node(node, verdict, _reason(code, dict(detail, rail=rail) if rail else detail, []))
+            if rail:
+                state.rails.setdefault((node, rail), []).append((verdict, _reason(code, detail, [])))
+
+
+def _step_attribution(state, nodes, paired, outcomes, edges, found):
+    """The pairs' attribution (_attribute's result) as node and link reasons."""
     def indices(keys):
         return [index for key in keys for index in edges[key]["pairs"]]
 
+    state.repeat_pairs += [list(key) for key in found["links_suspect"]]
     for node, keys in found["bad"].items():
         slow = [i for i in indices(keys) if outcomes[i] in (PAIR_SLOW_BUSBW, PAIR_SLOW_SMALL)]
         code = NODE_SLOW_WITH_GOOD_PARTNERS if slow else NODE_FAILED_WITH_GOOD_PARTNERS
         partners = sorted({key[0] if key[1] == node else key[1] for key in keys})
-        reasons[node].append(_reason(code, {"good_partners_failed": partners}, indices(keys)))
-        verdicts[node].append(BAD)
+        state.add_node(node, BAD, _reason(code, {"good_partners_failed": partners}, indices(keys)))
     for node, keys in found["suspect"].items():
         partners = sorted({key[0] if key[1] == node else key[1] for key in keys})
-        reasons[node].append(_reason(NODE_UNRESOLVED, {"partners_failed": partners}, indices(keys)))
-        verdicts[node].append(SUSPECT)
-        from_pairs.add(node)
+        state.add_node(node, SUSPECT, _reason(NODE_UNRESOLVED, {"partners_failed": partners}, indices(keys)), True)
     in_edges = {node for key in edges for node in key}
     untested = [node for node in paired if len(nodes) >= 2 and node not in in_edges]  # never met anyone
+    if found["no_good_partner"]:
+        keys_of = {}
+        for key in edges:
+            for node in key:
+                keys_of.setdefault(node, []).append(key)
     for node in found["no_good_partner"] + untested:
-        reasons[node].append(_reason(NODE_NO_GOOD_PARTNER, {}, indices(k for k in edges if node in k)))
-        verdicts[node].append(SUSPECT)
-        from_pairs.add(node)
-    links = path_mtu_verdicts(nodes, path_checks)[1]
+        behind = indices(keys_of.get(node, ())) if found["no_good_partner"] else []
+        state.add_node(node, SUSPECT, _reason(NODE_NO_GOOD_PARTNER, {}, behind), True)
     for key in found["links_bad"]:
         slow = [i for i in edges[key]["pairs"] if outcomes[i] in (PAIR_SLOW_BUSBW, PAIR_SLOW_SMALL)]
-        links.append({"a": key[0], "b": key[1], "verdict": BAD,
-                      "reasons": [_reason(LINK_SLOW_PAIR if slow else LINK_FAILED_PAIR,
-                                          {"measurements": edges[key]["count"]}, edges[key]["pairs"])]})
+        state.links.append({"a": key[0], "b": key[1], "verdict": BAD,
+                            "reasons": [_reason(LINK_SLOW_PAIR if slow else LINK_FAILED_PAIR,
+                                                {"measurements": edges[key]["count"]}, edges[key]["pairs"])]})
     for key in list(found["links_suspect"]):
         failed_each_time = all(outcomes[i] == PAIR_FAILED for i in edges[key]["pairs"])
         if len(paired) == 2 and edges[key]["count"] >= 2 and failed_each_time:
             # Two nodes: no third to tell the link from its ends, but a pair that failed every time it ran, twice
             # or more, is a failure of the fleet's one link, never a suspicion (its nodes stay suspect).
-            links.append({"a": key[0], "b": key[1], "verdict": BAD, "reasons": [
+            state.links.append({"a": key[0], "b": key[1], "verdict": BAD, "reasons": [
                 _reason(LINK_FAILED_PAIR, {"measurements": edges[key]["count"], "nodes": 2}, edges[key]["pairs"])]})
-            repeat_pairs.remove(list(key))
+            state.repeat_pairs.remove(list(key))
             continue
         code = LINK_NOT_REPRODUCED if key in found["link_not_reproduced"] else LINK_UNRESOLVED
-        links.append({"a": key[0], "b": key[1], "verdict": SUSPECT,
-                      "reasons": [_reason(code, {"measurements": edges[key]["count"]}, edges[key]["pairs"])]})
+        state.links.append({"a": key[0], "b": key[1], "verdict": SUSPECT,
+                            "reasons": [_reason(code, {"measurements": edges[key]["count"]}, edges[key]["pairs"])]})
         if code == LINK_NOT_REPRODUCED:  # both nodes pass with good partners; only the link is in question
             for node in key:
-                reasons[node].append(_reason(LINK_NOT_REPRODUCED, {"partner": key[1] if node == key[0] else key[0]},
-                                             edges[key]["pairs"]))
-                verdicts[node].append(SUSPECT)
-                from_pairs.add(node)
+                state.add_node(node, SUSPECT, _reason(LINK_NOT_REPRODUCED,
+                                                      {"partner": key[1] if node == key[0] else key[0]},
+                                                      edges[key]["pairs"]), True)
 
-    def add_rail(node, rail, verdict, code, detail, behind):
-        reasons[node].append(_reason(code, detail, behind))
-        verdicts[node].append(verdict)
-        rails.setdefault((node, rail), []).append((verdict, _reason(code, detail, behind)))
-        if verdict == SUSPECT:
-            from_pairs.add(node)
 
-    # Rails from the pairs' counters: the same attribution per rail name.
+def _step_rail_balance(state, pairs, paired, excluded):
+    """Rails from the pairs' counters (RAIL_LOW_RATIO): the same attribution per rail name."""
     rail_failed = {}
     for index, pair in enumerate(pairs):
         if _is_rail_point(pair):
@@ -806,21 +826,29 @@ def classify(nodes, node_stage, pairs, path_checks=None):
     pair_rows = {index for index, pair in enumerate(pairs) if not _is_rail_point(pair)}
     for rail, failed_at in sorted(rail_failed.items()):
         rail_edges = _edges(pairs, [index in failed_at for index in range(len(pairs))], excluded, pair_rows)
-        rail_found = _attribute(paired, rail_edges)
-        for node, keys in rail_found["bad"].items():
+        found = _attribute(paired, rail_edges)
+
+        def low_hosts(keys):
             behind = [i for key in keys for i in rail_edges[key]["pairs"]]
-            add_rail(node, rail, BAD, RAIL_UNBALANCED, {"rail": rail, "low_on_hosts": sorted(
-                {host for i in behind for host in failed_at.get(i, [])})}, behind)
-        for node, keys in rail_found["suspect"].items():
-            behind = [i for key in keys for i in rail_edges[key]["pairs"]]
-            add_rail(node, rail, SUSPECT, RAIL_UNBALANCED_UNRESOLVED, {"rail": rail, "low_on_hosts": sorted(
-                {host for i in behind for host in failed_at.get(i, [])})}, behind)
-        for key in rail_found["links_bad"] + rail_found["links_suspect"]:
+            return behind, sorted({host for i in behind for host in failed_at.get(i, [])})
+
+        for node, keys in found["bad"].items():
+            behind, hosts = low_hosts(keys)
+            state.add_rail(node, rail, BAD, RAIL_UNBALANCED, {"rail": rail, "low_on_hosts": hosts}, behind)
+        for node, keys in found["suspect"].items():
+            behind, hosts = low_hosts(keys)
+            state.add_rail(node, rail, SUSPECT, RAIL_UNBALANCED_UNRESOLVED, {"rail": rail, "low_on_hosts": hosts},
+                           behind)
+        for key in found["links_bad"] + found["links_suspect"]:
             for node in key:  # a rail low on one pair only: that pair's rail, both nodes in question
-                add_rail(node, rail, SUSPECT, RAIL_UNBALANCED_UNRESOLVED,
-                         {"rail": rail, "partner": key[1] if node == key[0] else key[0]}, rail_edges[key]["pairs"])
-    # Each rail alone against its siblings: the same attribution per rail name over the rail points.
-    rail_found = judge_rail_points(pairs, host_times)
+                state.add_rail(node, rail, SUSPECT, RAIL_UNBALANCED_UNRESOLVED,
+                               {"rail": rail, "partner": key[1] if node == key[0] else key[0]},
+                               rail_edges[key]["pairs"])
+
+
+def _step_rails_alone(state, pairs, paired, excluded, rail_found):
+    """Each rail alone against its siblings (judge_rail_points' rail_found): the same attribution per rail name
+    over the rail points; at two nodes the link's rail once the slowness reproduces."""
     for rail in sorted({pairs[index].get("rail") for index, entry in rail_found.items() if entry["judged"]}):
         rows = {index for index, entry in rail_found.items() if entry["judged"] and pairs[index].get("rail") == rail}
         slow_edges = _edges(pairs, [index in rows and rail_found[index]["outcome"] == PAIR_SLOW_RAIL
@@ -841,65 +869,152 @@ def classify(nodes, node_stage, pairs, path_checks=None):
                     continue
                 detail = evidence(edge["pairs"], {"measurements": edge["count"]})
                 if edge["count"] >= 2:
-                    links.append({"a": key[0], "b": key[1], "verdict": BAD,
-                                  "reasons": [_reason(RAIL_SLOW, detail, edge["pairs"])]})
+                    state.links.append({"a": key[0], "b": key[1], "verdict": BAD,
+                                        "reasons": [_reason(RAIL_SLOW, detail, edge["pairs"])]})
                 else:
-                    repeat_pairs.append(list(key))
+                    state.repeat_pairs.append(list(key))
                 for node in key:
-                    add_rail(node, rail, SUSPECT, RAIL_SLOW_UNRESOLVED,
-                             dict(detail, partner=key[1] if node == key[0] else key[0]), edge["pairs"])
-                    rail_suspects.add(node)
+                    state.add_rail(node, rail, SUSPECT, RAIL_SLOW_UNRESOLVED,
+                                   dict(detail, partner=key[1] if node == key[0] else key[0]), edge["pairs"])
+                    state.rail_suspects.add(node)
             continue
-        slow_found = _attribute(paired, slow_edges)
-        for node, keys in slow_found["bad"].items():
+        found = _attribute(paired, slow_edges)
+        for node, keys in found["bad"].items():
             behind = [i for key in keys for i in slow_edges[key]["pairs"]]
-            add_rail(node, rail, BAD, RAIL_SLOW,
-                     evidence(behind, {"good_partners_slow": sorted({k[0] if k[1] == node else k[1] for k in keys})}),
-                     behind)
-        for node, keys in slow_found["suspect"].items():
+            state.add_rail(node, rail, BAD, RAIL_SLOW, evidence(behind, {"good_partners_slow": sorted(
+                {k[0] if k[1] == node else k[1] for k in keys})}), behind)
+        for node, keys in found["suspect"].items():
             behind = [i for key in keys for i in slow_edges[key]["pairs"]]
-            add_rail(node, rail, SUSPECT, RAIL_SLOW_UNRESOLVED, evidence(behind, {}), behind)
-            rail_suspects.add(node)
-        for key in slow_found["links_bad"]:
-            links.append({"a": key[0], "b": key[1], "verdict": BAD, "reasons": [_reason(
+            state.add_rail(node, rail, SUSPECT, RAIL_SLOW_UNRESOLVED, evidence(behind, {}), behind)
+            state.rail_suspects.add(node)
+        for key in found["links_bad"]:
+            state.links.append({"a": key[0], "b": key[1], "verdict": BAD, "reasons": [_reason(
                 RAIL_SLOW, evidence(slow_edges[key]["pairs"], {"measurements": slow_edges[key]["count"]}),
                 slow_edges[key]["pairs"])]})
-        for key in slow_found["links_suspect"]:
-            repeat_pairs.append(list(key))
+        for key in found["links_suspect"]:
+            state.repeat_pairs.append(list(key))
             for node in key:
-                add_rail(node, rail, SUSPECT, RAIL_SLOW_UNRESOLVED,
-                         evidence(slow_edges[key]["pairs"], {"partner": key[1] if node == key[0] else key[0]}),
-                         slow_edges[key]["pairs"])
-                rail_suspects.add(node)
-    node_rows = [{"name": node, "verdict": _worst(verdicts[node]), "paired": node in paired,
-                  "reasons": reasons[node]} for node in nodes]
-    rail_rows = [{"node": node, "rail": rail, "verdict": _worst([v for v, _ in entries]),
-                  "reasons": [reason for _, reason in entries]} for (node, rail), entries in sorted(rails.items())]
-    every = [row["verdict"] for row in node_rows] + [row["verdict"] for row in links] + \
-        [row["verdict"] for row in rail_rows]
-    result = "fail" if BAD in every else ("suspect" if SUSPECT in every else "pass")
-    # Suspect from its pairs or its rails alone: retested with known-good partners, even when another finding
-    # already makes the node bad (its rail alone slow, its pairs not yet attributed: both verdicts are wanted).
-    suspects = [row["name"] for row in node_rows if row["name"] in from_pairs or row["name"] in rail_suspects]
+                state.add_rail(node, rail, SUSPECT, RAIL_SLOW_UNRESOLVED,
+                               evidence(slow_edges[key]["pairs"], {"partner": key[1] if node == key[0] else key[0]}),
+                               slow_edges[key]["pairs"])
+                state.rail_suspects.add(node)
+
+
+def _step_retests(state, node_rows, pairs, paired, edges, found, rail_found):
+    """What the next retest pass needs (plan.screen_schedule.retest_rounds): the suspects from their pairs or their
+    rails alone - retested with known-good partners even when another finding already makes the node bad (its rail
+    alone slow, its pairs not yet attributed: both verdicts are wanted) - the known-good nodes, whom each suspect
+    has met, the pairs to repeat, and the suspects whose retests need their rails alone again."""
+    suspects = [row["name"] for row in node_rows if row["name"] in state.from_pairs or
+                row["name"] in state.rail_suspects]
     met = {}
     for key in edges:
         met.setdefault(key[0], set()).add(key[1])
         met.setdefault(key[1], set()).add(key[0])
-    for node in rail_suspects:  # their rails alone were measured with these partners only
+    for node in state.rail_suspects:  # their rails alone were measured with these partners only
         met[node] = {pairs[i]["b"] if pairs[i]["a"] == node else pairs[i]["a"] for i in rail_found
                      if node in (pairs[i]["a"], pairs[i]["b"])}
-    known_good = [node for node in paired if node in found["good"] and _worst(verdicts[node]) == ACCEPT]
+    known_good = [node for node in paired if node in found["good"] and _worst(state.verdicts[node]) == ACCEPT]
     unique_repeats = []
-    for pair in repeat_pairs:
-        if pair not in unique_repeats:
+    seen = set()
+    for pair in state.repeat_pairs:
+        if tuple(pair) not in seen:
+            seen.add(tuple(pair))
             unique_repeats.append(pair)
-    retest = {"suspects": suspects, "known_good": known_good,
-              "met": {node: sorted(met.get(node, ())) for node in suspects},
-              "repeat_pairs": unique_repeats, "rail_suspects": sorted(rail_suspects & set(suspects))}
+    return {"suspects": suspects, "known_good": known_good,
+            "met": {node: sorted(met.get(node, ())) for node in suspects},
+            "repeat_pairs": unique_repeats, "rail_suspects": sorted(state.rail_suspects & set(suspects))}
+
+
+# The steps of classify, in order; classify(timings=...) records each one's CPU seconds under these names.
+STEPS = ("path_mtu", "node_stage", "pairs", "attribution", "rail_balance", "rails_alone", "retests")
+
+
+class _StepClock:
+    """Adds each step's CPU time (time.process_time) to timings[step] when timings is a dict."""
+
+    def __init__(self, timings):
+        self.timings = timings
+        self.step = None
+        self.started = None
+
+    def __call__(self, step):
+        self.step = step
+        return self
+
+    def __enter__(self):
+        self.started = time.process_time()
+
+    def __exit__(self, *_):
+        if self.timings is not None:
+            self.timings[self.step] = self.timings.get(self.step, 0.0) + time.process_time() - self.started
+
+
+def classify(nodes, node_stage, pairs, path_checks=None, path_mtu=None, timings=None):
+    """The screen's verdicts. nodes: the fleet's names; node_stage: as node_stage_verdicts; pairs: [{"a", "b",
+    "busbw_gbps": x|None, "small_time_us": y|None, "rail_bytes": {host: {rail: bytes}}|None, "stage", "round",
+    "rail" (rail points)...}] of the pair stage, the rail points and the retests (the same pair may appear more
+    than once). Returns
+    {"nodes": [{"name", "verdict", "paired", "reasons": [{"code", "detail", "pairs": [index]}]}],
+     "links": [{"a", "b", "verdict", "reasons"}], "rails": [{"node", "rail", "verdict", "reasons"}],
+     "pair_outcomes": [outcome per pair], "references": [per pair, judge_pairs], "rail_ratios": {index: ratio},
+     "bands": {...} (the whole fleet's, for the record), "judged", "not_judged", "result": "pass"|"suspect"|"fail",
+     "exit_code", "retest": {"suspects", "known_good", "met", "repeat_pairs", "rail_suspects"}} - retest feeds
+    plan.screen_schedule.retest_rounds (suspects: the nodes suspect from their pairs, which a retest can settle; a
+    node-stage suspicion is not; rail_suspects: those whose retests need their rail points again).
+    Indices in "pairs" point into the pairs given; a link's a and b are in name order. path_checks: the path MTU
+    step's doctor checks (None: not run), also returned as "path_mtu" for the document; path_mtu: their
+    path_mtu_verdicts when the caller has them already (computed once a screen). timings: a dict that gets each
+    step's CPU seconds (STEPS) added.
+    The steps, each a function above: path MTU, node stage (_step_node_stage), pairs (_judge_and_attribute),
+    attribution (_step_attribution), rail balance (_step_rail_balance), rails alone (_step_rails_alone), retests
+    (_step_retests)."""
+    nodes = list(nodes)
+    _check_pairs(pairs)
+    fleet = set(nodes)
+    for index, pair in enumerate(pairs):
+        for node in (pair["a"], pair["b"]):
+            if node not in fleet:
+                raise ValueError(f"screen: pair {index} names {node}, which is not in the fleet")
+    clock = _StepClock(timings)
+    with clock("path_mtu"):
+        if path_mtu is None:
+            path_mtu = path_mtu_verdicts(nodes, path_checks)
+    state = _Findings(nodes)
+    with clock("node_stage"):
+        findings, paired = node_stage_verdicts(nodes, node_stage, path_mtu=path_mtu)
+        _step_node_stage(state, findings)
+        state.links += [dict(link) for link in path_mtu[1]]
+    excluded = set(nodes) - set(paired)
+    # GPU-less nodes: the pairs ran on the MPI backend too, whose times are the hosts' (HOST_TIMES_WIDENING).
+    host_times = bool(paired) and all((node_stage.get(node) or {}).get("intra_correctness_only") for node in paired)
+    with clock("pairs"):
+        outcomes, references, edges, found = _judge_and_attribute(pairs, paired, excluded, host_times)
+    with clock("attribution"):
+        _step_attribution(state, nodes, paired, outcomes, edges, found)
+    with clock("rail_balance"):
+        _step_rail_balance(state, pairs, paired, excluded)
+    with clock("rails_alone"):
+        rail_found = judge_rail_points(pairs, host_times)
+        for index, entry in rail_found.items():
+            outcomes[index] = entry["outcome"]
+        _step_rails_alone(state, pairs, paired, excluded, rail_found)
+    node_rows = [{"name": node, "verdict": _worst(state.verdicts[node]), "paired": node in paired,
+                  "reasons": state.reasons[node]} for node in nodes]
+    rail_rows = [{"node": node, "rail": rail, "verdict": _worst([v for v, _ in entries]),
+                  "reasons": [reason for _, reason in entries]}
+                 for (node, rail), entries in sorted(state.rails.items())]
+    every = [row["verdict"] for row in node_rows] + [row["verdict"] for row in state.links] + \
+        [row["verdict"] for row in rail_rows]
+    result = "fail" if BAD in every else ("suspect" if SUSPECT in every else "pass")
+    with clock("retests"):
+        retest = _step_retests(state, node_rows, pairs, paired, edges, found, rail_found)
+    combined = [pair for pair in pairs if not _is_rail_point(pair)]
+    bands = {key: fleet_band([p.get(key) for p in combined], higher) for key, higher in METRICS}
     intra_band = fleet_band([(node_stage.get(n) or {}).get("intra_busbw_gbps") for n in nodes
                              if not _intra_untimed(node_stage.get(n) or {})], True)
     judged, not_judged = _judged(nodes, paired, node_stage, pairs, intra_band, rail_found, path_checks)
-    return {"nodes": node_rows, "links": links, "rails": rail_rows, "pair_outcomes": outcomes,
+    return {"nodes": node_rows, "links": state.links, "rails": rail_rows, "pair_outcomes": outcomes,
             "references": references, "rail_ratios": {index: entry["ratio"] for index, entry in rail_found.items()},
             "bands": bands, "judged": judged, "not_judged": not_judged, "result": result,
             "exit_code": EXIT_CODES[result], "retest": retest,
@@ -1013,7 +1128,9 @@ REASON_MEANINGS = {
                           "Nothing unless it repeats; a `--resume` or another screen retests it.", ()),
     LINK_UNRESOLVED: (SUSPECT, "A pair failed and the fleet's other pairs cannot tell the link from its nodes.",
                       "The pairs behind the reason; more rounds.", ()),
-    RAIL_LOOPBACK_FAILED: (BAD, "A rail's loopback point (all traffic through that one NIC) failed.",
+    RAIL_LOOPBACK_FAILED: (BAD, "A rail's loopback point (all traffic through that one NIC) failed while something "
+                           "else on the node ran (its intra-node point or a sibling rail's loopback); a node that "
+                           "ran nothing is bad as a node and its rails are not judged.",
                            "The rail's port state, cable and GID (`cclbench doctor`).", ()),
     RAIL_LOOPBACK_SLOW: (SUSPECT, "A rail's loopback bandwidth is below the fleet's band.",
                          "The rail's link speed and PCIe link; its error counters.",

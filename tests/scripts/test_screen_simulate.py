@@ -1,0 +1,245 @@
+"""`cclbench screen --simulate FLEET.json` (model/screen_fleet.py, execute/screen_simulate.py, rules/screen_score.py).
+
+Fleet files are written out here; the expected verdicts, truth and scores are worked out from the faults each file
+injects (which node, rail or link), never from the screen's own output. The model's healthy noise is the H200's
+(2%) unless a test says otherwise, and a degraded part is several-fold slow, so a correct screen names exactly what
+was injected."""
+import json
+import os
+import unittest
+
+from helpers import TempDirTest, run_cli, validate
+
+from cclbench_lib.rules.screen_causes import shared_causes
+from cclbench_lib.rules.screen_score import score
+
+RAILS = ["mlx5_0:1", "mlx5_3:1"]
+
+
+def fleet_file(path, count=8, faults=(), noise="h200", rails=RAILS, **extra):
+    nodes = [{"name": f"gpu{index:02d}", "group": f"leaf{index // 4}"} for index in range(1, count + 1)]
+    document = dict({"format": "screen_fleet/1", "nodes": nodes, "rails": list(rails), "gpus_per_node": 8,
+                     "noise": noise, "faults": list(faults)}, **extra)
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(document, handle)
+    return path
+
+
+class Simulate(TempDirTest):
+    def simulate(self, faults=(), *args, **fleet):
+        path = fleet_file(os.path.join(self.tmp, "fleet.json"), faults=faults, **fleet)
+        result = run_cli(["screen", "--simulate", path, "--results", self.results, "--run-id", "sim"] + list(args))
+        run_dir = os.path.join(self.results, "sim")
+        document = None
+        if os.path.exists(os.path.join(run_dir, "screen.json")):
+            with open(os.path.join(run_dir, "screen.json"), encoding="utf-8") as handle:
+                document = json.load(handle)
+        return result, document, run_dir
+
+    def bad(self, document, kind):
+        if kind == "nodes":
+            return sorted(row["name"] for row in document["nodes"] if row["verdict"] == "bad")
+        if kind == "links":
+            return sorted(f"{row['a']}-{row['b']}" for row in document["links"] if row["verdict"] == "bad")
+        return sorted(f"{row['node']}:{row['rail']}" for row in document["rails"] if row["verdict"] == "bad")
+
+    def test_slow_node_and_slow_rail_are_named_and_scored(self):
+        result, document, run_dir = self.simulate([{"kind": "slow_node", "node": "gpu03", "factor": 0.3},
+                                                   {"kind": "slow_rail", "node": "gpu06", "rail": "mlx5_3:1"}])
+        self.assertEqual(result.returncode, 1, result.stderr)
+        ok, why = validate("screen_fleet.schema.json", os.path.join(self.tmp, "fleet.json"))
+        self.assertTrue(ok, why)
+        self.assertEqual(self.bad(document, "nodes"), ["gpu03", "gpu06"])
+        self.assertEqual(self.bad(document, "rails"), ["gpu06:mlx5_3:1"])
+        self.assertEqual(self.bad(document, "links"), [])
+        simulation = document["simulation"]
+        self.assertEqual(simulation["truth"], {"bad_nodes": ["gpu03", "gpu06"], "bad_links": [],
+                                               "bad_rails": [["gpu06", "mlx5_3:1"]]})
+        self.assertEqual(simulation["score"]["nodes"]["recall"], 1.0)
+        self.assertEqual(simulation["score"]["nodes"]["precision"], 1.0)
+        self.assertEqual(simulation["score"]["rails"]["true_positive"], 1)
+        self.assertIsNone(simulation["score"]["links"]["recall"])  # no link to find
+        self.assertIn("simulation: bad nodes: 2 of 2 found, 0 named wrongly", result.stderr)
+        ok, why = validate("screen.schema.json", os.path.join(run_dir, "screen.json"))
+        self.assertTrue(ok, why)
+        # The same job result files a real screen writes, read back by its parser: one per pair row.
+        for row in document["pairs"]:
+            self.assertTrue(os.path.exists(os.path.join(run_dir, "raw", row["job"] + ".json"))
+                            if "job" in row else True)
+        raw = os.listdir(os.path.join(run_dir, "raw"))
+        self.assertEqual(len([name for name in raw if name.startswith(("pair.", "rail.", "retest.", "repeat."))]),
+                         len(document["pairs"]))
+        with open(os.path.join(run_dir, "screen.md"), encoding="utf-8") as handle:
+            report = handle.read()
+        self.assertIn("| nodes | 2 | 2 | 2 | 100.0% | 100.0% | - |", report)  # truth, named, found, recall, precision
+        self.assertIn("| rails | 1 | 1 | 1 | 100.0% | 100.0% | - |", report)
+        # Full screen of 8 nodes: 7 rounds of 4 pairs; the modelled clock counts each batch slice once.
+        self.assertEqual(len(document["schedule"]["rounds"]), 7)
+        self.assertEqual(simulation["modelled_wall_s"] % 20.0, 0.0)
+        self.assertGreaterEqual(simulation["modelled_wall_s"], (4 + 7) * 20.0)
+
+    def test_a_healthy_fleet_passes_under_the_virtual_clusters_noise(self):
+        result, document, _ = self.simulate([], "--quick", "3", count=16, noise="vcluster")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(document["result"], "pass")
+        self.assertEqual(document["simulation"]["score"]["nodes"]["named"], 0)
+        self.assertEqual(document["simulation"]["noise"]["busbw_log_sd"], 0.2)
+
+    def test_a_slow_link_is_the_link_not_its_nodes(self):
+        result, document, _ = self.simulate([{"kind": "slow_link", "a": "gpu02", "b": "gpu07", "factor": 0.3}])
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertEqual(self.bad(document, "links"), ["gpu02-gpu07"])
+        self.assertEqual(self.bad(document, "nodes"), [])
+        self.assertEqual(document["simulation"]["score"]["links"]["recall"], 1.0)
+
+    def test_a_node_that_does_not_start_is_bad_and_its_rails_unjudged(self):
+        result, document, _ = self.simulate([{"kind": "fail_start", "node": "gpu04"}])
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertEqual(self.bad(document, "nodes"), ["gpu04"])
+        self.assertEqual(self.bad(document, "rails"), [])  # it ran nothing: not its rails' fault
+        row = next(row for row in document["nodes"] if row["name"] == "gpu04")
+        self.assertFalse(row["paired"])
+        self.assertEqual(document["simulation"]["score"]["nodes"]["precision"], 1.0)
+
+    def test_a_node_hanging_in_its_pairs_costs_the_launch_timeout_and_is_named(self):
+        result, document, _ = self.simulate([{"kind": "hang", "node": "gpu05"}], "--quick", "3",
+                                            "--launch-timeout", "300")
+        self.assertIn(result.returncode, (1, 3), result.stderr)
+        self.assertEqual(self.bad(document, "nodes") + [row["name"] for row in document["nodes"]
+                                                        if row["verdict"] == "suspect"], ["gpu05"])
+        # gpu05's pair job of each round runs into --launch-timeout (below coll_perf's own -T here): 3 rounds.
+        rounds = len(document["schedule"]["rounds"]) + len(document["schedule"]["retest_rounds"])
+        self.assertGreaterEqual(document["simulation"]["modelled_wall_s"], 3 * 300)
+        self.assertGreaterEqual(rounds, 3)
+
+    def test_bad_fleet_files_are_one_line_errors_and_nothing_is_run(self):
+        cases = [
+            ({"format": "screen_fleet/1", "nodes": ["a"]}, "at least two nodes"),
+            ({"format": "nope", "nodes": ["a", "b"]}, "format"),
+            ({"format": "screen_fleet/1", "nodes": ["a", "a"]}, "listed twice"),
+            ({"format": "screen_fleet/1", "nodes": ["a", "b"], "faults": [{"kind": "slow_node", "node": "c"}]},
+             "'c' is not a node"),
+            ({"format": "screen_fleet/1", "nodes": ["a", "b"], "faults": [{"kind": "melt", "node": "a"}]},
+             "kind must be one of"),
+            ({"format": "screen_fleet/1", "nodes": ["a", "b"], "rails": ["eth0"],
+              "faults": [{"kind": "slow_rail", "node": "a", "rail": "eth3"}]}, "rail 'eth3'"),
+            ({"format": "screen_fleet/1", "nodes": ["a", "b"], "noise": {"busbw_log_sd": 0.1}}, "noise."),
+            ({"format": "screen_fleet/1", "nodes": ["a", "b"], "noise": "h100"}, "not a preset"),
+            ({"format": "screen_fleet/1", "nodes": ["a;rm", "b"]}, "not a host name"),
+            ({"format": "screen_fleet/1", "nodes": ["a", "b"], "speed": 3}, "unknown field"),
+        ]
+        for number, (content, words) in enumerate(cases):
+            path = os.path.join(self.tmp, f"bad{number}.json")
+            with open(path, "w", encoding="utf-8") as handle:
+                json.dump(content, handle)
+            result = run_cli(["screen", "--simulate", path, "--results", self.results, "--run-id", f"b{number}"])
+            self.assertOneLineError(result, code=2)
+            self.assertIn(words, result.stderr)
+            self.assertFalse(os.path.exists(os.path.join(self.results, f"b{number}")))
+        with open(os.path.join(self.tmp, "broken.json"), "w", encoding="utf-8") as handle:
+            handle.write("{not json")
+        result = run_cli(["screen", "--simulate", os.path.join(self.tmp, "broken.json"), "--results", self.results])
+        self.assertOneLineError(result, code=2)
+        result = run_cli(["screen", "--simulate", os.path.join(self.tmp, "broken.json"), "--hosts", "a,b"])
+        self.assertOneLineError(result, code=2, contains=None)
+
+
+class SharedCauses(TempDirTest):
+    def test_a_leaf_whose_nodes_are_slow_on_one_rail_is_named(self):
+        # 32 nodes, 8 a leaf (fleet_file: gpu01-gpu03 leaf0, gpu04-gpu07 leaf1, ...): every node of leaf2
+        # (gpu08-gpu11) has mlx5_3:1 at a quarter of its speed.
+        path = fleet_file(os.path.join(self.tmp, "fleet.json"), count=32,
+                          faults=[{"kind": "slow_rail", "group": "leaf2", "rail": "mlx5_3:1", "factor": 0.25}])
+        result = run_cli(["screen", "--simulate", path, "--results", self.results, "--run-id", "g"])
+        with open(os.path.join(self.results, "g", "screen.json"), encoding="utf-8") as handle:
+            document = json.load(handle)
+        leaf2 = ["gpu08", "gpu09", "gpu10", "gpu11"]
+        self.assertEqual(document["simulation"]["truth"]["bad_nodes"], leaf2)
+        causes = [cause for cause in document["shared_causes"] if cause["kind"] == "group"]
+        self.assertEqual([cause["group"] for cause in causes], ["leaf2"], result.stderr)
+        self.assertEqual(causes[0]["rails"], ["mlx5_3:1"])
+        self.assertTrue(set(causes[0]["nodes"]) <= set(leaf2) and len(causes[0]["nodes"]) >= 3)
+        self.assertIn(f"nodes under leaf2 are bad on mlx5_3:1", result.stderr)
+        ok, why = validate("screen.schema.json", os.path.join(self.results, "g", "screen.json"))
+        self.assertTrue(ok, why)
+
+    def test_the_rule_by_hand(self):
+        def node(name, verdict, code="rail.slow"):
+            return {"name": name, "verdict": verdict, "reasons": [{"code": code}] if verdict != "accept" else []}
+        nodes = [node("a", "bad"), node("b", "bad"), node("c", "bad"), node("d", "accept"), node("e", "bad"),
+                 node("f", "bad", "node.slow_with_good_partners"), node("g", "bad"), node("h", "accept")]
+        rails = [{"node": name, "rail": "eth3", "verdict": "bad"} for name in ("a", "b", "c", "e", "g")]
+        groups = {"a": "L1", "b": "L1", "c": "L1", "d": "L1", "e": "L2", "f": "L2", "g": "L3", "h": "L3"}
+        # L1: 3 of 4 bad, all on eth3; L2: 2 bad (fewer than 3); L3: 1 bad.
+        self.assertEqual(shared_causes(nodes, rails, groups), [
+            {"kind": "group", "group": "L1", "nodes": ["a", "b", "c"], "group_nodes": 4, "rails": ["eth3"],
+             "codes": ["rail.slow"]}])
+        # 3 bad of a group of 7 is below half: no group, and the rail they share is named instead.
+        wide = {"a": "L1", "b": "L1", "c": "L1", "d": "L1", "h": "L1", "i": "L1", "j": "L1"}
+        more = nodes + [node("i", "accept"), node("j", "accept")]
+        self.assertEqual([cause["kind"] for cause in shared_causes(more, rails, wide)], ["rail"])
+        self.assertEqual(shared_causes(nodes, rails, {}), [
+            {"kind": "rail", "rail": "eth3", "nodes": ["a", "b", "c", "e", "g"], "codes": ["rail.slow"]}])
+        self.assertEqual(shared_causes(nodes, rails[:2], {}), [])  # two nodes share nothing worth a cause
+
+
+class Groups(TempDirTest):
+    def test_bad_groups_files_are_one_line_errors(self):
+        for number, text in enumerate(["node1\n", "node1 leaf1 extra\n", "node1 leaf1\nnode1 leaf2\n",
+                                       "no$de leaf1\n", "# nothing\n", "node1 le@f1\n"]):
+            path = os.path.join(self.tmp, f"groups{number}")
+            with open(path, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            result = run_cli(["screen", "--dry-run", "--hosts", "node1,node2", "--groups", path])
+            self.assertOneLineError(result, code=2)
+            self.assertIn("--groups", result.stderr)
+
+    def test_a_hostfile_group_column_is_read_and_not_an_error(self):
+        from cclbench_lib.model.hosts import hostfile_groups, parse_hostfile
+        path = os.path.join(self.tmp, "hostfile")
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write("node1 slots=8 group=leaf1\nnode2 slots=8 group=leaf1\nnode3 slots=8\n")
+        self.assertEqual(parse_hostfile(path), [("node1", 8), ("node2", 8), ("node3", 8)])
+        self.assertEqual(hostfile_groups(path), {"node1": "leaf1", "node2": "leaf1"})
+
+
+    def test_slurm_topology_gives_the_leaf_switches(self):
+        from cclbench_lib.model.hosts import slurm_topology_groups
+        fake = os.path.join(self.tmp, "bin")
+        os.makedirs(fake)
+        with open(os.path.join(fake, "scontrol"), "w", encoding="utf-8") as handle:
+            handle.write("#!/bin/sh\n[ \"$1 $2\" = 'show topology' ] || exit 1\n"
+                         "echo 'SwitchName=leaf1 Level=0 LinkSpeed=1 Nodes=gpu[01-03]'\n"
+                         "echo 'SwitchName=leaf2 Level=0 LinkSpeed=1 Nodes=gpu[04-05],gpu07'\n"
+                         "echo 'SwitchName=spine Level=1 LinkSpeed=1 Nodes=gpu[01-07] Switches=leaf[1-2]'\n")
+        os.chmod(os.path.join(fake, "scontrol"), 0o755)
+        environ = {"PATH": fake, "SLURM_JOB_NODELIST": "gpu[01-07]"}
+        self.assertEqual(slurm_topology_groups(environ), {"gpu01": "leaf1", "gpu02": "leaf1", "gpu03": "leaf1",
+                                                          "gpu04": "leaf2", "gpu05": "leaf2", "gpu07": "leaf2"})
+        self.assertEqual(slurm_topology_groups({"PATH": fake}), {})  # outside an allocation
+
+
+class Score(unittest.TestCase):
+    def test_recall_and_precision_by_hand(self):
+        document = {"nodes": [{"name": name, "verdict": verdict} for name, verdict in
+                              [("a", "bad"), ("b", "bad"), ("c", "accept"), ("d", "suspect"), ("e", "accept")]],
+                    "links": [{"a": "c", "b": "e", "verdict": "bad"}],
+                    "rails": [{"node": "a", "rail": "eth3", "verdict": "bad"}]}
+        truth = {"bad_nodes": ["a", "d"], "bad_links": [], "bad_rails": [["a", "eth3"], ["b", "eth0"]]}
+        found = score(document, truth)
+        # nodes: named a, b; bad a, d -> 1 hit of 2 named, 1 of 2 found; b wrongly named of 3 healthy (b, c, e)
+        self.assertEqual((found["nodes"]["recall"], found["nodes"]["precision"]), (0.5, 0.5))
+        self.assertAlmostEqual(found["nodes"]["healthy_named_share"], 1 / 3)
+        self.assertEqual((found["nodes"]["suspect"], found["nodes"]["suspect_bad"]), (1, 1))
+        self.assertEqual(found["nodes"]["missed"], ["d"])
+        self.assertEqual(found["nodes"]["wrongly_named"], ["b"])
+        # links: one named, none bad: precision 0, recall undefined
+        self.assertIsNone(found["links"]["recall"])
+        self.assertEqual(found["links"]["precision"], 0.0)
+        self.assertEqual(found["links"]["wrongly_named"], [["c", "e"]])
+        # rails: a:eth3 found, b:eth0 missed
+        self.assertEqual((found["rails"]["recall"], found["rails"]["precision"]), (0.5, 1.0))
+
+
+if __name__ == "__main__":
+    unittest.main()
