@@ -24,6 +24,8 @@ from ..plan.screen_jobs import backend, node_jobs, pair_job, rail_job, rails_alo
 from ..plan.screen_schedule import node_stage, pair_schedule, rail_point_pairs, retest_rounds
 from ..render.screen import write_report
 from ..execute.doctor import path_mtu_run_directory
+from ..execute.progress import LaunchProgress, start_allowance_s, watches_progress
+from ..plan.bounds import PROGRESS_GRACE_S
 from ..rules.screen_causes import shared_causes
 from ..rules.screen_rules import classify, node_stage_verdicts, path_mtu_verdicts, to_document
 
@@ -195,7 +197,8 @@ class Screen:
         for attempt in range(1, LAUNCH_ATTEMPTS + 1):
             state["attempts"] = state.get("attempts", 0) + 1
             code, problem, found = self._launch(job, attempt)
-            if found is not None or self.interrupted or (problem and "--launch-timeout" in problem) or \
+            if found is not None or self.interrupted or \
+                    (problem and ("--launch-timeout" in problem or "no progress past" in problem)) or \
                     job["kind"] not in NODE_STAGE_KINDS or attempt == LAUNCH_ATTEMPTS:
                 break
             state["retried_reason"] = problem or f"exit {code} and no readable output"
@@ -244,17 +247,46 @@ class Screen:
                     with self.lock:
                         self.children[job["name"]] = child
                     try:
-                        code = child.wait(timeout=self.inputs.get("launch_timeout_s"))
-                    except subprocess.TimeoutExpired:
-                        self._stop(child)
-                        code = child.wait()
-                        problem = f"launch exceeded --launch-timeout {self.inputs['launch_timeout_s']}s"
+                        code, problem = self._wait_watching(job, child, log_path)
                     finally:
                         with self.lock:
                             self.children.pop(job["name"], None)
         except OSError as error:
             problem = f"cannot write {log_path}: {error.strerror}"
         return code, problem, (self.values(job) if not problem else None)
+
+    def _wait_watching(self, job, child, log_path):
+        """(exit code, problem) of a started job: once a second its log's new progress lines are read (coll_perf
+        --progress, execute/progress.py); a job that reports nothing past its latest deadline plus the grace is
+        stopped (a partner frozen whole, a node that locked up), and so is one past --launch-timeout."""
+        limit = self.inputs.get("launch_timeout_s")
+        watch = LaunchProgress(start_allowance_s(job["hosts"])) if watches_progress(job["argv"]) else None
+        began = time.monotonic()
+        offset = 0
+        while True:
+            try:
+                return child.wait(timeout=1.0), None
+            except subprocess.TimeoutExpired:
+                pass
+            if watch is not None:
+                try:
+                    with open(log_path, "rb") as handle:
+                        handle.seek(offset)
+                        chunk = handle.read()
+                    complete = chunk.rfind(b"\n") + 1  # whole lines only; the rest is read next time
+                    offset += complete
+                    for line in chunk[:complete].decode("utf-8", "replace").splitlines():
+                        watch.feed(line)
+                except OSError:
+                    pass
+                if watch.expired():
+                    hang = watch.describe()
+                    self._stop(child)
+                    return child.wait(), f"stopped: no progress past its deadline ({watch.largest_deadline_s():.0f} s, " \
+                                         f"learned from the run, + {PROGRESS_GRACE_S} s grace): {hang['text']}"
+            if limit and time.monotonic() - began >= limit:
+                self._stop(child)
+                return child.wait(), f"launch exceeded --launch-timeout {limit}s"
 
     def _simulated_launch(self, job, attempt):
         """The fleet model's launch: its output written where coll_perf or the doctor writes it (keep_files) and

@@ -49,8 +49,9 @@ def _coll_argv(inputs, run_dir, name, large_only=False):
     argv += ["-T", str(inputs.get("timeout_s") or coll_perf_bounds(argv[1:], 2 * (inputs["gpus_per_node"] or 1))[0])]
     # Learned deadlines under that ceiling (bench/core/deadlines.cpp): the connect floor, then each size from the
     # ones measured before it.
-    if flags is None or "--learn-deadlines" in flags:
-        argv.append("--learn-deadlines")
+    # With their progress reported, a job whose partner froze whole (no watchdog left there) is stopped past its
+    # deadline (execute/screen.py), not at --launch-timeout.
+    argv += [flag for flag in ("--learn-deadlines", "--progress") if flags is None or flag in flags]
     if backend(inputs) == "nccl":
         argv += ["--nccl-log-dir", os.path.join(run_dir, "nccl", name)]
     netdevs = inputs.get("netdevs") or []
