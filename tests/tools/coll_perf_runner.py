@@ -84,7 +84,8 @@ def probe_nccl(args, env):
     code, out, err, _ = run_process([coll_perf(args), "--backend", "nccl", "--coll", "all_reduce", "-b", "1K", "-e",
                                      "1K", "-n", "1", "-w", "0", "--quiet", "-J", os.path.join(work, "probe.json")],
                                     env, 300)
-    if code == 7 and "no CUDA device" in err:
+    # coll_perf told --backend nccl says "CUDA sees no device ..." (bench/session/backend_choice.cpp).
+    if code == 7 and ("CUDA sees no device" in err or "no CUDA device" in err):
         return err.strip().splitlines()[-1]
     if code == 2 and "no CUDA/NCCL support" in err:
         return "coll_perf was built without CUDA/NCCL"
