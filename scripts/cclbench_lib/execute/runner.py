@@ -434,9 +434,10 @@ class Baseline:
             meaning = EXIT_MEANINGS.get(code) or exit_meaning(code)
             reason = f"exit {code} ({meaning})" + (f"; {reason}" if reason else "")
             words = launcher.launch_error_lines("".join(getattr(self, "first_lines", [])))
-            # The doctor's failures, and any exit no tool of ours gives (the launcher's own: 243 when it cannot
-            # reach a host, 255 from ssh): the launcher's first words, not only in run.log.
-            if words and (launch["kind"] == "doctor" or code not in EXIT_MEANINGS):
+            # The doctor's failures, and any exit no tool of ours gives and no signal explains (the launcher's
+            # own: 243 when it cannot reach a host, 255 from ssh): the launcher's first words, not only in run.log.
+            if words and (launch["kind"] == "doctor" or (code not in EXIT_MEANINGS and
+                                                         exit_meaning(code) == "unexpected exit status")):
                 reason += "; the launcher said: " + " / ".join(line[:200] for line in words)
             ok = False
         if code == TIMEOUT_EXIT:
