@@ -20,6 +20,7 @@ import json
 import os
 import random
 import sys
+import shutil
 import tempfile
 import time
 import traceback
@@ -155,10 +156,8 @@ def main():
             if args.seconds and time.monotonic() - started > args.seconds:
                 break
     finally:
-        for path in (path_a, path_b):
-            if os.path.exists(path):
-                os.unlink(path)
-        os.rmdir(scratch)
+        # The inputs and what compare writes beside run B (compare.json in its directory).
+        shutil.rmtree(scratch, ignore_errors=True)
     elapsed = time.monotonic() - started
     print(f"compare_reader: {executions} executions in {elapsed:.1f} s ({executions / max(elapsed, 1e-9):.0f}/s), "
           f"{outcomes['report']} reports, {outcomes['error']} clean errors, {findings} distinct finding(s)")
