@@ -145,24 +145,8 @@ class LocalRuns(BaselineRuns):
         """A launch that hangs, its process stopped (SIGSTOP) on top: the runner's bound ends it with SIGCONT then
         SIGTERM to its process group (a stopped process holds a SIGTERM until it runs again: without SIGCONT only
         the SIGKILL 10 s later would end it); the reason names the point and the last case finished."""
-        env = dict(os.environ, FAKE_COLL_HANG_POINT="local.mpi4", CCLBENCH_FAKE_GPU_COUNT="0")
         marker = os.path.join(self.results, "H")
-        process = subprocess.Popen([sys.executable, CCLBENCH, "baseline", "--launch-timeout", "4"] + SMALL + ONCE +
-                                   self.fake_args("H"), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                   text=True, start_new_session=True)
-        try:
-            deadline = time.monotonic() + 300  # generous: a hang detector, not a speed check (loaded CI)
-            hung = []
-            while time.monotonic() < deadline and not hung:
-                hung = [pid for pid in self.processes_with(marker, "local.mpi4")
-                        if any(r.get("point") == "local.mpi4" for r in self.records(marker))]
-                time.sleep(0.05)
-            self.assertTrue(hung, "the hanging point never started")
-            for pid in hung:
-                os.kill(pid, signal.SIGSTOP)
-            _out, err = process.communicate(timeout=300)
-        finally:
-            end_process_group(process)
+        process, err = self.freeze_hung_point("H", {"FAKE_COLL_HANG_POINT": "local.mpi4"}, "--launch-timeout", "4")
         self.assertEqual(process.returncode, 1, err)
         point = self.manifest("H")["points"]["local.mpi4"]
         self.assertEqual(point["status"], "failed")
@@ -184,25 +168,9 @@ class LocalRuns(BaselineRuns):
         """No --launch-timeout: the double announces a 1 s deadline for the case it hangs in (as coll_perf
         --progress does), then its only process is frozen (SIGSTOP: no watchdog of its own left). The runner stops
         it 1 s + the 25 s grace later, long before the plan's bound, and names the case and the silent rank."""
-        env = dict(os.environ, FAKE_COLL_HANG_POINT="local.mpi4", FAKE_COLL_PROGRESS_DEADLINE_S="1",
-                   CCLBENCH_FAKE_GPU_COUNT="0")
         marker = os.path.join(self.results, "F")
-        process = subprocess.Popen([sys.executable, CCLBENCH, "baseline"] + SMALL + ONCE + self.fake_args("F"),
-                                   env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                   start_new_session=True)
-        try:
-            deadline = time.monotonic() + 300
-            hung = []
-            while time.monotonic() < deadline and not hung:
-                hung = [pid for pid in self.processes_with(marker, "local.mpi4")
-                        if any(r.get("point") == "local.mpi4" for r in self.records(marker))]
-                time.sleep(0.05)
-            self.assertTrue(hung, "the hanging point never started")
-            for pid in hung:
-                os.kill(pid, signal.SIGSTOP)
-            _out, err = process.communicate(timeout=300)
-        finally:
-            end_process_group(process)
+        process, err = self.freeze_hung_point("F", {"FAKE_COLL_HANG_POINT": "local.mpi4",
+                                                    "FAKE_COLL_PROGRESS_DEADLINE_S": "1"})
         self.assertEqual(process.returncode, 1, err)
         manifest = self.manifest("F")
         point = manifest["points"]["local.mpi4"]
@@ -217,6 +185,40 @@ class LocalRuns(BaselineRuns):
         self.assertGreaterEqual(point["elapsed_s"], 1 + 25, "never before the deadline and the grace")
         self.assertEqual(self.processes_with(marker, "local.mpi4"), [], "nothing of the launch outlives it")
         self.assertNotIn("cclbench-progress", read_text(os.path.join(marker, "run.log")), "progress is not logged")
+
+    def freeze_hung_point(self, run_id, knobs, *extra, point="local.mpi4"):
+        """Runs a GPU-less baseline whose double hangs at `point` (knobs: FAKE_COLL_* settings), stops that launch's
+        processes (SIGSTOP) once its first record is on disk, and waits for the baseline: (process, stderr). The
+        launch runs in its own session, so whatever of it is left is ended too, however the test goes."""
+        env = dict(os.environ, CCLBENCH_FAKE_GPU_COUNT="0", **knobs)
+        marker = os.path.join(self.results, run_id)
+        process = subprocess.Popen([sys.executable, CCLBENCH, "baseline"] + list(extra) + SMALL + ONCE +
+                                   self.fake_args(run_id), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                   text=True, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 300  # generous: a hang detector, not a speed check (loaded CI)
+            hung = []
+            while time.monotonic() < deadline and not hung:
+                hung = [pid for pid in self.processes_with(marker, point)
+                        if any(r.get("point") == point for r in self.records(marker))]
+                time.sleep(0.05)
+            self.assertTrue(hung, "the hanging point never started")
+            for pid in hung:
+                os.kill(pid, signal.SIGSTOP)
+            _out, err = process.communicate(timeout=300)
+        finally:
+            self.end_run(process, marker)
+        return process, err
+
+    def end_run(self, process, marker):
+        """The baseline's process group, then every process of its launches (each in a session of its own):
+        nothing a test started outlives it."""
+        end_process_group(process)
+        for pid in self.processes_with(marker):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
     def records(self, run_dir):
         path = os.path.join(run_dir, "cases.jsonl")
@@ -272,8 +274,9 @@ class LocalRuns(BaselineRuns):
                 self.fail("the baseline never reached the second point")
             time.sleep(0.3)
         finally:
-            os.killpg(process.pid, signal.SIGKILL)  # the baseline and the hung coll_perf it started
-            process.wait()
+            # The baseline (SIGKILL: it cannot stop its launch) and then the hung coll_perf it started, which runs in
+            # a session of its own.
+            self.end_run(process, os.path.join(self.results, "K"))
         self.assertEqual(self.manifest("K")["points"]["local.gpus2.rep1"]["status"], "complete")
         # A crash in the middle of an append leaves a record's prefix without a newline.
         with open(os.path.join(self.results, "K", "cases.jsonl"), "a") as handle:
