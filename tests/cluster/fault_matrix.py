@@ -244,6 +244,24 @@ class NodeFreezer(threading.Thread):
                 pass
 
 
+# The wrapper's tests of the launch it is in: Open MPI's world larger than this node's share, or not.
+CROSS_HOST = '[ "${OMPI_COMM_WORLD_SIZE:-1}" -gt "${OMPI_COMM_WORLD_LOCAL_SIZE:-1}" ]'
+CONFINED = '[ "${OMPI_COMM_WORLD_SIZE:-1}" -le "${OMPI_COMM_WORLD_LOCAL_SIZE:-1}" ]'
+
+
+def _delayed_signal(target, launch_test, signame, fault, marks_path, note):
+    """Wrapper lines: on the target node, in a launch passing launch_test, a detached timer sends SIG<signame> to
+    this process after after_s and writes the mark. $$ is this shell, then coll_perf itself after exec; the timer
+    checks it still is coll_perf."""
+    after_s = float(fault.get("after_s", 0.1))
+    marks = shlex.quote(marks_path)
+    return [f'if [ "$node" = {target} ] && {launch_test}; then',
+            f'  ( sleep {after_s}; if [ "$(cat /proc/$$/comm 2>/dev/null)" = coll_perf ]; then',
+            f'      kill -{signame} $$ && echo "$node SIG{signame} $$ rank ${{OMPI_COMM_WORLD_RANK:-?}}{note}" >> {marks}; fi'
+            ' ) </dev/null >/dev/null 2>&1 &',
+            "fi"]
+
+
 def wrapper_script(fault, real_coll_perf, marks_path, backend):
     """The --bin-dir coll_perf for a fault: sh, the target node chosen by its hostname (uname -n)."""
     lines = ["#!/bin/sh", "node=$(uname -n)"]
@@ -262,38 +280,18 @@ def wrapper_script(fault, real_coll_perf, marks_path, backend):
     elif kind == "transport_fallback" and backend == "nccl":  # the MPI backend has no NCCL transport
         lines.append(f'if [ "$node" = {target} ]; then NCCL_IB_DISABLE=1; export NCCL_IB_DISABLE; fi')
     elif kind in INJECTOR_SIGNALS:
-        signame = INJECTOR_SIGNALS[kind]
-        after_s = float(fault.get("after_s", 0.1))
-        marks = shlex.quote(marks_path)
         # Only launches that span hosts (Open MPI's world larger than this node's share): the cross-host points.
-        # $$ is this shell, then coll_perf itself after exec; the timer checks it still is coll_perf.
-        lines += [
-            f'if [ "$node" = {target} ] && '
-            '[ "${OMPI_COMM_WORLD_SIZE:-1}" -gt "${OMPI_COMM_WORLD_LOCAL_SIZE:-1}" ]; then',
-            f'  ( sleep {after_s}; if [ "$(cat /proc/$$/comm 2>/dev/null)" = coll_perf ]; then',
-            f'      kill -{signame} $$ && echo "$node SIG{signame} $$ rank ${{OMPI_COMM_WORLD_RANK:-?}}" >> {marks}; fi'
-            ' ) </dev/null >/dev/null 2>&1 &',
-            "fi"]
+        lines += _delayed_signal(target, CROSS_HOST, INJECTOR_SIGNALS[kind], fault, marks_path, "")
     elif kind == "hung_case":
         case = fault["case"]
         if not re.fullmatch(r"[A-Za-z0-9_.]+", case):
             raise MatrixError(f"hung_case: bad case id {case!r}")
-        lines += [f'if [ "$node" = {target} ] && '
-                  '[ "${OMPI_COMM_WORLD_SIZE:-1}" -gt "${OMPI_COMM_WORLD_LOCAL_SIZE:-1}" ]; then',
+        lines += [f'if [ "$node" = {target} ] && {CROSS_HOST}; then',
                   f'  CCLBENCH_TEST_STALL="${{OMPI_COMM_WORLD_RANK:-0}}:{case}"; export CCLBENCH_TEST_STALL',
                   "fi"]
     elif kind == "frozen_launch":
-        after_s = float(fault.get("after_s", 0.1))
-        marks = shlex.quote(marks_path)
         # Only launches confined to this node (Open MPI's world no larger than this node's share).
-        lines += [
-            f'if [ "$node" = {target} ] && '
-            '[ "${OMPI_COMM_WORLD_SIZE:-1}" -le "${OMPI_COMM_WORLD_LOCAL_SIZE:-1}" ]; then',
-            f'  ( sleep {after_s}; if [ "$(cat /proc/$$/comm 2>/dev/null)" = coll_perf ]; then',
-            f'      kill -STOP $$ && echo "$node SIGSTOP $$ rank ${{OMPI_COMM_WORLD_RANK:-?}} of a launch on $node alone"'
-            f' >> {marks}; fi'
-            ' ) </dev/null >/dev/null 2>&1 &',
-            "fi"]
+        lines += _delayed_signal(target, CONFINED, "STOP", fault, marks_path, " of a launch on $node alone")
     lines.append(f'exec {shlex.quote(real_coll_perf)} "$@"')
     return "\n".join(lines) + "\n"
 

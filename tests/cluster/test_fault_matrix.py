@@ -27,6 +27,14 @@ def process_state(pid):
         return None
 
 
+def stopped_state(pid, within_s=4):
+    """The process's state once it reads T (stopped), or what it reads after within_s."""
+    deadline = time.monotonic() + within_s
+    while process_state(pid) != "T" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return process_state(pid)
+
+
 class Injector(unittest.TestCase):
     def setUp(self):
         self.work = tempfile.mkdtemp(prefix="fault-matrix-")
@@ -66,10 +74,7 @@ class Injector(unittest.TestCase):
 
     def test_hung_rank_is_stopped_not_ended(self):
         process = self.wrapper({"fault": "hung_rank", "node": "node3", "after_s": 0.2}, "node3")
-        deadline = time.monotonic() + 4
-        while process_state(process.pid) != "T" and time.monotonic() < deadline:
-            time.sleep(0.05)
-        self.assertEqual(process_state(process.pid), "T")
+        self.assertEqual(stopped_state(process.pid), "T")
         self.assertIn(f"node3 SIGSTOP {process.pid}", self.marks_text())
 
     def test_other_nodes_and_one_host_launches_are_left_alone(self):
@@ -88,10 +93,7 @@ class Injector(unittest.TestCase):
         self.assertNotEqual(process_state(cross.pid), "T", "a cross-host launch is not this fault")
         cross.kill()
         confined = self.wrapper({"fault": "frozen_launch", "node": "node3", "after_s": 0.1}, "node3", world=2, local=2)
-        deadline = time.monotonic() + 4
-        while process_state(confined.pid) != "T" and time.monotonic() < deadline:
-            time.sleep(0.05)
-        self.assertEqual(process_state(confined.pid), "T")
+        self.assertEqual(stopped_state(confined.pid), "T")
         self.assertIn(f"node3 SIGSTOP {confined.pid} rank 1 of a launch on node3 alone", self.marks_text())
 
     def test_hung_case_sets_the_stall_for_that_nodes_rank_in_cross_host_launches(self):
