@@ -39,8 +39,7 @@ Watchdog::~Watchdog() {
 }
 
 Deadline Watchdog::deadline_for(const Watched& entry) const {
-  if (model_ && entry.spec) return model_->deadline(*entry.spec, entry.phase);
-  if (!entry.spec) return entry.deadline;  // a stage: its own allowance
+  if (model_) return model_->deadline(entry.spec, entry.phase);
   Deadline fixed;
   fixed.seconds = options_.fixed_timeout_s;
   fixed.basis = "-T";
@@ -56,12 +55,11 @@ void Watchdog::arm(Watched& entry) {
 
 void Watchdog::report(const char* event, const Watched& entry, std::optional<double> elapsed_s) const {
   if (options_.progress == nullptr) return;
-  nlohmann::json fields = {{"event", event}, {"phase", entry.spec ? phase_name(entry.phase) : entry.what}};
-  if (entry.spec) {
-    fields["case"] = entry.spec->case_id();
-    fields["collective"] = std::string(name_of(entry.spec->collective));
-    fields["bytes"] = entry.spec->counts.size_bytes();
-  }
+  nlohmann::json fields = {{"event", event},
+                           {"phase", phase_name(entry.phase)},
+                           {"case", entry.spec.case_id()},
+                           {"collective", std::string(name_of(entry.spec.collective))},
+                           {"bytes", entry.spec.counts.size_bytes()}};
   fields["deadline_s"] = rounded(entry.deadline.seconds);
   if (elapsed_s) fields["elapsed_s"] = rounded(*elapsed_s);
   if (entry.deadline.predicted_s) fields["predicted_s"] = rounded(*entry.deadline.predicted_s);
@@ -87,23 +85,6 @@ void Watchdog::enter(const CaseSpec& spec, Phase phase) {
   changed_.notify_all();
 }
 
-void Watchdog::enter_stage(const std::string& what, double seconds) {
-  if (!thread_.joinable() && options_.progress == nullptr) return;
-  Watched entry;
-  entry.what = what + " on rank " + std::to_string(context_.world_rank) + " (" + context_.hostname + ")";
-  entry.deadline.seconds = options_.fixed_timeout_s > 0 && !model_ ? options_.fixed_timeout_s : seconds;
-  entry.deadline.basis = model_ ? "the allowance for " + what : "-T";
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    arm(entry);
-    watched_.push_back(entry);
-    if (options_.progress != nullptr) {
-      options_.progress->emit({{"event", "enter"}, {"phase", what}, {"deadline_s", rounded(entry.deadline.seconds)}});
-    }
-  }
-  changed_.notify_all();
-}
-
 void Watchdog::leave() {
   if (!thread_.joinable() && options_.progress == nullptr) return;
   {
@@ -113,17 +94,15 @@ void Watchdog::leave() {
     watched_.pop_back();
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - done.started).count();
-    if (model_ && done.spec) model_->record(*done.spec, done.phase, elapsed);
+    if (model_) model_->record(done.spec, done.phase, elapsed);
     if (!watched_.empty()) {
       arm(watched_.back());  // the enclosing phase goes on: a fresh deadline for it
       Watched reported = done;
       reported.deadline = watched_.back().deadline;  // what is watched from now on
       report("leave", reported, elapsed);
     } else if (options_.progress != nullptr) {
-      nlohmann::json fields = {{"event", "leave"}, {"phase", done.spec ? phase_name(done.phase) : done.what},
-                               {"elapsed_s", rounded(elapsed)}, {"deadline_s", nullptr}};
-      if (done.spec) fields["case"] = done.spec->case_id();
-      options_.progress->emit(std::move(fields));
+      options_.progress->emit({{"event", "leave"}, {"phase", phase_name(done.phase)}, {"case", done.spec.case_id()},
+                               {"elapsed_s", rounded(elapsed)}, {"deadline_s", nullptr}});
     }
   }
   changed_.notify_all();
@@ -167,8 +146,8 @@ void Watchdog::watch() {
       const Watched expired = watched_.back();
       const std::string text = timeout_message(expired);
       if (options_.progress != nullptr) {
-        options_.progress->emit({{"event", "timeout"}, {"phase", expired.spec ? phase_name(expired.phase) : expired.what},
-                                 {"case", expired.spec ? nlohmann::json(expired.spec->case_id()) : nlohmann::json(nullptr)},
+        options_.progress->emit({{"event", "timeout"}, {"phase", phase_name(expired.phase)},
+                                 {"case", expired.spec.case_id()},
                                  {"deadline_s", rounded(expired.deadline.seconds)}});
       }
       lock.unlock();

@@ -54,14 +54,11 @@ class Watchdog final : public PhaseMonitor {
 
   void enter(const CaseSpec& spec, Phase phase) override;
   void leave() override;
-  // A stage outside any case (the evidence gathering and writes after the last case), with a fixed
-  // allowance; left with leave().
-  void enter_stage(const std::string& what, double seconds);
 
  private:
   struct Watched {
     std::string what;       // "case ... (size N B, phase) on rank R (host)"
-    std::optional<CaseSpec> spec;
+    CaseSpec spec;
     Phase phase = Phase::boundary;
     std::chrono::steady_clock::time_point started;
     Deadline deadline;

@@ -128,7 +128,7 @@ class LaunchProgress:
         if not self.ranks:
             return {"text": f"no process reported progress within {self.start_allowance:.0f} s of the start (the "
                             f"launcher reaching the hosts, MPI wire-up): it hung starting up",
-                    "ranks_silent": [], "case": None}
+                    "who": "", "ranks_silent": [], "case": None}
         states = sorted(self.ranks.values(), key=lambda state: state.rank)
         first_silent = min(states, key=lambda state: state.heard_at)
         innermost = next((state.open[-1] for state in sorted(states, key=lambda s: s.heard_at) if state.open), None)
@@ -145,19 +145,22 @@ class LaunchProgress:
                          f"{float(event.get('deadline_s') or 0):.0f} s")
         silent = [state for state in states if now - state.heard_at >= state.deadline_s]
         silent_text = ", ".join(f"{state.rank} ({state.host})" for state in silent)
+        who = []  # which ranks went silent: for a hang the runner stopped and for one a watchdog named alike
         if silent:
             last = first_silent.event
-            parts.append(f"ranks that stopped reporting: {silent_text}; the first to go silent: rank {first_silent.rank} "
-                         f"({first_silent.host}), {now - first_silent.heard_at:.0f} s ago, after "
-                         f"{last.get('event')} {last.get('phase') or ''}".rstrip())
+            who.append(f"ranks that stopped reporting: {silent_text}; the first to go silent: rank {first_silent.rank} "
+                       f"({first_silent.host}), {now - first_silent.heard_at:.0f} s ago, after "
+                       f"{last.get('event')} {last.get('phase') or ''}".rstrip())
         if expected_ranks:
             never = [rank for rank in range(expected_ranks) if rank not in self.ranks]
             if never:
-                parts.append(f"never reported: rank(s) {', '.join(str(rank) for rank in never[:16])}")
+                who.append(f"never reported: rank(s) {', '.join(str(rank) for rank in never[:16])}")
+        parts += who
         if collective and isinstance(size, int):
             smaller = self.smaller_sizes(collective, phase, size)
             if smaller:
                 parts.append(f"the same collective's {phase} at smaller sizes took {smaller}")
-        return {"text": "; ".join(parts), "case": case, "phase": phase, "collective": collective, "bytes": size,
+        return {"text": "; ".join(parts), "who": "; ".join(who), "case": case, "phase": phase, "collective": collective,
+                "bytes": size,
                 "ranks_silent": [state.rank for state in silent],
                 "hosts_silent": sorted({state.host for state in silent})}

@@ -306,10 +306,9 @@ class Baseline:
             parts.append(f"coll_perf's watchdog: {found.group(1)} did not finish within {found.group(2)} s"
                          + (f" (learned deadline: {found.group(3)}" if found.group(3) else ""))
             if self.progress is not None and self.progress.ranks:
-                seen = self.progress.describe(expected_ranks=self.expected_processes(launch))
-                first = [part for part in seen["text"].split("; ") if part.startswith(("ranks that stopped",
-                                                                                        "never reported"))]
-                parts += first
+                who = self.progress.describe(expected_ranks=self.expected_processes(launch))["who"]
+                if who:
+                    parts.append(who)
         path = self.records_file(launch)
         # Where coll_perf's watchdog did not speak, its records tell only when the runner's bound ended the launch
         # (an exit 4 of coll_perf's own, such as NCCL refusing a forced setting, hung nowhere).

@@ -117,6 +117,15 @@ def case_sizes(args):
     return list(range(low, high + 1, max(1, step)))
 
 
+def bounded_sizes(args):
+    """The sizes a bound is computed for: the command's own, else coll_perf's default -e where they do not parse
+    (coll_perf reports that itself)."""
+    try:
+        return case_sizes(args) or [1]
+    except (UsageError, ValueError):
+        return [parse_size(COLL_PERF_DEFAULTS["-e"], "-e")]
+
+
 def op_seconds(size, nranks, backend):
     return STEP_S[backend] * 2 * max(1, nranks) + TRAFFIC_FACTOR * size / SLOWEST_RATE_BYTES_PER_S
 
@@ -125,10 +134,7 @@ def coll_perf_bounds(args, nranks):
     """(watchdog_s, launch_bound_s) of one coll_perf command (its own arguments, without the launcher's), whole
     seconds. A -T already in the command (--timeout) is its watchdog."""
     backend = "mpi" if _flag(args, "--backend") == "mpi" else "nccl"
-    try:
-        sizes = case_sizes(args) or [1]
-    except (UsageError, ValueError):
-        sizes = [parse_size(COLL_PERF_DEFAULTS["-e"], "-e")]
+    sizes = bounded_sizes(args)
     iterations = int(_flag(args, "-n", "--iters", default=COLL_PERF_DEFAULTS["-n"]))
     warmup = int(_flag(args, "-w", "--warmup_iters", default=COLL_PERF_DEFAULTS["-w"]))
     checks = int(_flag(args, "-c", "--check", default=COLL_PERF_DEFAULTS["-c"]))
@@ -174,10 +180,7 @@ def largest_learned_deadline_s(args, nranks, phase_seconds):
     first collective's (the connect floor) and the largest size's timed phase, whose prediction is
     `phase_seconds(size)` (the estimate's model of that phase), times the slack. -T caps each one."""
     backend = "mpi" if _flag(args, "--backend") == "mpi" else "nccl"
-    try:
-        sizes = case_sizes(args) or [1]
-    except (UsageError, ValueError):
-        sizes = [parse_size(COLL_PERF_DEFAULTS["-e"], "-e")]
+    sizes = bounded_sizes(args)
     warmup = max(1, int(_flag(args, "-w", "--warmup_iters", default=COLL_PERF_DEFAULTS["-w"])))
     first_call = LEARNED_STEP_S * 2 * max(1, nranks) + TRAFFIC_FACTOR * min(sizes) / LEARNED_FIRST_RATE_BYTES_PER_S
     candidates = [startup_allowance_s(nranks), FINISH_ALLOWANCE_S,
