@@ -51,7 +51,7 @@ class DryRun(TempDirTest):
         self.assertIn("expected wall time: 260 s", result.stdout)
         # Each rail alone on the MPI backend: the TCP BTL kept on that interface.
         self.assertRegex(result.stdout, r"example rail job: \S*mpirun .*--mca btl_tcp_if_include eth0 -np 2 "
-                                        r"--host n\d:1,n\d:1 \S*coll_perf .*--sizes 67108864 -n")
+                                        r"--host n\d:1,n\d:1 \S*coll_perf .*--sizes 67108864,8192 -n")
         self.assertIn("no GPU: the intra-node point is the MPI backend", result.stdout)
         self.assertRegex(result.stdout, r"example pair job: \S*mpirun .*-np 2 --host n\d:1,n\d:1 \S*coll_perf "
                                         r"--backend mpi .*--sizes 67108864,8192")
@@ -86,7 +86,7 @@ class DryRun(TempDirTest):
         # 4 node-stage jobs + 3 rounds + each of the 2 rails alone on the first two rounds, 20 s each
         self.assertIn("expected wall time: 220 s", result.stdout)
         self.assertRegex(result.stdout, r"example rail job: .*-np 16 --host a\d:8,a\d:8 -x NCCL_SOCKET_IFNAME=eth0 "
-                                        r"-x NCCL_IB_HCA==mlx5_0:1 \S*coll_perf .*--sizes 67108864 -n")
+                                        r"-x NCCL_IB_HCA==mlx5_0:1 \S*coll_perf .*--sizes 67108864,8192 -n")
 
     def test_quick_rounds_and_max_concurrent(self):
         hosts = [f"h{i}" for i in range(8)]
@@ -99,8 +99,9 @@ class DryRun(TempDirTest):
             self.assertIsNone(bye)
             self.assertEqual(sorted(node for pair in round_pairs for node in pair), hosts)
         self.assertIn("quick: 2 shuffled round(s), seed 7", result.stdout)
-        # 8 nodes, 3 at once: the node stage's 2 jobs in 3 slices (60 s), each 4-pair round in 2 slices (4 x 10 s)
-        self.assertIn("expected wall time: 100 s", result.stdout)
+        # 8 nodes, 3 at once in a rolling pool, 10 s a job: the node stage's 16 jobs take 6 turns of 3 (60 s), the
+        # two rounds' 8 pairs 3 turns (30 s); each node's own 2 + 2 jobs in a row are fewer than that
+        self.assertIn("expected wall time: 90 s", result.stdout)
         again = dry_run("--hosts", ",".join(hosts), "--quick", "2", "--seed", "7", "--results", self.results)
         self.assertEqual(rounds_of(again.stdout), rounds, "the same seed gives the same rounds")
 

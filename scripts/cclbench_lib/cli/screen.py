@@ -17,9 +17,10 @@ from ..model.screen_fleet import FleetModel, read_fleet
 from ..model.hosts import (check_resolvable, hostfile_groups, hosts_and_slots, local_gpu_count, read_groups,
                            slurm_topology_groups)
 from ..model.launcher import launcher_of
+from ..plan.launch_pool import pool_span
 from ..plan.screen_jobs import backend, node_jobs, pair_job, rail_job, rails_alone, stage_env_note
 from ..plan.screen_schedule import (DEFAULT_MAX_CONCURRENT, DEFAULT_ROUNDS, PER_PAIR_S, default_rounds, node_stage_s,
-                                   rail_point_pairs, wall_time_s)
+                                   rail_point_pairs)
 from ..render.screen import headline
 
 
@@ -141,16 +142,26 @@ def simulate_inputs(args, fleet, default_bin_dir):
 
 
 def estimate(inputs, stage, schedule):
-    """(rounds as run, rail slots as run, wall seconds): a round larger than --max-concurrent runs in slices; each
-    rail alone on a round's rail-point pairs is one more slot (sliced the same way)."""
+    """{"node_jobs", "pair_jobs", "chain", "wall_s"}: the node stage's and the pair rounds' launches (with each rail
+    alone) in the screen's rolling pool of at most --max-concurrent (plan/launch_pool.py), each per_pair_s; chain:
+    the most pair-stage jobs one node runs (one after the other)."""
     limit = inputs.get("max_concurrent")
-    rounds = sum(max(1, math.ceil(len(entry["pairs"]) / limit)) if limit else 1 for entry in schedule["rounds"])
-    rails = rails_alone(inputs)
-    slots = sum(len(rails) * (math.ceil(len(pairs) / limit) if limit else 1)
-                for pairs in rail_point_pairs(schedule["rounds"]) if pairs) if rails else 0
     per_job = inputs["per_pair_s"]
-    slices = math.ceil(len(stage) / limit) if limit else 1
-    return rounds, slots, wall_time_s(rounds, node_stage_s(stage, per_job) * slices, per_job, rail_slot_count=slots)
+    node_jobs_list = [{"hosts": [node]} for step in range(max((len(jobs) for jobs in stage.values()), default=0))
+                      for node, jobs in stage.items() if step < len(jobs)]
+    rails = rails_alone(inputs)
+    pair_jobs_list = []
+    for entry, rail_pairs in zip(schedule["rounds"], rail_point_pairs(schedule["rounds"]) if rails else
+                                 [[] for _ in schedule["rounds"]]):
+        pair_jobs_list += [{"hosts": list(pair)} for pair in entry["pairs"]]
+        pair_jobs_list += [{"hosts": list(pair)} for pair in rail_pairs for _ in rails]
+    per_node = {}
+    for job in pair_jobs_list:
+        for node in job["hosts"]:
+            per_node[node] = per_node.get(node, 0) + 1
+    return {"node_jobs": len(node_jobs_list), "pair_jobs": len(pair_jobs_list),
+            "chain": max(per_node.values(), default=0),
+            "wall_s": pool_span(node_jobs_list, limit, per_job) + pool_span(pair_jobs_list, limit, per_job)}
 
 
 def dry_run(inputs, run_dir, out):
@@ -167,7 +178,7 @@ def dry_run(inputs, run_dir, out):
     if note:
         out.write(f"note: {note}\n")
     cap = inputs.get("max_concurrent")
-    out.write(f"node stage: every node at once" + (f" (in slices of {cap})" if cap and len(stage) > cap else "")
+    out.write(f"node stage: every node at once" + (f" (at most {cap} jobs at once)" if cap and len(stage) > cap else "")
               + f", {len(kinds)} job(s) each: {', '.join(kinds)}\n")
     mode = (f"quick: {schedule['repeats']} shuffled round(s), seed {schedule['seed']}" if schedule["mode"] == "quick"
             else "full: the circle method, every pair once")
@@ -175,14 +186,10 @@ def dry_run(inputs, run_dir, out):
               f"{schedule['concurrent_jobs']} concurrent job(s) a round\n")
     out.write(f"rounds: {rounds_text(inputs.get('rounds_choice') or {}, len(hosts), inputs['quick'])}\n")
     limit = inputs.get("max_concurrent")
-    if limit and schedule["concurrent_jobs"] > limit:
-        out.write(f"launches: at most {limit} at once (" + ("--max-concurrent" if limit != DEFAULT_MAX_CONCURRENT else
-                  "the default: one 2-core host started ~4.5 mpiruns a second at any count, docs/scale.md; "
-                  "--max-concurrent N to change") + f"): each round runs in "
-                  f"{math.ceil(schedule['concurrent_jobs'] / limit)} slices\n")
-    else:
-        out.write(f"launches: at most {limit} at once" + (" (the default, docs/scale.md)"
-                                                           if limit == DEFAULT_MAX_CONCURRENT else "") + "\n")
+    out.write(f"launches: at most {limit} at once, in a rolling pool (each node's jobs in round order; a job starts "
+              "when its nodes are free)" + ("" if limit != DEFAULT_MAX_CONCURRENT else
+                                           " - the default: one 2-core host started ~4.5 mpiruns a second at any "
+                                           "count, docs/scale.md; --max-concurrent N to change") + "\n")
     for entry in schedule["rounds"]:
         bye = f" (bye: {entry['bye']})" if entry["bye"] else ""
         out.write(f"  round {entry['round'] + 1}: " + " ".join(f"{a}-{b}" for a, b in entry["pairs"]) + bye + "\n")
@@ -193,14 +200,12 @@ def dry_run(inputs, run_dir, out):
                   "pair)\n")
     else:
         out.write("rails alone: none (give two rails or more with --hcas or --netdevs to judge each rail alone)\n")
-    rounds, slots, wall = estimate(inputs, stage, schedule)
+    expected = estimate(inputs, stage, schedule)
     per_job = inputs["per_pair_s"]
-    limit = inputs.get("max_concurrent")
-    slices = math.ceil(len(stage) / limit) if limit else 1
-    out.write(f"expected wall time: {wall:.0f} s (node stage {len(kinds)} x {per_job:g} s"
-              + (f" x {slices} slices of {limit} nodes" if slices > 1 else "") + f", then {rounds} round(s) x "
-              f"{per_job:g} s" + (f", {slots} rail-alone slot(s) x {per_job:g} s" if slots else "") +
-              f"; each retest round adds {per_job:g} s)\n")
+    out.write(f"expected wall time: {expected['wall_s']:.0f} s ({expected['node_jobs']} node-stage and "
+              f"{expected['pair_jobs']} pair-stage job(s) of {per_job:g} s in a rolling pool of at most "
+              f"{inputs.get('max_concurrent') or 'all'} at once, each node's own one after the other: at most "
+              f"{expected['chain']} in the pair stage; each retest round adds {per_job:g} s)\n")
     first = node_jobs(inputs, run_dir, hosts[0], stage[hosts[0]])
     examples = first[1:] + ([pair_job(inputs, run_dir, *schedule["rounds"][0]["pairs"][0], 0)]
                             if schedule["rounds"] else [])

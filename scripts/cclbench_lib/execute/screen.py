@@ -7,7 +7,9 @@ and whose output still parses with its values (pair records complete and ok are 
 rules.screen_rules.classify, screen.json from its to_document, screen.md from render.screen.
 """
 
+import heapq
 import os
+import queue
 import shlex
 import signal
 import subprocess
@@ -20,6 +22,7 @@ from ..base.files import make_dirs, open_append, read_json, write_json_atomic
 from ..base.values import utc_now
 from ..base.version import TOOL_VERSION
 from ..model.screen_records import point_values
+from ..plan.launch_pool import FailingNodes, LaunchPool
 from ..plan.screen_jobs import backend, node_jobs, pair_job, rail_job, rails_alone
 from ..plan.screen_schedule import node_stage, pair_schedule, rail_point_pairs, retest_rounds
 from ..render.screen import write_report
@@ -35,6 +38,8 @@ RESULT = "screen.json"
 RETEST_PASSES = 3
 # A node-stage launch that left no output at all is started once more (Screen._run_one).
 LAUNCH_ATTEMPTS = 2
+# While a stage runs, a line on the console (and the manifest saved) this often.
+PROGRESS_NOTE_S = 60
 NODE_STAGE_KINDS = ("doctor", "intra", "loopback")
 EXIT_MEANINGS = {1: "a case failed or data was wrong", 2: "bad usage", 3: "transport expectation failed",
                  4: "timeout", 5: "runtime error", 6: "peer lost", 7: "nothing measured"}
@@ -80,6 +85,7 @@ class Screen:
         self.interrupted = None
         self.started = time.monotonic()
         self.report_path = None
+        self.dropped = []  # nodes dropped from the pair rounds (run_batch's drop_failing)
 
     # -- state -------------------------------------------------------------------------------------
     def say(self, text):
@@ -142,8 +148,11 @@ class Screen:
             return None
         return found
 
-    def run_batch(self, jobs, title):
-        """Runs the jobs at the same time (at most max_concurrent); {name: {"values", "reason"}}."""
+    def run_batch(self, jobs, title, drop_failing=False):
+        """Runs the jobs in a rolling pool (plan/launch_pool.py: each host's jobs in plan order, one at a time, at
+        most max_concurrent at once); {name: {"values", "reason"}}. drop_failing: the pair rounds - a node whose
+        pairs failed with two partners that measured elsewhere is dropped from its later pairs (FailingNodes),
+        which are not run and have no entry."""
         results = {}
         todo = []
         for job in jobs:
@@ -155,29 +164,89 @@ class Screen:
                 todo.append(job)
         if len(todo) < len(jobs):
             self.say(f"{title}: {len(jobs) - len(todo)} of {len(jobs)} job(s) already complete")
-        limit = self.inputs.get("max_concurrent") or len(todo) or 1
-        for start in range(0, len(todo), limit):
-            chunk = todo[start:start + limit]
-            began = time.monotonic()
-            if self.simulator is not None:  # the model's launches: one after the other, the clock modelled
-                for job in chunk:
-                    self._run_one(job, results)
-                self.simulator.end_slice()
-                continue
-            threads = [threading.Thread(target=self._run_one, args=(job, results), daemon=True) for job in chunk]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                while thread.is_alive():
-                    thread.join(0.2)
-            if self.interrupted:
-                self.save()
-                raise Interrupted()
+        if not todo:
+            return results
+        pool = LaunchPool(todo, self.inputs.get("max_concurrent"))
+        failing = FailingNodes() if drop_failing else None
+        if failing is not None:
+            for job in jobs:
+                if job["name"] in results and job["kind"] == "pair":
+                    failing.record(job, True)
+        began = time.monotonic()
+        span = self._pool_simulated(pool, results, failing) if self.simulator is not None else \
+            self._pool_launched(pool, results, failing, title)
+        if self.interrupted:
             self.save()
-            failed = sum(1 for job in chunk if results[job["name"]]["reason"])
-            self.say(f"{title}: {len(chunk)} job(s) at once in {time.monotonic() - began:.1f}s"
-                     + (f", {failed} without values" if failed else "") + f"; elapsed {self.elapsed()}")
+            raise Interrupted()
+        self.save()
+        failed = sum(1 for job in todo if job["name"] in results and results[job["name"]]["reason"])
+        self.say(f"{title}: {len(todo)} job(s), at most {pool.limit} at once, in "
+                 + (f"{span:.0f} s modelled" if self.simulator is not None else f"{time.monotonic() - began:.1f}s")
+                 + (f", {failed} without values" if failed else "") + f"; elapsed {self.elapsed()}")
         return results
+
+    def _after(self, pool, job, results, failing):
+        """A finished job's bookkeeping: the pool moves on; in the pair rounds, a node that failed with two good
+        partners is dropped (its later pairs skipped, said in screen.log and in the schedule)."""
+        pool.finish(job)
+        if failing is None or job["kind"] != "pair":
+            return
+        for node in failing.record(job, results[job["name"]]["reason"] is None):
+            skipped = pool.drop(node)
+            partners = failing.dropped[node]
+            self.dropped.append({"node": node, "failed_with": partners, "skipped": len(skipped)})
+            text = (f"{node} failed its pairs with {' and '.join(partners)}, which measured with other nodes: "
+                    f"dropped from the rounds, {len(skipped)} later pair job(s) not run")
+            self.log_line(f"# {utc_now()} {text}")
+            if self.simulator is None:
+                self.say(text)
+
+    def _pool_launched(self, pool, results, failing, title):
+        """Real launches: a thread each; the finished ones come back through a queue."""
+        finished = queue.Queue()
+        running = 0
+        last_note = time.monotonic()
+
+        def one(job):
+            try:
+                self._run_one(job, results)
+            finally:
+                finished.put(job)
+
+        while not pool.done() or running:
+            if not self.interrupted:
+                for job in pool.startable():
+                    threading.Thread(target=one, args=(job,), daemon=True).start()
+                    running += 1
+            if not running:
+                break
+            try:
+                job = finished.get(timeout=0.2)
+            except queue.Empty:
+                if time.monotonic() - last_note >= PROGRESS_NOTE_S:
+                    last_note = time.monotonic()
+                    self.save()
+                    self.say(f"{title}: {pool.left} job(s) to go, {running} running; elapsed {self.elapsed()}")
+                continue
+            running -= 1
+            self._after(pool, job, results, failing)
+        return None
+
+    def _pool_simulated(self, pool, results, failing):
+        """The fleet model's launches on a modelled clock: each job ends at its start + its modelled seconds, and
+        the pool starts the next ones at the earliest end. Returns the stage's modelled seconds."""
+        now, ends, order = 0.0, [], 0
+        while not pool.done():
+            for job in pool.startable():
+                self._run_one(job, results)
+                order += 1
+                heapq.heappush(ends, (now + self.simulator.take_elapsed(job["name"]), order, job))
+            if not ends:
+                break
+            now, _, job = heapq.heappop(ends)
+            self._after(pool, job, results, failing)
+        self.simulator.add_stage(now)
+        return now
 
     def elapsed(self):
         seconds = int(time.monotonic() - self.started)
@@ -297,7 +366,7 @@ class Screen:
         if elapsed is None or (limit and elapsed > limit):
             code, elapsed, document = -15, limit, None
             problem = f"launch exceeded --launch-timeout {limit}s"
-        self.simulator.record(elapsed)
+        self.simulator.record(job["name"], elapsed)
         if not self.simulator.keep_files:
             return code, problem, (self.values_of(job, document) if document is not None and not problem else None)
         if os.path.exists(job["output"]):
@@ -339,24 +408,23 @@ class Screen:
         steps = max((len(node_list) for node_list in jobs.values()), default=0)
         data = {node: {"doctor": None, "intra_busbw_gbps": None, "intra_small_time_us": None,
                        "loopback_busbw_gbps": {}, "loopback_reason": {}} for node in self.inputs["hosts"]}
-        for step in range(steps):
-            batch = [node_list[step] for node_list in jobs.values() if step < len(node_list)]
-            results = self.run_batch(batch, f"node stage {step + 1}/{steps} ({batch[0]['kind']})")
-            for job in batch:
-                node, found, reason = job["hosts"][0], results[job["name"]]["values"], results[job["name"]]["reason"]
-                if job["kind"] == "doctor":
-                    data[node]["doctor"] = found["doctor"]
-                elif job["kind"] == "intra":
-                    data[node].update(intra_busbw_gbps=found["busbw_gbps"], intra_small_time_us=found["small_time_us"],
-                                      intra_reason=reason, intra_ranks=job.get("ranks"),
-                                      intra_correctness_only=bool(job.get("correctness_only")))
-                else:
-                    data[node]["loopback_busbw_gbps"][job["rail"]] = found["busbw_gbps"]
-                    data[node]["loopback_reason"][job["rail"]] = reason
+        # Every node's steps in one pool: each node runs its own in order, none waits for the others' (step-major
+        # plan order: the first steps of all nodes are started first).
+        batch = [node_list[step] for step in range(steps) for node_list in jobs.values() if step < len(node_list)]
+        kinds = ", ".join(dict.fromkeys(job["kind"] for job in batch))
+        results = self.run_batch(batch, f"node stage ({kinds})")
+        for job in batch:
+            node, found, reason = job["hosts"][0], results[job["name"]]["values"], results[job["name"]]["reason"]
+            if job["kind"] == "doctor":
+                data[node]["doctor"] = found["doctor"]
+            elif job["kind"] == "intra":
+                data[node].update(intra_busbw_gbps=found["busbw_gbps"], intra_small_time_us=found["small_time_us"],
+                                  intra_reason=reason, intra_ranks=job.get("ranks"),
+                                  intra_correctness_only=bool(job.get("correctness_only")))
+            else:
+                data[node]["loopback_busbw_gbps"][job["rail"]] = found["busbw_gbps"]
+                data[node]["loopback_reason"][job["rail"]] = reason
         return data
-
-    def pair_batch(self, pairs, number, kind, title):
-        return self.pair_batch_mixed([(kind, pair) for pair in pairs], number, title)
 
     @staticmethod
     def row(job, result, number):
@@ -366,6 +434,10 @@ class Screen:
                 "job": job["name"],
                 "busbw_gbps": found["busbw_gbps"], "small_time_us": found["small_time_us"],
                 "reason": reason, "transport": found["transport"], "rail_bytes": found["rail_bytes"]}
+
+    def rows(self, jobs, results):
+        """The pair rows of these jobs in plan order; a job not run (its node dropped) has none."""
+        return [self.row(job, results[job["name"]], job["round"]) for job in jobs if job["name"] in results]
 
     def run(self):
         self.prepare()
@@ -406,14 +478,17 @@ class Screen:
             schedule = {"mode": "quick" if inputs["quick"] else "full", "seed": inputs["seed"] if inputs["quick"]
                         else None, "repeats": inputs["quick"] or 1, "rounds": [], "pair_count": 0,
                         "concurrent_jobs": 0}
-        pairs = []
         rails = rails_alone(inputs)
         with_rails = rail_point_pairs(schedule["rounds"]) if rails else [[] for _ in schedule["rounds"]]
+        jobs = []
         for entry, rail_pairs in zip(schedule["rounds"], with_rails):
             entry["pairs"] = unblocked(entry["pairs"], blocked)
-            pairs += self.pair_batch(entry["pairs"], entry["round"], "pair",
-                                     f"pair round {entry['round'] + 1}/{len(schedule['rounds'])}")
-            pairs += self.rail_batches(unblocked(rail_pairs, blocked), rails, entry["round"])
+            jobs += self.pair_jobs([("pair", pair) for pair in entry["pairs"]], entry["round"])
+            jobs += self.rail_jobs(unblocked(rail_pairs, blocked), rails, entry["round"])
+        # The rounds and their rails alone in one rolling pool; a node that failed with two good partners is
+        # dropped from its later pairs.
+        pairs = self.rows(jobs, self.run_batch(jobs, f"pair rounds ({len(schedule['rounds'])})", drop_failing=True))
+        schedule["dropped"] = list(self.dropped)
         verdicts = self.judge(hosts, data, pairs, path_checks, path_mtu)
         schedule["retest_rounds"] = []
         for _ in range(RETEST_PASSES):
@@ -422,6 +497,7 @@ class Screen:
                                    repeat_pairs=retest["repeat_pairs"])
             if not rounds:
                 break
+            jobs = []
             for entry in rounds:
                 entry = {key: unblocked(entry[key], blocked) for key in ("pairs", "repeats")}
                 if not entry["pairs"] and not entry["repeats"]:
@@ -429,12 +505,15 @@ class Screen:
                 number = len(schedule["rounds"]) + len(schedule["retest_rounds"])
                 schedule["retest_rounds"].append({"round": number, "pairs": entry["pairs"],
                                                   "repeats": entry["repeats"]})
-                title = f"retest round {number + 1} ({', '.join(retest['suspects']) or 'repeats'})"
                 both = [("repeat", pair) for pair in entry["repeats"]] + [("retest", pair) for pair in entry["pairs"]]
-                pairs += self.pair_batch_mixed(both, number, title)
+                jobs += self.pair_jobs(both, number)
                 if rails:  # a node suspect from its rails alone is measured on them again with each partner
                     again = [pair for _, pair in both if set(pair) & set(retest["rail_suspects"])]
-                    pairs += self.rail_batches(again, rails, number)
+                    jobs += self.rail_jobs(again, rails, number)
+            if not jobs:
+                break
+            title = f"retest ({', '.join(retest['suspects']) or 'repeats'})"
+            pairs += self.rows(jobs, self.run_batch(jobs, title))
             verdicts = self.judge(hosts, data, pairs, path_checks, path_mtu)
         document = to_document(schedule, data, pairs, verdicts, TOOL_VERSION, utc_now())
         for row, pair in zip(document["pairs"], pairs):
@@ -466,20 +545,13 @@ class Screen:
             self.say(f"  path MTU FAIL {check.get('subject')}: {check.get('detail')}")
         return checks
 
-    def rail_batches(self, rail_pairs, rails, number):
-        """Each rail alone on these pairs: one batch per rail (the pairs of a batch are disjoint)."""
-        rows = []
-        for rail in rails if rail_pairs else []:
-            jobs = [rail_job(self.inputs, self.run_dir, a, b, number, rail) for a, b in rail_pairs]
-            results = self.run_batch(jobs, f"rail {rail} alone, round {number + 1}")
-            rows += [self.row(job, results[job["name"]], number) for job in jobs]
-        return rows
+    def rail_jobs(self, rail_pairs, rails, number):
+        """Each rail alone on these pairs, one rail after the other on each pair."""
+        return [rail_job(self.inputs, self.run_dir, a, b, number, rail) for a, b in rail_pairs for rail in rails]
 
-    def pair_batch_mixed(self, kinds_and_pairs, number, title):
-        """One round whose pairs are repeats and retests, all at the same time."""
-        jobs = [pair_job(self.inputs, self.run_dir, a, b, number, kind) for kind, (a, b) in kinds_and_pairs]
-        results = self.run_batch(jobs, title)
-        return [self.row(job, results[job["name"]], number) for job in jobs]
+    def pair_jobs(self, kinds_and_pairs, number):
+        """The pair jobs (kind pair, repeat or retest) of one round."""
+        return [pair_job(self.inputs, self.run_dir, a, b, number, kind) for kind, (a, b) in kinds_and_pairs]
 
     def finish(self, status):
         self.manifest["status"] = status

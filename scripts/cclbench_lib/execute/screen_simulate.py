@@ -4,8 +4,8 @@ SimulatedFleet stands in for the processes execute/screen.Screen starts: each jo
 model.screen_fleet.FleetModel.job_result (the exit status, the modelled seconds and the output document coll_perf
 or the doctor would write). Screen writes that output where the real job writes it (raw/, doctor/, logs/) and reads
 it back with the same parser, so the node stage, the schedule, the retest rounds, the rules and screen.json /
-screen.md run unchanged. The jobs of a batch run one after the other; the modelled clock of a batch slice is its
-slowest job (a real slice's jobs run at the same time). keep_files False (the scale benchmark): the documents are
+screen.md run unchanged. The jobs run in the screen's own rolling pool (plan/launch_pool.py) on a modelled clock:
+each ends its modelled seconds after it started, and the next start when one ends. keep_files False (the scale benchmark): the documents are
 parsed in memory and no per-job file or manifest entry is written.
 """
 
@@ -19,21 +19,25 @@ class SimulatedFleet:
         self.source = source
         self.keep_files = keep_files
         self.modelled_s = 0.0
-        self.slice_s = 0.0
-        self.slices = 0
+        self.stages = 0
         self.launches = 0
+        self.elapsed = {}  # job name -> modelled seconds of its launches (a node-stage job may start twice)
 
     def launch(self, job, attempt):
         self.launches += 1
         return self.model.job_result(job, attempt)
 
-    def record(self, elapsed_s):
-        self.slice_s = max(self.slice_s, elapsed_s or 0.0)
+    def record(self, name, elapsed_s):
+        self.elapsed[name] = self.elapsed.get(name, 0.0) + (elapsed_s or 0.0)
 
-    def end_slice(self):
-        self.modelled_s += self.slice_s
-        self.slice_s = 0.0
-        self.slices += 1
+    def take_elapsed(self, name):
+        """The modelled seconds of the job just run (execute/screen.py's pool ends it that long after its start)."""
+        return self.elapsed.pop(name, 0.0)
+
+    def add_stage(self, seconds):
+        """A pool of launches ended: its modelled span (the last job's end) adds to the wall time."""
+        self.modelled_s += seconds
+        self.stages += 1
 
     def summary(self, document, rules_cpu_s):
         """screen.json's "simulation" block (results_schema/screen.schema.json)."""
@@ -45,6 +49,6 @@ class SimulatedFleet:
                                                                 "source", "preset")},
                 "truth": {"bad_nodes": expected["bad_nodes"], "bad_links": [list(k) for k in expected["bad_links"]],
                           "bad_rails": [list(k) for k in expected["bad_rails"]]},
-                "score": score(document, expected), "launches": self.launches, "batch_slices": self.slices,
+                "score": score(document, expected), "launches": self.launches, "pools": self.stages,
                 "modelled_wall_s": round(self.modelled_s, 3),
                 "rules_cpu_s": {step: round(seconds, 4) for step, seconds in sorted(rules_cpu_s.items())}}

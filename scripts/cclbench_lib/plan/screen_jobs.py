@@ -8,7 +8,7 @@ Backends: NCCL where the nodes have GPUs (gpus_per_node ranks a node); the MPI b
 ranks on the node for the intra-node point, one a node for a pair) on GPU-less hosts, where there is no
 loopback point: the MPI backend has no NCCL_IB_HCA to pin a rail with.
 
-Rail points (kind rail): one pair, one rail alone, the large size only (model.rail_binding: NCCL_IB_HCA for RDMA
+Rail points (kind rail): one pair, one rail alone, judged at the large size (model.rail_binding: NCCL_IB_HCA for RDMA
 rails, NCCL_SOCKET_IFNAME for a socket cluster's interfaces, the TCP BTL's interface for the MPI backend), so that
 a rail at a fraction of its sibling shows (rules.screen_rules.judge_rail_points).
 """
@@ -37,9 +37,13 @@ def _tool(inputs):
     return os.path.join(inputs["bin_dir"], "coll_perf")
 
 
-def _coll_argv(inputs, run_dir, name, large_only=False):
+def _coll_argv(inputs, run_dir, name):
     flags = inputs.get("coll_perf_flags")
-    sizes = str(inputs["large_bytes"]) if large_only else f"{inputs['large_bytes']},{inputs['small_bytes']}"
+    # Both sizes in every job, the rail points too (whose small size is not judged): coll_perf runs the small one
+    # first, and its learned watchdog predicts the large one from it. A launch whose first case is the large size
+    # has only the worst case to go by (every byte at 1 MB/s: 64M's warm-ups alone 11 minutes), so a hung rail
+    # point would cost its -T, not a minute and a half (plan/bounds.hang_cost_s).
+    sizes = f"{inputs['large_bytes']},{inputs['small_bytes']}"
     argv = [_tool(inputs), "--backend", backend(inputs), "--coll", COLLECTIVE, "--placement", "out",
             "--sizes", sizes, "-n", str(inputs["iterations"]),
             "-w", str(inputs["warmup"]), "-c", "1", "--point", name, "--quiet",
@@ -119,7 +123,7 @@ def rails_alone(inputs):
 
 
 def rail_job(inputs, run_dir, a, b, round_number, rail):
-    """One two-node point over one rail alone, at the large size only (kind rail)."""
+    """One two-node point over one rail alone, judged at the large size (kind rail; the small size runs first, for the learned watchdog)."""
     name = f"rail.r{round_number}.{a}.{b}.{_rail_label(rail)}"
     per_node = inputs["gpus_per_node"] or 1
     bound = inputs
@@ -131,7 +135,7 @@ def rail_job(inputs, run_dir, a, b, round_number, rail):
         env = {}
         bound = dict(inputs, mpirun_args=mpirun_args_for_interface(inputs.get("mpirun_args"), rail))
     argv = launcher.command(bound, 2 * per_node, f"{a}:{per_node},{b}:{per_node}", env) + \
-        _coll_argv(inputs, run_dir, name, large_only=True)
+        _coll_argv(inputs, run_dir, name)
     return _job(name, "rail", [a, b], argv, env, os.path.join(run_dir, "raw", name + ".json"), round_number, rail)
 
 

@@ -190,7 +190,7 @@ NOT_JUDGED_REASONS = (NOT_JUDGED_FEW_NODES, NOT_JUDGED_CORRECTNESS_ONLY, NOT_JUD
 # Pair speed and attribution need a third node: a pair's reference leaves both of its nodes out in turn.
 MIN_NODES_TO_COMPARE = 3
 
-SCHEMA_VERSION = "1.3.0"
+SCHEMA_VERSION = "1.4.0"
 
 
 def _number(value):
@@ -1058,7 +1058,8 @@ def to_document(schedule, node_stage, pairs, verdicts, tool_version, created_utc
                          "pair_count": schedule["pair_count"], "concurrent_jobs": schedule["concurrent_jobs"],
                          "rounds": [{"round": entry["round"], "pairs": entry["pairs"], "bye": entry.get("bye")}
                                     for entry in schedule["rounds"]],
-                         "retest_rounds": schedule.get("retest_rounds") or []},
+                         "retest_rounds": schedule.get("retest_rounds") or [],
+                         "dropped": schedule.get("dropped") or []},
             "bands": verdicts["bands"], "nodes": rows, "pairs": pair_rows, "links": verdicts["links"],
             "rails": verdicts["rails"], "judged": verdicts["judged"], "not_judged": verdicts["not_judged"],
             "path_mtu": verdicts.get("path_mtu"), "result": verdicts["result"], "exit_code": verdicts["exit_code"]}
