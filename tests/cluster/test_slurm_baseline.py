@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Slurm on the virtual cluster: `baseline` inside `salloc -N 2` runs its cross-host plan with srun.
+"""Slurm on the virtual cluster: `baseline` inside `salloc -N 2` runs its cross-host plan with srun, and `screen`
+inside `salloc -N 4` runs its jobs as srun steps, the pairs of a round at the same time.
 
 Slurm across the nodes is tests/cluster/vslurm.py (munged + slurmctld in node5, one slurmd per node).
 cclbench runs in node5 inside `salloc -N 2`; with `--launcher auto` it picks srun (srun --mpi=pmix, which
@@ -14,11 +15,17 @@ name both nodes; the inter point's records were measured by 2 ranks; the doctor 
 and the path MTU check passed over both rails; node7's rails carried the inter point's bytes (its own
 netdev counters: an independent source).
 
+The screen (GPU-less, the build's coll_perf, one quick round): exit 0, PASS with every node accepted, every job's
+command an srun step, the launch cap srun's default, and the round's two pair steps running at the same time - each
+of their four ranks waits (at most 15 s) until all four have started before running coll_perf and records how many
+it saw.
+
 CTest `cluster_slurm_baseline` (label cluster); exits 77 (skip) with the reason where no cluster or no
 Slurm can run.
 """
 import json
 import os
+import shlex
 import sys
 import tempfile
 import unittest
@@ -28,10 +35,39 @@ sys.path.insert(0, HERE)
 import vcluster  # noqa: E402
 import vslurm  # noqa: E402
 from cluster_setup import (CCLBENCH, COLL_PERF, RAIL_SUBNETS, fake_gpu_bin_dir, fake_hca_fail_codes,  # noqa: E402
-                           close_slurm, main, open_slurm)
+                           close_slurm, main, open_slurm, write_script)
 
-NODES = ("node5", "node7")
+NODES = ("node5", "node7")  # the baselines' allocation (salloc -w)
+# The screen's: four nodes, so that a round has two pairs whose srun steps run at the same time (with three, every
+# two pairs share a node and run one after the other).
+SCREEN_NODES = ("node5", "node6", "node7", "node8")
 INTER = "inter.cross0.rail-mlx5_0"
+# The screen's first round: two pairs of one rank a node.
+PAIR_RANKS = 4
+
+
+def rendezvous_bin_dir(bin_dir, meet, ranks, wait_s=15):
+    """A --bin-dir of the build's tools whose coll_perf, for a point of the first pair round (pair.r0.*), first
+    waits up to wait_s for `ranks` such ranks to have started (a file each in `meet`), writes how many it saw to
+    meet/seen.<point>.<rank>, then runs the real coll_perf: proof that the round's steps ran at the same time."""
+    os.makedirs(bin_dir, exist_ok=True)
+    os.makedirs(os.path.join(meet, "started"), exist_ok=True)
+    for name in os.listdir(os.path.dirname(COLL_PERF)):
+        path = os.path.join(os.path.dirname(COLL_PERF), name)
+        if name != "coll_perf" and os.path.isfile(path) and os.access(path, os.X_OK):
+            os.symlink(path, os.path.join(bin_dir, name))
+    write_script(os.path.join(bin_dir, "coll_perf"), f"""#!/bin/sh
+point=; previous=
+for word in "$@"; do [ "$previous" = --point ] && point=$word; previous=$word; done
+case "$point" in pair.r0.*)
+  started={meet}/started; : > "$started/$point.$SLURM_PROCID"
+  tries=0
+  while [ "$(ls "$started" | wc -l)" -lt {ranks} ] && [ $tries -lt {wait_s * 10} ]; do sleep 0.1; tries=$((tries + 1)); done
+  ls "$started" | wc -l > "{meet}/seen.$point.$SLURM_PROCID" ;;
+esac
+exec {COLL_PERF} "$@"
+""")
+    return bin_dir
 
 
 class SlurmBaseline(unittest.TestCase):
@@ -39,7 +75,7 @@ class SlurmBaseline(unittest.TestCase):
     def setUpClass(cls):
         if not vslurm.find("salloc"):
             raise unittest.SkipTest("salloc is not installed")
-        open_slurm(cls, NODES, tools=("coll_perf",))
+        open_slurm(cls, SCREEN_NODES, tools=("coll_perf",))
         cls.work = tempfile.TemporaryDirectory(prefix="cclbench-vslurm-baseline-")
         cls.bin_dir = fake_gpu_bin_dir(os.path.join(cls.work.name, "bin"))
         probe = cls.cluster.exec("node5", ["srun", "--mpi=list"], env=cls.slurm.env(), capture_output=True, text=True,
@@ -62,7 +98,7 @@ class SlurmBaseline(unittest.TestCase):
                              OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
         results = os.path.join(self.work.name, "results")
         result = self.cluster.exec(
-            "node5", ["salloc", "-N", "2", "--ntasks-per-node", "1", CCLBENCH, "baseline", "--hosts", ",".join(NODES),
+            "node5", ["salloc", "-N", "2", "-w", ",".join(NODES), "--ntasks-per-node", "1", CCLBENCH, "baseline", "--hosts", ",".join(NODES),
                       "--gpus-per-node", "1", "--hcas", "mlx5_0:1", "--coll", "all_reduce", "-b", "1M", "-e", "4M",
                       "-n", "10", "-w", "1", "--repeat", "1", "--cross-nic", "0", "--expect-transport", "none",
                       "--no-tuning-probe", "--timeout", "30", "--launch-timeout", "120", "--bin-dir", self.bin_dir,
@@ -110,7 +146,7 @@ class SlurmBaseline(unittest.TestCase):
                              OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
         results = os.path.join(self.work.name, "results")
         result = self.cluster.exec(
-            "node5", ["salloc", "-N", "2", "--ntasks-per-node", "2", CCLBENCH, "baseline", "--hosts", ",".join(NODES),
+            "node5", ["salloc", "-N", "2", "-w", ",".join(NODES), "--ntasks-per-node", "2", CCLBENCH, "baseline", "--hosts", ",".join(NODES),
                       "--coll", "all_reduce", "-b", "8K", "-e", "64K", "-n", "3", "-w", "1", "--repeat", "1",
                       "--timeout", "30", "--launch-timeout", "120", "--bin-dir", os.path.dirname(COLL_PERF),
                       "--results", results, "--run-id", "gpuless"],
@@ -138,6 +174,63 @@ class SlurmBaseline(unittest.TestCase):
             path = [c for c in json.load(handle)["checks"] if c["id"] == "path_mtu"]
         self.assertEqual(len(path), 4, path)
         self.assertEqual({c["status"] for c in path}, {"pass"}, path)
+
+    def test_screen_inside_salloc_runs_its_jobs_as_concurrent_srun_steps(self):
+        """`cclbench screen` inside `salloc -N 4` (the allocation is the fleet; GPU-less: the MPI backend, the build's
+        coll_perf): every job an srun step, the two pairs of a round at the same time, every node accepted."""
+        # Ranks that yield while they wait (as cluster_screen's): four busy-polling ranks on a loaded 2-core machine
+        # otherwise make one node's small-message time 10 ms instead of 50 us, and the screen names it slow.
+        env = self.slurm.env(OMPI_MCA_btl="tcp,self", OMPI_MCA_btl_tcp_if_include=RAIL_SUBNETS,
+                             OMPI_MCA_mpi_yield_when_idle="1", OMPI_ALLOW_RUN_AS_ROOT="1",
+                             OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        results = os.path.join(self.work.name, "results")
+        meet = os.path.join(self.work.name, "meet")
+        bin_dir = rendezvous_bin_dir(os.path.join(self.work.name, "screen-bin"), meet, PAIR_RANKS)
+        result = self.cluster.exec(
+            "node5", ["salloc", "-N", str(len(SCREEN_NODES)), "--exclusive", CCLBENCH, "screen", "--quick", "1",
+                      "--large", "512K", "--small", "8K", "-n", "8", "-w", "1", "--timeout", "30",
+                      "--launch-timeout", "120", "--bin-dir", bin_dir, "--results", results, "--run-id", "screen"],
+            env=env, capture_output=True, text=True, timeout=300, cwd=self.work.name)
+        print(f"\n  salloc screen: exit {result.returncode}\n  " + "\n  ".join(result.stderr.strip().splitlines()[-6:]),
+              file=sys.stderr)
+        run_dir = os.path.join(results, "screen")
+        self.assertTrue(os.path.exists(os.path.join(run_dir, "screen.json")), result.stderr[-3000:] + self.slurm.logs_tail())
+        with open(os.path.join(run_dir, "screen.json")) as handle:
+            document = json.load(handle)
+        evidence = json.dumps({"nodes": document["nodes"], "links": document["links"], "pairs": document["pairs"]},
+                              indent=1)[:6000]
+        self.assertEqual({row["name"]: row["verdict"] for row in document["nodes"]},
+                         {node: "accept" for node in SCREEN_NODES}, evidence)
+        self.assertEqual((result.returncode, document["result"]), (0, "pass"), evidence)
+        with open(os.path.join(run_dir, "screen_manifest.json")) as handle:
+            manifest = json.load(handle)
+        inputs = manifest["inputs"]
+        self.assertEqual(inputs["launcher"]["name"], "srun")
+        # The cap the dry run names for srun steps, with nothing given on the command line.
+        self.assertEqual((inputs["concurrency_choice"]["kind"], inputs["concurrency_choice"]["source"]),
+                         ("srun", "default"))
+        jobs = manifest["jobs"]
+        self.assertTrue(jobs)
+        for name, job in jobs.items():
+            words = shlex.split(job["command"])
+            words = words[1:] if words[0] == "env" else words
+            while "=" in words[0]:  # env's NAME=VALUE before the launcher
+                words.pop(0)
+            self.assertEqual(os.path.basename(words[0]), "srun", (name, job["command"]))
+        pairs = {name: job for name, job in jobs.items() if job["kind"] == "pair"}
+        self.assertEqual(len(pairs), 2, sorted(jobs))
+        for job in pairs.values():
+            self.assertRegex(job["command"], r"--nodes 2 --nodelist node\d,node\d")
+        # Every rank of the round's two pairs found all PAIR_RANKS of them started before it went on: the two steps
+        # ran at the same time (one after the other, the first pair's ranks wait alone and say so).
+        seen = {}
+        for name in os.listdir(meet):
+            if name.startswith("seen."):
+                with open(os.path.join(meet, name)) as handle:
+                    seen[name] = int(handle.read().split()[0])
+        self.assertEqual(len(seen), PAIR_RANKS, sorted(os.listdir(meet)))
+        self.assertEqual(set(seen.values()), {PAIR_RANKS}, seen)
+        self.assertEqual(sorted(node for job in pairs.values() for node in job["hosts"]), sorted(SCREEN_NODES))
 
 
 if __name__ == "__main__":

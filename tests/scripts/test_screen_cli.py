@@ -14,7 +14,7 @@ import unittest
 
 from helpers import FAKE_BIN, FAKE_MPIRUN, SOURCE_DIR, TempDirTest, run_cli
 
-from cclbench_lib.plan.screen_schedule import scale_table
+from cclbench_lib.plan.screen_schedule import LAUNCH_CAPS, scale_table
 
 
 def dry_run(*args, gpus="0", **env):
@@ -104,6 +104,24 @@ class DryRun(TempDirTest):
         self.assertIn("expected wall time: 90 s", result.stdout)
         again = dry_run("--hosts", ",".join(hosts), "--quick", "2", "--seed", "7", "--results", self.results)
         self.assertEqual(rounds_of(again.stdout), rounds, "the same seed gives the same rounds")
+
+    def test_the_launch_cap_is_the_launchers_and_the_dry_run_says_why(self):
+        hosts = ",".join(f"h{i}" for i in range(300))
+        cap, _ = LAUNCH_CAPS["mpirun-ssh"]
+        result = dry_run("--hosts", hosts, "--quick", "1", "--results", self.results)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        line = next(line for line in result.stdout.splitlines() if line.startswith("launches:"))
+        # 150 pairs a round, `cap` at once in the rolling pool; the reason cites the measurement.
+        self.assertTrue(line.startswith(f"launches: at most {cap} at once (the default for mpirun-ssh: "), line)
+        self.assertIn("launch_fanout_ssh_results.json", line)
+        self.assertTrue(line.endswith("in a rolling pool: each node's jobs in round order, a job starting when its "
+                                      "nodes are free"), line)
+        given = dry_run("--hosts", hosts, "--quick", "1", "--max-concurrent", "100", "--results", self.results)
+        self.assertIn(f"launches: at most 100 at once (--max-concurrent; the default for mpirun-ssh is {cap}), "
+                      "in a rolling pool", given.stdout)
+        local = dry_run("--hosts", f"localhost,{socket.gethostname().split('.')[0]}", "--results", self.results)
+        self.assertIn(f"launches: at most {LAUNCH_CAPS['mpirun-local'][0]} at once (the default for mpirun-local: ",
+                      local.stdout)
 
     def test_inside_a_slurm_allocation_the_allocation_is_the_fleet(self):
         result = run_cli(["screen", "--dry-run", "--bin-dir", FAKE_BIN, "--mpirun", FAKE_MPIRUN, "--hcas", "mlx5_0:1",

@@ -3,11 +3,17 @@ rounds, --quick shuffles, retest rounds, the wall-time estimate and the scale ta
 closed forms written out here (n(n-1)/2 pairs, n-1 rounds for even n, n for odd, floor(n/2) pairs a round),
 not from the planner."""
 import itertools
+import os
+import sys
 import time
 import unittest
 
 import helpers  # noqa: F401  (puts scripts/ on sys.path)
+from cclbench_lib.model.launcher import launch_kind
 from cclbench_lib.plan import screen_schedule as schedule
+
+sys.path.insert(0, os.path.join(helpers.SOURCE_DIR, "tests", "scale"))
+import launch_fanout  # noqa: E402  (the launch benchmark: its committed results and the rule that reads them)
 
 
 def names(count):
@@ -206,6 +212,47 @@ class ScaleTable(unittest.TestCase):
         odd = schedule.pair_schedule(names(17))
         self.assertEqual(len(odd["rounds"]), 17)
         self.assertEqual(schedule.wall_time_s(len(odd["rounds"]), 80.0, 20.0), 80.0 + 17 * 20.0)
+
+
+class LaunchCaps(unittest.TestCase):
+    """The screen's launches at once by default, per launcher: from the committed launch benchmarks
+    (tests/scale/launch_fanout*_results.json), by one rule (launch_fanout.cap_from_rows)."""
+
+    def test_each_default_is_what_its_committed_measurement_gives(self):
+        measured = launch_fanout.caps()
+        self.assertEqual(sorted(measured), sorted(schedule.LAUNCH_CAPS))
+        for kind, cap in measured.items():
+            self.assertIsNotNone(cap, kind)
+            self.assertEqual(schedule.LAUNCH_CAPS[kind][0], cap, kind)
+            self.assertIn(launch_fanout.RESULTS[kind], schedule.LAUNCH_CAPS[kind][1])  # the dry run cites it
+
+    def test_the_rule_takes_the_largest_count_all_ok_within_a_pair_jobs_time(self):
+        def row(count, wall_s, failed=0, timed_out=0):
+            return {"count": count, "wall_s": wall_s, "failed": failed, "timed_out": timed_out}
+        rows = [row(8, 2.0), row(16, 4.0), row(32, 9.0, failed=1), row(64, 19.0), row(128, 25.0)]
+        self.assertEqual(launch_fanout.cap_from_rows(rows, 20.0), 64)
+        self.assertEqual(launch_fanout.cap_from_rows(rows, 10.0), 16)  # 32 had a failure
+        self.assertIsNone(launch_fanout.cap_from_rows([row(8, 30.0)], 20.0))
+        self.assertEqual(launch_fanout.JOB_S, schedule.PER_PAIR_S)
+
+    def test_max_concurrent_wins_over_every_default(self):
+        for kind in schedule.LAUNCH_CAPS:
+            given = schedule.concurrency_cap(kind, 3)
+            self.assertEqual((given["limit"], given["kind"], given["source"], given["default"]),
+                             (3, kind, "--max-concurrent", schedule.LAUNCH_CAPS[kind][0]))
+            chosen = schedule.concurrency_cap(kind)
+            self.assertEqual((chosen["limit"], chosen["source"]), (schedule.LAUNCH_CAPS[kind][0], "default"))
+        with self.assertRaises(ValueError):
+            schedule.concurrency_cap("pdsh")
+
+    def test_launch_kind_from_the_launcher_and_the_hosts(self):
+        srun = {"name": "srun"}
+        mpirun = {"name": "mpirun"}
+        self.assertEqual(launch_kind(srun, ["localhost", "n1"]), "srun")
+        self.assertEqual(launch_kind(mpirun, ["n1", "n2"]), "mpirun-ssh")
+        self.assertEqual(launch_kind(mpirun, ["localhost", "127.0.0.1"]), "mpirun-local")
+        self.assertEqual(launch_kind(mpirun, ["vm", "localhost"], local_names=("vm",)), "mpirun-local")
+        self.assertEqual(launch_kind(mpirun, ["vm", "n2"], local_names=("vm",)), "mpirun-ssh")  # one remote host
 
 
 if __name__ == "__main__":

@@ -1,6 +1,5 @@
 """The `screen` sub-parser and command: find the bad node, rail and link of a fleet."""
 
-import math
 import os
 import shlex
 import sys
@@ -14,13 +13,13 @@ from ..base.values import (default_run_id, format_size, parse_hcas, parse_netdev
 from ..execute.screen import MANIFEST, Screen, plan_stages
 from ..execute.screen_simulate import SimulatedFleet
 from ..model.screen_fleet import FleetModel, read_fleet
-from ..model.hosts import (check_resolvable, hostfile_groups, hosts_and_slots, local_gpu_count, read_groups,
-                           slurm_topology_groups)
-from ..model.launcher import launcher_of
+from ..model.hosts import (check_resolvable, hostfile_groups, hosts_and_slots, local_gpu_count, local_hostname,
+                           read_groups, slurm_topology_groups)
+from ..model.launcher import launch_kind, launcher_of
 from ..plan.launch_pool import pool_span
 from ..plan.screen_jobs import backend, node_jobs, pair_job, rail_job, rails_alone, stage_env_note
-from ..plan.screen_schedule import (DEFAULT_MAX_CONCURRENT, DEFAULT_ROUNDS, PER_PAIR_S, default_rounds, node_stage_s,
-                                   rail_point_pairs)
+from ..plan.screen_schedule import (DEFAULT_MAX_CONCURRENT, DEFAULT_ROUNDS, LAUNCH_CAPS, PER_PAIR_S, concurrency_cap,
+                                   default_rounds, rail_point_pairs)
 from ..render.screen import headline
 
 
@@ -59,8 +58,9 @@ def add_screen_parser(sub, add_launcher_options, positive_int, seconds):
     what.add_argument("--launch-timeout", type=seconds("--launch-timeout"), default=600.0,
                       help="kill a job after this many seconds (default 600); it then counts as failed")
     what.add_argument("--max-concurrent", type=positive_int("--max-concurrent", 1, 1 << 20),
-                      help=f"at most this many jobs at once (default {DEFAULT_MAX_CONCURRENT}: one host's launches; "
-                      "docs/scale.md)")
+                      help="at most this many jobs at once (default: what one host was measured to sustain with the "
+                      "launcher used, " + ", ".join(f"{kind} {cap}" for kind, (cap, _) in LAUNCH_CAPS.items()) +
+                      "; docs/scale.md)")
     what.add_argument("--per-pair-s", type=seconds("--per-pair-s"), default=PER_PAIR_S,
                       help=f"one job's wall time for the estimate (default {PER_PAIR_S:g} s)")
     what.add_argument("--sysfs-root", help="coll_perf --sysfs-root for rail counters")
@@ -94,13 +94,14 @@ def screen_inputs(args, launcher_choice, coll_perf_flags, default_bin_dir):
     # A site-wide groups file (or Slurm's topology) lists other nodes too: only the screen's own are kept.
     screened = set(hosts)
     groups = {host: group for host, group in groups.items() if host in screened}
+    decision = launcher_choice(args)
     return {"exported_env": exported, "exported_env_names": exported_names, "hosts": hosts, "gpus_per_node": gpus or 0, "hcas": hcas if gpus else [],
             "netdevs": parse_netdevs(args.netdevs), **rounds_inputs(args, len(hosts)), "seed": args.seed,
             "large_bytes": large, "small_bytes": small, "iterations": args.iters, "warmup": args.warmup_iters,
             "timeout_s": args.timeout, "launch_timeout_s": args.launch_timeout,
-            "max_concurrent": args.max_concurrent or DEFAULT_MAX_CONCURRENT,
+            **concurrency_inputs(args, decision, hosts),
             "per_pair_s": args.per_pair_s, "bin_dir": bin_dir, "mpirun": args.mpirun,
-            "mpirun_args": split_mpirun_args(args.mpirun_args), "launcher": launcher_choice(args),
+            "mpirun_args": split_mpirun_args(args.mpirun_args), "launcher": decision,
             "as_root": os.geteuid() == 0, "coll_perf_flags": coll_perf_flags(bin_dir),
             "sysfs_root": os.path.abspath(args.sysfs_root) if args.sysfs_root else None, "groups": groups}
 
@@ -114,6 +115,18 @@ def rounds_inputs(args, node_count):
         return {"quick": None, "rounds_choice": {"source": "--full"}}
     chosen = default_rounds(node_count)
     return {"quick": chosen["quick"], "rounds_choice": dict(chosen, source="default")}
+
+
+def concurrency_inputs(args, decision, hosts):
+    """{"max_concurrent": N, "concurrency_choice": plan.screen_schedule.concurrency_cap's answer}: --max-concurrent,
+    else the cap measured for the way these hosts are launched (model.launcher.launch_kind)."""
+    choice = concurrency_cap(launch_kind(decision, hosts, (local_hostname(),)), args.max_concurrent)
+    return {"max_concurrent": choice["limit"], "concurrency_choice": choice}
+
+
+# A simulated fleet's jobs at once: each slice of them is one modelled launch time, so the modelled wall time of the
+# committed scale table depends on it; it was made with mpirun's first default.
+SIMULATED_MAX_CONCURRENT = DEFAULT_MAX_CONCURRENT
 
 
 def simulate_inputs(args, fleet, default_bin_dir):
@@ -132,7 +145,11 @@ def simulate_inputs(args, fleet, default_bin_dir):
             "hcas": hcas, "netdevs": netdevs, **rounds_inputs(args, len(fleet["nodes"])), "seed": args.seed,
             "large_bytes": large,
             "small_bytes": small, "iterations": args.iters, "warmup": args.warmup_iters, "timeout_s": args.timeout,
-            "launch_timeout_s": args.launch_timeout, "max_concurrent": args.max_concurrent or DEFAULT_MAX_CONCURRENT,
+            "launch_timeout_s": args.launch_timeout, "max_concurrent": args.max_concurrent or SIMULATED_MAX_CONCURRENT,
+            "concurrency_choice": {"limit": args.max_concurrent or SIMULATED_MAX_CONCURRENT, "kind": "a simulated fleet",
+                                   "source": "--max-concurrent" if args.max_concurrent else "default",
+                                   "default": SIMULATED_MAX_CONCURRENT,
+                                   "why": "the cap the committed scale table (docs/scale.md) was modelled with"},
             "per_pair_s": fleet["job_s"], "bin_dir": os.path.abspath(args.bin_dir or default_bin_dir),
             "mpirun": args.mpirun, "mpirun_args": split_mpirun_args(args.mpirun_args),
             "launcher": {"name": "mpirun", "program": args.mpirun, "mpi": None, "reason": "simulated fleet",
@@ -186,10 +203,8 @@ def dry_run(inputs, run_dir, out):
               f"{schedule['concurrent_jobs']} concurrent job(s) a round\n")
     out.write(f"rounds: {rounds_text(inputs.get('rounds_choice') or {}, len(hosts), inputs['quick'])}\n")
     limit = inputs.get("max_concurrent")
-    out.write(f"launches: at most {limit} at once, in a rolling pool (each node's jobs in round order; a job starts "
-              "when its nodes are free)" + ("" if limit != DEFAULT_MAX_CONCURRENT else
-                                           " - the default: one 2-core host started ~4.5 mpiruns a second at any "
-                                           "count, docs/scale.md; --max-concurrent N to change") + "\n")
+    out.write(f"launches: at most {limit} at once ({concurrency_text(inputs)}), in a rolling pool: each node's jobs "
+              "in round order, a job starting when its nodes are free\n")
     for entry in schedule["rounds"]:
         bye = f" (bye: {entry['bye']})" if entry["bye"] else ""
         out.write(f"  round {entry['round'] + 1}: " + " ".join(f"{a}-{b}" for a, b in entry["pairs"]) + bye + "\n")
@@ -214,6 +229,18 @@ def dry_run(inputs, run_dir, out):
     for job in examples:
         out.write(f"example {job['kind']} job: {shlex.join(job['argv'])}\n")
     return 0
+
+
+def concurrency_text(inputs):
+    """Why the screen runs at most max_concurrent jobs at once: --max-concurrent, or the default for its launcher and
+    the measurement behind it. A manifest from before the caps per launcher has no choice: mpirun's old default."""
+    choice = inputs.get("concurrency_choice")
+    if not choice:
+        return ("--max-concurrent" if inputs.get("max_concurrent") != DEFAULT_MAX_CONCURRENT else
+                "the default before caps per launcher, docs/scale.md")
+    if choice["source"] != "default":
+        return f"{choice['source']}; the default for {choice['kind']} is {choice['default']}"
+    return f"the default for {choice['kind']}: {choice['why']}; --max-concurrent N to change"
 
 
 def rounds_text(choice, node_count, quick):

@@ -120,6 +120,21 @@ def launcher_of(inputs):
                                       "args": []}
 
 
+# The names this machine answers to: a host list of only these is launched locally, without ssh.
+LOCAL_NAMES = ("localhost", "127.0.0.1", "::1")
+
+
+def launch_kind(decision, hosts, local_names=()):
+    """How the jobs reach their hosts, which is what bounds the launches one host sustains at once
+    (plan.screen_schedule.LAUNCH_CAPS): "srun" (steps of the allocation), "mpirun-local" (every host is this one:
+    `local_names` or LOCAL_NAMES), else "mpirun-ssh" (Open MPI's rsh launcher, an ssh connection per remote host;
+    mpirun inside an allocation, whose daemons Open MPI starts through Slurm, is counted here too)."""
+    if decision.get("name") == "srun":
+        return "srun"
+    local = set(LOCAL_NAMES) | set(local_names)
+    return "mpirun-local" if hosts and all(host in local for host in hosts) else "mpirun-ssh"
+
+
 def rank_env(inputs, env=None):
     """What every rank gets: the measurement environment set where cclbench ran (inputs
     "exported_env", recorded when the plan was made), then the point's own variables, which win (a

@@ -34,10 +34,25 @@ SCALE_NODE_COUNTS = (2, 16, 128, 1024)
 # of their rounds; fewer nodes than the smallest size: full (the fault matrix proves 2-8 nodes); more than the
 # largest: the largest's.
 DEFAULT_ROUNDS = {16: (2, 1.0), 64: (3, 1.0), 256: (1, 1.0), 1024: (3, 1.0), 4096: (1, 1.0)}
-# Launches at once by default (--max-concurrent): one 2-core host started 8-256 concurrent `mpirun -np 2` of an
-# MPI program at a steady ~4.5 a second, all of them, whatever the count (tests/scale/launch_fanout_results.json):
-# above about 64 at once the start-up alone takes as long as a 20 s pair job, and a round only waits longer.
-DEFAULT_MAX_CONCURRENT = 64
+# Launches at once by default, for each way the screen starts its jobs (model.launcher.launch_kind); --max-concurrent
+# overrides. Measured by tests/scale/launch_fanout.py on one 2-core host shared with other work (docs/scale.md,
+# "Launching at scale"); the second field is the measurement, one line, that the dry run prints.
+LAUNCH_CAPS = {
+    # 8-256 concurrent local `mpirun -np 2` of an MPI program all exited 0, started at a steady ~4.5 a second
+    # whatever the count: above about 64 at once the start-up alone takes as long as a 20 s pair job.
+    "mpirun-local": (64, "one 2-core host started 8-256 local mpiruns at once, all ok, at ~4.5 a second whatever "
+                         "the count: above 64 the start-up alone outlasts a 20 s pair job "
+                         "(tests/scale/launch_fanout_results.json)"),
+    # Over real OpenSSH to 2K node namespaces (their sshds and orteds on the same 2 cores): 8-500 at once all
+    # exited 0, at ~2.8 a second; 32 were done in 13 s, 64 in 23 s, longer than a pair job.
+    "mpirun-ssh": (32, "one 2-core host started 8-500 mpiruns over ssh at once, all ok, but 64 took 23 s, longer "
+                       "than a 20 s pair job (tests/scale/launch_fanout_ssh_results.json)"),
+    # srun steps of one allocation over 8 slurmds: 128 at once all exited 0 within 8 s; 256 lost 2, 512 a quarter
+    # (the slurmd holding 128 steps at once crashed; slurmctld answered "step creation temporarily disabled").
+    "srun": (128, "4-128 srun steps at once in one allocation all ok within 8 s, 256 lost 2 "
+                  "(tests/scale/launch_fanout_srun_results.json)"),
+}
+DEFAULT_MAX_CONCURRENT = LAUNCH_CAPS["mpirun-local"][0]
 # Node-stage jobs, each about one launch like a pair job.
 NODE_JOB_S = PER_PAIR_S
 # Retest: good partners per suspect; two good partners that both fail is what makes a node bad (screen_rules).
@@ -217,6 +232,17 @@ def rail_slots(rounds, rail_count):
     if rail_count < 2:
         return 0
     return rail_count * sum(1 for pairs in rail_point_pairs(rounds) if pairs)
+
+
+def concurrency_cap(kind, requested=None):
+    """The most jobs the screen runs at once: {"limit", "kind", "source": "--max-concurrent" | "default", "default":
+    the kind's cap, "why": the measurement behind it}. kind: a key of LAUNCH_CAPS (model.launcher's launch_kind);
+    requested: --max-concurrent's value, which wins, or None."""
+    if kind not in LAUNCH_CAPS:
+        raise ValueError(f"screen: no launch cap for {kind!r} (one of {', '.join(LAUNCH_CAPS)})")
+    default, why = LAUNCH_CAPS[kind]
+    return {"limit": default if requested is None else requested, "kind": kind,
+            "source": "default" if requested is None else "--max-concurrent", "default": default, "why": why}
 
 
 def wall_time_s(pair_rounds, node_stage_wall_s, per_pair_s=PER_PAIR_S, retest_round_count=0, rail_slot_count=0):
