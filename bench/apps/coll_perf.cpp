@@ -117,23 +117,34 @@ int run(int argc, char** argv) {
   // --progress: read before the config parser, so that the start-up is reported too.
   std::optional<ProgressWriter> progress;
   if (command_line_has(argc, argv, "--progress")) {
-    progress.emplace(2, context.world_rank, context.hostname);
+    progress.emplace(2, context.job_rank, context.hostname);
     const double remaining = startup_guard.remaining_seconds();
     progress->emit({{"event", "start"}, {"phase", "start-up"},
                     {"deadline_s", remaining > 0 ? nlohmann::json(remaining) : nlohmann::json(nullptr)}});
   }
 
+  // --split-ranks: declared before the resources, so that the backend (its communicators) is gone
+  // before the group's MPI communicators are freed.
+  std::unique_ptr<MpiGroupSplit> group;
+  const MpiContext* run_context = &context;  // the job's, or this rank's group's after the split
   RunResources resources;
   try {
-    resources.startup = agree_on_startup(argc, argv, context);
-    if (!resources.startup) return 0;  // --help
-    return measure(resources, context, program, startup_guard, progress ? &*progress : nullptr);
+    std::optional<StartupInput> startup = agree_on_startup(argc, argv, context);  // the whole job agrees on usage
+    if (!startup) return 0;  // --help
+    if (startup->config.split_ranks > 0) {
+      group = std::make_unique<MpiGroupSplit>(context, startup->config.split_ranks);
+      run_context = &group->context();
+      startup = startup_of_group(std::move(*startup), *run_context);
+      if (progress) progress.emplace(2, context.job_rank, context.hostname, run_context->group_index);
+    }
+    resources.startup = std::move(startup);
+    return measure(resources, *run_context, program, startup_guard, progress ? &*progress : nullptr);
   } catch (const UsageError& error) {
-    return exit_after_usage_error(error, context, program);
+    return exit_after_usage_error(error, *run_context, program);
   } catch (const FatalError& error) {
-    return exit_after_fatal_error(error, resources, context, program);
+    return exit_after_fatal_error(error, resources, *run_context, program);
   } catch (const std::exception& error) {
-    return exit_after_error(error, resources, context, program);
+    return exit_after_error(error, resources, *run_context, program);
   }
 }
 

@@ -7,6 +7,8 @@
 #include <utility>
 #include <cctype>
 
+#include <nlohmann/json.hpp>
+
 #include "bench/core/errors.hpp"
 #include "bench/core/fault_injection.hpp"
 #include "bench/core/units.hpp"
@@ -209,6 +211,11 @@ std::string help_text(const std::string& program_name) {
       << "  --share-gpu               several MPI ranks on one GPU (NCCL_HOSTID per rank):\n"
       << "                            emulated, correctness only, never a performance figure\n"
       << "  --point NAME              sweep-point label recorded with every case\n"
+      << "  --split-ranks N           one job, many runs: MPI_COMM_WORLD in consecutive groups of N\n"
+      << "                            ranks, each measured on its own communicator with its own\n"
+      << "                            watchdog and -J, as a launch of those ranks alone would be\n"
+      << "  --split-points FILE       with --split-ranks: JSON list, one {\"point\": NAME,\n"
+      << "                            \"json\": PATH} per group in rank order (its --point and -J)\n"
       << "  --sysfs-root DIR          root of /sys for rail counters                    [/sys]\n"
       << "  --all-netdevs             rail evidence also lists interfaces that moved no bytes\n"
       << "  --netdevs IF[,IF]         interfaces that are rails: their byte counters per case\n"
@@ -364,11 +371,12 @@ std::optional<Config> parse_config(int argc, const char* const argv[]) {
       config.share_gpu = true;
     } else if (flag == "--point") {
       config.point = cursor.value(flag);
-      for (char c : config.point) {
-        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' || c == '=' || c == '+')) {
-          throw UsageError("--point: '" + config.point + "' has characters outside [A-Za-z0-9_.=+-]");
-        }
-      }
+      check_point_name(config.point, "--point");
+    } else if (flag == "--split-ranks") {
+      config.split_ranks = static_cast<int>(parse_integer(cursor.value(flag), flag, 1, 1 << 20));
+    } else if (flag == "--split-points") {
+      config.split_points_path = cursor.value(flag);
+      if (config.split_points_path.empty()) throw UsageError("--split-points: needs a file name");
     } else if (flag == "--sysfs-root") {
       config.sysfs_root = cursor.value(flag);
     } else if (flag == "--quiet") {
@@ -422,7 +430,56 @@ std::optional<Config> parse_config(int argc, const char* const argv[]) {
     throw UsageError("--tuning-probe needs --backend nccl (the MPI backend has no NCCL algorithm choice)");
   }
   if (config.share_gpu && config.gpus_per_process != 1) throw UsageError("--share-gpu: one GPU per rank (accepted: -g 1)");
+  if ((config.split_ranks > 0) != !config.split_points_path.empty()) {
+    throw UsageError("--split-ranks N and --split-points FILE go together (each group needs its point and -J)");
+  }
+  if (config.split_ranks > 0) {
+    // One path for the whole job would be written by every group's rank 0 at once.
+    if (!config.json_path.empty() || !config.point.empty()) {
+      throw UsageError("--split-points gives each group its --point and -J: drop -J and --point with --split-ranks");
+    }
+    if (!config.csv_path.empty() || !config.jsonl_path.empty() || !config.samples_path.empty() ||
+        !config.tuning_probe_path.empty() || !config.tuning_from_path.empty()) {
+      throw UsageError("--split-ranks: --csv, --jsonl, --samples, --tuning-probe and --tuning-from name one file for the whole job "
+                       "(accepted with --split-ranks: the -J of each group in --split-points)");
+    }
+  }
   return config;
+}
+
+void check_point_name(const std::string& name, const std::string& flag) {
+  for (char c : name) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' || c == '=' || c == '+')) {
+      throw UsageError(flag + ": '" + name + "' has characters outside [A-Za-z0-9_.=+-]");
+    }
+  }
+}
+
+std::vector<SplitPoint> parse_split_points(const std::string& text, const std::string& file_name, int groups) {
+  const std::string where = "--split-points " + file_name;
+  const nlohmann::json list = nlohmann::json::parse(text, nullptr, false);
+  if (!list.is_array()) throw UsageError(where + ": not a JSON list of {\"point\": NAME, \"json\": PATH}");
+  if (list.size() != static_cast<std::size_t>(groups)) {
+    throw UsageError(where + ": " + std::to_string(list.size()) + " entries for " + std::to_string(groups) +
+                     " group(s) (one entry per group of --split-ranks, in rank order)");
+  }
+  std::vector<SplitPoint> points;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const nlohmann::json& entry = list[i];
+    const std::string item = where + ": entry " + std::to_string(i);
+    if (!entry.is_object() || !entry.contains("point") || !entry["point"].is_string() || !entry.contains("json") ||
+        !entry["json"].is_string()) {
+      throw UsageError(item + ": expected {\"point\": NAME, \"json\": PATH}");
+    }
+    SplitPoint point{entry["point"].get<std::string>(), entry["json"].get<std::string>()};
+    check_point_name(point.point, item + " point");
+    if (point.json_path.empty()) throw UsageError(item + ": empty json path");
+    for (const SplitPoint& earlier : points) {
+      if (earlier.json_path == point.json_path) throw UsageError(item + ": json path '" + point.json_path + "' given twice");
+    }
+    points.push_back(std::move(point));
+  }
+  return points;
 }
 
 std::string_view name_of(Registration registration) {

@@ -66,9 +66,28 @@ struct Config {
   std::string tuning_probe_path;  // --tuning-probe FILE: untimed probe run, writes algo/proto per case
   std::string tuning_from_path;   // --tuning-from FILE: attach a probe's algo/proto to each case
   std::string point;              // --point NAME: sweep point label recorded with each case
+  // --split-ranks N: MPI_COMM_WORLD in consecutive groups of N ranks, each group a run of its own
+  // (its own communicator, watchdog, -J); --split-points FILE names each group's point and -J.
+  int split_ranks = 0;            // 0: no split
+  std::string split_points_path;
   std::vector<std::string> argv;  // as given, for the manifest
   bool quiet = false;             // --quiet: no console table
 };
+
+// One group's entry of a --split-points file: what --point and -J would be for a launch of that group alone.
+struct SplitPoint {
+  std::string point;
+  std::string json_path;
+};
+
+// A --split-points file's text: a JSON list of {"point": NAME, "json": PATH}, one per group in group
+// order. Throws UsageError naming the file and the entry when the text is not such a list, a point
+// has characters outside [A-Za-z0-9_.=+-], a path is empty or given twice, or the list does not have
+// `groups` entries.
+std::vector<SplitPoint> parse_split_points(const std::string& text, const std::string& file_name, int groups);
+
+// Throws UsageError unless --point NAME is made of [A-Za-z0-9_.=+-] (`flag` names the source in the message).
+void check_point_name(const std::string& name, const std::string& flag);
 
 // The fixed collective of an alias binary (all_reduce_perf...), or nullopt for coll_perf.
 std::optional<Collective> collective_of_program(const std::string& program_name);

@@ -9,6 +9,7 @@
 //   CCLBENCH_INJECT_WRONG="count=N[,rank=R][,gpu=G][,collective=NAME][,case=CASE_ID]"
 //     count       elements flipped per checked run (1..1048576)
 //     rank        MPI world rank (process) whose receive buffer is corrupted            [0]
+//                 (the launch's rank, also under coll_perf --split-ranks)
 //     gpu         index of that process's GPU with -g N (0..N-1; 0 for the MPI backend) [0]
 //     collective  only cases of this collective (a --coll name)                         [all]
 //     case        only the case with this case_id, e.g. alltoall.int32.none.out.8K      [all]

@@ -25,6 +25,8 @@ MpiSession::MpiSession(int* argc, char*** argv) {
   char host[HOST_NAME_MAX + 1] = {};
   if (::gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
   context_.hostname = host[0] ? host : "unknown-host";
+  context_.job_rank = context_.world_rank;
+  context_.job_size = context_.world_size;
 }
 
 MpiSession::~MpiSession() {
@@ -32,6 +34,30 @@ MpiSession::~MpiSession() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized) MPI_Finalize();
+}
+
+MpiGroupSplit::MpiGroupSplit(const MpiContext& job, int group_size) : context_(job) {
+  context_.group_index = job.job_rank / group_size;
+  context_.group_count = job.job_size / group_size;
+  context_.split = true;
+  context_.world = MPI_COMM_NULL;
+  context_.node = MPI_COMM_NULL;
+  mpi_check(MPI_Comm_split(job.world, context_.group_index, job.job_rank, &context_.world), "MPI_Comm_split(--split-ranks)", job);
+  MPI_Comm_set_errhandler(context_.world, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(context_.world, &context_.world_rank);
+  MPI_Comm_size(context_.world, &context_.world_size);
+  mpi_check(MPI_Comm_split_type(context_.world, MPI_COMM_TYPE_SHARED, context_.world_rank, MPI_INFO_NULL, &context_.node),
+            "MPI_Comm_split_type(--split-ranks group)", context_);
+  MPI_Comm_rank(context_.node, &context_.local_rank);
+  MPI_Comm_size(context_.node, &context_.local_size);
+}
+
+MpiGroupSplit::~MpiGroupSplit() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  if (context_.node != MPI_COMM_NULL) MPI_Comm_free(&context_.node);
+  if (context_.world != MPI_COMM_NULL) MPI_Comm_free(&context_.world);
 }
 
 void mpi_check(int result, const char* call, const MpiContext& context) {

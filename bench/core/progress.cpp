@@ -6,15 +6,16 @@
 
 namespace cclbench {
 
-std::string progress_line(nlohmann::json fields, int rank, const std::string& host) {
+std::string progress_line(nlohmann::json fields, int rank, const std::string& host, std::optional<int> group) {
   fields["rank"] = rank;
   fields["host"] = host;
+  if (group) fields["group"] = *group;
   return kProgressPrefix + fields.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 void ProgressWriter::emit(nlohmann::json fields) const noexcept {
   try {
-    const std::string line = progress_line(std::move(fields), rank_, host_);
+    const std::string line = progress_line(std::move(fields), rank_, host_, group_);
     const char* data = line.data();
     std::size_t left = line.size();
     while (left > 0) {

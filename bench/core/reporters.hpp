@@ -20,7 +20,7 @@ namespace cclbench {
 // per_rank at one rank where it only repeats time_us.mean and iterations.
 // 1.4: busbw_gbps is null at one rank (busbw_null_reason), and busbw_reason says why; the -J
 // manifest has env_by_host and env_rank_disagreements (gather_environment_by_host).
-inline constexpr const char* kResultsSchemaVersion = "1.5.0";
+inline constexpr const char* kResultsSchemaVersion = "1.6.0";
 
 // One record as written to JSONL and to the "cases" array: to_json() plus schema_version, point
 // and emulated, with the fields that hold their default left out (schema 1.3).

@@ -156,7 +156,7 @@ class MpiBackend final : public Backend {
 
   // Test hook (CCLBENCH_INJECT_WRONG): corrupts the received elements the comparison reads next.
   void inject_faults(const CaseSpec& spec) {
-    if (!injection_ || !fault_applies(*injection_, spec, context_.world_rank, 0)) return;
+    if (!injection_ || !fault_applies(*injection_, spec, context_.job_rank, 0)) return;
     const std::size_t element = spec.counts.element_size;
     for (const std::uint64_t index : fault_indices(*injection_, spec, context_.world_rank)) {
       flip_element(result_pointer(spec) + index * element, element);

@@ -1136,7 +1136,7 @@ void NcclBackend::inject_faults(const CaseSpec& spec) {
   const std::size_t element = spec.counts.element_size;
   for (std::size_t i = 0; i < gpus_.size(); ++i) {
     const LocalGpu& gpu = gpus_[i];
-    if (!fault_applies(*injection_, spec, mpi_.world_rank, static_cast<int>(i))) continue;
+    if (!fault_applies(*injection_, spec, mpi_.job_rank, static_cast<int>(i))) continue;
     const std::vector<std::uint64_t> indices = fault_indices(*injection_, spec, gpu.rank);
     if (indices.empty()) continue;
     DeviceScope scope(gpu.device);

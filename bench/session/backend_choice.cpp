@@ -98,7 +98,7 @@ std::unique_ptr<Backend> open_backend(const BackendChoice& choice, const Config&
   // Test hook: read once, checked against this launch, announced in one line.
   const std::optional<FaultInjection> injection = fault_injection_from_environment();
   if (injection) {
-    check_fault_injection_target(*injection, context.world_size, choice.kind == BackendKind::nccl ? config.gpus_per_process : 1);
+    check_fault_injection_target(*injection, context.job_size, choice.kind == BackendKind::nccl ? config.gpus_per_process : 1);
     if (context.world_rank == 0) std::cerr << program << ": " << fault_injection_warning(*injection) << "\n";
   }
   return make_backend(choice.kind, config, context, cases, injection);

@@ -86,6 +86,13 @@ nlohmann::json run_manifest(const Config& config, const MpiContext& context, con
   manifest["tool_version"] = kToolVersion;
   manifest["git_commit"] = kGitCommit;
   manifest["world_size"] = context.world_size;
+  if (context.split) {
+    // --split-ranks: this run was one group of a larger launch; world_size above is the group's.
+    manifest["split"] = {{"group_index", context.group_index},
+                         {"groups", context.group_count},
+                         {"job_world_size", context.job_size},
+                         {"job_first_rank", context.job_rank - context.world_rank}};
+  }
   manifest["backend"] = backend.name();
   manifest["nranks"] = backend.nranks();
   manifest["emulated"] = backend.emulated();

@@ -19,7 +19,8 @@
 
 namespace cclbench {
 
-// Test-only fault hook: CCLBENCH_TEST_STALL=<rank>:<case> makes that rank hang inside the watched
+// Test-only fault hook: CCLBENCH_TEST_STALL=<rank>:<case> makes that rank (of the launch, MPI_COMM_WORLD,
+// also under --split-ranks) hang inside the watched
 // phase of that case (<case>: its index in the run, or its case_id such as all_reduce.float.sum.out.64M),
 // so tests can prove that the watchdog ends every rank. CCLBENCH_TEST_STALL=<rank>:<case>:frozen
 // instead stops that rank (SIGSTOP, its watchdog thread included) right after the case, before its
@@ -50,11 +51,11 @@ class TestStallHook final : public CaseObserver {
     }
   }
   void before_case(const CaseSpec& spec) override {
-    current_is_target_ = stall_rank_ == context_.world_rank &&
+    current_is_target_ = stall_rank_ == context_.job_rank &&
                          (stall_case_id_.empty() ? case_index_ == stall_case_ : spec.case_id() == stall_case_id_);
     ++case_index_;
     if (!freeze_ && current_is_target_) {
-      std::cerr << ("coll_perf: test stall (CCLBENCH_TEST_STALL): rank " + std::to_string(context_.world_rank) + " (" +
+      std::cerr << ("coll_perf: test stall (CCLBENCH_TEST_STALL): rank " + std::to_string(context_.job_rank) + " (" +
                     context_.hostname + ") sleeps in case " + spec.case_id() + "\n")
                 << std::flush;
       monitor_.enter(spec, Phase::stall);

@@ -249,6 +249,49 @@ TEST(Config, NetdevsNamesInterfacesAndRefusesBadNames) {
   EXPECT_NE(usage_error({"--netdevs"}), "");
 }
 
+TEST(Config, SplitRanksComeWithTheirPointsAndAloneOwnTheOutputs) {
+  const Config config = *parse({"--split-ranks", "16", "--split-points", "points.json"});
+  EXPECT_EQ(config.split_ranks, 16);
+  EXPECT_EQ(config.split_points_path, "points.json");
+  EXPECT_EQ(parse({})->split_ranks, 0);
+  EXPECT_NE(usage_error({"--split-ranks", "2"}).find("go together"), std::string::npos);
+  EXPECT_NE(usage_error({"--split-points", "p.json"}).find("go together"), std::string::npos);
+  EXPECT_NE(usage_error({"--split-ranks", "0", "--split-points", "p.json"}).find("--split-ranks"), std::string::npos);
+  EXPECT_NE(usage_error({"--split-ranks", "2", "--split-points", ""}).find("needs a file name"), std::string::npos);
+  for (const std::vector<std::string>& extra : std::vector<std::vector<std::string>>{
+           {"-J", "x.json"}, {"--point", "p"}, {"--csv", "x.csv"}, {"--jsonl", "x.jsonl"}, {"--samples", "s.jsonl"},
+           {"--tuning-from", "t.json"}}) {
+    std::vector<std::string> args = {"--split-ranks", "2", "--split-points", "p.json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    EXPECT_NE(usage_error(args).find("--split-"), std::string::npos) << extra.front();
+  }
+}
+
+TEST(Config, SplitPointsFileIsOneEntryPerGroup) {
+  const std::vector<SplitPoint> points =
+      parse_split_points(R"([{"point": "pair.r0.a.b", "json": "raw/a.json"}, {"point": "pair.r0.c.d", "json": "raw/c.json"}])",
+                         "p.json", 2);
+  ASSERT_EQ(points.size(), 2u);
+  EXPECT_EQ(points[1].point, "pair.r0.c.d");
+  EXPECT_EQ(points[1].json_path, "raw/c.json");
+  const auto error = [](const std::string& text, int groups) {
+    try {
+      parse_split_points(text, "p.json", groups);
+    } catch (const UsageError& failure) {
+      return std::string(failure.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error(R"([{"point": "a", "json": "a.json"}])", 2).find("1 entries for 2 group(s)"), std::string::npos);
+  EXPECT_NE(error("{}", 1).find("not a JSON list"), std::string::npos);
+  EXPECT_NE(error("[1", 1).find("not a JSON list"), std::string::npos);
+  EXPECT_NE(error(R"([{"point": "a"}])", 1).find("entry 0: expected"), std::string::npos);
+  EXPECT_NE(error(R"([{"point": "a b", "json": "a.json"}])", 1).find("entry 0 point: 'a b'"), std::string::npos);
+  EXPECT_NE(error(R"([{"point": "a", "json": ""}])", 1).find("empty json path"), std::string::npos);
+  EXPECT_NE(error(R"([{"point": "a", "json": "x.json"}, {"point": "b", "json": "x.json"}])", 2).find("given twice"),
+            std::string::npos);
+}
+
 TEST(NcclTestsFlags, HelpListsTheNoOpsAndRefusalsWithTheirReasons) {
   const std::string help = help_text("coll_perf");
   for (const NcclTestsFlag& flag : nccl_tests_flags()) {

@@ -42,7 +42,7 @@ TEST(Record, MeasurementModeFieldsAreInEveryRecordAndCsvRow) {
   result.cycle = 2;
   result.gated_time_us = 1.5;
   const nlohmann::json record = case_record(result, "", false);
-  EXPECT_EQ(record["schema_version"], "1.5.0");
+  EXPECT_EQ(record["schema_version"], "1.6.0");
   EXPECT_EQ(record["op"], "mulsum");
   EXPECT_EQ(record["graph_launches"], 10);
   EXPECT_EQ(record["ops_per_launch"], 4);

@@ -44,7 +44,7 @@ CaseResult all_reduce_8k(bool in_place, std::optional<double> gated) {
 
 TEST(CaseRecord, CarriesPointEmulatedSchemaAndBandwidthSource) {
   const nlohmann::json record = case_record(all_reduce_8k(false, 16.384), "intra.node1", false);
-  EXPECT_EQ(record.at("schema_version"), "1.5.0");
+  EXPECT_EQ(record.at("schema_version"), "1.6.0");
   EXPECT_EQ(record.at("case_id"), "all_reduce.float.sum.out.8K");
   EXPECT_EQ(record.at("point"), "intra.node1");
   EXPECT_FALSE(record.contains("emulated"));  // schema 1.3: false is the default, left out
