@@ -3,6 +3,7 @@
 Expected orders and spans are worked out by hand from the jobs each test lists, never from the pool's own output."""
 import unittest
 
+import helpers  # noqa: F401 (scripts/ on the path)
 from cclbench_lib.plan.launch_pool import FailingNodes, LaunchPool, pool_span
 
 

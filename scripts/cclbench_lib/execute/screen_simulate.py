@@ -10,6 +10,7 @@ parsed in memory and no per-job file or manifest entry is written.
 """
 
 from ..model.screen_fleet import truth
+from ..plan.bounds import hang_cost_s
 from ..rules.screen_score import score
 
 
@@ -25,7 +26,27 @@ class SimulatedFleet:
 
     def launch(self, job, attempt):
         self.launches += 1
-        return self.model.job_result(job, attempt)
+        result = self.model.job_result(job, attempt)
+        if result.get("hung"):
+            result = dict(result, elapsed_s=self.hang_s(job))
+        return result
+
+    def hang_s(self, job):
+        """How long a job with a hung node lasts: what one hang costs at most (plan/bounds.hang_cost_s), its
+        largest learned deadline - the start-up's, the first collective's connect floor, the large size's timed
+        phase at the healthy pair's pace - plus the runner's grace and stop, for a node frozen whole that no
+        watchdog of its own ends; capped by the job's -T (coll_perf's ceiling)."""
+        ranks = self.model.gpus_of(job)
+        bus_factor = 2.0 * (ranks - 1) / ranks if ranks > 1 else 1.0
+        args = job["argv"]
+        iterations = float(args[args.index("-n") + 1]) if "-n" in args[:-1] else 20.0
+        pace = self.model.fleet["pair_busbw_gbps"] * 1.0e9
+
+        def phase_seconds(size):
+            return iterations * size * bus_factor / pace
+
+        ceiling = float(args[args.index("-T") + 1]) if "-T" in args[:-1] else float("inf")
+        return min(hang_cost_s({"argv": args, "nranks": ranks}, phase_seconds), ceiling)
 
     def record(self, name, elapsed_s):
         self.elapsed[name] = self.elapsed.get(name, 0.0) + (elapsed_s or 0.0)

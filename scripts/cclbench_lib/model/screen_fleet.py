@@ -20,9 +20,8 @@ The model (pure, no I/O):
   intra (kind intra): intra_busbw_gbps x the node's intra factor x noise; loopback: loopback_busbw_gbps x that
       rail's factor x noise (a dead rail fails); doctor: pass (fail with a doctor_fail fault).
   fail_start: every job with the node leaves no output, exit 255, 1 s (ssh could not reach it). crash: its
-      jobs die (exit 137, no output) half-way. hang: its jobs leave no output and end after what one hang
-      costs (plan/bounds.hang_cost_s: the learned deadline, the runner's progress grace and stop; capped by the
-      job's -T), the doctor at the launch timeout. A fault's "stage" is "all" (every
+      jobs die (exit 137, no output) half-way. hang: its jobs leave no output ("hung": True, exit 4; how long is
+      the simulator's: what one hang costs, plan/bounds.hang_cost_s), the doctor at the launch timeout. A fault's "stage" is "all" (every
       job) or "pairs" (pair, retest, repeat and rail jobs only: a node that passes alone).
   noise: lognormal, ln(value) ~ N(0, sd), sd from the fleet's "noise" (a preset name or the numbers).
 """
@@ -32,7 +31,6 @@ import random
 
 from ..base.errors import CclbenchError, UsageError
 from ..base.files import read_json
-from ..plan.bounds import hang_cost_s
 
 FORMAT = "screen_fleet/1"
 # Healthy noise presets: the spread measured, where it was measured. A fleet file may give its own numbers.
@@ -258,7 +256,8 @@ class FleetModel:
                 if kind == "hang":
                     if job["kind"] == "doctor":
                         return {"exit_code": None, "elapsed_s": None, "document": None}  # the launch timeout
-                    return {"exit_code": EXIT_TIMEOUT, "elapsed_s": self.hang_s(job), "document": None}
+                    # How long: what one hang costs (the learned deadlines: execute/screen_simulate.py fills it in)
+                    return {"exit_code": EXIT_TIMEOUT, "elapsed_s": None, "hung": True, "document": None}
                 if kind == "doctor_fail" and job["kind"] == "doctor":
                     return {"exit_code": 1, "elapsed_s": fleet["job_s"], "document": {"status": "fail"}}
         if job["kind"] == "doctor":
@@ -267,20 +266,6 @@ class FleetModel:
         document = coll_perf_document(job, measured, self.gpus_of(job))
         return {"exit_code": 0 if measured["busbw"] is not None else 1, "elapsed_s": fleet["job_s"],
                 "document": document}
-
-    def hang_s(self, job):
-        """How long a job with a hung node lasts: what one hang costs at most (plan/bounds.hang_cost_s), its
-        largest learned deadline - the start-up's, the first collective's connect floor, the large size's timed
-        phase from the healthy pair's pace - plus the runner's grace and stop, for a node frozen whole that no
-        watchdog of its own ends; capped by the job's -T (coll_perf's ceiling)."""
-        ranks = self.gpus_of(job)
-        bus_factor = 2.0 * (ranks - 1) / ranks if ranks > 1 else 1.0
-        iterations = _flag_number(job["argv"], "-n", 20)
-
-        def phase_seconds(size):
-            return iterations * size * bus_factor / (self.fleet["pair_busbw_gbps"] * 1.0e9)
-
-        return min(hang_cost_s({"argv": job["argv"], "nranks": ranks}, phase_seconds), _watchdog_s(job["argv"]))
 
     def gpus_of(self, job):
         """The job's ranks: per node gpus_per_node (one a node on the MPI backend; its intra point two)."""
@@ -338,27 +323,6 @@ class FleetModel:
         return {"busbw": fleet["pair_busbw_gbps"] * factor * self._noise(rng, "busbw_log_sd"),
                 "small": fleet["pair_small_time_us"] * small_factor * self._noise(rng, "small_time_log_sd"),
                 "rail_bytes": rail_bytes}
-
-
-def _flag_number(argv, flag, default):
-    for index, item in enumerate(argv[:-1]):
-        if item == flag:
-            try:
-                return float(argv[index + 1])
-            except ValueError:
-                break
-    return default
-
-
-def _watchdog_s(argv):
-    """coll_perf's -T in a job's argv: the seconds its watchdog lets a hung case run."""
-    for index, item in enumerate(argv[:-1]):
-        if item == "-T":
-            try:
-                return float(argv[index + 1])
-            except ValueError:
-                break
-    return 60.0
 
 
 def _sizes(argv):
