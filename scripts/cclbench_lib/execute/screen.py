@@ -1,8 +1,10 @@
 """`cclbench screen`: runs the node stage, the pair rounds and the retests into RESULTS/RUN_ID.
 
-The jobs of one batch (a node-stage step on every node, or one round of disjoint pairs) run at the same time,
-each its own launcher process, its output in logs/<job>.log. screen_manifest.json holds the inputs and every
-job's state and is rewritten atomically after each batch; `--resume RUN_ID` skips jobs whose state is complete
+The jobs of a stage (the node stage, the pair rounds with their rails alone, one retest pass) run in a rolling pool
+(plan/launch_pool.py: each node's jobs in plan order, one at a time, at most max_concurrent at once), each its own
+launcher process, its output in logs/<job>.log; in the pair rounds a node that failed with two partners which
+measured elsewhere is dropped from its later pairs. screen_manifest.json holds the inputs and every job's state and
+is rewritten atomically after each stage and every PROGRESS_NOTE_S while one runs; `--resume RUN_ID` skips jobs whose state is complete
 and whose output still parses with its values (pair records complete and ok are not rerun). Verdicts come from
 rules.screen_rules.classify, screen.json from its to_document, screen.md from render.screen.
 """
