@@ -92,7 +92,10 @@ std::vector<std::string> gather_strings(const MpiContext& context, MPI_Comm comm
 }
 
 void abort_all_ranks(const MpiContext& context, int exit_code) {
-  MPI_Abort(context.world, exit_code);
+  (void)context;
+  // The whole launch, also under --split-ranks (where context.world is one group): Open MPI's abort of a group
+  // communicator left the other groups waiting in MPI_Finalize and mpirun hung on a loaded host (CI).
+  MPI_Abort(MPI_COMM_WORLD, exit_code);
   std::_Exit(exit_code);  // MPI_Abort should not return; never continue if it does
 }
 

@@ -64,7 +64,8 @@ void mpi_check(int result, const char* call, const MpiContext& context);
 // empty elsewhere). Used for per-rank evidence: binding records, log texts, counter deltas.
 std::vector<std::string> gather_strings(const MpiContext& context, MPI_Comm communicator, const std::string& local);
 
-// Ends every rank now: prints nothing itself (callers print first), then MPI_Abort(world, code).
+// Ends every rank of the launch now: prints nothing itself (callers print first), then
+// MPI_Abort(MPI_COMM_WORLD, code), also under --split-ranks.
 [[noreturn]] void abort_all_ranks(const MpiContext& context, int exit_code);
 
 }  // namespace cclbench
