@@ -26,8 +26,8 @@ import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools"))
-from coll_perf_runner import (CRASH, base_env, check, coll_perf, describe, main, mpirun_prefix,  # noqa: E402
-                              run_process, work_dir)
+from coll_perf_runner import (base_env, check, coll_perf, crash_signs, describe, main, mpirun_prefix,  # noqa: E402
+                              run_launch, work_dir)
 
 VARIABLE = "CCLBENCH_INJECT_WRONG"
 # Console table geometry (bench/core/reporters.cpp): a 52-character prefix, then two halves of 53.
@@ -47,8 +47,9 @@ def environment(inject=None):
 
 
 def run(cmd, env, timeout=600):
-    code, out, err, _ = run_process(cmd, env, timeout)
-    check(not CRASH.search(out + err), "crash signs in the output\n" + describe(out, err))
+    code, out, err, _, launcher = run_launch(cmd, env, timeout)
+    crashes = crash_signs(out, err, launcher)
+    check(not crashes, "crash signs in the output: " + " | ".join(crashes[:3]) + "\n" + describe(out, err))
     return code, out, err
 
 

@@ -23,7 +23,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools"))
-from coll_perf_runner import CRASH, base_env, check, coll_perf, describe, main, mpirun_prefix, run_process, work_dir  # noqa: E402
+from coll_perf_runner import (base_env, check, coll_perf, crash_signs, describe, launch_exit, main,  # noqa: E402
+                              mpirun_prefix, run_launch, work_dir)
 
 TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCHEMA = os.path.join(os.path.dirname(TESTS), "results_schema", "coll_perf.schema.json")
@@ -51,9 +52,11 @@ def write_points(work, groups):
 
 def split_run(args, work, extra, env, nranks=4, timeout=120):
     cmd = mpirun_prefix(args.mpiexec, nranks, env, ("CCLBENCH_TEST_STALL",)) + [coll_perf(args)] + JOB_FLAGS + extra
-    code, out, err, seconds = run_process(cmd, env, timeout)
-    check(not CRASH.search(out + err), "crash signs in the output\n" + describe(out, err))
-    return code, out, err, seconds
+    code, out, err, seconds, launcher = run_launch(cmd, env, timeout)
+    # coll_perf's own crash signs and status: not mpirun's teardown after the abort a stalled group asks for.
+    crashes = crash_signs(out, err, launcher)
+    check(not crashes, "crash signs in the output: " + " | ".join(crashes[:3]) + "\n" + describe(out, err))
+    return launch_exit(code, err, launcher), out, err, seconds
 
 
 def schema_errors(path):

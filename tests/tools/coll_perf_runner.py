@@ -15,6 +15,8 @@ from gpu_presence import skip_or_fail_reason
 
 SKIP = 77
 CRASH = re.compile(r"terminate called|what\(\):|Segmentation fault|core dumped|Traceback \(most recent")
+# Open MPI's words when a rank calls MPI_Abort: the rank and the errorcode it ended the job with.
+MPI_ABORT = re.compile(r"MPI_ABORT was invoked on rank (\d+) in communicator \S+\s+with errorcode (-?\d+)")
 
 
 class Failure(AssertionError):
@@ -41,9 +43,9 @@ def base_env(**extra):
     return env
 
 
-def run_process(cmd, env, timeout):
-    """(exit code, stdout, stderr, seconds). On timeout the whole process group (mpirun and its ranks) is
-    killed and the run is a Failure that names the command."""
+def run_launch(cmd, env, timeout):
+    """(exit code, stdout, stderr, seconds, pid of the launched process). On timeout the whole process group
+    (mpirun and its ranks) is killed and the run is a Failure that names the command."""
     started = time.monotonic()
     process = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                start_new_session=True)
@@ -53,7 +55,40 @@ def run_process(cmd, env, timeout):
         os.killpg(process.pid, signal.SIGKILL)
         out, err = process.communicate()
         raise Failure(f"timed out after {timeout} s: {' '.join(cmd)}\n{describe(out, err)}")
-    return process.returncode, out, err, time.monotonic() - started
+    return process.returncode, out, err, time.monotonic() - started, process.pid
+
+
+def run_process(cmd, env, timeout):
+    """(exit code, stdout, stderr, seconds): run_launch without the pid."""
+    return run_launch(cmd, env, timeout)[:4]
+
+
+def _launcher_line(launcher_pid):
+    """Open MPI's signal handler prefixes its lines with "[host:PID]" (PID as printed, possibly zero-padded)."""
+    return re.compile(rf"^\[[^\]\s:]*:0*{int(launcher_pid)}\]")
+
+
+def crash_signs(out, err, launcher_pid=None):
+    """The crash signs (CRASH) in a launch's output that belong to the program under test: lines that Open MPI's
+    signal handler prefixes with the launcher's own pid ("[host:PID] Signal: Segmentation fault") are the
+    launcher's teardown, not the program's, and are left out. Returns the matching lines."""
+    own = _launcher_line(launcher_pid) if launcher_pid is not None else None
+    return [line for line in (out + "\n" + err).splitlines()
+            if CRASH.search(line) and not (own and own.match(line.strip()))]
+
+
+def launch_exit(code, err, launcher_pid):
+    """The exit status the program ended its launch with. mpirun passes on the errorcode of a rank's MPI_Abort;
+    when mpirun itself then dies of a signal in its own teardown (a segfault in PMIx_server_finalize after the
+    abort, seen in CI), its status is the signal's, not the program's, and the errorcode of the abort it printed
+    is. Any other status is returned as it is: a rank's own crash, or a launcher that died with no abort."""
+    aborts = MPI_ABORT.findall(err)
+    launcher = _launcher_line(launcher_pid)
+    launcher_died = code is not None and (code < 0 or code > 128) and any(
+        launcher.match(line.strip()) and "Process received signal" in line for line in err.splitlines())
+    if aborts and launcher_died:
+        return int(aborts[0][1])
+    return code
 
 
 def mpirun_prefix(mpiexec, nranks, env, exported):

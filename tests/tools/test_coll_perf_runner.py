@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""coll_perf_runner's judgement of a launch: crash signs are the program's, never the launcher's own teardown,
+and the exit status is the program's. The fixtures in data/ are real Open MPI 4.1 output captured on this kind
+of machine: ompi_launcher_segv.txt is mpirun itself (pid 18692) killed by SIGSEGV while it waited, with Open MPI's
+signal handler's lines; ompi_rank_segv.txt a coll_perf rank (pid 19203) killed by SIGSEGV inside MPI_Allreduce;
+ompi_abort_errorcode4.txt coll_perf's watchdog ending a stalled launch with MPI_Abort(errorcode 4). CTest
+`tools_coll_perf_runner` (label scripts).
+"""
+import os
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from coll_perf_runner import crash_signs, launch_exit  # noqa: E402
+
+LAUNCHER_PID = 18692
+RANK_PID = 19203
+
+
+def fixture(name):
+    with open(os.path.join(HERE, "data", name), encoding="utf-8") as handle:
+        return handle.read()
+
+
+class CrashSigns(unittest.TestCase):
+    def test_the_launchers_own_segfault_is_not_the_programs(self):
+        self.assertEqual(crash_signs("", fixture("ompi_launcher_segv.txt"), LAUNCHER_PID), [])
+
+    def test_without_the_launchers_pid_every_sign_counts(self):
+        self.assertEqual(crash_signs("", fixture("ompi_launcher_segv.txt")),
+                         [f"[vm:{LAUNCHER_PID}] Signal: Segmentation fault (11)"])
+
+    def test_a_rank_that_crashes_is_a_crash(self):
+        self.assertEqual(crash_signs("", fixture("ompi_rank_segv.txt"), LAUNCHER_PID),
+                         [f"[vm:{RANK_PID}] Signal: Segmentation fault (11)"])
+
+    def test_a_zero_padded_pid_is_the_same_process(self):
+        err = fixture("ompi_launcher_segv.txt").replace(f"vm:{LAUNCHER_PID}]", "vm:00412]")
+        self.assertEqual(crash_signs("", err, 412), [])
+        self.assertEqual(len(crash_signs("", err, 41)), 1, "pid 41 is not pid 412")
+
+    def test_program_words_on_stdout_count_whoever_launched(self):
+        self.assertEqual(crash_signs("terminate called after throwing an instance of 'x'", "", LAUNCHER_PID),
+                         ["terminate called after throwing an instance of 'x'"])
+
+
+class LaunchExit(unittest.TestCase):
+    def test_an_abort_passes_its_errorcode_through_mpirun(self):
+        self.assertEqual(launch_exit(4, fixture("ompi_abort_errorcode4.txt"), LAUNCHER_PID), 4)
+
+    def test_the_abort_is_the_status_when_mpirun_then_dies_of_a_signal(self):
+        err = fixture("ompi_abort_errorcode4.txt") + fixture("ompi_launcher_segv.txt")
+        self.assertEqual(launch_exit(-11, err, LAUNCHER_PID), 4)
+        self.assertEqual(launch_exit(139, err, LAUNCHER_PID), 4, "a shell's 128 + signal")
+
+    def test_a_launcher_that_dies_with_no_abort_keeps_its_status(self):
+        self.assertEqual(launch_exit(-11, fixture("ompi_launcher_segv.txt"), LAUNCHER_PID), -11)
+
+    def test_a_rank_crash_after_an_abort_is_not_excused(self):
+        err = fixture("ompi_abort_errorcode4.txt") + fixture("ompi_rank_segv.txt")
+        self.assertEqual(launch_exit(-11, err, LAUNCHER_PID), -11)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
