@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
-# CI fuzzing: builds the libFuzzer targets with clang (ASan+UBSan, host code only) into a separate
-# build folder and runs each one for a bounded time on a scratch copy of its committed seed corpus
-# (tests/fuzz/corpus/<target>), after replaying tests/fuzz/regressions/<target>_* once each; then
-# the Python mutation fuzzer of compare's results reader.
+# CI fuzzing: builds the libFuzzer targets with clang (ASan+UBSan, host code only) in the sanitizer
+# stage's build folder (scripts/ci_sanitizer_build.sh: one build for both) and runs each one for a bounded
+# time on a scratch copy of its committed seed corpus (tests/fuzz/corpus/<target>), after replaying
+# tests/fuzz/regressions/<target>_* once each; then the Python mutation fuzzer of compare's results
+# reader. Each fuzzer is one process on one core: as many run at once as there are cores, each for its
+# whole budget.
 # Any crash, sanitizer report, leak, timeout or out-of-memory is a failure; the reproducer is kept
 # under <build>/fuzz-artifacts/.
-#   CCLBENCH_FUZZ_BUILD_DIR  build folder                       [<repo>/build-fuzz]
+#   CCLBENCH_FUZZ_BUILD_DIR  build folder                       [<repo>/build-sanitize]
+#   CCLBENCH_FUZZ_JOBS       fuzzers run at once                [nproc]
 #   CCLBENCH_FUZZ_SECONDS    seconds per target                 [25; units 5]
 #   CCLBENCH_FUZZ_TARGETS    space-separated subset             [all]
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-build_dir="${CCLBENCH_FUZZ_BUILD_DIR:-$repo/build-fuzz}"
+build_dir="${CCLBENCH_FUZZ_BUILD_DIR:-${CCLBENCH_SANITIZE_BUILD_DIR:-$repo/build-sanitize}}"
+jobs="${CCLBENCH_FUZZ_JOBS:-$(nproc)}"
 seconds="${CCLBENCH_FUZZ_SECONDS:-25}"
 # units (size and count parsing) saturates at once: with seed 1 its last new edge and feature come
 # within the first 35,000 executions (0.4 s here), and 2.4 million more in the rest of 25 s found
@@ -18,22 +22,14 @@ seconds="${CCLBENCH_FUZZ_SECONDS:-25}"
 declare -A target_seconds=([units]="${CCLBENCH_FUZZ_SECONDS:-5}")
 targets=(${CCLBENCH_FUZZ_TARGETS:-units parse_config nccl_ib_hca nccl_log topology_xml compare_reader})
 
-if ! command -v clang++ >/dev/null 2>&1; then
-  echo "ci_fuzz: clang++ not found (scripts/setup.sh installs clang)" >&2
-  exit 1
-fi
+source "$repo/scripts/ci_sanitizer_build.sh"
 started=$SECONDS
 native=()
 for target in "${targets[@]}"; do
   [[ $target == compare_reader ]] || native+=("fuzz_$target")
 done
 if ((${#native[@]} > 0)); then
-  generator=()
-  if command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
-  if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
-    CC=clang CXX=clang++ cmake -S "$repo" -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-      -DCCLBENCH_ENABLE_FUZZ=ON -DCCLBENCH_ENABLE_CUDA=OFF >/dev/null
-  fi
+  configure_sanitizer_build "$build_dir"
   cmake --build "$build_dir" -j "$(nproc)" --target "${native[@]}"
 fi
 echo "ci_fuzz: built in $((SECONDS - started)) s" >&2
@@ -42,21 +38,21 @@ echo "ci_fuzz: built in $((SECONDS - started)) s" >&2
 export LSAN_OPTIONS="suppressions=$repo/tests/reliability/lsan_openmpi.supp:print_suppressions=0"
 artifacts="$build_dir/fuzz-artifacts"
 mkdir -p "$artifacts"
-failures=0
-for target in "${targets[@]}"; do
+# fuzz_one TARGET: the target's regression inputs, then its bounded run; exit 0 no finding, 1 a finding.
+fuzz_one() {
+  local target=$1 binary scratch leaks=1 log budget runs
+  local extra=() regressions=()
   if [[ $target == compare_reader ]]; then
     if ! python3 "$repo/tests/fuzz/fuzz_compare_reader.py" --source-dir "$repo" --seconds "$seconds" \
          --findings "$artifacts/compare_reader"; then
       echo "ci_fuzz: compare_reader: FINDING (inputs in $artifacts/compare_reader)" >&2
-      failures=$((failures + 1))
+      return 1
     fi
-    continue
+    return 0
   fi
   binary="$build_dir/tests/fuzz/fuzz_$target"
   scratch="$build_dir/fuzz-scratch/$target"
   rm -rf "$scratch" && mkdir -p "$scratch"
-  extra=()
-  leaks=1
   case $target in
     parse_config) extra=(-dict="$repo/tests/fuzz/parse_config.dict") ;;
     # nccl_log: the largest seed (~50 log lines) plus a little: every record kind and every cap
@@ -74,8 +70,7 @@ for target in "${targets[@]}"; do
          >"$build_dir/fuzz-$target-regressions.log" 2>&1; then
       echo "ci_fuzz: $target: a regression input fails again; last lines:" >&2
       tail -n 40 "$build_dir/fuzz-$target-regressions.log" >&2
-      failures=$((failures + 1))
-      continue
+      return 1
     fi
     echo "ci_fuzz: $target: ${#regressions[@]} regression input(s) pass" >&2
   fi
@@ -90,8 +85,22 @@ for target in "${targets[@]}"; do
   else
     echo "ci_fuzz: $target: FINDING; last lines of $log:" >&2
     tail -n 40 "$log" >&2
-    failures=$((failures + 1))
+    return 1
   fi
+}
+
+# At most $jobs fuzzers at once, each waited for by its pid.
+failures=0
+running=()
+wait_oldest() {
+  if ! wait "${running[0]}"; then failures=$((failures + 1)); fi
+  running=("${running[@]:1}")
+}
+for target in "${targets[@]}"; do
+  while ((${#running[@]} >= jobs)); do wait_oldest; done
+  fuzz_one "$target" &
+  running+=($!)
 done
+while ((${#running[@]} > 0)); do wait_oldest; done
 echo "ci_fuzz: ${#targets[@]} target(s), $failures with findings, $((SECONDS - started)) s in all" >&2
 exit $((failures > 0))

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# CI sanitizers: host code (CUDA off) built with AddressSanitizer + UndefinedBehaviorSanitizer in a
-# separate build folder, then the unit and MPI tests (CTest labels unit|mpi, which include the
-# reliability drivers) run under it. Any sanitizer report fails the run: reports abort the process
+# CI sanitizers: host code (CUDA off) built with clang, AddressSanitizer + UndefinedBehaviorSanitizer, in
+# a separate build folder that scripts/ci_fuzz.sh reuses for its fuzzers (scripts/ci_sanitizer_build.sh),
+# then the unit and MPI tests (CTest labels unit|mpi, which include the reliability drivers) run under it. Any sanitizer report fails the run: reports abort the process
 # (-fno-sanitize-recover) and the drivers also look for them in every tool's stderr. Leaks are
 # checked; only Open MPI's and hwloc's own allocations at init/finalize are suppressed
 # (tests/reliability/lsan_openmpi.supp).
 #   CCLBENCH_SANITIZE_BUILD_DIR  build folder                      [<repo>/build-sanitize]
 #   CCLBENCH_SANITIZE_LABELS     CTest label regex                 [unit|mpi]
 #   CCLBENCH_TEST_JOBS           tests run at once                 [2]
+# --build-only: configure and build, run nothing (.ci/run builds this beside the main tests, at the lowest
+# priority, then runs this script again for the tests).
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="${CCLBENCH_SANITIZE_BUILD_DIR:-$repo/build-sanitize}"
@@ -15,14 +17,11 @@ labels="${CCLBENCH_SANITIZE_LABELS:-unit|mpi}"
 jobs="${CCLBENCH_TEST_JOBS:-2}"
 started=$SECONDS
 
-generator=()
-if command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
-if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
-  cmake -S "$repo" -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCCLBENCH_SANITIZE=address,undefined -DCCLBENCH_ENABLE_CUDA=OFF >/dev/null
-fi
+source "$repo/scripts/ci_sanitizer_build.sh"
+configure_sanitizer_build "$build_dir"
 cmake --build "$build_dir" -j "$(nproc)"
 echo "ci_sanitize: built in $((SECONDS - started)) s" >&2
+if [[ "${1:-}" == --build-only ]]; then exit 0; fi
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # detect_leaks stays on; Open MPI's own leaks are suppressed by name, nothing of ours.
@@ -44,6 +43,8 @@ cd "$build_dir"
 # injected-wrong coll_perf runs: coll_perf_inject_wrong_mpi_*'s), scripts_slurm (coll_perf under srun
 # runs the code it runs under mpirun; its own subject, the launch through Slurm, is checked by the
 # main run). Two tests at a time, as in run_tests.sh (the MPI fault drivers are RUN_SERIAL).
-ctest --output-on-failure --timeout 900 -j "$jobs" -L "$labels" \
+junit=()
+if [[ -n "${CCLBENCH_JUNIT_DIR:-}" ]]; then junit=(--output-junit "$CCLBENCH_JUNIT_DIR/sanitize.xml"); fi
+ctest --output-on-failure --timeout 900 -j "$jobs" -L "$labels" "${junit[@]}" \
   -E "^(topo_map_xml_is_offline|scripts_e2e_mpi|scripts_inject_wrong_baseline|scripts_inject_wrong_smoke|scripts_slurm)$"
 echo "ci_sanitize: done in $((SECONDS - started)) s" >&2

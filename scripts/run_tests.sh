@@ -3,11 +3,13 @@
 # GPU skip with a visible reason on machines without one.
 #   CCLBENCH_TEST_LABELS  a CTest label regex to run a subset (unit|mpi|gpu|scripts|fuzz|cluster)
 #   CCLBENCH_TEST_JOBS    tests run at once, except the cluster tests           [2]
+#   CCLBENCH_JUNIT_DIR    write each CTest run's JUnit file here (CI's slowest-tests report)
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="${CCLBENCH_BUILD_DIR:-$repo/build}"
 jobs="${CCLBENCH_TEST_JOBS:-2}"
 bash "$repo/scripts/setup.sh"
+cmake --build "$build_dir" -j "$(nproc)"  # the tests too (setup.sh builds the main job's tools first)
 # mpirun refuses root unless told; CI containers run as root.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 labels=()
@@ -18,7 +20,12 @@ cd "$build_dir"
 # say so (RUN_SERIAL: the MPI fault drivers; RESOURCE_LOCK: the GPU). The virtual-cluster tests (label
 # cluster) time traffic over rate-limited links, where a neighbour's load could pass for a slow link:
 # they run afterwards, one at a time.
+junit_tests=() junit_cluster=()
+if [[ -n "${CCLBENCH_JUNIT_DIR:-}" ]]; then
+  junit_tests=(--output-junit "$CCLBENCH_JUNIT_DIR/tests.xml")
+  junit_cluster=(--output-junit "$CCLBENCH_JUNIT_DIR/cluster.xml")
+fi
 status=0
-ctest --output-on-failure --timeout 900 -j "$jobs" "${labels[@]}" -LE cluster || status=$?
-ctest --output-on-failure --timeout 900 "${labels[@]}" -L cluster || status=$?
+ctest --output-on-failure --timeout 900 -j "$jobs" "${labels[@]}" -LE cluster "${junit_tests[@]}" || status=$?
+ctest --output-on-failure --timeout 900 "${labels[@]}" -L cluster "${junit_cluster[@]}" || status=$?
 exit "$status"

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Installs what cclbench needs (Debian/Ubuntu packages, when run as root) and builds it into
 # ./build. Safe to run again: it only installs what is missing and rebuilds what changed.
-#   CCLBENCH_BUILD_DIR   build folder                 [<repo>/build]
-#   CCLBENCH_BUILD_TYPE  CMake build type             [Release]
-#   CCLBENCH_CMAKE_ARGS  extra CMake arguments (split on spaces)
+# By default it builds what the main job runs first (cclbench_tools: coll_perf and its aliases,
+# p2p_matrix, topo_map, nccl_evidence); scripts/run_tests.sh then builds the rest (the tests).
+#   CCLBENCH_BUILD_DIR     build folder                 [<repo>/build]
+#   CCLBENCH_BUILD_TYPE    CMake build type             [Release]
+#   CCLBENCH_CMAKE_ARGS    extra CMake arguments (split on spaces)
+#   CCLBENCH_BUILD_TARGET  what to build: a target name, or "all"   [cclbench_tools]
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -11,10 +14,14 @@ build_dir="${CCLBENCH_BUILD_DIR:-$repo/build}"
 build_type="${CCLBENCH_BUILD_TYPE:-Release}"
 
 packages=(build-essential cmake ninja-build pkg-config libopenmpi-dev openmpi-bin libhwloc-dev hwloc
-          nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev python3 python3-jsonschema python3-matplotlib
-          clang libclang-rt-14-dev)
-# clang + libclang-rt-14-dev: libFuzzer and sanitizer runtimes for scripts/ci_fuzz.sh (Debian 12's clang 14 only
-# recommends the runtimes, and recommendations are not installed below).
+          nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev python3 python3-jsonschema python3-matplotlib)
+# clang and its sanitizer/libFuzzer runtimes are CI's (scripts/ci_sanitize.sh, ci_fuzz.sh): .ci/run installs them.
+
+# --packages: print the Debian packages this script installs (CI installs them in one apt-get with its own).
+if [[ "${1:-}" == --packages ]]; then
+  echo "${packages[*]}"
+  exit 0
+fi
 
 missing=()
 if command -v dpkg-query >/dev/null 2>&1; then
@@ -52,5 +59,6 @@ if [[ -n "${CCLBENCH_CMAKE_ARGS:-}" ]]; then read -r -a extra <<<"$CCLBENCH_CMAK
 if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
   cmake -S "$repo" -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE="$build_type" "${extra[@]}"
 fi
-cmake --build "$build_dir" -j "$(nproc)"
-echo "cclbench setup: built into $build_dir" >&2
+target="${CCLBENCH_BUILD_TARGET:-cclbench_tools}"
+cmake --build "$build_dir" -j "$(nproc)" --target "$target"
+echo "cclbench setup: built $target into $build_dir" >&2

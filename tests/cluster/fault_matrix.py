@@ -26,11 +26,14 @@ Faults (FAULTS below; any node of the fleet, any rail, any rate):
     transport_fallback  node                           the node's ranks start with NCCL_IB_DISABLE=1 and the run
                                                        expects inter=NET/IB (NCCL only; the MPI backend has no
                                                        NCCL transport: a note cell)
-    killed_rank         node, after_s (0.1)            the node's coll_perf gets SIGKILL after_s after its start,
-    hung_rank           node, after_s (0.1)            or SIGSTOP, in every launch that spans hosts (the wrapper
+    killed_rank         node, after_s (0.1), from      the node's coll_perf gets SIGKILL after_s after its start,
+    hung_rank           node, after_s (0.1), from      or SIGSTOP, in every launch that spans hosts (the wrapper
                                                        execs coll_perf and a detached timer signals that pid;
                                                        a 2-rank MPI point here measures in ~0.3 s: 0.1 lands in
-                                                       start-up or the first cases)
+                                                       start-up or the first cases). from "rail": after_s counts
+                                                       from the node's first TCP connection over a rail (the
+                                                       ranks measuring), so that the fault lands in the
+                                                       measurement however loaded the machine is
     hung_case           node, case                     the node's rank sleeps in that case (a case_id, e.g. the
                                                        largest size's all_reduce.float.sum.out.64M) in every launch
                                                        that spans hosts (CCLBENCH_TEST_STALL; coll_perf says when it
@@ -63,8 +66,10 @@ Always checked: every coll_perf rank is gone when the tool has ended (`ranks_lef
 really fired (else the cell is `not injected`, never a pass).
 
     fault_matrix.py run --cells FILE --out DIR [--only ID[,ID]] [--backend mpi|nccl] [--budget-s S]
+                        [--lanes K [--expected RESULTS]]
         DIR/fault_matrix_results.json (written after every cell), DIR/cells/ID/ (command, output, run directory);
-        exit 0 every cell as expected, 1 not, 77 no virtual cluster here
+        exit 0 every cell as expected, 1 not, 77 no virtual cluster here. --lanes K: K cells at a time, each lane
+        on virtual clusters of its own (no link, bridge or namespace shared), longest cells first by RESULTS' times
     fault_matrix.py table RESULTS                    the markdown table (what the README carries)
     fault_matrix.py check-readme RESULTS README      exit 1 when the README's block differs from `table`
 
@@ -249,20 +254,44 @@ CROSS_HOST = '[ "${OMPI_COMM_WORLD_SIZE:-1}" -gt "${OMPI_COMM_WORLD_LOCAL_SIZE:-
 CONFINED = '[ "${OMPI_COMM_WORLD_SIZE:-1}" -le "${OMPI_COMM_WORLD_LOCAL_SIZE:-1}" ]'
 
 
-def _delayed_signal(target, launch_test, signame, fault, marks_path, note):
+def _hex_prefix(subnet):
+    """/proc/net/tcp's spelling of a /24's first three octets (little-endian hex: 198.18.10.0/24 -> '0A12C6')."""
+    octets = [int(part) for part in subnet.split("/")[0].split(".")[:3]]
+    return "".join(f"{octet:02X}" for octet in reversed(octets))
+
+
+# A TCP connection established (state 01) to an address on a rail: the rank is past MPI's start-up and measuring
+# (Open MPI's TCP transport connects on first use; start-up itself talks over mgmt0). /proc/net/tcp is the node's
+# own network namespace's.
+RAIL_TCP_PATTERNS = tuple(_hex_prefix(subnet) for subnet in RAIL_SUBNETS.split(","))
+RAIL_WAIT_S = 120
+
+
+def _delayed_signal(target, launch_test, signame, fault, marks_path, note, rail_patterns=RAIL_TCP_PATTERNS):
     """Wrapper lines: on the target node, in a launch passing launch_test, a detached timer sends SIG<signame> to
     this process after after_s and writes the mark. $$ is this shell, then coll_perf itself after exec; the timer
-    checks it still is coll_perf."""
+    checks it still is coll_perf. With "from": "rail" the after_s counts from the first TCP connection over a rail
+    in the node (the ranks measuring), not from the start: a kill meant for the measurement never lands in MPI's
+    start-up, where a loaded machine would otherwise put it (a rank killed there leaves Open MPI waiting, a hang
+    instead of a failure)."""
     after_s = float(fault.get("after_s", 0.1))
     marks = shlex.quote(marks_path)
+    wait = ""
+    if fault.get("from", "start") == "rail":
+        alternatives = "|".join(rail_patterns)
+        wait = (f'waited=0; until awk \'$4 == "01" && $3 ~ /^[0-9A-F][0-9A-F]({alternatives}):/ {{ found = 1 }} '
+                f'END {{ exit !found }}\' /proc/net/tcp; do sleep 0.02; waited=$((waited + 1)); '
+                f'[ "$waited" -lt {RAIL_WAIT_S * 50} ] || exit 0; done; ')
+    elif fault.get("from", "start") != "start":
+        raise MatrixError(f"{fault['fault']}: 'from' is start or rail, not {fault['from']!r}")
     return [f'if [ "$node" = {target} ] && {launch_test}; then',
-            f'  ( sleep {after_s}; if [ "$(cat /proc/$$/comm 2>/dev/null)" = coll_perf ]; then',
+            f'  ( {wait}sleep {after_s}; if [ "$(cat /proc/$$/comm 2>/dev/null)" = coll_perf ]; then',
             f'      kill -{signame} $$ && echo "$node SIG{signame} $$ rank ${{OMPI_COMM_WORLD_RANK:-?}}{note}" >> {marks}; fi'
             ' ) </dev/null >/dev/null 2>&1 &',
             "fi"]
 
 
-def wrapper_script(fault, real_coll_perf, marks_path, backend):
+def wrapper_script(fault, real_coll_perf, marks_path, backend, rail_patterns=RAIL_TCP_PATTERNS):
     """The --bin-dir coll_perf for a fault: sh, the target node chosen by its hostname (uname -n)."""
     lines = ["#!/bin/sh", "node=$(uname -n)"]
     if backend == "nccl":
@@ -281,7 +310,7 @@ def wrapper_script(fault, real_coll_perf, marks_path, backend):
         lines.append(f'if [ "$node" = {target} ]; then NCCL_IB_DISABLE=1; export NCCL_IB_DISABLE; fi')
     elif kind in INJECTOR_SIGNALS:
         # Only launches that span hosts (Open MPI's world larger than this node's share): the cross-host points.
-        lines += _delayed_signal(target, CROSS_HOST, INJECTOR_SIGNALS[kind], fault, marks_path, "")
+        lines += _delayed_signal(target, CROSS_HOST, INJECTOR_SIGNALS[kind], fault, marks_path, "", rail_patterns)
     elif kind == "hung_case":
         case = fault["case"]
         if not re.fullmatch(r"[A-Za-z0-9_.]+", case):
@@ -291,7 +320,8 @@ def wrapper_script(fault, real_coll_perf, marks_path, backend):
                   "fi"]
     elif kind == "frozen_launch":
         # Only launches confined to this node (Open MPI's world no larger than this node's share).
-        lines += _delayed_signal(target, CONFINED, "STOP", fault, marks_path, " of a launch on $node alone")
+        lines += _delayed_signal(target, CONFINED, "STOP", fault, marks_path, " of a launch on $node alone",
+                                 rail_patterns)
     lines.append(f'exec {shlex.quote(real_coll_perf)} "$@"')
     return "\n".join(lines) + "\n"
 
@@ -553,6 +583,24 @@ def judge(expect, observed):
 
 # ---------------------------------------------------------------------------------------------- runner
 
+def lane_order(cells, expected_s):
+    """The order the lanes take cells in: longest expected first (a committed run's elapsed_s, else the cell's
+    limit_s), so that the last cells to start are short ones and the lanes end together; ties by fleet size, then
+    id, so the same cells give the same order."""
+    def cost(cell):
+        return float(expected_s.get(cell["id"], cell.get("limit_s", DEFAULT_LIMIT_S)))
+    return sorted(cells, key=lambda cell: (-cost(cell), int(cell["nodes"]), cell["id"]))
+
+
+def expected_seconds(results_path):
+    """id -> elapsed_s of a results file's cells ({} when it cannot be read): the lanes' cost estimate."""
+    results = _read_json(results_path) if results_path else None
+    if not results or results.get("format") != RESULTS_FORMAT:
+        return {}
+    return {row["id"]: row["observed"]["elapsed_s"] for row in results.get("cells", [])
+            if (row.get("observed") or {}).get("elapsed_s") is not None}
+
+
 class Runner:
     def __init__(self, out_dir, backend, defaults, log=sys.stderr):
         self.out_dir = os.path.abspath(out_dir)
@@ -648,45 +696,100 @@ class Runner:
             observed["injected"] = [line.strip() for line in log.splitlines() if STALL_WORDS in line][:4]
         return observed
 
-    def run(self, cells, budget_s=None, on_progress=None):
-        """Runs the cells, one cluster per fleet size (faults applied and cleared in turn). budget_s: a cell that
+    def run(self, cells, budget_s=None, on_progress=None, lanes=1, expected_s=None):
+        """Runs the cells in `lanes` lanes side by side, each lane with its own virtual cluster per fleet size (its
+        own namespaces, bridges and links, so no two cells share a rate-limited link), faults applied and cleared in
+        turn. The cells are taken longest first (expected_s: id -> seconds, e.g. a committed results file; else the
+        cell's limit_s) by whichever lane is free: the matrix ends when its longest lane does. budget_s: a cell that
         could not end within it (its limit_s) is recorded as not run; on_progress(results) after every cell."""
         rows = []
         started = time.monotonic()
         fleets = {}
-        by_size = {}
         order = {cell["id"]: index for index, cell in enumerate(cells)}
+        lock = threading.Lock()
+        bring_up = threading.Lock()  # one fleet comes up at a time: vcluster's probe namespace is per process
 
         def results():
             return {"format": RESULTS_FORMAT, "backend": self.backend,
                     "created_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
                     "commit": _commit(), "total_s": round(time.monotonic() - started, 1), "fleet_s": dict(fleets),
-                    "cells": sorted(rows, key=lambda row: order[row["id"]])}
+                    "lanes": lanes, "cells": sorted(rows, key=lambda row: order[row["id"]])}
 
         for cell in cells:
-            by_size.setdefault(int(cell["nodes"]), []).append(cell)
             if not runnable(cell):
                 rows.append(self.row(cell, None, "note", []))
-        for size in sorted(by_size):
-            todo = [cell for cell in by_size[size] if runnable(cell)]
-            if not todo:
-                continue
-            fleet_started = time.monotonic()
-            with vcluster.Cluster(fleet(size)) as cluster:
-                netns_inodes = {os.stat(f"/run/netns/{cluster.ns(node)}").st_ino for node in cluster.nodes}
-                self.say(f"fleet of {size}: up in {time.monotonic() - fleet_started:.1f} s")
-                for cell in todo:
+        queue = lane_order([cell for cell in cells if runnable(cell)], expected_s or {})
+
+        def take():
+            with lock:
+                return queue.pop(0) if queue else None
+
+        def finish(row, lane, size, fleet_started):
+            with lock:
+                rows.append(row)
+                fleets[f"{lane}:{size}" if lanes > 1 else str(size)] = round(time.monotonic() - fleet_started, 1)
+                if on_progress:
+                    on_progress(results())
+
+        # With a CPU for every lane, each lane and everything it starts (the tool, mpirun, the ranks: children inherit
+        # the starting thread's affinity) runs on a CPU of its own: a cell's pairs are never slowed by another lane's
+        # work, which on the MPI backend (host memory, TCP) could pass for a slow node or rail.
+        cpus = sorted(os.sched_getaffinity(0))
+        pin = lanes > 1 and len(cpus) >= lanes
+
+        def lane_main(lane):
+            clusters = {}  # size -> (cluster, its namespaces' inodes, when it came up)
+            if pin:
+                os.sched_setaffinity(0, {cpus[lane - 1]})  # 0: this thread, and what it starts from now on
+            try:
+                while (cell := take()) is not None:
                     limit_s = float(cell.get("limit_s", DEFAULT_LIMIT_S))
+                    size = int(cell["nodes"])
                     if budget_s is not None and time.monotonic() - started + limit_s > budget_s:
-                        rows.append(self.row(cell, None, "not run", [f"--budget-s {budget_s:g}: its limit "
-                                                                      f"{limit_s:g} s would not fit"]))
+                        finish(self.row(cell, None, "not run", [f"--budget-s {budget_s:g}: its limit "
+                                                                 f"{limit_s:g} s would not fit"]), lane, size, started)
                         self.say(f"  {cell['id']}: not run (budget)")
                         continue
-                    rows.append(self.run_and_judge(cluster, cell, netns_inodes))
-                    fleets[str(size)] = round(time.monotonic() - fleet_started, 1)
-                    if on_progress:
-                        on_progress(results())
-            fleets[str(size)] = round(time.monotonic() - fleet_started, 1)
+                    if size not in clusters:
+                        fleet_started = time.monotonic()
+                        with bring_up:
+                            cluster = vcluster.Cluster(fleet(size)).up()
+                        clusters[size] = (cluster, {os.stat(f"/run/netns/{cluster.ns(node)}").st_ino
+                                                    for node in cluster.nodes}, fleet_started)
+                        self.say(f"lane {lane}: fleet of {size} up in {time.monotonic() - fleet_started:.1f} s")
+                    cluster, netns_inodes, fleet_started = clusters[size]
+                    finish(self.run_and_judge(cluster, cell, netns_inodes), lane, size, fleet_started)
+            except BaseException as error:  # a fleet that cannot come up: the lane's cells are errors, not lost
+                with lock:
+                    left = [queue.pop(0) for _ in range(len(queue))] if isinstance(error, Exception) else []
+                for cell in left:
+                    finish(self.row(cell, None, "error", [f"lane {lane}: {error}"]), lane, int(cell["nodes"]), started)
+                if not isinstance(error, Exception):
+                    raise
+                self.say(f"lane {lane}: error: {error}")
+            finally:
+                for cluster, _, _ in clusters.values():
+                    cluster.down()
+
+        # SIGTERM/SIGINT/SIGHUP end the matrix through SystemExit in this thread (the lanes are daemons); each
+        # cluster's reaper then tears down what its lane left, as it does after a kill -9.
+        old_handlers = {}
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+                old_handlers[signum] = signal.signal(signum, vcluster._exit_on_signal)
+        try:
+            if lanes <= 1:
+                lane_main(1)
+            else:
+                threads = [threading.Thread(target=lane_main, args=(lane,), name=f"lane{lane}", daemon=True)
+                           for lane in range(1, lanes + 1)]
+                for thread in threads:
+                    thread.start()
+                for thread in threads:
+                    thread.join()
+        finally:
+            for signum, handler in old_handlers.items():
+                signal.signal(signum, handler)
         return results()
 
     def run_and_judge(self, cluster, cell, netns_inodes):
@@ -812,6 +915,9 @@ def main(argv=None):
     run.add_argument("--out", required=True)
     run.add_argument("--only", help="comma-separated cell ids")
     run.add_argument("--budget-s", type=float, help="record a cell as not run when its limit_s would end past this")
+    run.add_argument("--lanes", type=int, default=1,
+                     help="cells run side by side in this many lanes, each on its own virtual clusters [1]")
+    run.add_argument("--expected", help="a results file whose cells' seconds order the lanes (longest first)")
     run.add_argument("--backend", choices=("mpi", "nccl"), default="mpi",
                      help="mpi: GPU-less hosts (CI); nccl: NCCL over sockets, every node's rank on the one GPU")
     table = sub.add_parser("table", help="print the markdown table of a results file")
@@ -860,7 +966,11 @@ def main(argv=None):
                 json.dump(results, handle, indent=1)
                 handle.write("\n")
             os.replace(path + ".tmp", path)
-        results = Runner(args.out, args.backend, defaults).run(cells, budget_s=args.budget_s, on_progress=write)
+        if not 1 <= args.lanes <= 8:
+            raise MatrixError(f"--lanes {args.lanes}: 1 to 8")
+        results = Runner(args.out, args.backend, defaults).run(cells, budget_s=args.budget_s, on_progress=write,
+                                                               lanes=args.lanes,
+                                                               expected_s=expected_seconds(args.expected))
         write(results)
         print_summary(results)
         print(f"results: {path}")

@@ -8,6 +8,7 @@ reports in /proc). CTest `fault_matrix_mechanism` (label scripts).
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -46,14 +47,14 @@ class Injector(unittest.TestCase):
         os.makedirs(self.fake_path)
         self.marks = os.path.join(self.work, "injected.txt")
 
-    def wrapper(self, fault, node, world=2, local=1):
+    def wrapper(self, fault, node, world=2, local=1, rail_patterns=fault_matrix.RAIL_TCP_PATTERNS):
         """Starts the wrapper for `fault` as if on `node` in a launch of `world` ranks, `local` on this node."""
         with open(os.path.join(self.fake_path, "uname"), "w") as handle:
             handle.write(f"#!/bin/sh\necho {node}\n")
         os.chmod(os.path.join(self.fake_path, "uname"), 0o755)
         script = os.path.join(self.work, "coll_perf")
         with open(script, "w") as handle:
-            handle.write(fault_matrix.wrapper_script(fault, self.real, self.marks, "mpi"))
+            handle.write(fault_matrix.wrapper_script(fault, self.real, self.marks, "mpi", rail_patterns))
         os.chmod(script, 0o755)
         env = dict(os.environ, PATH=self.fake_path + os.pathsep + os.environ["PATH"],
                    OMPI_COMM_WORLD_SIZE=str(world), OMPI_COMM_WORLD_LOCAL_SIZE=str(local), OMPI_COMM_WORLD_RANK="1")
@@ -71,6 +72,27 @@ class Injector(unittest.TestCase):
         process = self.wrapper({"fault": "killed_rank", "node": "node3", "after_s": 0.2}, "node3")
         self.assertEqual(process.wait(timeout=4), -9)
         self.assertIn(f"node3 SIGKILL {process.pid} rank 1", self.marks_text())
+
+    def test_from_rail_waits_for_a_connection_over_a_rail_then_kills(self):
+        """"from": "rail": nothing while no TCP connection is established on a rail subnet; after_s after one is,
+        SIGKILL. The rail here is 127.77.1.0/24 on loopback (nothing else on this machine uses it)."""
+        self.assertEqual(fault_matrix._hex_prefix("198.18.13.0/24"), "0D12C6", "/proc/net/tcp's byte order")
+        process = self.wrapper({"fault": "killed_rank", "node": "node3", "after_s": 0.1, "from": "rail"}, "node3",
+                               rail_patterns=(fault_matrix._hex_prefix("127.77.1.0/24"),))
+        time.sleep(1.0)
+        self.assertIsNone(process.poll(), "killed before any rail connection")
+        listener = socket.create_server(("127.77.1.1", 0))
+        self.addCleanup(listener.close)
+        client = socket.create_connection(listener.getsockname(), timeout=5)
+        self.addCleanup(client.close)
+        server_side, _ = listener.accept()
+        self.addCleanup(server_side.close)
+        self.assertEqual(process.wait(timeout=4), -9)
+        self.assertIn(f"node3 SIGKILL {process.pid} rank 1", self.marks_text())
+
+    def test_from_is_start_or_rail(self):
+        with self.assertRaises(fault_matrix.MatrixError):
+            fault_matrix.wrapper_script({"fault": "killed_rank", "node": "n", "from": "later"}, "/bin/true", "m", "mpi")
 
     def test_hung_rank_is_stopped_not_ended(self):
         process = self.wrapper({"fault": "hung_rank", "node": "node3", "after_s": 0.2}, "node3")
