@@ -17,8 +17,9 @@ def _names(names, limit=12):
 
 def _interrupted(item):
     stopped, names = item.get("stopped") or [], item.get("names") or []
-    detail = (f"{item.get('signal') or 'a signal'} stopped the run before its plan completed: "
-              f"{item.get('launches_complete', 0)} of {item.get('launches_planned', 0)} planned launch(es) complete")
+    who = f"{item['signal']} stopped the run" if item.get("signal") else "the run was interrupted"  # no signal recorded
+    detail = (f"{who} before its plan completed: {item.get('launches_complete', 0)} of "
+              f"{item.get('launches_planned', 0)} planned launch(es) complete")
     if stopped:
         detail += f"; stopped mid-way (its cases measured before the signal are kept): {_names(stopped)}"
     if names:
