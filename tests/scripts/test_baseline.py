@@ -9,11 +9,12 @@ import subprocess
 import sys
 import time
 import unittest
+from unittest import mock
 
 from helpers import (CCLBENCH, FAKE_BIN, SCHEMA_DIR, TempDirTest, end_process_group, read_jsonl, read_text, run_cli,
                      validate)
 
-from cclbench_lib.execute.runner import Baseline
+from cclbench_lib.execute.runner import Baseline, Interrupted
 from cclbench_lib.rules.doctor_gate import failed_paths
 
 TWO_NODES = ["--hosts", "localhost,127.0.0.1", "--gpus-per-node", "8", "--hcas", "mlx5_0:1,mlx5_3:1"]
@@ -294,34 +295,157 @@ class LocalRuns(BaselineRuns):
         self.assertNotIn("missing cases", anomalies, "the killed attempt's records are superseded")
         self.assertNotIn("launch not complete", anomalies)
 
-    def test_sigint_stops_cleanly_and_resumes(self):
-        env = dict(os.environ, FAKE_COLL_HANG_POINT="local.mpi4", CCLBENCH_FAKE_GPU_COUNT="0")
-        process = subprocess.Popen([sys.executable, CCLBENCH, "baseline"] + SMALL + ONCE + self.fake_args("I"), env=env,
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    def interrupt_at(self, run_id, point, signum, extra_env=None):
+        """A baseline (one repeat) stopped by signum while `point` runs (the double hangs there after writing one
+        record): (exit status, stderr)."""
+        env = dict(os.environ, FAKE_COLL_HANG_POINT=point, CCLBENCH_FAKE_GPU_COUNT="0")
+        env.update(extra_env or {})
+        process = subprocess.Popen([sys.executable, CCLBENCH, "baseline"] + SMALL + ONCE + self.fake_args(run_id),
+                                   env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                   start_new_session=True)
         try:
             deadline = time.monotonic() + 300  # generous: a hang detector, not a speed check (loaded CI)
             while time.monotonic() < deadline:
                 try:
-                    if self.manifest("I")["points"]["local.mpi4"]["status"] == "running":
+                    if self.manifest(run_id)["points"][point]["status"] == "running":
                         break
                 except (OSError, ValueError, KeyError):
                     pass
                 time.sleep(0.1)
             else:
-                self.fail("the baseline never reached local.mpi4")
+                self.fail(f"the baseline never reached {point}")
             time.sleep(0.5)
-            process.send_signal(signal.SIGINT)
+            process.send_signal(signum)
             _out, err = process.communicate(timeout=300)
         finally:
             end_process_group(process)
-        self.assertEqual(process.returncode, 130, err)
-        self.assertIn("resume with: cclbench baseline --resume I", err.strip().splitlines()[-1])
+        return process.returncode, err
+
+    def assertInterruptedVerdict(self, run_id, err, signal_name, plan, stopped):
+        """After a signal: the manifest as before (the run and the stopped launch 'interrupted', the launches after
+        it 'pending'), and report.md and verdict.json, valid, on what was measured: FAILED on run.interrupted
+        (naming the signal, the stopped launch and every launch not run) and the stopped launch's missing cases,
+        its one record measured before the signal kept. The last line: the signal, the verdict, how to resume.
+        Returns the verdict."""
+        run = os.path.join(self.results, run_id)
+        not_run = plan[plan.index(stopped) + 1:]
+        last = err.strip().splitlines()[-1]
         self.assertNotIn("Traceback", err)
-        manifest = self.manifest("I")
-        self.assertEqual(manifest["status"], "interrupted")
-        self.assertEqual(manifest["points"]["local.mpi4"]["status"], "interrupted")
-        resumed = run_cli(["baseline", "--resume", "I", "--results", self.results])
+        self.assertIn(f"interrupted by {signal_name}", last)
+        self.assertIn(f"verdict: {os.path.join(run, 'verdict.json')}", last)
+        self.assertTrue(last.endswith(f"resume with: cclbench baseline --resume {run_id}"), last)
+        manifest = self.manifest(run_id)
+        self.assertEqual((manifest["status"], manifest["invocations"][-1]["signal"]), ("interrupted", signal_name))
+        self.assertEqual(manifest["points"][stopped]["status"], "interrupted")
+        self.assertEqual([name for name in plan if manifest["points"][name]["status"] == "pending"], not_run)
+        for schema, name in (("verdict.schema.json", "verdict.json"), ("run_manifest.schema.json", "run_manifest.json")):
+            ok, errors = validate(schema, os.path.join(run, name))
+            self.assertTrue(ok, errors)
+        self.assertEqual([name for name in os.listdir(run) if name.endswith(".tmp")], [], "no half-written file")
+        with open(os.path.join(run, "verdict.json"), encoding="utf-8") as handle:
+            verdict = json.load(handle)
+        self.assertEqual(verdict["overall"], "FAILED", "an incomplete baseline is no clean bill of health")
+        fails = [r for r in verdict["reasons"] if r["severity"] == "fail"]
+        self.assertEqual(sorted(r["code"] for r in fails), ["case.missing", "run.interrupted"])
+        interrupted = next(r for r in fails if r["code"] == "run.interrupted")
+        self.assertIs(verdict["reasons"][0], interrupted, "the interruption comes first")
+        self.assertEqual(interrupted["numbers"], {"launches_planned": len(plan), "launches_complete": plan.index(stopped),
+                                                  "launches_stopped": 1, "launches_not_run": len(not_run)})
+        self.assertIn(f"{signal_name} stopped the run before its plan completed", interrupted["text"])
+        self.assertIn(f"stopped mid-way (its cases measured before the signal are kept): {stopped}", interrupted["text"])
+        if not_run:
+            self.assertIn("not run: " + ", ".join(not_run) + ";", interrupted["text"])
+        else:
+            self.assertNotIn("not run:", interrupted["text"])
+        self.assertEqual(next(r for r in fails if r["code"] == "case.missing")["point"], stopped)
+        report = read_text(os.path.join(run, "report.md"))
+        self.assertTrue(report.startswith("# FAILED (2)\n"), report[:200])
+        self.assertIn(f"| run interrupted | - | {signal_name} stopped the run", report)
+        with open(os.path.join(run, "summary.csv")) as handle:
+            rows = [row for row in csv.DictReader(handle) if row["point"] == stopped]
+        self.assertEqual(len(rows), 1, "the one record the double wrote before the signal")
+        self.assertEqual(rows[0]["status"], "ok")
+        self.assertTrue(rows[0]["time_us_p50"])
+        return verdict
+
+    def assertResumedToTheEnd(self, run_id, plan):
+        """--resume completes the run and its verdict replaces the interrupted one."""
+        resumed = run_cli(["baseline", "--resume", run_id, "--results", self.results])
         self.assertEqual(resumed.returncode, 0, resumed.stderr)
+        run = os.path.join(self.results, run_id)
+        manifest = self.manifest(run_id)
+        self.assertEqual(manifest["status"], "complete")
+        self.assertEqual({manifest["points"][name]["status"] for name in plan}, {"complete"})
+        self.assertNotIn("signal", manifest["invocations"][-1])
+        ok, errors = validate("verdict.schema.json", os.path.join(run, "verdict.json"))
+        self.assertTrue(ok, errors)
+        with open(os.path.join(run, "verdict.json"), encoding="utf-8") as handle:
+            verdict = json.load(handle)
+        self.assertEqual((verdict["overall"], verdict["reasons"]), ("HEALTHY", []))
+        self.assertTrue(read_text(os.path.join(run, "report.md")).startswith("# HEALTHY\n"))
+        self.assertIn(f"cclbench: HEALTHY; verdict: {os.path.join(run, 'verdict.json')}", resumed.stderr.strip().splitlines()[-1])
+
+    def test_sigint_stops_cleanly_writes_the_verdict_and_resumes(self):
+        """Ctrl-C in the last launch: exit 130, the verdict on the three launches complete and the one record of
+        the stopped one; --resume completes the run with a normal verdict."""
+        plan = ["doctor.vm", "topology.vm", "sanity", "local.mpi4"]
+        code, err = self.interrupt_at("I", "local.mpi4", signal.SIGINT)
+        self.assertEqual(code, 130, err)
+        self.assertInterruptedVerdict("I", err, "SIGINT", plan, "local.mpi4")
+        self.assertEqual(self.manifest("I")["points"]["local.mpi4"]["reason"], "interrupted by SIGINT")
+        self.assertResumedToTheEnd("I", plan)
+
+    def test_sigterm_mid_plan_writes_the_verdict_naming_what_did_not_run(self):
+        """SIGTERM (a CI job's time limit) in the middle of the one-GPU plan: exit 143; the verdict judges the
+        one-rank point measured before it (its tables and a data check that passes) and names the stopped point
+        and the nine smoke launches not run (missing: no data, never zeros); --resume runs them."""
+        smoke = [f"smoke.{name}.rep{k}" for k in (1, 2, 3) for name in ("copy", "collective", "graph")]
+        plan = ["doctor.vm", "topology.vm", "sanity", "p2p.vm", "local.gpu1", "local.share-gpu4"] + smoke
+        code, err = self.interrupt_at("T", "local.share-gpu4", signal.SIGTERM, {"CCLBENCH_FAKE_GPU_COUNT": "1"})
+        self.assertEqual(code, 143, err)
+        verdict = self.assertInterruptedVerdict("T", err, "SIGTERM", plan, "local.share-gpu4")
+        checks = {row["point"]: row["checks"]["data"] for row in verdict["points"]}
+        self.assertEqual(checks["local.gpu1"], "pass", "measured before the signal and judged")
+        self.assertEqual(checks["local.share-gpu4"], "fail")
+        self.assertEqual({checks[point] for point in ("smoke.collective", "smoke.graph")}, {"skip"},
+                         "not run: nothing judged, no zeros")
+        run = os.path.join(self.results, "T")
+        measured = [r for r in read_jsonl(os.path.join(run, "cases.jsonl")) if r["point"] == "local.gpu1"]
+        with open(os.path.join(run, "summary.csv")) as handle:
+            rows = [row for row in csv.DictReader(handle) if row["point"] == "local.gpu1"]
+        self.assertTrue(measured)
+        self.assertEqual(sorted(row["case_id"] for row in rows), sorted(r["case_id"] for r in measured))
+        self.assertIn("| size | local.gpu1 |", read_text(os.path.join(run, "report.md")), "its tables are in the report")
+        self.assertFalse(any(r["point"].startswith("smoke.") for r in read_jsonl(os.path.join(run, "cases.jsonl"))))
+        self.assertResumedToTheEnd("T", plan)
+
+    def test_a_second_signal_while_the_verdict_is_written_leaves_no_half_file(self):
+        """A SIGTERM that lands while the verdict of a SIGINT is being written (here: inside verdict.json's write,
+        before its rename): the write stops, verdict.json is still the earlier one whole, no temporary file is
+        left, the manifest says interrupted by the first signal, and the line says so and how to resume."""
+        code, err = self.interrupt_at("D", "local.mpi4", signal.SIGINT)
+        self.assertEqual(code, 130, err)
+        run = os.path.join(self.results, "D")
+        before = read_text(os.path.join(run, "verdict.json"))
+        runner = Baseline(self.manifest("D")["plan_inputs"], run, resume=True, argv=["cclbench"])
+        runner.prepare()
+        runner.manifest["points"]["local.mpi4"]["status"] = "running"  # the launch the first signal stopped
+        real_fsync = os.fsync
+
+        def fsync(fd):
+            if os.readlink(f"/proc/self/fd/{fd}").startswith(os.path.join(run, ".verdict.json.")):
+                raise Interrupted(signal.SIGTERM)  # what Baseline.on_signal raises between two launches
+            return real_fsync(fd)
+        with mock.patch("os.fsync", side_effect=fsync):
+            error = runner.stopped(signal.SIGINT)
+        self.assertEqual(error.exit_code, 130)
+        self.assertIn("interrupted by SIGINT; verdict not written: a second signal (SIGTERM)", str(error))
+        self.assertTrue(str(error).endswith("resume with: cclbench baseline --resume D"), str(error))
+        self.assertEqual(read_text(os.path.join(run, "verdict.json")), before, "the earlier verdict, whole")
+        self.assertEqual([name for name in os.listdir(run) if name.endswith(".tmp")], [], "no half-written file")
+        manifest = self.manifest("D")
+        self.assertEqual((manifest["status"], manifest["invocations"][-1]["signal"]), ("interrupted", "SIGINT"))
+        self.assertEqual(manifest["points"]["local.mpi4"]["status"], "interrupted")
 
     def test_default_repeats_on_one_gpu(self):
         """One GPU: a real one-rank point three times (the default), the emulated check once."""

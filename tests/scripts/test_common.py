@@ -1,6 +1,7 @@
 """Helpers: sizes, run ids, the environment allowlist, crash-safe writes, torn JSONL tails."""
 import os
 import unittest
+from unittest import mock
 
 from helpers import TempDirTest
 
@@ -61,6 +62,18 @@ class Common(TempDirTest):
             append_line(link, "{}")
         with open(target) as handle:
             self.assertEqual(handle.read(), "keep")
+
+    def test_a_signal_mid_write_leaves_the_old_file_whole_and_no_temporary_file(self):
+        """An exception a signal handler raises inside the write (here in its fsync, before the rename; Ctrl-C's
+        KeyboardInterrupt or the runner's own): it propagates, the file is the old one and nothing else is left."""
+        path = os.path.join(self.tmp, "sub", "verdict.json")
+        write_atomic(path, "old")
+        with mock.patch("os.fsync", side_effect=KeyboardInterrupt):
+            with self.assertRaises(KeyboardInterrupt):
+                write_atomic(path, "new")
+        with open(path) as handle:
+            self.assertEqual(handle.read(), "old")
+        self.assertEqual(os.listdir(os.path.dirname(path)), ["verdict.json"], "no temporary file left")
 
     def test_torn_jsonl_tail_is_tolerated_but_middle_garbage_is_not(self):
         path = os.path.join(self.tmp, "cases.jsonl")

@@ -53,12 +53,14 @@ def write_atomic(path, data):
             os.fsync(handle.fileno())
         os.chmod(temp_path, 0o644)
         os.replace(temp_path, path)
-    except OSError as error:
+    except BaseException as error:  # also an exception a signal handler raised mid-write: no temp file is left
         try:
             os.unlink(temp_path)
         except OSError:
             pass
-        raise CclbenchError(f"cannot write {path}: {error.strerror}") from None
+        if isinstance(error, OSError):
+            raise CclbenchError(f"cannot write {path}: {error.strerror}") from None
+        raise
     try:
         dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
         try:

@@ -75,6 +75,14 @@ class Interrupted(Exception):
         self.signum = signum
 
 
+def signal_name(signum):
+    """SIGINT, SIGTERM, ... (the number when it has no name)."""
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
 class Progress:
     """One stderr line per finished launch, with elapsed time and an ETA from measured points."""
 
@@ -420,9 +428,9 @@ class Baseline:
         records_from = os.path.getsize(records) if records and os.path.isfile(records) else 0
         try:
             code, start_problem = self.execute(launch)
-        except Interrupted:
+        except Interrupted as interrupt:
             state.update(status="interrupted", finished_utc=utc_now(), elapsed_s=round(time.monotonic() - started, 3),
-                         reason="interrupted by signal")
+                         reason=f"interrupted by {signal_name(interrupt.signum)}")
             self.save_manifest()
             raise
         elapsed = time.monotonic() - started
@@ -561,9 +569,7 @@ class Baseline:
                         continue
                     failures.append(f"{launch['name']}: {reason}")
         except Interrupted as interrupt:
-            self.finish("interrupted")
-            raise CclbenchError(f"interrupted; resume with: cclbench baseline --resume "
-                                f"{os.path.basename(self.run_dir)}", 130 if interrupt.signum == signal.SIGINT else 143) from None
+            raise self.stopped(interrupt.signum) from None  # the handlers stay ours while the verdict is written
         except CclbenchError:
             if self.manifest and self.manifest["status"] == "running":
                 self.finish("failed")
@@ -571,17 +577,7 @@ class Baseline:
         finally:
             signal.signal(signal.SIGINT, old_int)
             signal.signal(signal.SIGTERM, old_term)
-        records = self.write_summary()
-        # The repeatability gate (rules/repeatability.py): a point fails only when its spread is systematic.
-        judged = judge_repeatability(records, self.inputs["cv_gate_pct"]) if self.inputs["repeat"] > 1 else {}
-        self.manifest["gates"]["repeatability"] = [
-            {"point": base, "status": point["status"], "code": point["code"], "judged_cases": point["judged_cases"],
-             "median_cv_pct": round(point["median_cv_pct"], 3), "cases_above_target": point["cases_above_target"],
-             "cases_above_gate": point["cases_above_gate"]} for base, point in judged.items()]
-        not_reproducible = [item for item in self.manifest["gates"]["repeatability"] if item["status"] == FAIL]
-        status = "complete" if not failures and not not_reproducible and not not_run else "failed"
-        self.finish(status)
-        verdict = self.write_report()
+        verdict, not_reproducible = self.conclude(failed=bool(failures or not_run))
         if not_run:
             # The doctor's finding is the cause: it comes first, before any launch that failed for it.
             name, _, why = not_run[0].partition(": not run: ")
@@ -601,9 +597,55 @@ class Baseline:
               file=sys.stderr)
         return 0
 
+    def conclude(self, failed, stopped_by=None):
+        """The end of every run that got past its start, failed and interrupted ones included: summary.csv, the
+        repeatability gate into the manifest, the manifest's last status (stopped_by, a signal's name: 'interrupted';
+        else 'failed' when failed or a point is not reproducible, else 'complete'), then report.md and verdict.json
+        (write_report). Returns (the verdict or None, the points not reproducible)."""
+        records = self.write_summary()
+        # The repeatability gate (rules/repeatability.py): a point fails only when its spread is systematic.
+        judged = judge_repeatability(records, self.inputs["cv_gate_pct"]) if self.inputs["repeat"] > 1 else {}
+        self.manifest["gates"]["repeatability"] = [
+            {"point": base, "status": point["status"], "code": point["code"], "judged_cases": point["judged_cases"],
+             "median_cv_pct": round(point["median_cv_pct"], 3), "cases_above_target": point["cases_above_target"],
+             "cases_above_gate": point["cases_above_gate"]} for base, point in judged.items()]
+        not_reproducible = [item for item in self.manifest["gates"]["repeatability"] if item["status"] == FAIL]
+        if stopped_by:
+            status = "interrupted"
+        else:
+            status = "failed" if failed or not_reproducible else "complete"
+        self.finish(status, stopped_by)
+        return self.write_report(), not_reproducible
+
+    def stopped(self, signum):
+        """SIGINT or SIGTERM stopped the run: the launch it hit was ended and marked 'interrupted' (run_launch; one
+        still 'running', hit between two steps, is marked here), the points not reached stay 'pending' for
+        --resume. What was measured is then judged as at the end of any run (conclude), and the verdict says the
+        run was interrupted before its plan completed and what it did not run (rules/anomalies.py: run.interrupted,
+        a fail). A second signal meanwhile ends that (files are written atomically: each is the old one or the new
+        one, never half of one). Returns the error to raise: exit 130 (SIGINT) or 143 (SIGTERM), its line where the
+        verdict is and how to resume."""
+        name = signal_name(signum)
+        code = 130 if signum == signal.SIGINT else 143
+        resume = f"resume with: cclbench baseline --resume {os.path.basename(self.run_dir)}"
+        for state in self.manifest["points"].values():
+            if state.get("status") == "running":
+                state.update(status="interrupted", finished_utc=utc_now(), reason=f"interrupted by {name}")
+        try:
+            verdict, _ = self.conclude(failed=True, stopped_by=name)
+        except (Interrupted, CclbenchError) as problem:
+            if self.manifest["status"] == "running":
+                self.finish("interrupted", name)
+            why = f"a second signal ({signal_name(problem.signum)})" if isinstance(problem, Interrupted) else problem
+            return CclbenchError(f"interrupted by {name}; verdict not written: {why} (write it with: cclbench report "
+                                 f"{self.run_dir}); {resume}", code)
+        said = f"{headline(verdict)}, verdict: {os.path.join(self.run_dir, 'verdict.json')}" if verdict else \
+            "verdict not written (see above)"
+        return CclbenchError(f"interrupted by {name} before the plan completed; {said}; {resume}", code)
+
     def write_report(self):
-        """report.md, verdict.json (and plots) at the end of every run that was not interrupted, failed ones
-        included: their verdict is what the reader needs first. A report problem never hides the run's outcome.
+        """report.md, verdict.json (and plots) at the end of every run, failed and interrupted ones included: their
+        verdict is what the reader needs first. A report problem never hides the run's outcome.
         Returns the verdict (rules/verdict.py), None when the report could not be written."""
         try:
             path, anomalies, verdict = build_report(self.run_dir, self.inputs["cv_gate_pct"])
@@ -614,13 +656,16 @@ class Baseline:
         print(f"cclbench: report: {path} ({count} anomal{'y' if count == 1 else 'ies'})", file=sys.stderr, flush=True)
         return verdict
 
-    def finish(self, status):
+    def finish(self, status, stopped_by=None):
+        """The manifest's status, and the invocation's (with the signal that stopped it, if one did)."""
         self.manifest["status"] = status
         if self.manifest["invocations"]:
             self.manifest["invocations"][-1]["finished_utc"] = utc_now()
             self.manifest["invocations"][-1]["status"] = status
+            if stopped_by:
+                self.manifest["invocations"][-1]["signal"] = stopped_by
         self.save_manifest()
-        self.log_line(f"# {utc_now()} run {status}")
+        self.log_line(f"# {utc_now()} run {status}" + (f" by {stopped_by}" if stopped_by else ""))
         if self.log:
             self.log.close()
             self.log = None

@@ -11,6 +11,22 @@ def _never_ran(item):
             "cclbench baseline --resume RUN_ID)")
 
 
+def _names(names, limit=12):
+    return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def _interrupted(item):
+    stopped, names = item.get("stopped") or [], item.get("names") or []
+    who = f"{item['signal']} stopped the run" if item.get("signal") else "the run was interrupted"  # no signal recorded
+    detail = (f"{who} before its plan completed: {item.get('launches_complete', 0)} of "
+              f"{item.get('launches_planned', 0)} planned launch(es) complete")
+    if stopped:
+        detail += f"; stopped mid-way (its cases measured before the signal are kept): {_names(stopped)}"
+    if names:
+        detail += f"; not run: {_names(names)}"
+    return ("run interrupted", "-", detail + "; resume it with cclbench baseline --resume RUN_ID")
+
+
 def _missing(item):
     missing = item["missing"]
     shown = ", ".join(f"{c} {format_size(s)}" for c, s in missing[:6])
@@ -218,6 +234,8 @@ def anomaly_row(item):
     code = item["code"]
     if code == "never_ran":
         return _never_ran(item)
+    if code == "run_interrupted":
+        return _interrupted(item)
     if code == "outlier":
         return (item["kind"], item["where"], item["detail"])
     if code in ("doctor.fail", "doctor.warn"):

@@ -54,7 +54,8 @@ def verdict_lines(verdict):
     rows = [[row["host"]] + [row[check] for check in CHECKS] for row in verdict["hosts"]]
     lines += [md_table(["host"] + list(CHECKS), rows) if rows else "_no host in this run's plan_", ""]
     lines.append("Severities: fail (exit 1) wrong data, failed cases, a transport gate missed, a doctor fail, a "
-                 "dead, slow or unbalanced rail, an outlier link, GPU or rank, a point not reproducible as a whole; "
+                 "dead, slow or unbalanced rail, an outlier link, GPU or rank, a point not reproducible as a whole, a run "
+                 "interrupted before its plan completed; "
                  "warn (exit 0) more single cases above the CV target or without a stable median than the healthy "
                  "noise explains, doctor warnings; skip: nothing to judge on that host; note (counted nowhere) what "
                  "was not measured by design, single cases whose spread the healthy noise explains and host-bound "

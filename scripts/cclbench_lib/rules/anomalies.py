@@ -17,15 +17,36 @@ from ..rules.repeat_rule import judge_repeatability
 TIMEOUT_EXIT = 4
 
 
+def interruption(data):
+    """The run stopped by SIGINT or SIGTERM before its plan completed (the manifest's status 'interrupted', the
+    signal in its last invocation): one finding naming the signal, the launches it stopped mid-way and those it
+    left unrun (missing, never zeros), or None."""
+    if data.manifest.get("status") != "interrupted":
+        return None
+    invocations = [item for item in data.manifest.get("invocations") or [] if isinstance(item, dict)]
+    stopped = [name for name, state in data.points_state.items() if state.get("status") in ("interrupted", "running")]
+    not_run = [name for name, state in data.points_state.items() if state.get("status") == "pending"]
+    return {"code": "run_interrupted", "signal": invocations[-1].get("signal") if invocations else None,
+            "stopped": stopped, "names": not_run, "launches_planned": len(data.points_state),
+            "launches_complete": sum(1 for state in data.points_state.values() if state.get("status") == "complete"),
+            "launches_stopped": len(stopped), "launches_not_run": len(not_run)}
+
+
 def launch_anomalies(data):
-    """Launches that never ran, did not complete, or failed their transport gate (exit 3)."""
+    """Launches that never ran, did not complete, or failed their transport gate (exit 3). A run stopped by a
+    signal says so in one finding (interruption) that names the launches it stopped and left unrun."""
     found = []
     plan_by_name = {launch["name"]: launch for launch in data.plan}
+    interrupted = interruption(data)
     never_ran = [name for name, state in data.points_state.items() if state.get("status") == "pending"]
-    if never_ran:
+    if interrupted:
+        found.append(interrupted)
+    elif never_ran:
         found.append({"code": "never_ran", "names": never_ran})
     for name, state in data.points_state.items():
         status = state.get("status")
+        if interrupted and name in interrupted["stopped"]:
+            continue  # stopped by the signal, not failed: named by the interruption
         if status == "skipped" and state.get("skipped_by") == "doctor":
             # Left out because the doctor failed a path it would cross: the reason quotes the doctor's finding.
             found.append({"code": "launch_not_run", "where": name, "reason": state.get("reason"),

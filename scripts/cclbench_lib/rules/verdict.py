@@ -4,7 +4,7 @@ puts it into words, the report, the console's last line and smoke's JUnit file c
 
 Severities have fixed meanings (docs/bring-up.md "Reading the report"; each code in docs/verdicts.md):
   fail  (exit 1)  wrong data, failed or errored cases, a launch that hung or was not run because the doctor failed
-                  a path it crosses, a transport gate missed, a doctor fail, a dead, slow or unbalanced rail, an
+                  a path it crosses, a run stopped by a signal before its plan completed, a transport gate missed, a doctor fail, a dead, slow or unbalanced rail, an
                   outlier link, GPU or rank, a point not reproducible as a whole;
   warn  (exit 0, shown first)  more single cases above the CV target or without a stable median than the
                   healthy noise explains, doctor warnings;
@@ -37,6 +37,8 @@ CODES = {
     "case.failed": (FAIL, "data", "cases.jsonl and run.log, point {point}, case {subject}"),
     "case.missing": (FAIL, "data", "run.log, launch {point}"),
     "launch.never_ran": (FAIL, "data", "run_manifest.json (resume with cclbench baseline --resume)"),
+    "run.interrupted": (FAIL, "data", "run_manifest.json (each launch's status; the signal in the last invocation); "
+                                      "cclbench baseline --resume RUN_ID runs what is missing"),
     "launch.failed": (FAIL, "data", "run.log, launch {point}"),
     "launch.timeout": (FAIL, "data", "run.log, launch {point}: the case the reason names; doctor.json for its hosts"),
     "launch.not_run": (FAIL, "doctor", "doctor.json (the path the reason quotes) and run.log, launch {point}; "
@@ -78,7 +80,7 @@ UNKNOWN_LOOK = "report.md 'Anomalies'"
 
 # The finding codes of rules/anomalies.py and rules/doctor.py -> stable codes. Findings of other codes keep theirs.
 FINDING_CODES = {
-    "never_ran": "launch.never_ran", "transport_exit": "transport.gate_missed",
+    "never_ran": "launch.never_ran", "run_interrupted": "run.interrupted", "transport_exit": "transport.gate_missed",
     "launch_incomplete": "launch.failed", "launch_timeout": "launch.timeout", "launch_not_run": "launch.not_run", "wrong_data": "data.wrong", "case_not_ok": "case.failed",
     "cases_skipped": "case.skipped", "transport_record": "transport.gate_missed", "missing_cases": "case.missing",
     "above_limit": "data.above_ceiling", "rail_errors": "rail.errors", "rail_flag": "rail.flag",
@@ -310,10 +312,22 @@ CODE_MEANINGS = {
                     "The reason in the record and the point's output in run.log.", ()),
     "case.missing": ("A launch ended without a record for some of its planned cases.",
                      "run.log for the launch: a crash, a timeout or a killed rank.", ()),
-    "launch.never_ran": ("A planned launch never ran: the run was interrupted, or it stopped early (a failed "
-                         "sanity pass stops everything after it).",
+    "launch.never_ran": ("A planned launch never ran: the run stopped early (a failed sanity pass stops "
+                         "everything after it) or was killed without a word (SIGKILL, a lost machine). A run "
+                         "stopped by SIGINT or SIGTERM says so instead (`run.interrupted`).",
                          "Fix what stopped the run (the other fails name it), then continue it with "
                          "`cclbench baseline --resume RUN_ID`.", ()),
+    "run.interrupted": ("The run was stopped by a signal (SIGINT: Ctrl-C; SIGTERM: a job's time limit, a "
+                        "scheduler) before its plan completed. The launch it stopped was ended as on any stop and "
+                        "its cases measured before the signal are kept; the verdict judges what was measured, and "
+                        "this reason names the signal, the launch it stopped mid-way and the launches it left unrun "
+                        "(missing, never zeros; their cases are nowhere in the tables). An incomplete baseline is "
+                        "no clean bill of health: a fail, whatever was measured. `baseline` still exits 130 "
+                        "(SIGINT) or 143 (SIGTERM); `run_manifest.json` marks the run and the stopped launch "
+                        "`interrupted` and the others `pending`.",
+                        "Nothing on the cluster, unless the signal was a time limit the plan does not fit (`cclbench "
+                        "plan` estimates it): continue with `cclbench baseline --resume RUN_ID`, which reruns the "
+                        "stopped launch and the missing ones and writes a new verdict over this one.", ()),
     "launch.failed": ("A launch exited non-zero or was killed (a rank died, a signal) without being a hang "
                       "(`launch.timeout`) or a transport gate missed.",
                       "run.log for the launch's exit status and the launcher's words.", ()),
