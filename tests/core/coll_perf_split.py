@@ -52,11 +52,12 @@ def write_points(work, groups):
 
 def split_run(args, work, extra, env, nranks=4, timeout=120):
     cmd = mpirun_prefix(args.mpiexec, nranks, env, ("CCLBENCH_TEST_STALL",)) + [coll_perf(args)] + JOB_FLAGS + extra
-    code, out, err, seconds, launcher = run_launch(cmd, env, timeout)
+    launch = run_launch(cmd, env, timeout)
+    code, out, err, seconds, launcher = launch
     # coll_perf's own crash signs and status: not mpirun's teardown after the abort a stalled group asks for.
     crashes = crash_signs(out, err, launcher)
     check(not crashes, "crash signs in the output: " + " | ".join(crashes[:3]) + "\n" + describe(out, err))
-    return launch_exit(code, err, launcher), out, err, seconds
+    return launch_exit(code, err, launcher, launch.launcher_stuck), out, err, seconds
 
 
 def schema_errors(path):

@@ -43,19 +43,76 @@ def base_env(**extra):
     return env
 
 
-def run_launch(cmd, env, timeout):
+def descendants_named(root_pid, comm):
+    """The live (not zombie) processes named `comm` below root_pid, found through /proc's parent links."""
+    parents, names = {}, {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        name, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
+        if rest[0] != "Z":
+            parents[int(entry)], names[int(entry)] = int(rest[1]), name
+    found = []
+    for pid, name in names.items():
+        if name != comm:
+            continue
+        ancestor = parents.get(pid)
+        while ancestor and ancestor != root_pid:
+            ancestor = parents.get(ancestor)
+        if ancestor == root_pid:
+            found.append(pid)
+    return found
+
+
+# Once every coll_perf of a launch has exited, mpirun has this long for its own teardown.
+LAUNCHER_TEARDOWN_S = 15.0
+
+
+class Launch(tuple):
+    """run_launch's result: (code, out, err, seconds, pid) with .launcher_stuck: the launcher was still there
+    LAUNCHER_TEARDOWN_S after its last rank had exited, and was ended by the checker."""
+    launcher_stuck = False
+
+
+def run_launch(cmd, env, timeout, program="coll_perf", teardown_s=LAUNCHER_TEARDOWN_S):
     """(exit code, stdout, stderr, seconds, pid of the launched process). On timeout the whole process group
-    (mpirun and its ranks) is killed and the run is a Failure that names the command."""
+    (mpirun and its ranks) is killed and the run is a Failure that names the command. A launcher still running
+    LAUNCHER_TEARDOWN_S after every `program` below it has exited is stuck in its own teardown (Open MPI's mpirun
+    after an MPI_Abort, seen in CI: every rank gone, mpirun never exiting): its group is ended then, and the
+    result says so (launcher_stuck), for launch_exit to take the status from the abort the ranks printed.
+    teardown_s: that allowance (a test of this function shortens it)."""
     started = time.monotonic()
     process = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                start_new_session=True)
-    try:
-        out, err = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        out, err = process.communicate()
-        raise Failure(f"timed out after {timeout} s: {' '.join(cmd)}\n{describe(out, err)}")
-    return process.returncode, out, err, time.monotonic() - started, process.pid
+    ranks_seen, ranks_gone_at, stuck = False, None, False
+    while True:
+        try:
+            out, err = process.communicate(timeout=0.5)
+            break
+        except subprocess.TimeoutExpired:
+            pass
+        now = time.monotonic()
+        if now - started > timeout:
+            os.killpg(process.pid, signal.SIGKILL)
+            out, err = process.communicate()
+            raise Failure(f"timed out after {timeout} s: {' '.join(cmd)}\n{describe(out, err)}")
+        if descendants_named(process.pid, program):
+            ranks_seen, ranks_gone_at = True, None
+        elif ranks_seen and ranks_gone_at is None:
+            ranks_gone_at = now
+        elif ranks_gone_at is not None and now - ranks_gone_at > teardown_s:
+            stuck = True
+            os.killpg(process.pid, signal.SIGKILL)
+            out, err = process.communicate()
+            break
+    result = Launch((process.returncode, out, err, time.monotonic() - started, process.pid))
+    result.launcher_stuck = stuck
+    return result
 
 
 def run_process(cmd, env, timeout):
@@ -77,16 +134,17 @@ def crash_signs(out, err, launcher_pid=None):
             if CRASH.search(line) and not (own and own.match(line.strip()))]
 
 
-def launch_exit(code, err, launcher_pid):
+def launch_exit(code, err, launcher_pid, launcher_stuck=False):
     """The exit status the program ended its launch with. mpirun passes on the errorcode of a rank's MPI_Abort;
     when mpirun itself then dies of a signal in its own teardown (a segfault in PMIx_server_finalize after the
-    abort, seen in CI), its status is the signal's, not the program's, and the errorcode of the abort it printed
-    is. Any other status is returned as it is: a rank's own crash, or a launcher that died with no abort."""
+    abort, seen in CI), or is stuck there and was ended (launcher_stuck: run_launch), its status is not the
+    program's, and the errorcode of the abort it printed is. Any other status is returned as it is: a rank's own
+    crash, or a launcher that died or stuck with no abort."""
     aborts = MPI_ABORT.findall(err)
     launcher = _launcher_line(launcher_pid)
     launcher_died = code is not None and (code < 0 or code > 128) and any(
         launcher.match(line.strip()) and "Process received signal" in line for line in err.splitlines())
-    if aborts and launcher_died:
+    if aborts and (launcher_died or launcher_stuck):
         return int(aborts[0][1])
     return code
 

@@ -7,12 +7,15 @@ ompi_abort_errorcode4.txt coll_perf's watchdog ending a stalled launch with MPI_
 `tools_coll_perf_runner` (label scripts).
 """
 import os
+import shutil
 import sys
+import tempfile
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from coll_perf_runner import crash_signs, launch_exit  # noqa: E402
+from coll_perf_runner import crash_signs, launch_exit, run_launch  # noqa: E402
 
 LAUNCHER_PID = 18692
 RANK_PID = 19203
@@ -60,6 +63,43 @@ class LaunchExit(unittest.TestCase):
     def test_a_rank_crash_after_an_abort_is_not_excused(self):
         err = fixture("ompi_abort_errorcode4.txt") + fixture("ompi_rank_segv.txt")
         self.assertEqual(launch_exit(-11, err, LAUNCHER_PID), -11)
+
+
+class StuckLauncher(unittest.TestCase):
+    """run_launch against a stand-in launcher (sh) whose rank is a copy of sleep named coll_perf: the rank prints
+    the real abort text and exits 4, then the launcher either exits with it or never exits (mpirun stuck in its
+    teardown after an abort, as in CI)."""
+
+    def setUp(self):
+        self.work = tempfile.mkdtemp(prefix="stuck-launcher-")
+        self.addCleanup(shutil.rmtree, self.work, True)
+        self.rank = os.path.join(self.work, "coll_perf")
+        shutil.copy(shutil.which("sleep"), self.rank)  # /proc/PID/comm reads coll_perf
+        self.abort = os.path.join(HERE, "data", "ompi_abort_errorcode4.txt")
+
+    def launcher(self, rank_seconds, then):
+        return ["sh", "-c", f'"{self.rank}" {rank_seconds}; cat "{self.abort}" >&2; {then}']
+
+    def test_a_launcher_stuck_after_its_ranks_are_gone_is_ended_and_the_abort_is_the_status(self):
+        started = time.monotonic()
+        launch = run_launch(self.launcher(1, "exec sleep 3600"), dict(os.environ), timeout=20, teardown_s=1.0)
+        code, _out, err, _seconds, pid = launch
+        self.assertTrue(launch.launcher_stuck)
+        self.assertEqual(code, -9, "ended by the checker")
+        self.assertLess(time.monotonic() - started, 30)
+        self.assertEqual(launch_exit(code, err, pid, launch.launcher_stuck), 4)
+
+    def test_a_launcher_that_exits_is_not_stuck_and_keeps_its_status(self):
+        launch = run_launch(self.launcher(1, "exit 4"), dict(os.environ), timeout=60, teardown_s=1.0)
+        self.assertFalse(launch.launcher_stuck)
+        self.assertEqual(launch[0], 4)
+
+    def test_a_rank_still_running_is_waited_for(self):
+        """Its rank runs 3 s, three times the teardown allowance: the launcher is not ended while it runs."""
+        launch = run_launch(self.launcher(3, "exit 0"), dict(os.environ), timeout=60, teardown_s=1.0)
+        self.assertFalse(launch.launcher_stuck)
+        self.assertEqual(launch[0], 0)
+        self.assertGreaterEqual(launch[3], 3.0)
 
 
 if __name__ == "__main__":
