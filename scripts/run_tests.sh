@@ -19,7 +19,8 @@ cd "$build_dir"
 # test doubles) and leave a core idle when run alone. Tests that must have the machine to themselves
 # say so (RUN_SERIAL: the MPI fault drivers; RESOURCE_LOCK: the GPU). The virtual-cluster tests (label
 # cluster) time traffic over rate-limited links, where a neighbour's load could pass for a slow link:
-# they run afterwards, one at a time.
+# they run afterwards, as many at once as there are CPUs, each on a CPU of its own (a resource spec of one `cpus`
+# slot per CPU; the tests pin themselves to the CPU CTest gives them: tests/cluster/vcluster.py).
 junit_tests=() junit_cluster=()
 if [[ -n "${CCLBENCH_JUNIT_DIR:-}" ]]; then
   junit_tests=(--output-junit "$CCLBENCH_JUNIT_DIR/tests.xml")
@@ -27,5 +28,10 @@ if [[ -n "${CCLBENCH_JUNIT_DIR:-}" ]]; then
 fi
 status=0
 ctest --output-on-failure --timeout 900 -j "$jobs" "${labels[@]}" -LE cluster "${junit_tests[@]}" || status=$?
-ctest --output-on-failure --timeout 900 "${labels[@]}" -L cluster "${junit_cluster[@]}" || status=$?
+cpus_spec="$build_dir/cluster_cpus.json"
+python3 -c 'import json, os, sys
+cpus = [{"id": str(cpu), "slots": 1} for cpu in sorted(os.sched_getaffinity(0))]
+json.dump({"version": {"major": 1, "minor": 0}, "local": [{"cpus": cpus}]}, sys.stdout)' >"$cpus_spec"
+ctest --output-on-failure --timeout 900 -j "$(nproc)" --resource-spec-file "$cpus_spec" "${labels[@]}" -L cluster \
+  "${junit_cluster[@]}" || status=$?
 exit "$status"

@@ -19,6 +19,10 @@ except ImportError as error:
     vcluster = None
     HARNESS_MISSING = f"no virtual cluster harness (tests/cluster/vcluster.py): {error}"
 
+# Under CTest's resource allocation (scripts/run_tests.sh: a CPU a test), every virtual-cluster test runs on its CPU.
+if vcluster is not None:
+    vcluster.pin_to_allocated_cpus()
+
 SOURCE_DIR = os.environ.get("CCLBENCH_SOURCE_DIR") or os.path.dirname(os.path.dirname(HERE))
 BINARY_DIR = os.environ.get("CCLBENCH_BINARY_DIR") or os.path.join(SOURCE_DIR, "build")
 APPS = os.path.join(BINARY_DIR, "bench", "apps")

@@ -66,10 +66,11 @@ Always checked: every coll_perf rank is gone when the tool has ended (`ranks_lef
 really fired (else the cell is `not injected`, never a pass).
 
     fault_matrix.py run --cells FILE --out DIR [--only ID[,ID]] [--backend mpi|nccl] [--budget-s S]
-                        [--lanes K [--expected RESULTS]]
+                        [--lanes K] [--part I/N] [--expected RESULTS]
         DIR/fault_matrix_results.json (written after every cell), DIR/cells/ID/ (command, output, run directory);
         exit 0 every cell as expected, 1 not, 77 no virtual cluster here. --lanes K: K cells at a time, each lane
-        on virtual clusters of its own (no link, bridge or namespace shared), longest cells first by RESULTS' times
+        on virtual clusters of its own (no link, bridge or namespace shared), longest cells first by RESULTS' times.
+        --part I/N: only the I-th of N parts of about equal expected time (CTest runs the parts side by side)
     fault_matrix.py table RESULTS                    the markdown table (what the README carries)
     fault_matrix.py check-readme RESULTS README      exit 1 when the README's block differs from `table`
 
@@ -592,6 +593,20 @@ def lane_order(cells, expected_s):
     return sorted(cells, key=lambda cell: (-cost(cell), int(cell["nodes"]), cell["id"]))
 
 
+def part_of(cells, part, parts, expected_s):
+    """The cells of part `part` (1-based) of `parts`: the runnable cells dealt longest first (lane_order's order) to the
+    part with the fewest expected seconds so far, so the parts take about as long as each other; the note cells go
+    with part 1. The same cells and times give the same parts."""
+    loads = [0.0] * parts
+    chosen = set()
+    for cell in lane_order([cell for cell in cells if runnable(cell)], expected_s):
+        least = min(range(parts), key=lambda index: (loads[index], index))
+        loads[least] += float(expected_s.get(cell["id"], cell.get("limit_s", DEFAULT_LIMIT_S)))
+        if least == part - 1:
+            chosen.add(cell["id"])
+    return [cell for cell in cells if cell["id"] in chosen or (part == 1 and not runnable(cell))]
+
+
 def expected_seconds(results_path):
     """id -> elapsed_s of a results file's cells ({} when it cannot be read): the lanes' cost estimate."""
     results = _read_json(results_path) if results_path else None
@@ -918,6 +933,8 @@ def main(argv=None):
     run.add_argument("--lanes", type=int, default=1,
                      help="cells run side by side in this many lanes, each on its own virtual clusters [1]")
     run.add_argument("--expected", help="a results file whose cells' seconds order the lanes (longest first)")
+    run.add_argument("--part", help="I/N: only part I of N, the cells dealt by --expected's times so that the N parts "
+                                    "take about as long (CTest runs the parts side by side, a CPU each)")
     run.add_argument("--backend", choices=("mpi", "nccl"), default="mpi",
                      help="mpi: GPU-less hosts (CI); nccl: NCCL over sockets, every node's rank on the one GPU")
     table = sub.add_parser("table", help="print the markdown table of a results file")
@@ -950,6 +967,11 @@ def main(argv=None):
             if unknown:
                 raise MatrixError(f"--only: no cell {', '.join(sorted(unknown))} in {args.cells}")
             cells = [cell for cell in cells if cell["id"] in wanted]
+        if args.part:
+            match = re.fullmatch(r"([1-9][0-9]*)/([1-9][0-9]*)", args.part)
+            if not match or int(match.group(1)) > int(match.group(2)):
+                raise MatrixError(f"--part {args.part!r}: I/N with 1 <= I <= N")
+            cells = part_of(cells, int(match.group(1)), int(match.group(2)), expected_seconds(args.expected))
         try:
             vcluster.check_supported()
         except vcluster.Unsupported as error:
@@ -968,6 +990,7 @@ def main(argv=None):
             os.replace(path + ".tmp", path)
         if not 1 <= args.lanes <= 8:
             raise MatrixError(f"--lanes {args.lanes}: 1 to 8")
+        vcluster.pin_to_allocated_cpus()  # under CTest's resource allocation: the CPU it gave this part
         results = Runner(args.out, args.backend, defaults).run(cells, budget_s=args.budget_s, on_progress=write,
                                                                lanes=args.lanes,
                                                                expected_s=expected_seconds(args.expected))

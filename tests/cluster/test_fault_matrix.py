@@ -209,6 +209,35 @@ class Judgement(unittest.TestCase):
         self.assertFalse(fault_matrix._finding_matches(rail_in_subject, {"code": "rail.slow", "rail": "eth0x"}))
 
 
+class Parts(unittest.TestCase):
+    """--part I/N (CTest runs the parts side by side) and --lanes: the order and the dealing, from hand-made times."""
+
+    CELLS = [{"id": name, "nodes": 2, "tool": "screen", "fault": {"fault": "none"}, "expect": {"exit": 0}}
+             for name in ("a", "b", "c", "d", "e")] + [
+        {"id": "note", "nodes": 2, "tool": "baseline", "fault": {"fault": "slow_node"}, "expect": {"note": "x"}}]
+    TIMES = {"a": 100.0, "b": 60.0, "c": 50.0, "d": 40.0, "e": 10.0}
+
+    def test_the_lanes_take_the_longest_cells_first(self):
+        ordered = fault_matrix.lane_order(self.CELLS[:5], self.TIMES)
+        self.assertEqual([cell["id"] for cell in ordered], ["a", "b", "c", "d", "e"])
+        self.assertEqual([cell["id"] for cell in fault_matrix.lane_order(self.CELLS[:5], {})], ["a", "b", "c", "d", "e"],
+                         "without times every cell costs its limit: ties by size, then id")
+
+    def test_the_parts_deal_every_cell_once_to_the_least_loaded_part(self):
+        # Dealt longest first to the least loaded: a -> 1 (100); b -> 2 (60); c -> 2 (110); d -> 1 (140); e -> 2 (120).
+        first = fault_matrix.part_of(self.CELLS, 1, 2, self.TIMES)
+        second = fault_matrix.part_of(self.CELLS, 2, 2, self.TIMES)
+        self.assertEqual([cell["id"] for cell in first], ["a", "d", "note"], "the note cell goes with part 1")
+        self.assertEqual([cell["id"] for cell in second], ["b", "c", "e"])
+
+    def test_a_ctest_cpu_allocation_is_read_and_nothing_else(self):
+        environ = {"CTEST_RESOURCE_GROUP_COUNT": "1", "CTEST_RESOURCE_GROUP_0": "cpus",
+                   "CTEST_RESOURCE_GROUP_0_CPUS": "id:1,slots:1"}
+        self.assertEqual(fault_matrix.vcluster.allocated_cpus(environ), {1})
+        self.assertIsNone(fault_matrix.vcluster.allocated_cpus({}))
+        self.assertIsNone(fault_matrix.vcluster.allocated_cpus(dict(environ, CTEST_RESOURCE_GROUP_0="gpus")))
+
+
 class Table(unittest.TestCase):
     def test_each_cell_says_its_time_and_the_row_its_longest(self):
         cells = [{"id": f"c{i}", "nodes": nodes, "tool": "baseline", "fault": {"fault": "frozen_node"},

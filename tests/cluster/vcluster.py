@@ -91,6 +91,31 @@ def _find(name, env_name):
     return shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin:/usr/bin:/bin")
 
 
+def allocated_cpus(environ=None):
+    """The CPUs CTest allocated to this test (a resource group of `cpus`, from --resource-spec-file:
+    CTEST_RESOURCE_GROUP_<i>=cpus and CTEST_RESOURCE_GROUP_<i>_CPUS=id:N,slots:1), or None when it allocated none."""
+    environ = os.environ if environ is None else environ
+    cpus = set()
+    for index in range(int(environ.get("CTEST_RESOURCE_GROUP_COUNT", "0") or 0)):
+        if environ.get(f"CTEST_RESOURCE_GROUP_{index}") != "cpus":
+            continue
+        for allocation in environ.get(f"CTEST_RESOURCE_GROUP_{index}_CPUS", "").split(";"):
+            fields = dict(item.split(":", 1) for item in allocation.split(",") if ":" in item)
+            if fields.get("id", "").isdigit():
+                cpus.add(int(fields["id"]))
+    return cpus or None
+
+
+def pin_to_allocated_cpus():
+    """Runs this process, and everything it starts from now on, on the CPUs CTest allocated to it (nothing when it
+    allocated none): two virtual-cluster tests side by side then never share a CPU, and neither's pairs are slowed
+    by the other's work (which on the MPI backend could pass for a slow node or rail). Returns the CPUs or None."""
+    cpus = allocated_cpus()
+    if cpus:
+        os.sched_setaffinity(0, cpus)
+    return cpus
+
+
 def tools_from_environment():
     return {
         "ip": _find("ip", "CCLBENCH_VC_IP"),
