@@ -268,7 +268,14 @@ class CrossHost(unittest.TestCase):
         os.killpg(child.pid, signal.SIGINT)  # Ctrl-C in the user's terminal: the whole foreground group
         out, err = child.communicate(timeout=60)
         self.assertEqual(child.returncode, 130, out[-2000:] + err[-2000:])
-        self.assertIn("interrupted; resume with: cclbench baseline --resume resumed", err)
+        # The last line: the signal, where the verdict on what was measured is, how to resume.
+        last = err.strip().splitlines()[-1]
+        self.assertIn("interrupted by SIGINT before the plan completed", last)
+        self.assertIn(f"verdict: {os.path.join(self.work, 'results', 'resumed', 'verdict.json')}", last)
+        self.assertTrue(last.endswith("resume with: cclbench baseline --resume resumed"), last)
+        interrupted = json.loads(self.read("resumed", "verdict.json"))
+        self.assertEqual(interrupted["overall"], "FAILED")
+        self.assertIn("run.interrupted", [reason["code"] for reason in interrupted["reasons"]])
         with open(manifest_path) as handle:
             done = json.load(handle)["points"]
         self.assertEqual(done["sanity"]["status"], "complete")

@@ -314,7 +314,18 @@ class LocalRuns(BaselineRuns):
                 time.sleep(0.1)
             else:
                 self.fail(f"the baseline never reached {point}")
-            time.sleep(0.5)
+            # The signal lands once the double has written the point's one record (it hangs after it): a fixed wait
+            # was too short on a loaded machine, and the record the verdict must keep was not there yet.
+            cases = os.path.join(self.results, run_id, "cases.jsonl")
+            while time.monotonic() < deadline:
+                try:
+                    if any(record.get("point") == point for record in read_jsonl(cases)):
+                        break
+                except (OSError, ValueError):
+                    pass
+                time.sleep(0.1)
+            else:
+                self.fail(f"{point} never wrote its record")
             process.send_signal(signum)
             _out, err = process.communicate(timeout=300)
         finally:
