@@ -42,7 +42,9 @@ cd "$build_dir"
 # topo_map_*live and p2p tests'), scripts_inject_wrong_baseline/_smoke (the
 # injected-wrong coll_perf runs: coll_perf_inject_wrong_mpi_*'s), scripts_slurm (coll_perf under srun
 # runs the code it runs under mpirun; its own subject, the launch through Slurm, is checked by the
-# main run). Two tests at a time, as in run_tests.sh (the MPI fault drivers are RUN_SERIAL).
+# main run). scripts_decode is label scripts only (its plans and reports on the test doubles: Python alone);
+# its run of the real coll_perf is scripts_decode_real, label mpi, which runs here. Two tests at a time, as
+# in run_tests.sh (the MPI fault drivers are RUN_SERIAL).
 junit=()
 if [[ -n "${CCLBENCH_JUNIT_DIR:-}" ]]; then junit=(--output-junit "$CCLBENCH_JUNIT_DIR/sanitize.xml"); fi
 ctest --output-on-failure --timeout 900 -j "$jobs" -L "$labels" "${junit[@]}" \
