@@ -37,7 +37,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools"))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "scripts"))
 from cclbench_lib.model.records import with_defaults  # noqa: E402
-from coll_perf_runner import (CRASH, SKIP, Failure, base_env, check, coll_perf, main,  # noqa: E402
+from coll_perf_runner import (CRASH, SKIP, Failure, alive, base_env, check, coll_perf, descendants, main,  # noqa: E402
                               mpirun_prefix, run_process, work_dir)
 from coll_perf_runner import describe as describe_tails  # noqa: E402
 
@@ -250,41 +250,6 @@ def rank_per_gpu(args):
     check("--share-gpu" in err, f"the usage error does not mention --share-gpu\n{err}")
     check(f"start at most {gpus} rank(s) per node" in err, f"{gpus + 1} ranks: the message does not say how many fit\n{err}")
     return f"{gpus} ranks: {len(document['cases'])} cases ok; {gpus + 1} ranks refused"
-
-
-def descendants(root_pid, name):
-    """PIDs of processes called `name` below root_pid (from /proc)."""
-    parents = {}
-    names = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as handle:
-                stat = handle.read()
-        except OSError:
-            continue
-        close = stat.rfind(")")
-        names[int(entry)] = stat[stat.find("(") + 1:close]
-        parents[int(entry)] = int(stat[close + 2:].split()[1])
-    found = []
-    for pid in parents:
-        walk = pid
-        while walk in parents and walk not in (0, 1):
-            walk = parents[walk]
-            if walk == root_pid:
-                if names.get(pid) == name:
-                    found.append(pid)
-                break
-    return found
-
-
-def alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def stall(args):

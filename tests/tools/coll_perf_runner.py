@@ -43,9 +43,10 @@ def base_env(**extra):
     return env
 
 
-def descendants_named(root_pid, comm):
-    """The live (not zombie) processes named `comm` below root_pid, found through /proc's parent links."""
-    parents, names = {}, {}
+def descendants(root_pid, name):
+    """PIDs of processes called `name` below root_pid (from /proc)."""
+    parents = {}
+    names = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -54,19 +55,27 @@ def descendants_named(root_pid, comm):
                 stat = handle.read()
         except OSError:
             continue
-        name, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
-        if rest[0] != "Z":
-            parents[int(entry)], names[int(entry)] = int(rest[1]), name
+        close = stat.rfind(")")
+        names[int(entry)] = stat[stat.find("(") + 1:close]
+        parents[int(entry)] = int(stat[close + 2:].split()[1])
     found = []
-    for pid, name in names.items():
-        if name != comm:
-            continue
-        ancestor = parents.get(pid)
-        while ancestor and ancestor != root_pid:
-            ancestor = parents.get(ancestor)
-        if ancestor == root_pid:
-            found.append(pid)
+    for pid in parents:
+        walk = pid
+        while walk in parents and walk not in (0, 1):
+            walk = parents[walk]
+            if walk == root_pid:
+                if names.get(pid) == name:
+                    found.append(pid)
+                break
     return found
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 # Once every coll_perf of a launch has exited, mpirun has this long for its own teardown.
@@ -101,7 +110,7 @@ def run_launch(cmd, env, timeout, program="coll_perf", teardown_s=LAUNCHER_TEARD
             os.killpg(process.pid, signal.SIGKILL)
             out, err = process.communicate()
             raise Failure(f"timed out after {timeout} s: {' '.join(cmd)}\n{describe(out, err)}")
-        if descendants_named(process.pid, program):
+        if [pid for pid in descendants(process.pid, program) if alive(pid)]:
             ranks_seen, ranks_gone_at = True, None
         elif ranks_seen and ranks_gone_at is None:
             ranks_gone_at = now
