@@ -8,7 +8,9 @@ from ..rules.verdict import CHECKS, FAIL, FAILED, HEALTHY, SEVERITIES, WARN
 
 # 1.1.0: repeatability notes (severity note, under 'notes': single cases the healthy noise explains, host-bound
 # jitter) and the warnings repeat.many_cases_above_target / repeat.many_cases_above_gate.
-VERDICT_SCHEMA_VERSION = "1.1.0"
+# 1.2.0: path.dead (a dead path between hosts, first) and launch.not_run_dead_path; the host table's rails column
+# reads 'dead' for a host a dead path names.
+VERDICT_SCHEMA_VERSION = "1.2.0"
 FIRST_REASONS = 3  # reasons named in the headline lines
 
 
@@ -53,7 +55,7 @@ def verdict_lines(verdict):
         lines.append("")
     rows = [[row["host"]] + [row[check] for check in CHECKS] for row in verdict["hosts"]]
     lines += [md_table(["host"] + list(CHECKS), rows) if rows else "_no host in this run's plan_", ""]
-    lines.append("Severities: fail (exit 1) wrong data, failed cases, a transport gate missed, a doctor fail, a "
+    lines.append("Severities: fail (exit 1) a dead path between hosts (rails column: dead), wrong data, failed cases, a transport gate missed, a doctor fail, a "
                  "dead, slow or unbalanced rail, an outlier link, GPU or rank, a point not reproducible as a whole, a run "
                  "interrupted before its plan completed; "
                  "warn (exit 0) more single cases above the CV target or without a stable median than the healthy "
