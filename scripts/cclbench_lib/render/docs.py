@@ -76,7 +76,9 @@ def verdicts_markdown():
              "screen`'s reasons carry the screen codes further down. Each entry says what the code means, what to "
              "check on the cluster, where to look in the run directory and the constants of the rule behind it.",
              "", "A run is `HEALTHY` with no fail and no warning, `WARNINGS (n)` with warnings only (exit 0), "
-             "`FAILED (n)` with any fail (exit 1); notes are listed and counted nowhere. A code no rule below names "
+             "`FAILED (n)` with any fail (exit 1), `INCOMPLETE (n)` when SIGINT or SIGTERM stopped it before its plan "
+             "completed (`run.interrupted` among its n fails; exit 1 as FAILED, and `baseline` itself 130 or 143); "
+             "notes are listed and counted nowhere. A code no rule below names "
              "keeps the severity its finding gives, and a finding without one is a fail.", "", "## Baseline, report and smoke", "",
              "| code | severity | check |", "|---|---|---|"]
     for code, (severity, check, _look) in verdict.CODES.items():

@@ -30,6 +30,11 @@ PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
 DEAD = "dead"
 SEVERITIES = (FAIL, WARN)
 HEALTHY, WARNINGS, FAILED = "HEALTHY", "WARNINGS", "FAILED"
+# A run stopped by SIGINT or SIGTERM before its plan completed (run.interrupted among its fails): its verdict judges
+# what was measured, but it is no complete judgement of the cluster either way. It exits 1 as FAILED does.
+INCOMPLETE = "INCOMPLETE"
+INTERRUPTED_CODE = "run.interrupted"
+NOT_PASSED = (FAILED, INCOMPLETE)
 # The per-host table's columns, in the report's order.
 CHECKS = ("doctor", "transport", "rails", "outliers", "data", "repeatability")
 NOTE = "note"  # counted nowhere: what the run did not measure by design, or spread the healthy noise explains
@@ -200,6 +205,8 @@ def build_verdict(run_id, hosts, points, findings, applicable):
     counts = {FAIL: sum(1 for r in reasons if r["severity"] == FAIL),
               WARN: sum(1 for r in reasons if r["severity"] == WARN)}
     overall = FAILED if counts[FAIL] else WARNINGS if counts[WARN] else HEALTHY
+    if any(r["code"] == INTERRUPTED_CODE for r in reasons):
+        overall = INCOMPLETE
 
     def status_of(selected, applies):
         found = _worst({r["severity"] for r in selected})
@@ -244,8 +251,8 @@ def build_verdict(run_id, hosts, points, findings, applicable):
 
 
 def exit_code(verdict):
-    """1 when the run FAILED, else 0 (warnings never fail a run)."""
-    return 1 if verdict["overall"] == FAILED else 0
+    """1 when the run FAILED or is INCOMPLETE, else 0 (warnings never fail a run)."""
+    return 1 if verdict["overall"] in NOT_PASSED else 0
 
 
 def run_verdict(data, cv_gate_pct):
@@ -336,7 +343,8 @@ CODE_MEANINGS = {
                         "its cases measured before the signal are kept; the verdict judges what was measured, and "
                         "this reason names the signal, the launch it stopped mid-way and the launches it left unrun "
                         "(missing, never zeros; their cases are nowhere in the tables). An incomplete baseline is "
-                        "no clean bill of health: a fail, whatever was measured. `baseline` still exits 130 "
+                        "no clean bill of health: a fail, whatever was measured, and the run reads `INCOMPLETE (n)` "
+                        "(exit 1 as FAILED), not FAILED: it judged only what it reached. `baseline` still exits 130 "
                         "(SIGINT) or 143 (SIGTERM); `run_manifest.json` marks the run and the stopped launch "
                         "`interrupted` and the others `pending`.",
                         "Nothing on the cluster, unless the signal was a time limit the plan does not fit (`cclbench "
