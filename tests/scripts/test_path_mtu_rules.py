@@ -528,5 +528,67 @@ class PathChecksFile(unittest.TestCase):
                               "a fixture root has no live addresses to probe")
 
 
+class ScreenPathCheck(unittest.TestCase):
+    """The screen's part (issue 43, item 4): a pair job that failed as a dead path fails is followed by a path check
+    between its nodes and a node that measured (execute/screen.Screen.path_checker; a stand-in here, on
+    check_path_mtu's results as the probes would give them), and a node whose own end is dead is dropped after
+    that first failed job: its later pairs are not run. A check that names no node's end drops nobody."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="cclbench-screen-paths-")
+        self.calls = []
+        # Round 1: node1-node2 measures; round 2: node1-node3 fails (node3's rails died); round 3: node2-node3.
+        self.jobs = [{"name": f"pair.r{n}.{a}-{b}", "kind": "pair", "hosts": [a, b]}
+                     for n, (a, b) in enumerate((("node1", "node2"), ("node1", "node3"), ("node2", "node3")), 1)]
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def screen(self, checks_of):
+        from cclbench_lib.execute.screen import Screen
+        from cclbench_lib.plan.launch_pool import FailingNodes, LaunchPool
+
+        def checker(run_dir, hosts, inputs, after, why=None, invocation=1, log=None):
+            self.calls.append((after, list(hosts)))
+            return {"after": after, "checks": checks_of(hosts)}
+        screen = Screen({"hosts": list(NODES3)}, self.tmp.name, stream=open(os.devnull, "w"))
+        self.addCleanup(screen.stream.close)
+        screen.manifest = {"jobs": {}}
+        screen.path_checker = checker
+        return screen, LaunchPool(self.jobs), FailingNodes()
+
+    def run_rounds(self, screen, pool, failing, fails, exit_code=4):
+        results = {}
+        while not pool.done():
+            for job in pool.startable():
+                failed = job["name"] in fails
+                screen.manifest["jobs"][job["name"]] = {"exit_code": exit_code if failed else 0}
+                results[job["name"]] = {"values": {}, "reason": f"exit {exit_code}" if failed else None}
+                screen._after(pool, job, results, failing)
+        return results
+
+    def test_a_node_whose_paths_died_is_dropped_after_its_first_failed_pair(self):
+        dead = {("node3", "eth0"), ("node3", "eth3")}
+        screen, pool, failing = self.screen(lambda hosts: path_checks(hosts, dead=dead))
+        ran = self.run_rounds(screen, pool, failing, {"pair.r2.node1-node3", "pair.r3.node2-node3"})
+        self.assertEqual(self.calls, [("pair.r2.node1-node3", ["node1", "node3", "node2"])],
+                         "one check, with node2 (it measured) as the reference")
+        self.assertEqual(sorted(ran), ["pair.r1.node1-node2", "pair.r2.node1-node3"], "node2-node3 not run")
+        self.assertEqual(screen.dropped, [{"node": "node3", "failed_with": ["node1"], "skipped": 1,
+                                           "dead_paths": "node3 eth0, eth3"}])
+
+    def test_live_paths_or_an_end_not_told_drop_nobody(self):
+        for checks_of in (lambda hosts: path_checks(hosts),  # a frozen rank: every path alive
+                          lambda hosts: path_checks(hosts[:2], dead={("node3", "eth0"), ("node3", "eth3")})):
+            screen, pool, failing = self.screen(checks_of)
+            ran = self.run_rounds(screen, pool, failing, {"pair.r2.node1-node3"})
+            self.assertEqual(len(ran), 3)
+            self.assertEqual(screen.dropped, [])
+        screen, pool, failing = self.screen(lambda hosts: path_checks(hosts, dead={("node3", "eth0")}))
+        self.calls.clear()
+        self.run_rounds(screen, pool, failing, {"pair.r2.node1-node3"}, exit_code=1)
+        self.assertEqual((self.calls, screen.dropped), ([], []), "exit 1 (a case failed) says nothing of the paths")
+
+
 if __name__ == "__main__":
     unittest.main()

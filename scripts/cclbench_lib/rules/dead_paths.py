@@ -301,6 +301,14 @@ def attribute(observations):
     return faults
 
 
+def dead_ends(checks, hosts, after=None):
+    """The hosts among `hosts` whose own end of a path the checks (check_path_mtu's results, one check) name dead:
+    attribute()'s node faults, [(host, its subject 'node3 eth0, eth3')]. A link whose end cannot be told (two hosts
+    and no reference) names nobody: both ends stay."""
+    return [(fault["hosts"][0], fault_subject(fault)) for fault in attribute(observe(checks, "run", after))
+            if fault["kind"] == NODE and fault["hosts"][0] in hosts]
+
+
 def fault_subject(fault):
     """'node3 eth3', 'node1-node2 eth0, eth3', 'eth3 (node1, node2, node3)', 'node2 (unreachable)'."""
     rails = ", ".join(fault["rails"])

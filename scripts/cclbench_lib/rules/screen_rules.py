@@ -190,7 +190,7 @@ NOT_JUDGED_REASONS = (NOT_JUDGED_FEW_NODES, NOT_JUDGED_CORRECTNESS_ONLY, NOT_JUD
 # Pair speed and attribution need a third node: a pair's reference leaves both of its nodes out in turn.
 MIN_NODES_TO_COMPARE = 3
 
-SCHEMA_VERSION = "1.4.0"
+SCHEMA_VERSION = "1.5.0"  # 1.5: schedule.dropped[].dead_paths (a node dropped after its first failed pair)
 
 
 def _number(value):
