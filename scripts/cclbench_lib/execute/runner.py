@@ -14,7 +14,7 @@ import time
 
 from ..base.errors import CclbenchError
 from ..base.files import make_dirs, open_append, read_json, terminate_last_line, write_atomic
-from ..base.values import COLL_KINDS, utc_now, variant_text
+from ..base.values import utc_now, variant_text
 from ..execute.doctor import merge_run_directory, path_mtu_run_directory, recheck_paths
 from ..execute.manifest import manifest_path, new_manifest, pending_point, save_manifest
 from ..execute.progress import LaunchProgress, start_allowance_s, watches_progress
@@ -24,6 +24,7 @@ from ..model.doctor_checks import path_mtu_findings
 from ..model.run_dir import launch_outputs, load_run_doctor
 from ..plan.baseline import Planner, mode_notes
 from ..plan.bounds import PROGRESS_GRACE_S, STOP_GRACE_S, launch_bounds
+from ..plan.estimate import calibrated_eta, launch_kind, launch_seconds
 from ..render.report import build_report
 from ..render.verdict import console_line, headline, reason_text
 from ..rules.ab import choose_binding, sweep_bindings
@@ -87,15 +88,24 @@ def signal_name(signum):
 
 
 class Progress:
-    """One stderr line per finished launch, with elapsed time and an ETA from measured points."""
+    """One stderr line per finished launch, with elapsed time and an ETA: the plan's model of each launch still to
+    run (plan/estimate.launch_seconds), calibrated by the launches of this run that completed (calibrated_eta)."""
 
-    def __init__(self, launches, stream=sys.stderr):
+    def __init__(self, launches, stream=sys.stderr, inputs=None):
+        inputs = inputs or {}
         self.total = len(launches)
-        self.remaining_coll = sum(1 for launch in launches if launch["kind"] in COLL_KINDS)
-        self.coll_durations = []
+        self.model = {launch["name"]: (launch_kind(launch), launch_seconds(launch, inputs.get("gpus_per_node") or 0,
+                                                                            inputs.get("hcas")))
+                      for launch in launches}
+        self.remaining = dict(self.model)
+        self.measured = []
         self.start = time.monotonic()
         self.done = 0
         self.stream = stream
+
+    def eta_s(self):
+        """The seconds left by the calibrated model, or None before any launch completed."""
+        return calibrated_eta(self.measured, list(self.remaining.values()))
 
     @staticmethod
     def clock(seconds):
@@ -105,14 +115,12 @@ class Progress:
 
     def report(self, launch, status, seconds, detail=""):
         self.done += 1
-        if launch["kind"] in COLL_KINDS:
-            self.remaining_coll -= 1
-            if status == "complete" and seconds is not None:
-                self.coll_durations.append(seconds)
+        modelled = self.remaining.pop(launch["name"], None)
+        if status == "complete" and seconds is not None and modelled is not None:
+            self.measured.append((modelled[0], modelled[1], seconds))
         elapsed = time.monotonic() - self.start
-        eta = "-"
-        if self.coll_durations:
-            eta = self.clock(sum(self.coll_durations) / len(self.coll_durations) * self.remaining_coll)
+        left = self.eta_s()
+        eta = "-" if left is None else self.clock(left)
         took = "skipped (already complete)" if seconds is None else \
             (status if status == "not run" else f"{status} in {seconds:.1f}s")
         line = f"cclbench: [{self.done}/{self.total}] {launch['name']}: {took}; elapsed {self.clock(elapsed)}, ETA {eta}"
@@ -624,7 +632,7 @@ class Baseline:
 
     def run(self):
         self.prepare()
-        progress = Progress(self.launches)
+        progress = Progress(self.launches, inputs=self.inputs)
         failures = []
         old_int = signal.signal(signal.SIGINT, self.on_signal)
         old_term = signal.signal(signal.SIGTERM, self.on_signal)
