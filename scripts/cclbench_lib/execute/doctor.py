@@ -3,7 +3,7 @@ log) on each host and says, check by check, what would make a benchmark slow or 
 
 A host run produces one document (doctor.schema.json, "scope": "host"); several hosts' documents
 merge into one ("scope": "cluster") with the cross-host `versions` comparison added. The checks
-themselves are pure functions in doctor_checks.py.
+themselves are pure functions in model/doctor_checks.py (the node model and the checks by what they check).
 """
 
 import ctypes

@@ -20,7 +20,7 @@ from ..execute.manifest import manifest_path, new_manifest, pending_point, save_
 from ..execute.progress import LaunchProgress, start_allowance_s, watches_progress
 from ..model import launcher
 from ..model.records import CASES_FILE, SANITY_FILE, cases_path, latest_by_case, load_cases
-from ..model.doctor_checks import path_mtu_findings
+from ..model.doctor_paths import path_mtu_findings
 from ..model.run_dir import launch_outputs, load_run_doctor
 from ..plan.baseline import Planner, mode_notes
 from ..plan.bounds import PROGRESS_GRACE_S, STOP_GRACE_S, launch_bounds

@@ -23,7 +23,8 @@ A host the launcher could not reach for the check at all is unreachable.
 import ipaddress
 import re
 
-from ..model.doctor_checks import parse_device_list, path_mtu_down, path_mtu_ends
+from ..model.doctor_network import parse_device_list
+from ..model.doctor_paths import path_mtu_down, path_mtu_ends
 from ..rules.rails import (NCCL_HCA_VAR, NCCL_SOCKET_VAR, TCP_IF_INCLUDE, TCP_IF_INCLUDE_ENV, _is_mpi, mca_value,
                            sibling_key, single_rail)
 
@@ -65,7 +66,7 @@ def may_be_a_path(launch, exit_code):
 # --- what the checks saw -----------------------------------------------------------------------------------------
 
 def observe(checks, source, after=None):
-    """The path_mtu results between two hosts (model/doctor_checks.check_path_mtu) as observations: [{"host",
+    """The path_mtu results between two hosts (model/doctor_paths.check_path_mtu) as observations: [{"host",
     "netdev", "peer", "peer_netdev", "state", "subject", "detail", "source" ('doctor': the doctor before any launch;
     'run': the run's check after a failed launch), "after" (that launch)}]."""
     found = []

@@ -9,7 +9,7 @@ to other rails alone still runs (rules/dead_paths.needed_rails says which rails 
 be told, every rail). Launches on one host still run. `baseline --run-despite-doctor` runs them all anyway.
 """
 
-from ..model.doctor_checks import path_mtu_ends
+from ..model.doctor_paths import path_mtu_ends
 
 PATH_CHECK = "path_mtu"
 # How many findings a reason quotes before it says how many more there are.
