@@ -65,6 +65,7 @@ Expectation keys (all optional; every one given must hold):
                  ("node3:eth3") in screen.json
     within_s     the tool ended within this many seconds   says   regexes the tool's own words must match
                  (stdout, stderr, report.md / screen.md)
+    fault_to_end_within_s   paths_die: the tool ended (its verdict written) within this many seconds of the fault
     note         the cell's note: what cannot be judged at this size or backend (the cell still checks
                  `says` etc. where the tool prints such a note; with nothing else to check it is not run)
 
@@ -614,6 +615,10 @@ def judge(expect, observed):
         problems.append(f"exit {observed['exit']}, expected {expect['exit']}")
     if "within_s" in expect and (observed["elapsed_s"] is None or observed["elapsed_s"] > expect["within_s"]):
         problems.append(f"took {observed['elapsed_s']} s, expected within {expect['within_s']} s")
+    if "fault_to_end_within_s" in expect and (observed.get("fault_to_end_s") is None or
+                                              observed["fault_to_end_s"] > expect["fault_to_end_within_s"]):
+        problems.append(f"ended {observed.get('fault_to_end_s')} s after the fault, expected within "
+                        f"{expect['fault_to_end_within_s']} s")
     if "result" in expect and observed["result"] not in _as_list(expect["result"]):
         problems.append(f"{observed['document']} result {observed['result']!r}, expected {expect['result']!r}"
                         + ("" if observed["document_found"] else f" (no {observed['document']})"))
