@@ -576,6 +576,13 @@ class ScreenPathCheck(unittest.TestCase):
         self.assertEqual(sorted(ran), ["pair.r1.node1-node2", "pair.r2.node1-node3"], "node2-node3 not run")
         self.assertEqual(screen.dropped, [{"node": "node3", "failed_with": ["node1"], "skipped": 1,
                                            "dead_paths": "node3 eth0, eth3"}])
+        # The screen's rules then judge these checks with the path MTU step's (alive at the start): node3 is bad,
+        # each of its rails dead, and no retest may cross them.
+        from cclbench_lib.rules.screen_rules import BAD, RAIL_DEAD, path_mtu_verdicts
+        findings, _links, blocked = path_mtu_verdicts(list(NODES3), path_checks(NODES3) + screen.run_path_checks)
+        self.assertEqual({node: sorted((f[0], f[1], f[3]) for f in found) for node, found in findings.items() if found},
+                         {"node3": [(BAD, RAIL_DEAD, "eth0"), (BAD, RAIL_DEAD, "eth3")]})
+        self.assertEqual(blocked, {frozenset(("node1", "node3")), frozenset(("node2", "node3"))})
 
     def test_live_paths_or_an_end_not_told_drop_nobody(self):
         for checks_of in (lambda hosts: path_checks(hosts),  # a frozen rank: every path alive

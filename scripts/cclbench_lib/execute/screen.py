@@ -92,6 +92,7 @@ class Screen:
         # After a failed pair job, the doctor's path check between its nodes and one that measured (execute/doctor.
         # recheck_paths, bounded to seconds): a node whose own end it finds dead is dropped after that first failure.
         self.path_checker = recheck_paths
+        self.run_path_checks = []  # what those checks found: joined to the path MTU step's for the retests and rules
 
     # -- state -------------------------------------------------------------------------------------
     def say(self, text):
@@ -234,6 +235,7 @@ class Screen:
             return
         if entry is None:
             return
+        self.run_path_checks += entry["checks"]
         dead = dead_ends(entry["checks"], hosts, job["name"])
         self.log_line(f"# {utc_now()} path check after {job['name']} failed: {', '.join(checked)} in "
                       f"{time.monotonic() - started:.1f}s: " + ("; ".join(subject for _, subject in dead) or
@@ -539,6 +541,13 @@ class Screen:
         # dropped from its later pairs.
         pairs = self.rows(jobs, self.run_batch(jobs, f"pair rounds ({len(schedule['rounds'])})", drop_failing=True))
         schedule["dropped"] = list(self.dropped)
+        if self.run_path_checks:
+            # Paths found dead after a failed pair (a node's switch ports stopped forwarding mid-screen) are judged
+            # as the path MTU step's (a path failed in any check is failed): the rules name the node's dead rails
+            # (rail.dead), and no retest crosses them (each would wait out its deadline).
+            path_checks = list(path_checks or []) + self.run_path_checks
+            path_mtu = path_mtu_verdicts(hosts, path_checks)
+            blocked = path_mtu[2]
         verdicts = self.judge(hosts, data, pairs, path_checks, path_mtu)
         schedule["retest_rounds"] = []
         for _ in range(RETEST_PASSES):
