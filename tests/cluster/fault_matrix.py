@@ -45,6 +45,12 @@ Faults (FAULTS below; any node of the fleet, any rail, any rate):
                                                        hosts started, every process in the node's namespace (its
                                                        launcher daemon, its ranks) gets SIGSTOP; SIGCONT once the tool
                                                        has ended (the node comes back), then its leftovers must exit
+    paths_die           node, at, rails (all)          when the launch whose point is `at` starts (a coll_perf with
+                                                       --point AT in the fleet), the node's switch ports on those
+                                                       rails stop forwarding (bridge port state disabled; the node's
+                                                       carrier stays up), for the rest of the cell: a path that dies
+                                                       mid-run. The row's fault_to_end_s: from the fault to the tool's
+                                                       end
 
 Expectation keys (all optional; every one given must hold):
 
@@ -59,6 +65,7 @@ Expectation keys (all optional; every one given must hold):
                  ("node3:eth3") in screen.json
     within_s     the tool ended within this many seconds   says   regexes the tool's own words must match
                  (stdout, stderr, report.md / screen.md)
+    fault_to_end_within_s   paths_die: the tool ended (its verdict written) within this many seconds of the fault
     note         the cell's note: what cannot be judged at this size or backend (the cell still checks
                  `says` etc. where the tool prints such a note; with nothing else to check it is not run)
 
@@ -106,7 +113,8 @@ README_END = "<!-- fault-matrix table end -->"
 DEFAULT_LIMIT_S = 180
 RESULTS_FORMAT = "cclbench-fault-matrix/1"
 FAULT_ORDER = ("none", "dead_rail", "slow_rail", "slow_node", "slow_link", "env_differs", "path_mtu",
-               "transport_fallback", "killed_rank", "hung_rank", "hung_case", "frozen_launch", "frozen_node")
+               "transport_fallback", "killed_rank", "hung_rank", "hung_case", "frozen_launch", "frozen_node",
+               "paths_die")
 FAULT_TITLES = {
     "none": "healthy (control)", "dead_rail": "dead rail", "slow_rail": "slow rail", "slow_node": "slow node",
     "slow_link": "slow link (one pair)", "env_differs": "environment differs across hosts",
@@ -115,6 +123,7 @@ FAULT_TITLES = {
     "hung_case": "hang at the largest size",
     "frozen_launch": "frozen launch (every rank of it)",
     "frozen_node": "frozen node",
+    "paths_die": "paths die mid-run (switch ports stop forwarding)",
 }
 
 
@@ -181,10 +190,19 @@ def apply_fault(cluster, fault):
     elif kind == "hung_case":
         _need(fault, "node", "case")
         _check_nodes(cluster, fault, "node")
+    elif kind == "paths_die":
+        _need(fault, "node", "at")
+        _check_nodes(cluster, fault, "node")
+        unknown = [rail for rail in fault.get("rails") or () if rail not in vcluster.RAILS]
+        if unknown:
+            raise MatrixError(f"paths_die: no rail {', '.join(unknown)} (the rails are {', '.join(vcluster.RAILS)})")
 
 
 def clear_faults(cluster):
-    """Every node back to the cluster's healthy state: links up, no shaping, MTU 1500 end to end."""
+    """Every node back to the cluster's healthy state: links up, switch ports forwarding, no shaping, MTU 1500 end
+    to end."""
+    for node, link in sorted(cluster.blocked_ports):
+        cluster.set_port_forwarding(node, link, True)
     for node in cluster.nodes:
         for rail in vcluster.RAILS:
             cluster.clear_shaping(node, rail)
@@ -196,7 +214,7 @@ def clear_faults(cluster):
 INJECTOR_SIGNALS = {"killed_rank": "KILL", "hung_rank": "STOP"}
 # Faults whose injection is recorded (marks, or coll_perf's own words in run.log): a cell where none fired is
 # "not injected", never a pass.
-INJECTED_FAULTS = ("killed_rank", "hung_rank", "hung_case", "frozen_launch", "frozen_node")
+INJECTED_FAULTS = ("killed_rank", "hung_rank", "hung_case", "frozen_launch", "frozen_node", "paths_die")
 STALL_WORDS = "test stall (CCLBENCH_TEST_STALL)"
 
 
@@ -248,6 +266,51 @@ class NodeFreezer(threading.Thread):
                 os.kill(pid, signal.SIGCONT)
             except ProcessLookupError:
                 pass
+
+
+def coll_perf_point(pid):
+    """The --point of a coll_perf process (None when it has none or is gone)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            argv = handle.read().split(b"\0")
+    except OSError:
+        return None
+    return argv[argv.index(b"--point") + 1].decode(errors="replace") if b"--point" in argv[:-1] else None
+
+
+class PathKiller(threading.Thread):
+    """paths_die: once a coll_perf of the launch whose point is `at` runs anywhere in the fleet, the node's switch
+    ports on the fault's rails stop forwarding (vcluster set_port_forwarding); fired_at is when (time.monotonic)."""
+
+    def __init__(self, cluster, fault, netns_inodes, marks):
+        super().__init__(daemon=True)
+        self.cluster, self.fault, self.inodes, self.marks = cluster, fault, netns_inodes, marks
+        self.done = threading.Event()
+        self.fired_at = None
+        self.error = None
+
+    def run(self):
+        while not self.done.is_set():
+            if any(coll_perf_point(pid) == self.fault["at"] for pid in coll_perf_pids(self.inodes)):
+                break
+            time.sleep(0.05)
+        else:
+            return
+        rails = list(self.fault.get("rails") or vcluster.RAILS)
+        try:
+            for rail in rails:
+                self.cluster.set_port_forwarding(self.fault["node"], rail, False)
+        except vcluster.VClusterError as error:
+            self.error = str(error)
+            return
+        self.fired_at = time.monotonic()
+        with open(self.marks, "a") as handle:
+            handle.write(f"{self.fault['node']} {','.join(rails)}: switch ports stopped forwarding (carrier up) as "
+                         f"{self.fault['at']} started, at {self.fired_at:.1f}\n")
+
+    def stop(self):
+        self.done.set()
+        self.join(5)
 
 
 # The wrapper's tests of the launch it is in: Open MPI's world larger than this node's share, or not.
@@ -552,6 +615,10 @@ def judge(expect, observed):
         problems.append(f"exit {observed['exit']}, expected {expect['exit']}")
     if "within_s" in expect and (observed["elapsed_s"] is None or observed["elapsed_s"] > expect["within_s"]):
         problems.append(f"took {observed['elapsed_s']} s, expected within {expect['within_s']} s")
+    if "fault_to_end_within_s" in expect and (observed.get("fault_to_end_s") is None or
+                                              observed["fault_to_end_s"] > expect["fault_to_end_within_s"]):
+        problems.append(f"ended {observed.get('fault_to_end_s')} s after the fault, expected within "
+                        f"{expect['fault_to_end_within_s']} s")
     if "result" in expect and observed["result"] not in _as_list(expect["result"]):
         problems.append(f"{observed['document']} result {observed['result']!r}, expected {expect['result']!r}"
                         + ("" if observed["document_found"] else f" (no {observed['document']})"))
@@ -670,10 +737,13 @@ class Runner:
         argv = self.argv(cluster, cell, bin_dir, results)
         with open(os.path.join(cell_dir, "command.txt"), "w") as handle:
             handle.write(shlex.join(argv) + "\n")
-        freezer = None
+        freezer = killer = None
         if cell["fault"]["fault"] == "frozen_node":
             freezer = NodeFreezer(cluster, cell["fault"]["node"], float(cell["fault"].get("after_s", 1.0)), marks)
             freezer.start()
+        if cell["fault"]["fault"] == "paths_die":
+            killer = PathKiller(cluster, cell["fault"], netns_inodes, marks)
+            killer.start()
         started = time.monotonic()
         try:
             process = cluster.popen(cluster.nodes[0], argv, env=self.environment(), cwd=cell_dir,
@@ -686,7 +756,13 @@ class Runner:
                 os.killpg(process.pid, signal.SIGKILL)
                 stdout, stderr = process.communicate()
             observed["exit"] = process.returncode
-            observed["elapsed_s"] = round(time.monotonic() - started, 1)
+            ended = time.monotonic()
+            observed["elapsed_s"] = round(ended - started, 1)
+            if killer is not None:
+                killer.stop()
+                if killer.error:
+                    raise MatrixError(f"paths_die: {killer.error}")
+                observed["fault_to_end_s"] = round(ended - killer.fired_at, 1) if killer.fired_at else None
             time.sleep(1.0)  # mpirun's last kills land
             if freezer is not None:
                 # The node comes back: its launcher daemon finds its launcher gone and ends its ranks.
@@ -699,6 +775,8 @@ class Runner:
             if observed["ranks_left"] or observed["killed_by_matrix"]:
                 end_everything_in(cluster)  # the next cell starts on a quiet fleet
         finally:
+            if killer is not None:
+                killer.stop()
             clear_faults(cluster)
         for name, text in (("stdout.txt", stdout), ("stderr.txt", stderr)):
             with open(os.path.join(cell_dir, name), "w") as handle:
@@ -833,6 +911,8 @@ class Runner:
             row["observed"] = {key: observed.get(key) for key in
                                ("exit", "elapsed_s", "result", "codes", "bad_nodes", "bad_links", "bad_rails",
                                 "ranks_left", "injected", "killed_by_matrix", "last_line")}
+            if observed.get("fault_to_end_s") is not None:
+                row["observed"]["fault_to_end_s"] = observed["fault_to_end_s"]
         return row
 
 

@@ -193,6 +193,13 @@ class Judgement(unittest.TestCase):
             problems = fault_matrix.judge(base, self.observed(**change))
             self.assertTrue(any(words in problem for problem in problems), (change, problems))
 
+    def test_the_time_from_a_dying_path_to_the_verdict_is_bounded(self):
+        expect = {"fault_to_end_within_s": 180}
+        self.assertEqual(fault_matrix.judge(expect, self.observed(fault_to_end_s=150.2)), [])
+        for late in (180.5, None):  # past the bound, or the fault never fired
+            problems = fault_matrix.judge(expect, self.observed(fault_to_end_s=late))
+            self.assertTrue(any("after the fault, expected within 180 s" in p for p in problems), problems)
+
     def test_an_absent_code_that_is_there_fails(self):
         expect = {"absent_codes": ["launch.timeout"]}
         self.assertEqual(fault_matrix.judge(expect, self.observed()), [])

@@ -222,6 +222,7 @@ class Cluster:
         self._old_handlers = {}
         self._live = False
         self._reaper = None
+        self.blocked_ports = set()  # (node, link) whose switch port set_port_forwarding stopped
 
     @staticmethod
     def _numbers(nodes):
@@ -409,6 +410,19 @@ class Cluster:
                 self.ip("-n", self.ns(node), "addr", "replace", f"{self.address(node, link)}/24", "dev", link)
         if port_up is not None:
             self.ip("-n", self.switch_ns, "link", "set", self.port(node, link), "up" if port_up else "down")
+
+    def set_port_forwarding(self, node, link, forwarding):
+        """The switch port of a node's link stops forwarding (bridge port state disabled) or forwards again: frames
+        to and from the node are dropped at the switch while both ends keep their carrier, as a switch port or cable
+        fault that the node's own link state does not show. Needs `bridge` (iproute2)."""
+        if not self.tools.get("bridge"):
+            raise VClusterError("`bridge` (iproute2) is needed to stop a switch port forwarding")
+        self._run([self.tools["bridge"], "-n", self.switch_ns, "link", "set", "dev", self.port(node, link),
+                   "state", "3" if forwarding else "0"])
+        if forwarding:
+            self.blocked_ports.discard((node, link))
+        else:
+            self.blocked_ports.add((node, link))
 
     def set_rate(self, node, link, rate, side="both"):
         """A tbf rate limit (e.g. '100mbit') on the node's egress and/or the port toward the node;

@@ -334,7 +334,7 @@ class LocalRuns(BaselineRuns):
 
     def assertInterruptedVerdict(self, run_id, err, signal_name, plan, stopped):
         """After a signal: the manifest as before (the run and the stopped launch 'interrupted', the launches after
-        it 'pending'), and report.md and verdict.json, valid, on what was measured: FAILED on run.interrupted
+        it 'pending'), and report.md and verdict.json, valid, on what was measured: INCOMPLETE on run.interrupted
         (naming the signal, the stopped launch and every launch not run) and the stopped launch's missing cases,
         its one record measured before the signal kept. The last line: the signal, the verdict, how to resume.
         Returns the verdict."""
@@ -355,7 +355,8 @@ class LocalRuns(BaselineRuns):
         self.assertEqual([name for name in os.listdir(run) if name.endswith(".tmp")], [], "no half-written file")
         with open(os.path.join(run, "verdict.json"), encoding="utf-8") as handle:
             verdict = json.load(handle)
-        self.assertEqual(verdict["overall"], "FAILED", "an incomplete baseline is no clean bill of health")
+        self.assertEqual((verdict["overall"], verdict["headline"], verdict["exit_code"]), ("INCOMPLETE", "INCOMPLETE (2)", 1),
+                         "an incomplete baseline is no clean bill of health, nor a FAILED one")
         fails = [r for r in verdict["reasons"] if r["severity"] == "fail"]
         self.assertEqual(sorted(r["code"] for r in fails), ["case.missing", "run.interrupted"])
         interrupted = next(r for r in fails if r["code"] == "run.interrupted")
@@ -370,7 +371,7 @@ class LocalRuns(BaselineRuns):
             self.assertNotIn("not run:", interrupted["text"])
         self.assertEqual(next(r for r in fails if r["code"] == "case.missing")["point"], stopped)
         report = read_text(os.path.join(run, "report.md"))
-        self.assertTrue(report.startswith("# FAILED (2)\n"), report[:200])
+        self.assertTrue(report.startswith("# INCOMPLETE (2)\n"), report[:200])
         self.assertIn(f"| run interrupted | - | {signal_name} stopped the run", report)
         with open(os.path.join(run, "summary.csv")) as handle:
             rows = [row for row in csv.DictReader(handle) if row["point"] == stopped]

@@ -75,5 +75,32 @@ class TwoNodePlanFigure(TempDirTest):
             self.assertIn(figure, handle.read().replace("\n", " "), "README's 2 x 8 GPU figure is stale")
 
 
+class CalibratedEta(unittest.TestCase):
+    """The ETA printed during a run (issue 43, item 6): the model of each launch still to run, scaled by this
+    machine's measured/modelled ratio from the run's own completed launches (per start-up class, else overall);
+    a launch that hung took its deadline and calibrates nothing; one left out costs nothing."""
+
+    def test_each_class_by_its_own_ratio_else_the_run_s(self):
+        measured = [("doctor", 5.0, 10.0), ("inter", 10.0, 4.0)]  # doctor 2x slower than modelled, inter 0.4x
+        # inter 100 s modelled x 0.4 = 40; intra never measured: 20 x (14 / 15) = 18.67
+        self.assertAlmostEqual(estimate.calibrated_eta(measured, [("inter", 100.0), ("intra", 20.0)]), 58.6667, 3)
+        self.assertIsNone(estimate.calibrated_eta([], [("inter", 100.0)]), "nothing measured yet")
+        self.assertEqual(estimate.calibrated_eta(measured, []), 0.0)
+
+    def test_the_progress_line_after_a_hang_and_a_launch_left_out(self):
+        import io
+        from cclbench_lib.execute.runner import Progress
+        # Fixed models: doctor 5 s, topology 3 s, p2p 10 s each (no GPU count).
+        plan = [{"name": name, "kind": kind, "hosts": ["a", "b"], "argv": []}
+                for name, kind in (("doctor", "doctor"), ("topology", "topology"), ("p2p.a", "p2p"), ("p2p.b", "p2p"))]
+        stream = io.StringIO()
+        progress = Progress(plan, stream=stream)
+        progress.report(plan[0], "complete", 2.0)      # 0.4x the model: 3 x 0.4 + 20 x 0.4 = 9.2 s left
+        progress.report(plan[2], "failed", 61.0)       # hung: its deadline, not this machine's speed: 3 x .4 + 10 x .4
+        progress.report(plan[3], "not run", 0.0, "not run: node2 eth3 ...")  # left out: 3 x 0.4
+        etas = re.findall(r"ETA (\S+)", stream.getvalue())
+        self.assertEqual(etas, ["0m09s", "0m05s", "0m01s"])
+
+
 if __name__ == "__main__":
     unittest.main()

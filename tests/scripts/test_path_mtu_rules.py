@@ -1,14 +1,25 @@
 """The path MTU check's pure parts (model/doctor_checks: path_mtu_targets, check_path_mtu): which host
-probes which address at which size, and what a probe's answer means. The probing itself runs on the
-virtual cluster (tests/cluster/test_path_mtu.py)."""
+probes which address at which size, and what a probe's answer means; the doctor's gate (rules/doctor_gate.py);
+dead paths (rules/dead_paths.py: which launches need a path, which node, rail or link the checks name, the
+verdict's path.dead) and the runner's path check after a failed launch (execute/runner.Baseline: which launches
+it leaves out). The probing itself runs on the virtual cluster (tests/cluster/test_path_mtu.py, and the fault
+matrix's paths_die cell)."""
+import json
 import os
 import sys
+import tempfile
 import unittest
+from unittest import mock
 
 sys.path.insert(0, os.path.join(os.environ.get("CCLBENCH_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", "..")),
                                 "scripts"))
 from cclbench_lib.model.doctor_checks import check_path_mtu, path_mtu_findings, path_mtu_targets  # noqa: E402
 from cclbench_lib.rules.doctor_gate import failed_paths, host_findings, not_run_reason, paths_crossed  # noqa: E402
+from cclbench_lib.rules import dead_paths  # noqa: E402
+from cclbench_lib.rules.verdict import build_verdict  # noqa: E402
+from cclbench_lib.render.anomalies import anomaly_row  # noqa: E402
+from cclbench_lib.execute import doctor as doctor_step  # noqa: E402
+from cclbench_lib.execute.runner import Baseline  # noqa: E402
 
 
 def iface(name, address, mtu, rail):
@@ -136,6 +147,454 @@ class DoctorGate(unittest.TestCase):
         self.assertEqual(len(lines), 2, lines)
         self.assertTrue(all(line.startswith("path_mtu node") for line in lines), lines)
         self.assertEqual(host_findings(self.checks, ["node9"]), ["nccl_env NCCL_IB_HCA: no such HCA"])
+
+
+
+# -- dead paths ---------------------------------------------------------------------------------------------------
+
+NODES3 = ("node1", "node2", "node3")
+SUBNETS = "198.18.10.0/24,198.18.13.0/24"  # the rails by subnet, as the virtual cluster's --mpirun-args give them
+
+
+def fleet(nodes):
+    """Every node with eth0 and eth3 on the rail subnets (flagged rails) and mgmt0 (not a rail)."""
+    return {node: rails(iface("eth0", f"198.18.10.{n}", 1500, True), iface("eth3", f"198.18.13.{n}", 1500, True),
+                        iface("mgmt0", f"198.18.0.{n}", 1500, False))
+            for n, node in enumerate(nodes, start=1)}
+
+
+def path_checks(nodes, dead=(), down_here=(), unreached=()):
+    """check_path_mtu's results between `nodes`: a probe over a (node, rail) end in `dead` (either end) gets no reply
+    even at 576 bytes (a switch port that stopped forwarding); a host in `down_here` cannot even send on that rail
+    (its interface down); a host in `unreached` returned no probe result (the launcher could not reach it)."""
+    targets, _ = path_mtu_targets(fleet(nodes))
+    probes = {}
+    for host, wanted in targets.items():
+        if host in unreached:
+            probes[host] = "the probe launch did not end within 44s"
+            continue
+        probes[host] = []
+        for t in wanted:
+            if (host, t["netdev"]) in down_here:
+                probes[host].append({"netdev": t["netdev"], "address": t["address"], "size": t["mtu"], "ok": None,
+                                     "largest": None, "method": "raw ICMP", "reason": "probe failed: Network is unreachable"})
+                continue
+            through = (host, t["netdev"]) not in dead and (t["peer"], t["peer_netdev"]) not in dead and \
+                (t["peer"], t["peer_netdev"]) not in down_here
+            probes[host].append({"netdev": t["netdev"], "address": t["address"], "size": t["mtu"], "ok": through,
+                                 "largest": t["mtu"] if through else None, "method": "raw ICMP",
+                                 "reason": None if through else "no reply at 1500 nor at 576 bytes"})
+    return check_path_mtu(targets, probes)
+
+
+def mpi_launch(name, hosts, netdev=None, kind="inter"):
+    """A launch of the GPU-less cluster plan: its TCP traffic over the rail subnets, or over one interface alone."""
+    argv = ["mpirun", "--mca", "btl_tcp_if_include", SUBNETS, "-np", "4"]
+    if netdev:
+        argv = ["mpirun", "--mca", "btl_tcp_if_include", netdev, "-np", "4"]
+    return {"name": name, "kind": kind, "hosts": list(hosts), "env": {}, "nranks": 2 * len(hosts),
+            "argv": argv + ["coll_perf", "--backend", "mpi", "--point", name]}
+
+
+def mpi_plan(nodes):
+    return ([{"name": f"doctor.{n}", "kind": "doctor", "hosts": [n], "argv": []} for n in nodes]
+            + [mpi_launch("sanity", nodes, kind="sanity")]
+            + [mpi_launch(f"intra.{n}", [n], kind="intra") for n in nodes]
+            + [mpi_launch("inter.mpi", nodes), mpi_launch("inter.mpi.rail-eth0", nodes, "eth0"),
+               mpi_launch("inter.mpi.rail-eth3", nodes, "eth3")])
+
+
+def doctor_doc(nodes, checks=()):
+    return {"kind": "doctor", "rails": fleet(nodes), "links": {n: {"rdma_ports": {}} for n in nodes},
+            "checks": list(checks)}
+
+
+class DeadPathAttribution(unittest.TestCase):
+    """Which fault the path checks name (rules/dead_paths.attribute): expected values from the injected fault."""
+
+    def faults(self, doctor_checks, *run_checks):
+        observations = dead_paths.observe(doctor_checks, "doctor")
+        for after, checks in run_checks:
+            observations += dead_paths.observe(checks, "run", after)
+        return dead_paths.attribute(observations)
+
+    def test_healthy_paths_name_nothing(self):
+        self.assertEqual(self.faults(path_checks(NODES3), ("inter.mpi", path_checks(NODES3))), [])
+
+    def test_one_rail_of_one_node_of_three_names_that_node_and_rail(self):
+        dead = {("node3", "eth3")}
+        faults = self.faults(path_checks(NODES3), ("inter.mpi", path_checks(NODES3, dead=dead)))
+        self.assertEqual([(f["kind"], f["hosts"], f["rails"]) for f in faults], [("node", ["node3"], ["eth3"])])
+        fault = faults[0]
+        self.assertEqual(fault["alive_rails"], ["eth0"])
+        self.assertEqual((fault["source"], fault["found_after"], fault["was_alive"]), ("run", "inter.mpi", True))
+        self.assertEqual(sorted(fault["paths"]), ["node1:eth3 -> node3:eth3", "node2:eth3 -> node3:eth3",
+                                                  "node3:eth3 -> node1:eth3", "node3:eth3 -> node2:eth3"])
+        self.assertEqual(dead_paths.fault_subject(fault), "node3 eth3")
+
+    def test_two_hosts_name_the_link_not_an_end(self):
+        dead = {("node2", "eth0"), ("node2", "eth3")}
+        faults = self.faults(path_checks(NODES3[:2]), ("inter.mpi", path_checks(NODES3[:2], dead=dead)))
+        self.assertEqual([(f["kind"], f["hosts"], f["rails"]) for f in faults],
+                         [("link", ["node1", "node2"], ["eth0", "eth3"])])
+
+    def test_a_host_that_cannot_send_on_its_rail_is_named_even_with_two_hosts(self):
+        faults = self.faults(path_checks(NODES3[:2], down_here={("node2", "eth3")}))
+        self.assertEqual([(f["kind"], f["hosts"], f["rails"], f["source"]) for f in faults],
+                         [("node", ["node2"], ["eth3"], "doctor")])
+
+    def test_both_rails_of_a_node_of_three(self):
+        dead = {("node2", "eth0"), ("node2", "eth3")}
+        faults = self.faults(path_checks(NODES3), ("tuning.inter.cross0", path_checks(NODES3, dead=dead)))
+        self.assertEqual([(f["kind"], f["hosts"], f["rails"], f["alive_rails"]) for f in faults],
+                         [("node", ["node2"], ["eth0", "eth3"], [])])
+
+    def test_every_path_of_a_rail_between_three_hosts_is_the_rail(self):
+        dead = {(n, "eth3") for n in NODES3}
+        faults = self.faults(path_checks(NODES3), ("inter.mpi", path_checks(NODES3, dead=dead)))
+        self.assertEqual([(f["kind"], f["hosts"], f["rails"]) for f in faults], [("rail", list(NODES3), ["eth3"])])
+
+    def test_two_dead_nodes_of_four_are_both_named(self):
+        nodes = NODES3 + ("node4",)
+        dead = {("node3", "eth3"), ("node4", "eth3")}
+        faults = self.faults(path_checks(nodes), ("inter.mpi", path_checks(nodes, dead=dead)))
+        self.assertEqual(sorted((f["kind"], tuple(f["hosts"]), tuple(f["rails"])) for f in faults),
+                         [("node", ("node3",), ("eth3",)), ("node", ("node4",), ("eth3",))])
+
+    def test_dead_at_the_doctor_is_dead_from_the_start(self):
+        faults = self.faults(path_checks(NODES3, dead={("node3", "eth3")}))
+        self.assertEqual([(f["hosts"], f["source"], f["found_after"], f["was_alive"]) for f in faults],
+                         [(["node3"], "doctor", None, False)])
+
+    def test_a_path_alive_again_at_the_last_check_names_nothing(self):
+        faults = self.faults(path_checks(NODES3), ("inter.mpi", path_checks(NODES3, dead={("node3", "eth3")})),
+                             ("inter.mpi.rail-eth0", path_checks(NODES3)))
+        self.assertEqual(faults, [])
+
+    def test_a_host_the_launcher_cannot_reach_is_unreachable(self):
+        faults = self.faults(path_checks(NODES3), ("inter.mpi", path_checks(NODES3, unreached={"node2"})))
+        self.assertEqual([(f["kind"], f["hosts"], f["found_after"]) for f in faults],
+                         [("unreachable", ["node2"], "inter.mpi")])
+
+
+class NeededRails(unittest.TestCase):
+    """Which rails a launch sends over (rules/dead_paths.needed_rails), from how the plan binds it."""
+
+    def needs(self, launch, run_env=None, doctor=None):
+        return dead_paths.needed_rails(launch, run_env, doctor or doctor_doc(NODES3))
+
+    def uses(self, specs):
+        return [rail for rail in ("eth0", "eth3", "mgmt0") if dead_paths.rail_needed(specs, rail)]
+
+    def test_the_mpi_backend_over_one_interface_needs_that_one(self):
+        self.assertEqual(self.uses(self.needs(mpi_launch("inter.mpi.rail-eth0", NODES3, "eth0"))), ["eth0"])
+
+    def test_the_mpi_backend_over_subnets_needs_their_interfaces(self):
+        self.assertEqual(self.uses(self.needs(mpi_launch("inter.mpi", NODES3))), ["eth0", "eth3"])
+        self.assertIsNone(self.needs(mpi_launch("inter.mpi", NODES3), doctor={"rails": {}}),
+                          "a subnet no known interface is on: any rail")
+
+    def test_nccl_over_sockets_needs_its_socket_interfaces(self):
+        launch = {"name": "inter.rail-eth3", "kind": "inter", "hosts": list(NODES3), "argv": ["coll_perf"],
+                  "env": {"NCCL_SOCKET_IFNAME": "=eth3"}}
+        self.assertEqual(self.uses(self.needs(launch)), ["eth3"])
+        launch["env"] = {"NCCL_CROSS_NIC": "0"}
+        self.assertEqual(self.uses(self.needs(launch, run_env={"NCCL_SOCKET_IFNAME": "eth0,eth3"})), ["eth0", "eth3"])
+        self.assertIsNone(self.needs(launch), "NCCL picks its interfaces itself: any rail")
+        self.assertIsNone(self.needs(launch, run_env={"NCCL_SOCKET_IFNAME": "^docker"}), "an exclusion list: any rail")
+
+    def test_nccl_over_one_hca_needs_its_netdev_and_the_bootstrap_interface(self):
+        doctor = dict(doctor_doc(NODES3), links={n: {"rdma_ports": {"mlx5_0:1": {"netdevs": ["eth0"]},
+                                                                      "mlx5_3:1": {"netdevs": ["eth3"]}}}
+                                                 for n in NODES3})
+        launch = {"name": "inter.rail-mlx5_0", "kind": "inter", "hosts": list(NODES3), "argv": ["coll_perf"],
+                  "env": {"NCCL_IB_HCA": "=mlx5_0:1"}}
+        self.assertEqual(self.uses(self.needs(launch, {"NCCL_SOCKET_IFNAME": "=mgmt0"}, doctor)), ["eth0", "mgmt0"])
+        launch["env"] = {"NCCL_IB_HCA": "=mlx5_0:1,mlx5_3:1"}
+        self.assertEqual(self.uses(self.needs(launch, {"NCCL_SOCKET_IFNAME": "=mgmt0"}, doctor)),
+                         ["eth0", "eth3", "mgmt0"])
+        unknown = dict(doctor, links={n: {"rdma_ports": {"mlx5_0:1": {"netdevs": []}}} for n in NODES3})
+        self.assertIsNone(self.needs(launch, {"NCCL_SOCKET_IFNAME": "=mgmt0"}, unknown), "a port with no netdev known")
+
+    def test_a_dead_rail_leaves_out_what_needs_it_only(self):
+        observations = dead_paths.observe(path_checks(NODES3, dead={("node3", "eth3")}), "run", "inter.mpi")
+        dead = dead_paths.failed_paths(observations)
+        left_out = [launch["name"] for launch in mpi_plan(NODES3) if launch["kind"] != "doctor" and
+                    dead_paths.paths_needed(launch["hosts"], self.needs(launch), dead)]
+        self.assertEqual(left_out, ["sanity", "inter.mpi", "inter.mpi.rail-eth3"])
+        two = [launch for launch in mpi_plan(["node1", "node2"]) if launch["kind"] != "doctor"]
+        self.assertEqual([launch["name"] for launch in two
+                          if dead_paths.paths_needed(launch["hosts"], self.needs(launch), dead)], [],
+                         "node1 and node2 reach each other on eth3: nothing between them is left out")
+
+
+class DeadPathVerdict(unittest.TestCase):
+    """The verdict's path.dead (rules/dead_paths.dead_path_findings through rules/verdict.build_verdict): first, the
+    fault named from all the evidence, the host table's rails column 'dead' for the hosts it names."""
+
+    def verdict(self, nodes, states, doctor_checks, run_checks):
+        plan = mpi_plan(nodes)
+        findings = dead_paths.dead_path_findings(plan, states, doctor_doc(nodes, doctor_checks), run_checks)
+        # What else the run's rules say of it: the hung launch, the launches left out (rules/anomalies.py's form).
+        findings += [{"code": "launch_timeout", "where": name, "status": "failed", "reason": "exit 4 (timeout)",
+                      "kind": "inter"} for name, state in states.items() if state.get("exit_code") == 4]
+        findings += [{"code": "launch_not_run_dead_path", "where": name, "reason": state["reason"], "kind": "inter"}
+                     for name, state in states.items() if state.get("skipped_by") == "path_check"]
+        applicable = {(host, check): True for host in nodes for check in ("doctor", "rails", "data")}
+        points = [{"point": launch["name"], "hosts": launch["hosts"]} for launch in plan
+                  if launch["kind"] in ("intra", "inter")]
+        return build_verdict("R", list(nodes), points, findings, applicable)
+
+    def test_one_rail_of_one_node_of_three_died_after_sanity(self):
+        states = {"sanity": {"status": "complete"}, "intra.node1": {"status": "complete"},
+                  "inter.mpi": {"status": "failed", "exit_code": 4},
+                  "inter.mpi.rail-eth0": {"status": "complete"},
+                  "inter.mpi.rail-eth3": {"status": "skipped", "skipped_by": "path_check", "reason": "not run: ..."}}
+        verdict = self.verdict(NODES3, states, path_checks(NODES3),
+                               [{"after": "inter.mpi", "checks": path_checks(NODES3, dead={("node3", "eth3")})}])
+        first = verdict["reasons"][0]
+        self.assertEqual((first["code"], first["check"], first["hosts"], first["subject"], first["point"]),
+                         ("path.dead", "rails", ["node3"], "node3 eth3", "inter.mpi"))
+        finding = first["finding"]
+        self.assertEqual(finding["first_met"], "inter.mpi")
+        self.assertEqual(finding["not_run"], ["inter.mpi.rail-eth3"])
+        self.assertEqual(finding["rails_alone"], {"eth0": "complete", "eth3": "not run"})
+        self.assertEqual({row["host"]: row["rails"] for row in verdict["hosts"]},
+                         {"node1": "pass", "node2": "pass", "node3": "dead"})
+        kind, where, words = anomaly_row(finding)
+        self.assertEqual((kind, where), ("dead path", "inter.mpi"))
+        for part in ("node3 eth3: no echo reply on it from any host (eth0 alive)",
+                     "died during the run: the doctor found it alive, the path check after inter.mpi found it dead; "
+                     "inter.mpi first met it", "each rail alone: eth0 complete, eth3 not run",
+                     "1 launch(es) not run for it: inter.mpi.rail-eth3"):
+            self.assertIn(part, words)
+        self.assertEqual([r["code"] for r in verdict["reasons"]],
+                         ["path.dead", "launch.timeout", "launch.not_run_dead_path"])
+
+    def test_both_rails_between_two_nodes_died_after_sanity(self):
+        states = {"sanity": {"status": "complete"}, "inter.mpi": {"status": "failed", "exit_code": 4},
+                  "inter.mpi.rail-eth0": {"status": "skipped", "skipped_by": "path_check", "reason": "not run: ..."},
+                  "inter.mpi.rail-eth3": {"status": "skipped", "skipped_by": "path_check", "reason": "not run: ..."}}
+        nodes = NODES3[:2]
+        dead = {("node2", "eth0"), ("node2", "eth3")}
+        verdict = self.verdict(nodes, states, path_checks(nodes), [{"after": "inter.mpi",
+                                                                    "checks": path_checks(nodes, dead=dead)}])
+        first = verdict["reasons"][0]
+        self.assertEqual((first["code"], first["hosts"], first["subject"]),
+                         ("path.dead", ["node1", "node2"], "node1-node2 eth0, eth3"))
+        self.assertEqual({row["host"]: row["rails"] for row in verdict["hosts"]}, {"node1": "dead", "node2": "dead"})
+        self.assertIn("which end is dead cannot be told", anomaly_row(first["finding"])[2])
+        self.assertEqual(first["finding"]["not_run"], ["inter.mpi.rail-eth0", "inter.mpi.rail-eth3"])
+
+    def test_dead_from_the_start_is_said_so(self):
+        states = {"sanity": {"status": "skipped", "skipped_by": "doctor", "reason": "not run: the doctor ..."}}
+        verdict = self.verdict(NODES3, states, path_checks(NODES3, dead={("node3", "eth3")}), [])
+        finding = verdict["reasons"][0]["finding"]
+        self.assertEqual((finding["source"], finding["first_met"], finding["not_run"]), ("doctor", None, ["sanity"]))
+        self.assertIn("dead from the start: the doctor's path check found it before any launch",
+                      anomaly_row(finding)[2])
+
+    def test_a_hang_on_live_paths_is_no_dead_path(self):
+        """A frozen rank hangs a launch too: the check after it found every path alive, so nothing is named."""
+        states = {"inter.mpi": {"status": "failed", "exit_code": 4}, "inter.mpi.rail-eth0": {"status": "complete"},
+                  "inter.mpi.rail-eth3": {"status": "failed", "exit_code": 4}}
+        verdict = self.verdict(NODES3, states, path_checks(NODES3), [{"after": "inter.mpi", "checks": path_checks(NODES3)}])
+        self.assertNotIn("path.dead", [r["code"] for r in verdict["reasons"]])
+        self.assertEqual({row["rails"] for row in verdict["hosts"]}, {"pass"})
+
+    def test_without_any_path_check_a_rail_alone_that_hung_names_the_rail(self):
+        states = {"inter.mpi": {"status": "failed", "exit_code": 4}, "inter.mpi.rail-eth0": {"status": "complete"},
+                  "inter.mpi.rail-eth3": {"status": "failed", "exit_code": 4}}
+        verdict = self.verdict(NODES3, states, [], [])
+        first = verdict["reasons"][0]
+        self.assertEqual((first["code"], first["finding"]["kind"], first["finding"]["rails"], first["point"]),
+                         ("path.dead", "rail", ["eth3"], "inter.mpi.rail-eth3"))
+        self.assertIn("no path check ran, so which host's end is not known", anomaly_row(first["finding"])[2])
+        healthy = {"inter.mpi": {"status": "complete"}, "inter.mpi.rail-eth0": {"status": "complete"},
+                   "inter.mpi.rail-eth3": {"status": "complete"}}
+        self.assertEqual(self.verdict(NODES3, healthy, [], [])["reasons"], [], "a healthy run names nothing")
+
+
+class RunnerPathCheck(unittest.TestCase):
+    """The runner's part (execute/runner.Baseline): a launch across hosts that failed as a dead path fails is
+    followed by one path check before the next launch over its hosts; what needs a dead path is not run, the rest
+    runs. The probing is a stand-in here (Baseline.path_checker); the real one runs in the fault matrix."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="cclbench-paths-")
+        self.plan = mpi_plan(NODES3)
+        self.calls = []
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def runner(self, checks_after, inputs=None):
+        def checker(run_dir, hosts, inputs, after, why=None, invocation=1, log=None):
+            self.calls.append((after, list(hosts)))
+            return {"after": after, "checks": checks_after}
+        runner = Baseline(dict({"hosts": list(NODES3)}, **(inputs or {})), self.tmp.name, resume=False,
+                          launches=self.plan)
+        runner.manifest = {"points": {launch["name"]: {"status": "pending"} for launch in self.plan},
+                           "invocations": [{}], "env": {}}
+        runner.doctor_paths = []
+        runner.doctor_document = doctor_doc(NODES3, path_checks(NODES3))
+        runner.path_checker = checker
+        return runner
+
+    def launch(self, name):
+        return next(launch for launch in self.plan if launch["name"] == name)
+
+    def failed(self, runner, name, code):
+        runner.manifest["points"][name].update(status="failed", exit_code=code, reason=f"exit {code}")
+        runner.note_failure(self.launch(name))
+
+    def test_one_check_after_the_hang_then_only_what_needs_the_dead_rail_is_left_out(self):
+        runner = self.runner(path_checks(NODES3, dead={("node3", "eth3")}))
+        self.failed(runner, "inter.mpi", 4)
+        self.assertIsNone(runner.blocked(self.launch("intra.node1")), "one host: no path needed, and no check yet")
+        self.assertEqual(self.calls, [])
+        self.assertIsNone(runner.blocked(self.launch("inter.mpi.rail-eth0")), "the live rail alone runs")
+        self.assertEqual(self.calls, [("inter.mpi", list(NODES3))])
+        why, by = runner.blocked(self.launch("inter.mpi.rail-eth3"))
+        self.assertEqual(by, "path_check")
+        self.assertTrue(why.startswith("not run: node3 eth3: no echo reply since inter.mpi (the run's path check "
+                                       "after that launch failed: node"), why)
+        self.assertIn("it would only wait out its deadline", why)
+        self.assertEqual(len(self.calls), 1, "the dead path cost one check, not one per launch")
+
+    def test_no_check_after_a_failure_that_is_no_path(self):
+        runner = self.runner(path_checks(NODES3, dead={("node3", "eth3")}))
+        self.failed(runner, "inter.mpi", 1)  # wrong data
+        self.assertIsNone(runner.blocked(self.launch("inter.mpi.rail-eth3")))
+        self.assertEqual(self.calls, [])
+
+    def test_all_alive_leaves_nothing_out(self):
+        runner = self.runner(path_checks(NODES3))
+        self.failed(runner, "inter.mpi", 137)  # a rank died of SIGKILL
+        self.assertIsNone(runner.blocked(self.launch("inter.mpi.rail-eth3")))
+        self.assertEqual(len(self.calls), 1)
+
+    def test_an_unreachable_host_leaves_out_every_launch_on_it(self):
+        runner = self.runner(path_checks(NODES3, unreached={"node2"}))
+        self.failed(runner, "inter.mpi", 4)
+        self.assertEqual(runner.blocked(self.launch("inter.mpi.rail-eth0"))[1], "path_check")
+        self.assertIn("node2 (unreachable)", runner.blocked(self.launch("intra.node2"))[0])
+        self.assertIsNone(runner.blocked(self.launch("intra.node1")))
+
+    def test_the_last_failure_is_checked_at_the_end_for_the_verdict(self):
+        runner = self.runner(path_checks(NODES3))
+        self.failed(runner, "inter.mpi.rail-eth3", 4)
+        runner.settle_paths()
+        self.assertEqual(self.calls, [("inter.mpi.rail-eth3", list(NODES3))])
+
+    def test_run_despite_doctor_runs_everything(self):
+        runner = self.runner(path_checks(NODES3, dead={("node3", "eth3")}), {"run_despite_doctor": True})
+        self.failed(runner, "inter.mpi", 4)
+        self.assertIsNone(runner.blocked(self.launch("inter.mpi.rail-eth3")))
+
+    def test_the_doctor_gate_leaves_the_live_rail_alone_running(self):
+        runner = self.runner([])
+        runner.doctor_paths = failed_paths(path_checks(NODES3, dead={("node3", "eth3")}))
+        blocked = {launch["name"]: runner.blocked(launch) for launch in self.plan if launch["kind"] != "doctor"}
+        self.assertEqual([name for name, why in blocked.items() if why],
+                         ["sanity", "inter.mpi", "inter.mpi.rail-eth3"])
+        self.assertEqual({why[1] for why in blocked.values() if why}, {"doctor"})
+
+
+class PathChecksFile(unittest.TestCase):
+    """execute/doctor.recheck_paths writes doctor/path_checks.json (its schema), one entry per check."""
+
+    def test_entries_are_appended_and_follow_the_schema(self):
+        from helpers import validate
+        with tempfile.TemporaryDirectory(prefix="cclbench-paths-") as run_dir:
+            os.makedirs(os.path.join(run_dir, "doctor"))
+            for n, node in enumerate(NODES3):
+                with open(os.path.join(run_dir, "doctor", f"{node}.json"), "w") as handle:
+                    json.dump({"kind": "doctor", "rails": {node: fleet(NODES3)[node]}}, handle)
+            dead = path_checks(NODES3, dead={("node3", "eth3")})
+            with mock.patch.object(doctor_step, "probe_hosts", return_value=dead) as probe:
+                first = doctor_step.recheck_paths(run_dir, list(NODES3), {}, "inter.mpi", "exit 4 (timeout)")
+                doctor_step.recheck_paths(run_dir, list(NODES3), {}, "inter.mpi.rail-eth0", None, invocation=2)
+            self.assertEqual(probe.call_args.kwargs["timeout"], doctor_step.RECHECK_START_S +
+                             doctor_step.RECHECK_PER_TARGET_S * 4, "each host probes 2 peers on 2 rails")
+            self.assertEqual((first["after"], first["hosts"]), ("inter.mpi", list(NODES3)))
+            path = os.path.join(run_dir, "doctor", "path_checks.json")
+            with open(path) as handle:
+                self.assertEqual([e["after"] for e in json.load(handle)["checks_after"]],
+                                 ["inter.mpi", "inter.mpi.rail-eth0"])
+            ok, errors = validate("path_checks.schema.json", path)
+            self.assertTrue(ok, errors)
+            self.assertIsNone(doctor_step.recheck_paths(run_dir, list(NODES3), {"sysfs_root": "/fixture"}, "x"),
+                              "a fixture root has no live addresses to probe")
+
+
+class ScreenPathCheck(unittest.TestCase):
+    """The screen's part (issue 43, item 4): a pair job that failed as a dead path fails is followed by a path check
+    between its nodes and a node that measured (execute/screen.Screen.path_checker; a stand-in here, on
+    check_path_mtu's results as the probes would give them), and a node whose own end is dead is dropped after
+    that first failed job: its later pairs are not run. A check that names no node's end drops nobody."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="cclbench-screen-paths-")
+        self.calls = []
+        # Round 1: node1-node2 measures; round 2: node1-node3 fails (node3's rails died); round 3: node2-node3.
+        self.jobs = [{"name": f"pair.r{n}.{a}-{b}", "kind": "pair", "hosts": [a, b]}
+                     for n, (a, b) in enumerate((("node1", "node2"), ("node1", "node3"), ("node2", "node3")), 1)]
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def screen(self, checks_of):
+        from cclbench_lib.execute.screen import Screen
+        from cclbench_lib.plan.launch_pool import FailingNodes, LaunchPool
+
+        def checker(run_dir, hosts, inputs, after, why=None, invocation=1, log=None):
+            self.calls.append((after, list(hosts)))
+            return {"after": after, "checks": checks_of(hosts)}
+        screen = Screen({"hosts": list(NODES3)}, self.tmp.name, stream=open(os.devnull, "w"))
+        self.addCleanup(screen.stream.close)
+        screen.manifest = {"jobs": {}}
+        screen.path_checker = checker
+        return screen, LaunchPool(self.jobs), FailingNodes()
+
+    def run_rounds(self, screen, pool, failing, fails, exit_code=4):
+        results = {}
+        while not pool.done():
+            for job in pool.startable():
+                failed = job["name"] in fails
+                screen.manifest["jobs"][job["name"]] = {"exit_code": exit_code if failed else 0}
+                results[job["name"]] = {"values": {}, "reason": f"exit {exit_code}" if failed else None}
+                screen._after(pool, job, results, failing)
+        return results
+
+    def test_a_node_whose_paths_died_is_dropped_after_its_first_failed_pair(self):
+        dead = {("node3", "eth0"), ("node3", "eth3")}
+        screen, pool, failing = self.screen(lambda hosts: path_checks(hosts, dead=dead))
+        ran = self.run_rounds(screen, pool, failing, {"pair.r2.node1-node3", "pair.r3.node2-node3"})
+        self.assertEqual(self.calls, [("pair.r2.node1-node3", ["node1", "node3", "node2"])],
+                         "one check, with node2 (it measured) as the reference")
+        self.assertEqual(sorted(ran), ["pair.r1.node1-node2", "pair.r2.node1-node3"], "node2-node3 not run")
+        self.assertEqual(screen.dropped, [{"node": "node3", "failed_with": ["node1"], "skipped": 1,
+                                           "dead_paths": "node3 eth0, eth3"}])
+        # The screen's rules then judge these checks with the path MTU step's (alive at the start): node3 is bad,
+        # each of its rails dead, and no retest may cross them.
+        from cclbench_lib.rules.screen_rules import BAD, RAIL_DEAD, path_mtu_verdicts
+        findings, _links, blocked = path_mtu_verdicts(list(NODES3), path_checks(NODES3) + screen.run_path_checks)
+        self.assertEqual({node: sorted((f[0], f[1], f[3]) for f in found) for node, found in findings.items() if found},
+                         {"node3": [(BAD, RAIL_DEAD, "eth0"), (BAD, RAIL_DEAD, "eth3")]})
+        self.assertEqual(blocked, {frozenset(("node1", "node3")), frozenset(("node2", "node3"))})
+
+    def test_live_paths_or_an_end_not_told_drop_nobody(self):
+        for checks_of in (lambda hosts: path_checks(hosts),  # a frozen rank: every path alive
+                          lambda hosts: path_checks(hosts[:2], dead={("node3", "eth0"), ("node3", "eth3")})):
+            screen, pool, failing = self.screen(checks_of)
+            ran = self.run_rounds(screen, pool, failing, {"pair.r2.node1-node3"})
+            self.assertEqual(len(ran), 3)
+            self.assertEqual(screen.dropped, [])
+        screen, pool, failing = self.screen(lambda hosts: path_checks(hosts, dead={("node3", "eth0")}))
+        self.calls.clear()
+        self.run_rounds(screen, pool, failing, {"pair.r2.node1-node3"}, exit_code=1)
+        self.assertEqual((self.calls, screen.dropped), ([], []), "exit 1 (a case failed) says nothing of the paths")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from helpers import TempDirTest, read_text, run_cli, validate
 
 from cclbench_lib.model.run_dir import RunData
 from cclbench_lib.render.report import build_report
+from cclbench_lib.render.verdict import verdict_document
 from cclbench_lib.rules import verdict as rules_verdict
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -39,7 +40,7 @@ def load_json(path):
         return json.load(handle)
 
 
-class Severities(unittest.TestCase):
+class Severities(TempDirTest):
     def test_the_issue_severities(self):
         for code, severity in ISSUE_SEVERITIES.items():
             self.assertEqual(rules_verdict.CODES[code][0], severity, code)
@@ -91,6 +92,28 @@ class Severities(unittest.TestCase):
         self.assertEqual([row["doctor"] for row in versions["hosts"]], ["fail", "fail"])
         warned = rules_verdict.build_verdict("r", ["a", "b"], points, findings[:1], {})
         self.assertEqual((warned["overall"], rules_verdict.exit_code(warned)), ("WARNINGS", 0))
+
+    def test_a_run_stopped_by_a_signal_is_incomplete_not_failed(self):
+        """SIGINT or SIGTERM before the plan completed (rules/anomalies.interruption's finding): INCOMPLETE, its
+        fails counted in the headline, exit 1 as FAILED; verdict.json valid against its schema."""
+        points = [{"point": "p", "hosts": ["a"], "repeatability": None}]
+        stopped = {"code": "run_interrupted", "signal": "SIGTERM", "stopped": ["p"], "names": ["q", "r"],
+                   "launches_planned": 4, "launches_complete": 1, "launches_stopped": 1, "launches_not_run": 2}
+        findings = [stopped, {"code": "wrong_data", "where": "p", "case_id": "c", "wrong": 1}]
+        verdict = dict(rules_verdict.build_verdict("r", ["a"], points, findings, {("a", "data"): True}), cv_gate_pct=5.0)
+        self.assertEqual((verdict["overall"], verdict["counts"]["fail"], rules_verdict.exit_code(verdict)),
+                         ("INCOMPLETE", 2, 1))
+        document = verdict_document(verdict, "2026-12-06T03:00:00Z")
+        self.assertEqual((document["headline"], document["exit_code"]), ("INCOMPLETE (2)", 1))
+        self.assertIn("not run: q, r", document["reasons"][0]["text"], "it names what it did not reach")
+        path = os.path.join(self.tmp, "verdict.json")
+        with open(path, "w", encoding="utf-8") as handle:
+            json.dump(document, handle)
+        ok, errors = validate("verdict.schema.json", path)
+        self.assertTrue(ok, errors)
+        # The same fails without the signal: FAILED.
+        failed = rules_verdict.build_verdict("r", ["a"], points, findings[1:], {})
+        self.assertEqual(failed["overall"], "FAILED")
 
 
 def timed_record(point, case_id, gated, host_bound=False, wrong=0):

@@ -3,7 +3,7 @@ log) on each host and says, check by check, what would make a benchmark slow or 
 
 A host run produces one document (doctor.schema.json, "scope": "host"); several hosts' documents
 merge into one ("scope": "cluster") with the cross-host `versions` comparison added. The checks
-themselves are pure functions in doctor_checks.py.
+themselves are pure functions in model/doctor_checks.py (the node model and the checks by what they check).
 """
 
 import ctypes
@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 
 from ..base.environment import exported_env
 from ..base.errors import CclbenchError, UsageError
@@ -24,8 +25,10 @@ from ..base.version import TOOL_VERSION
 from ..model.doctor_checks import (DOCTOR_SCHEMA_VERSION, JSON_LINE_PREFIX, Node, Reader, STATUSES, check_acs_iommu,
                                    check_gdr_module, check_gpu_state, check_nccl_env, check_netdev_mtu,
                                    check_numa_affinity, check_pcie_link, check_rdma_port, check_roce_gid,
-                                   check_versions_local, compare_versions, host_versions, link_rates, rail_selection, result)
-from ..execute.path_mtu import interface_addresses, parse_probe_spec, probe_hosts, run_probes
+                                   check_versions_local, compare_versions, host_versions, link_rates,
+                                   path_mtu_targets, rail_selection, result)
+from ..model.run_dir import PATH_CHECKS_FILE
+from ..execute.path_mtu import host_rails, interface_addresses, parse_probe_spec, probe_hosts, run_probes
 from ..model.launcher import choose_launcher, command, launch_error_lines, mpirun_version
 from ..model.hosts import check_resolvable, local_hostname, parse_host_list, parse_hostfile, validate_host
 from ..plan.doctor_point import cclbench_script, doctor_argv
@@ -400,6 +403,53 @@ def path_mtu_run_directory(run_dir, hosts, inputs, log=None):
     checks = path_mtu_step(inputs, documents, cclbench_script(), sysfs_root=inputs.get("sysfs_root"), log=log)
     write_json_atomic(os.path.join(run_dir, "doctor", PATH_MTU_FILE), {"kind": "doctor_path_mtu", "checks": checks})
     return checks
+
+
+# The run's own path check (recheck_paths): each host's probe launch is stopped past RECHECK_START_S (the launcher
+# reaching the host) plus RECHECK_PER_TARGET_S for each path it probes (a dead path costs 2 s: two echoes at the MTU
+# and two at 576 bytes, 0.5 s each; a narrow one its bisection, about 7 s). A host whose launch does not end by then
+# returned no probe result: the launcher cannot reach it.
+RECHECK_START_S = 30
+RECHECK_PER_TARGET_S = 7
+PATH_CHECKS_SCHEMA_VERSION = "1.0.0"
+
+
+def recheck_paths(run_dir, hosts, inputs, after, why=None, invocation=1, log=None):
+    """The doctor's path check again in the middle of a run, after the launch `after` across `hosts` failed as a
+    dead path fails (rules/dead_paths.may_be_a_path): the probes between those hosts (execute/path_mtu.probe_hosts,
+    from their doctor/<host>.json rails), bounded to seconds, appended to doctor/path_checks.json. Returns the entry
+    ({"after", "why", "invocation", "started_utc", "elapsed_s", "bound_s", "hosts", "checks"}), or None when nothing
+    can be probed (fewer than two hosts with a doctor document, a fixture sysfs root, no address to probe)."""
+    documents = {}
+    for host in hosts:
+        try:
+            documents[host] = read_json(os.path.join(run_dir, "doctor", f"{host}.json"), "doctor result")
+        except CclbenchError:
+            continue
+    if len(documents) < 2 or inputs.get("sysfs_root"):
+        return None
+    targets, _ = path_mtu_targets({host: host_rails(document, host) for host, document in documents.items()})
+    most = max((len(wanted) for wanted in targets.values()), default=0)
+    if not most:
+        return None
+    bound = RECHECK_START_S + RECHECK_PER_TARGET_S * most
+    started, started_utc = time.monotonic(), utc_now()
+    checks = probe_hosts(inputs, documents, cclbench_script(), timeout=bound, log=log)
+    entry = {"after": after, "why": why, "invocation": invocation, "started_utc": started_utc,
+             "elapsed_s": round(time.monotonic() - started, 3), "bound_s": bound, "hosts": list(documents),
+             "checks": [check for check in checks if check.get("subject_kind") in ("path", "cluster")]}
+    path = os.path.join(run_dir, PATH_CHECKS_FILE)
+    document = None
+    if os.path.exists(path):
+        try:
+            document = read_json(path, "path checks")
+        except CclbenchError:
+            document = None  # unreadable: rewritten with this check (run.log keeps every probe's output)
+    if not isinstance(document, dict) or not isinstance(document.get("checks_after"), list):
+        document = {"schema_version": PATH_CHECKS_SCHEMA_VERSION, "kind": "path_checks", "checks_after": []}
+    document["checks_after"].append(entry)
+    write_json_atomic(path, document)
+    return entry
 
 
 def merge_run_directory(run_dir, hosts, launch_failures=None):

@@ -7,7 +7,7 @@ net.ipv4.ping_group_range allows it); IP_MTU_DISCOVER=IP_PMTUDISC_DO (the kernel
 refuses a datagram above the route's MTU); SO_BINDTODEVICE to the rail (root), so the echo leaves by
 that interface. A size that gets no reply within the timeout is retried once; on failure the largest
 size that gets through is found by bisection between 576 bytes and the MTU. The verdict is
-model/doctor_checks.check_path_mtu.
+model/doctor_paths.check_path_mtu.
 """
 
 import errno
@@ -24,7 +24,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from ..base.errors import UsageError
-from ..model.doctor_checks import PATH_MTU_MIN, check_path_mtu, path_mtu_targets
+from ..model.doctor_paths import PATH_MTU_MIN, check_path_mtu, path_mtu_targets
 from ..model.launcher import command
 
 JSON_LINE_PREFIX = "CCLBENCH_PATHMTU_JSON "

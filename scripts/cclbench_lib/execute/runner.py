@@ -14,19 +14,23 @@ import time
 
 from ..base.errors import CclbenchError
 from ..base.files import make_dirs, open_append, read_json, terminate_last_line, write_atomic
-from ..base.values import COLL_KINDS, utc_now, variant_text
-from ..execute.doctor import merge_run_directory, path_mtu_run_directory
+from ..base.values import utc_now, variant_text
+from ..execute.doctor import merge_run_directory, path_mtu_run_directory, recheck_paths
 from ..execute.manifest import manifest_path, new_manifest, pending_point, save_manifest
 from ..execute.progress import LaunchProgress, start_allowance_s, watches_progress
 from ..model import launcher
 from ..model.records import CASES_FILE, SANITY_FILE, cases_path, latest_by_case, load_cases
-from ..model.doctor_checks import path_mtu_findings
+from ..model.doctor_paths import path_mtu_findings
 from ..model.run_dir import launch_outputs, load_run_doctor
 from ..plan.baseline import Planner, mode_notes
 from ..plan.bounds import PROGRESS_GRACE_S, STOP_GRACE_S, launch_bounds
+from ..plan.estimate import calibrated_eta, launch_kind, launch_seconds
 from ..render.report import build_report
-from ..render.verdict import console_line, headline
+from ..render.verdict import console_line, headline, reason_text
 from ..rules.ab import choose_binding, sweep_bindings
+from ..rules.dead_paths import (PATH_DEAD, crosses_hosts, failed_paths as failed_run_paths, fault_subject,
+                                attribute, may_be_a_path, needed_rails, observe, paths_needed, run_not_run_reason,
+                                unreached_hosts)
 from ..rules.doctor_gate import failed_paths, host_findings, not_run_reason, paths_crossed, quoted
 from ..rules.repeat_rule import judge_repeatability
 from ..rules.verdict import FAIL, FAILED
@@ -84,15 +88,24 @@ def signal_name(signum):
 
 
 class Progress:
-    """One stderr line per finished launch, with elapsed time and an ETA from measured points."""
+    """One stderr line per finished launch, with elapsed time and an ETA: the plan's model of each launch still to
+    run (plan/estimate.launch_seconds), calibrated by the launches of this run that completed (calibrated_eta)."""
 
-    def __init__(self, launches, stream=sys.stderr):
+    def __init__(self, launches, stream=sys.stderr, inputs=None):
+        inputs = inputs or {}
         self.total = len(launches)
-        self.remaining_coll = sum(1 for launch in launches if launch["kind"] in COLL_KINDS)
-        self.coll_durations = []
+        self.model = {launch["name"]: (launch_kind(launch), launch_seconds(launch, inputs.get("gpus_per_node") or 0,
+                                                                            inputs.get("hcas")))
+                      for launch in launches}
+        self.remaining = dict(self.model)
+        self.measured = []
         self.start = time.monotonic()
         self.done = 0
         self.stream = stream
+
+    def eta_s(self):
+        """The seconds left by the calibrated model, or None before any launch completed."""
+        return calibrated_eta(self.measured, list(self.remaining.values()))
 
     @staticmethod
     def clock(seconds):
@@ -102,14 +115,12 @@ class Progress:
 
     def report(self, launch, status, seconds, detail=""):
         self.done += 1
-        if launch["kind"] in COLL_KINDS:
-            self.remaining_coll -= 1
-            if status == "complete" and seconds is not None:
-                self.coll_durations.append(seconds)
+        modelled = self.remaining.pop(launch["name"], None)
+        if status == "complete" and seconds is not None and modelled is not None:
+            self.measured.append((modelled[0], modelled[1], seconds))
         elapsed = time.monotonic() - self.start
-        eta = "-"
-        if self.coll_durations:
-            eta = self.clock(sum(self.coll_durations) / len(self.coll_durations) * self.remaining_coll)
+        left = self.eta_s()
+        eta = "-" if left is None else self.clock(left)
         took = "skipped (already complete)" if seconds is None else \
             (status if status == "not run" else f"{status} in {seconds:.1f}s")
         line = f"cclbench: [{self.done}/{self.total}] {launch['name']}: {took}; elapsed {self.clock(elapsed)}, ETA {eta}"
@@ -133,7 +144,14 @@ class Baseline:
         self.interrupted_by = None
         self.binding_choices = {}  # decode point over the rails -> the binding chosen for it (apply_binding)
         self.doctor_paths = None  # the paths between hosts the doctor failed, once every doctor launch ran
-
+        self.doctor_document = None  # doctor.json once every doctor launch ran: the hosts' rails and RDMA ports
+        # The run learns from a failed launch (rules/dead_paths.py): a launch across hosts that failed as a dead path
+        # fails leaves a suspicion ({"after", "hosts", "why"}); before the next launch over those hosts the paths
+        # between them are checked again (path_checker: execute/doctor.recheck_paths), and what the checks saw is
+        # kept (run_observations): a launch that needs a path found dead is not run.
+        self.path_checker = recheck_paths
+        self.path_suspect = None
+        self.run_observations = []
     # -- manifest (execute/manifest.py) -----------------------------------------------------------
     def manifest_path(self):
         return manifest_path(self.run_dir)
@@ -496,24 +514,101 @@ class Baseline:
         document = merge_run_directory(self.run_dir, hosts, failures)
         if launch is last:
             self.doctor_paths = failed_paths((document or {}).get("checks"))
+            self.doctor_document = document
         if document and done:
             counts = document["summary"]
             print(f"cclbench: doctor: {document['status']} ({counts['fail']} fail, {counts['warn']} warn, "
                   f"{counts['skip']} skip): {os.path.join(self.run_dir, 'doctor.json')}", file=sys.stderr, flush=True)
 
+    def needs(self, launch):
+        """The rails a launch across hosts sends over (rules/dead_paths.needed_rails; None: any of them)."""
+        return needed_rails(launch, self.manifest.get("env") if self.manifest else None, self.doctor_document)
+
     def blocked_by_doctor(self, launch):
         """Why the doctor's findings leave this launch out (rules/doctor_gate.py), or None: only once every
-        doctor launch has run, only across hosts, never with --run-despite-doctor."""
+        doctor launch has run, only across hosts and a failed path on a rail it may use, never with
+        --run-despite-doctor."""
         if self.inputs.get("run_despite_doctor") or launch["kind"] == "doctor" or self.doctor_paths is None:
             return None
-        crossed = paths_crossed(launch.get("hosts"), self.doctor_paths)
+        crossed = paths_needed(launch.get("hosts"), self.needs(launch),
+                               paths_crossed(launch.get("hosts"), self.doctor_paths))
         return not_run_reason(crossed) if crossed else None
 
-    def skip_launch(self, launch, reason, progress):
-        """A launch the doctor's findings leave out: 'skipped' in the manifest with the reason, in run.log and
-        on stderr; the report and the verdict name it (launch.not_run)."""
+    def blocked_by_run_paths(self, launch):
+        """Why the run's own path checks leave this launch out (a path it needs found dead, or one of its hosts
+        unreachable since), or None."""
+        if self.inputs.get("run_despite_doctor") or launch["kind"] == "doctor" or not self.run_observations:
+            return None
+        unreached = {host: words for host, words in unreached_hosts(self.run_observations).items()
+                     if host in (launch.get("hosts") or [])}
+        crossed = paths_needed(launch.get("hosts"), self.needs(launch), failed_run_paths(self.run_observations))
+        return run_not_run_reason(crossed, unreached, self.run_observations) if crossed or unreached else None
+
+    def blocked(self, launch):
+        """(why, by) when a launch is not run: the doctor ('doctor') or the run's own path check ('path_check')
+        found a path it needs dead. A pending suspicion is settled first when this launch needs its hosts."""
+        if launch["kind"] == "doctor":
+            return None
+        self.settle_paths(launch)
+        why = self.blocked_by_doctor(launch)
+        if why:
+            return why, "doctor"
+        why = self.blocked_by_run_paths(launch)
+        return (why, "path_check") if why else None
+
+    def note_failure(self, launch):
+        """A launch across hosts that failed as a dead path fails (rules/dead_paths.may_be_a_path) leaves a suspicion
+        on its hosts, settled before the next launch that needs one of them (settle_paths)."""
         state = self.manifest["points"][launch["name"]]
-        state.update(status="skipped", skipped_by="doctor", exit_code=None, reason=reason, started_utc=None,
+        if not may_be_a_path(launch, state.get("exit_code")):
+            return
+        if self.path_suspect is None:
+            self.path_suspect = {"after": launch["name"], "hosts": list(launch["hosts"]), "why": state.get("reason")}
+        else:
+            self.path_suspect["hosts"] += [h for h in launch["hosts"] if h not in self.path_suspect["hosts"]]
+
+    def settle_paths(self, launch=None):
+        """The pending suspicion's path check, before `launch` when it is a launch across hosts sharing one of the
+        suspect's hosts (a launch on one host needs no path and runs first), or at the end of the run (launch None):
+        one check per failed launch, bounded to seconds; what it saw joins run_observations."""
+        suspect = self.path_suspect
+        if suspect is None:
+            return
+        if launch is not None and not (set(launch.get("hosts") or []) & set(suspect["hosts"]) and
+                                       crosses_hosts(launch)):
+            return
+        self.path_suspect = None
+        order = list(self.inputs.get("hosts") or [])
+        hosts = sorted(set(suspect["hosts"]), key=lambda host: order.index(host) if host in order else len(order))
+        self.log_line(f"# {utc_now()} path check after {suspect['after']} failed: the paths between {', '.join(hosts)}")
+        started = time.monotonic()
+        try:
+            entry = self.path_checker(self.run_dir, hosts, self.inputs, suspect["after"], suspect["why"],
+                                      invocation=len(self.manifest["invocations"]), log=self.log_line)
+        except (CclbenchError, OSError) as error:
+            entry, problem = None, str(error)
+        else:
+            problem = None if entry is not None else "no path to probe (no doctor addresses, a fixture root)"
+        if entry is None:
+            self.log_line(f"# path check not made: {problem}")
+            return
+        seen = observe(entry["checks"], "run", suspect["after"])
+        self.run_observations += seen
+        dead = [fault_subject(fault) for fault in attribute(self.run_observations)
+                if fault.get("found_after") == suspect["after"]]
+        failed = [item for item in seen if item["state"] not in ("alive", "unknown")]
+        text = (f"path check after {suspect['after']} failed: {len(seen)} path(s) between {', '.join(hosts)} in "
+                f"{time.monotonic() - started:.1f}s, " + (f"dead: {'; '.join(dead)}" if dead else
+                                                          f"{len(failed)} failed" if failed else "all alive"))
+        self.log_line(f"# {utc_now()} {text}")
+        print(f"cclbench: {text}", file=sys.stderr, flush=True)
+
+    def skip_launch(self, launch, reason, progress, by="doctor"):
+        """A launch the doctor's findings (by 'doctor') or the run's own path check ('path_check') leave out:
+        'skipped' in the manifest with the reason, in run.log and on stderr; the report and the verdict name it
+        (launch.not_run, launch.not_run_dead_path)."""
+        state = self.manifest["points"][launch["name"]]
+        state.update(status="skipped", skipped_by=by, exit_code=None, reason=reason, started_utc=None,
                      finished_utc=utc_now(), elapsed_s=None)
         self.save_manifest()
         self.log_line(f"# {utc_now()} skip {launch['name']}: {reason}")
@@ -537,17 +632,17 @@ class Baseline:
 
     def run(self):
         self.prepare()
-        progress = Progress(self.launches)
+        progress = Progress(self.launches, inputs=self.inputs)
         failures = []
         old_int = signal.signal(signal.SIGINT, self.on_signal)
         old_term = signal.signal(signal.SIGTERM, self.on_signal)
         not_run = []
         try:
             for launch in self.launches:
-                blocked = self.blocked_by_doctor(launch)
+                blocked = self.blocked(launch)
                 if blocked:
-                    self.skip_launch(launch, blocked, progress)
-                    not_run.append(f"{launch['name']}: {blocked}")
+                    self.skip_launch(launch, blocked[0], progress, by=blocked[1])
+                    not_run.append(f"{launch['name']}: {blocked[0]}")
                     continue
                 ok = self.run_launch(launch, progress)
                 if launch["kind"] == "topology" and ok:
@@ -562,12 +657,16 @@ class Baseline:
                         raise CclbenchError(f"sanity pass failed, nothing else was run: {reason} "
                                             f"(see {os.path.join(self.run_dir, 'run.log')})"
                                             + ("" if "the doctor found on" in (reason or "") else self.doctor_diagnosis()))
+                    self.note_failure(launch)
                     if launch.get("ab"):
                         # A forced NCCL_* variant NCCL refuses is an A/B finding (the report names it with
                         # NCCL's words), not a broken baseline.
                         self.log_line(f"# {launch['name']}: --ab variant not measured: {reason}")
                         continue
                     failures.append(f"{launch['name']}: {reason}")
+            # A launch across hosts that failed last: its paths are checked once more, so that the verdict can
+            # name a dead path.
+            self.settle_paths()
         except Interrupted as interrupt:
             raise self.stopped(interrupt.signum) from None  # the handlers stay ours while the verdict is written
         except CclbenchError:
@@ -578,14 +677,21 @@ class Baseline:
             signal.signal(signal.SIGINT, old_int)
             signal.signal(signal.SIGTERM, old_term)
         verdict, not_reproducible = self.conclude(failed=bool(failures or not_run))
+        # A dead path is the cause: the verdict names it first, before the launches it hung or left out.
+        dead = [reason for reason in (verdict or {}).get("reasons") or [] if reason["code"] == PATH_DEAD]
+        lead = f"{headline(verdict)}: " if verdict else ""
+        if dead:
+            lead += f"{reason_text(dead[0])}" + (f" (and {len(dead) - 1} more dead path(s))" if len(dead) > 1 else "") \
+                + "; "
         if not_run:
             # The doctor's finding is the cause: it comes first, before any launch that failed for it.
             name, _, why = not_run[0].partition(": not run: ")
-            raise CclbenchError(f"{headline(verdict) + ': ' if verdict else ''}{len(not_run)} launch(es) across hosts "
-                                f"not run, first {name}: {why}; see {os.path.join(self.run_dir, 'run.log')}")
+            hung = f"{len(failures)} launch(es) failed, first {failures[0]}; " if failures else ""
+            raise CclbenchError(f"{lead}{hung}{len(not_run)} launch(es) across hosts not run, first {name}: {why}; see "
+                                f"{os.path.join(self.run_dir, 'run.log')}")
         if failures:
             more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
-            raise CclbenchError(f"{headline(verdict) + ': ' if verdict else ''}{len(failures)} launch(es) failed: "
+            raise CclbenchError(f"{lead}{len(failures)} launch(es) failed: "
                                 f"{failures[0]}{more}; see {os.path.join(self.run_dir, 'run.log')}")
         if verdict is None and not_reproducible:
             first = not_reproducible[0]

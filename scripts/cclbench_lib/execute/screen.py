@@ -28,10 +28,11 @@ from ..plan.launch_pool import FailingNodes, LaunchPool
 from ..plan.screen_jobs import backend, node_jobs, pair_job, rail_job, rails_alone
 from ..plan.screen_schedule import node_stage, pair_schedule, rail_point_pairs, retest_rounds
 from ..render.screen import write_report
-from ..execute.doctor import path_mtu_run_directory
+from ..execute.doctor import path_mtu_run_directory, recheck_paths
 from ..execute.progress import LaunchProgress, start_allowance_s, watches_progress
 from ..plan.bounds import PROGRESS_GRACE_S
 from ..rules.screen_causes import shared_causes
+from ..rules.dead_paths import NOT_A_PATH_EXITS, dead_ends
 from ..rules.screen_rules import classify, node_stage_verdicts, path_mtu_verdicts, to_document
 
 MANIFEST = "screen_manifest.json"
@@ -88,6 +89,10 @@ class Screen:
         self.started = time.monotonic()
         self.report_path = None
         self.dropped = []  # nodes dropped from the pair rounds (run_batch's drop_failing)
+        # After a failed pair job, the doctor's path check between its nodes and one that measured (execute/doctor.
+        # recheck_paths, bounded to seconds): a node whose own end it finds dead is dropped after that first failure.
+        self.path_checker = recheck_paths
+        self.run_path_checks = []  # what those checks found: joined to the path MTU step's for the retests and rules
 
     # -- state -------------------------------------------------------------------------------------
     def say(self, text):
@@ -193,7 +198,8 @@ class Screen:
         pool.finish(job)
         if failing is None or job["kind"] != "pair":
             return
-        for node in failing.record(job, results[job["name"]]["reason"] is None):
+        ok = results[job["name"]]["reason"] is None
+        for node in failing.record(job, ok):
             skipped = pool.drop(node)
             partners = failing.dropped[node]
             self.dropped.append({"node": node, "failed_with": partners, "skipped": len(skipped)})
@@ -202,6 +208,50 @@ class Screen:
             self.log_line(f"# {utc_now()} {text}")
             if self.simulator is None:
                 self.say(text)
+        if not ok:
+            self._check_paths_after(pool, job, failing)
+
+    def _check_paths_after(self, pool, job, failing):
+        """A pair job that failed as a dead path fails (no values, and an exit that may be a path: its deadline, a
+        lost peer, the launcher's own status; rules/dead_paths.NOT_A_PATH_EXITS say nothing of the paths): the
+        paths between its two nodes and a node that measured are checked again, and a node whose own end is dead
+        (a switch port that stopped forwarding mid-screen) is dropped now, after its first failed job, like a node
+        that fails to start; its later pairs would each wait out their deadline. Not under the simulator (it
+        models no path)."""
+        if self.simulator is not None:
+            return
+        hosts = [host for host in job["hosts"] if host not in failing.dropped]
+        code = ((self.manifest or {}).get("jobs", {}).get(job["name"]) or {}).get("exit_code")
+        if len(hosts) < 2 or code in NOT_A_PATH_EXITS:
+            return
+        reference = sorted(node for node in failing.ok if node not in job["hosts"] and node not in failing.dropped)
+        checked = hosts + reference[:1]
+        started = time.monotonic()
+        try:
+            entry = self.path_checker(self.run_dir, checked, self.inputs, job["name"], f"exit {code}",
+                                      log=self.log_line)
+        except (CclbenchError, OSError) as error:
+            self.log_line(f"# {utc_now()} path check after {job['name']} not made: {error}")
+            return
+        if entry is None:
+            return
+        self.run_path_checks += entry["checks"]
+        dead = dead_ends(entry["checks"], hosts, job["name"])
+        self.log_line(f"# {utc_now()} path check after {job['name']} failed: {', '.join(checked)} in "
+                      f"{time.monotonic() - started:.1f}s: " + ("; ".join(subject for _, subject in dead) or
+                                                               "no node's own end dead"))
+        for node, subject in dead:
+            partner = next(host for host in job["hosts"] if host != node)
+            if not failing.drop_now(node, partner):
+                continue
+            skipped = pool.drop(node)
+            self.dropped.append({"node": node, "failed_with": [partner], "skipped": len(skipped),
+                                 "dead_paths": subject})
+            text = (f"{node}: its paths died ({subject}: the path check after {job['name']} failed"
+                    + (f", {reference[0]} reached" if reference else "") + f"): dropped from the rounds, "
+                    f"{len(skipped)} later pair job(s) not run")
+            self.log_line(f"# {utc_now()} {text}")
+            self.say(text)
 
     def _pool_launched(self, pool, results, failing, title):
         """Real launches: a thread each; the finished ones come back through a queue."""
@@ -491,6 +541,13 @@ class Screen:
         # dropped from its later pairs.
         pairs = self.rows(jobs, self.run_batch(jobs, f"pair rounds ({len(schedule['rounds'])})", drop_failing=True))
         schedule["dropped"] = list(self.dropped)
+        if self.run_path_checks:
+            # Paths found dead after a failed pair (a node's switch ports stopped forwarding mid-screen) are judged
+            # as the path MTU step's (a path failed in any check is failed): the rules name the node's dead rails
+            # (rail.dead), and no retest crosses them (each would wait out its deadline).
+            path_checks = list(path_checks or []) + self.run_path_checks
+            path_mtu = path_mtu_verdicts(hosts, path_checks)
+            blocked = path_mtu[2]
         verdicts = self.judge(hosts, data, pairs, path_checks, path_mtu)
         schedule["retest_rounds"] = []
         for _ in range(RETEST_PASSES):

@@ -223,7 +223,7 @@ def run_smoke(inputs, run_dir, junit_path, have_gpu, argv, verbose=False, agains
     for name, reason in skipped:
         runner.manifest["points"][name] = {"kind": "skipped", "status": "skipped", "exit_code": None, "reason": reason,
                                            "attempts": 0, "started_utc": None, "finished_utc": None, "elapsed_s": None}
-    progress = Progress(launches)
+    progress = Progress(launches, inputs=inputs)
     results = []
     deadline = started + inputs["time_limit_s"]
     try:

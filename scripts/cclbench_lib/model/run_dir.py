@@ -48,6 +48,7 @@ class RunData:
                     self.raw[launch["name"]] = _load_optional(path, "coll_perf result", self.problems)
         self.topology = self._load_dir("topology", "topology")
         self.p2p = self._load_dir("p2p", "P2P result")
+        self.path_checks = load_path_checks(self.run_dir, self.manifest, self.problems)
 
     def _load_dir(self, sub, what):
         found = {}
@@ -396,6 +397,28 @@ def nccl_rejection(run_dir, point_names):
             except OSError:
                 continue
     return None
+
+
+# The run's own path checks after failed launches (execute/doctor.recheck_paths; path_checks.schema.json).
+PATH_CHECKS_FILE = os.path.join("doctor", "path_checks.json")
+
+
+def load_path_checks(run_dir, manifest=None, problems=None):
+    """The entries of doctor/path_checks.json made by the manifest's last invocation (a resumed run's doctor checks
+    every path again: an earlier invocation's findings are superseded), in the order they were made; [] when
+    there is none. An unreadable file is one of `problems`."""
+    path = os.path.join(run_dir, PATH_CHECKS_FILE)
+    if not os.path.exists(path):
+        return []
+    document = _load_optional(path, "path checks", problems if problems is not None else [])
+    entries = document.get("checks_after") if isinstance(document, dict) else None
+    if not isinstance(entries, list):
+        if problems is not None and document is not None:
+            problems.append(f"{path} is not a cclbench path checks file")
+        return []
+    invocation = len((manifest or {}).get("invocations") or []) or None
+    return [entry for entry in entries if isinstance(entry, dict) and
+            (invocation is None or entry.get("invocation") in (None, invocation))]
 
 
 def load_run_doctor(run_dir):

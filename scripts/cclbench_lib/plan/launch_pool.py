@@ -103,6 +103,14 @@ class FailingNodes:
         self.ok = set()  # nodes with a pair that measured
         self.dropped = {}  # node -> the partners it failed with, in the order they proved good
 
+    def drop_now(self, node, partner):
+        """A node the path check after its failed pair with `partner` found dead at its own end (execute/screen.py):
+        dropped at once, after its first failed job; True when it was not dropped before."""
+        if node in self.dropped:
+            return False
+        self.dropped[node] = [partner]
+        return True
+
     def record(self, job, ok):
         a, b = job["hosts"]
         if ok:

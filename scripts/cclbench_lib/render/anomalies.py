@@ -183,8 +183,54 @@ def rail_errors_text(rail, count, counters):
     return f"{rail}: {count:g} error counter increment(s)" + (f" ({named})" if named else "")
 
 
+def _dead_path(item):
+    """A dead path (rules/dead_paths.dead_path_findings) in words: what it names, since when, the evidence."""
+    rails = ", ".join(item.get("rails") or [])
+    hosts = item.get("hosts") or []
+    kind = item.get("kind")
+    if kind == "node":
+        what = f"{hosts[0]} {rails}: no echo reply on {'it' if len(item['rails']) == 1 else 'them'} from any host"
+        if item.get("alive_rails"):
+            what += f" ({', '.join(item['alive_rails'])} alive)"
+    elif kind == "link":
+        what = (f"{' - '.join(hosts)} {rails}: no echo reply between them; which end is dead cannot be told (no "
+                "third host reaches either on it)")
+    elif kind == "rail":
+        what = f"{rails}: dead between every pair of {', '.join(hosts)} (the rail's switch, or every host's end)"
+        if item.get("basis") == "rails_alone":
+            what = (f"{rails} between {', '.join(hosts)}: it hung alone while its sibling alone completed; no path "
+                    "check ran, so which host's end is not known")
+    else:
+        what = f"{hosts[0] if hosts else '?'}: the launcher could not reach it to check its paths"
+    if item.get("source") == "doctor":
+        when = "dead from the start: the doctor's path check found it before any launch"
+    elif item.get("found_after"):
+        alive = "the doctor found it alive, " if item.get("was_alive") and not item.get("alive_after") else \
+            (f"a check after {item['alive_after']} found it alive, " if item.get("alive_after") else "")
+        when = f"died during the run: {alive}the path check after {item['found_after']} found it dead"
+    else:
+        when = "met during the run"
+    if item.get("first_met"):
+        when += f"; {item['first_met']} first met it"
+    parts = [what, when]
+    if item.get("details"):
+        quoted = "; ".join(item["details"][:2])
+        parts.append(f"the check: {quoted}" + (f" (and {len(item['paths']) - 2} more path(s))"
+                                               if len(item.get("paths") or []) > 2 else ""))
+    alone = item.get("rails_alone") or {}
+    if alone:
+        parts.append("each rail alone: " + ", ".join(f"{rail} {outcome}" for rail, outcome in sorted(alone.items())))
+    if item.get("shared_by_failed") and item.get("first_met"):
+        parts.append(f"every launch that failed as a dead path fails ran on {', '.join(item['shared_by_failed'])}")
+    if item.get("not_run"):
+        parts.append(f"{len(item['not_run'])} launch(es) not run for it: {_names(item['not_run'], 6)}")
+    return "; ".join(parts)
+
+
 # code: (kind, detail text)
 DETAILS = {
+    "path.dead": ("dead path", _dead_path),
+    "launch_not_run_dead_path": ("launch not run (dead path)", lambda i: f"{i['kind']}: {i['reason']}"),
     "transport_exit": ("transport mismatch", lambda i: i["reason"] or "transport expectation failed"),
     "launch_incomplete": ("launch not complete",
                           lambda i: f"{i['kind']}: {i['status']}" + (f": {i['reason']}" if i["reason"] else "")),

@@ -713,6 +713,29 @@ def write_verdict(run_dir, cv_gate):
     return verdict
 
 
+def path_checks_section(data):
+    """The run's own path checks after failed launches (doctor/path_checks.json): each check's failed and skipped
+    paths with the probe's words, and how many answered; nothing when the run made none."""
+    if not data.path_checks:
+        return []
+    lines = ["## Paths checked during the run", "",
+             "After a launch across hosts failed as a dead path fails (its deadline, its watchdog, its launcher), the "
+             "runner probed the paths between its hosts again (the doctor's path MTU probe, bounded to seconds) "
+             "before the next launch over them; a launch that needs a path found dead was not run (the verdict's "
+             "`path.dead` names the fault).", ""]
+    rows = []
+    for entry in data.path_checks:
+        checks = [check for check in entry.get("checks") or [] if isinstance(check, dict)]
+        alive = sum(1 for check in checks if check.get("status") == "pass")
+        took = f"{entry['elapsed_s']:.1f} s" if isinstance(entry.get("elapsed_s"), (int, float)) else "-"
+        rows.append([entry.get("after") or "-", took, f"{alive} of {len(checks)} path(s)", "pass", "-"])
+        for check in checks:
+            if check.get("status") != "pass":
+                rows.append(["", "", check.get("subject") or "-", check.get("status") or "-",
+                             str(check.get("detail") or "")])
+    return lines + [md_table(["after", "took", "path", "status", "detail"], rows), ""]
+
+
 def build_report(run_dir, cv_gate=None):
     """report.md, its plots and verdict.json of a run directory: (report path, anomaly rows, the verdict)."""
     data = RunData(run_dir)
@@ -744,6 +767,7 @@ def build_report(run_dir, cv_gate=None):
               "byte-count error):", "", md_table(["path", "ceiling (GB/s)", "derivation", "applies to"], LIMIT_ROWS), ""]
     lines += ceilings_section(data)
     lines += doctor_section(data.run_dir)
+    lines += path_checks_section(data)
     if pyplot is None:
         lines += [f"> Plots skipped: {why_not}. Tables below are complete.", ""]
     lines += environment_section(data) + [""]

@@ -4,20 +4,23 @@ line and the JSON document (verdict.json). Nothing is judged here."""
 from ..base.version import TOOL_VERSION
 from ..render.anomalies import anomaly_row
 from ..render.markdown import md_table
-from ..rules.verdict import CHECKS, FAIL, FAILED, HEALTHY, SEVERITIES, WARN
+from ..rules.verdict import CHECKS, FAIL, HEALTHY, NOT_PASSED, SEVERITIES, WARN
 
 # 1.1.0: repeatability notes (severity note, under 'notes': single cases the healthy noise explains, host-bound
 # jitter) and the warnings repeat.many_cases_above_target / repeat.many_cases_above_gate.
-VERDICT_SCHEMA_VERSION = "1.1.0"
+# 1.2.0: path.dead (a dead path between hosts, first) and launch.not_run_dead_path; the host table's rails column
+# reads 'dead' for a host a dead path names.
+# 1.3.0: overall INCOMPLETE (headline 'INCOMPLETE (n)', exit 1): a run stopped by SIGINT or SIGTERM (run.interrupted).
+VERDICT_SCHEMA_VERSION = "1.3.0"
 FIRST_REASONS = 3  # reasons named in the headline lines
 
 
 def headline(verdict):
-    """'HEALTHY', 'WARNINGS (n)' or 'FAILED (n)'."""
+    """'HEALTHY', 'WARNINGS (n)', 'FAILED (n)' or 'INCOMPLETE (n)' (n: the fails; of a run stopped by a signal)."""
     overall = verdict["overall"]
     if overall == HEALTHY:
         return HEALTHY
-    return f"{overall} ({verdict['counts'][FAIL if overall == FAILED else WARN]})"
+    return f"{overall} ({verdict['counts'][FAIL if overall in NOT_PASSED else WARN]})"
 
 
 def reason_text(reason):
@@ -53,7 +56,7 @@ def verdict_lines(verdict):
         lines.append("")
     rows = [[row["host"]] + [row[check] for check in CHECKS] for row in verdict["hosts"]]
     lines += [md_table(["host"] + list(CHECKS), rows) if rows else "_no host in this run's plan_", ""]
-    lines.append("Severities: fail (exit 1) wrong data, failed cases, a transport gate missed, a doctor fail, a "
+    lines.append("Severities: fail (exit 1) a dead path between hosts (rails column: dead), wrong data, failed cases, a transport gate missed, a doctor fail, a "
                  "dead, slow or unbalanced rail, an outlier link, GPU or rank, a point not reproducible as a whole, a run "
                  "interrupted before its plan completed; "
                  "warn (exit 0) more single cases above the CV target or without a stable median than the healthy "
@@ -76,7 +79,7 @@ def verdict_document(verdict, created_utc):
     return {"schema_version": VERDICT_SCHEMA_VERSION, "kind": "verdict",
             "tool": {"name": "cclbench", "version": TOOL_VERSION}, "created_utc": created_utc,
             "run_id": verdict["run_id"], "overall": verdict["overall"], "headline": headline(verdict),
-            "exit_code": 1 if verdict["overall"] == FAILED else 0, "counts": verdict["counts"],
+            "exit_code": 1 if verdict["overall"] in NOT_PASSED else 0, "counts": verdict["counts"],
             "cv_gate_pct": verdict.get("cv_gate_pct"), "hosts": verdict["hosts"], "checks": verdict["checks"],
             "points": verdict["points"], "reasons": severe,
             "notes": [r for r in reasons if r["severity"] not in SEVERITIES]}

@@ -47,9 +47,11 @@ def launch_anomalies(data):
         status = state.get("status")
         if interrupted and name in interrupted["stopped"]:
             continue  # stopped by the signal, not failed: named by the interruption
-        if status == "skipped" and state.get("skipped_by") == "doctor":
-            # Left out because the doctor failed a path it would cross: the reason quotes the doctor's finding.
-            found.append({"code": "launch_not_run", "where": name, "reason": state.get("reason"),
+        if status == "skipped" and state.get("skipped_by") in ("doctor", "path_check"):
+            # Left out because the doctor (or the run's own path check after a failed launch) found a path it needs
+            # dead: the reason quotes the check's finding.
+            found.append({"code": "launch_not_run" if state["skipped_by"] == "doctor" else "launch_not_run_dead_path",
+                          "where": name, "reason": state.get("reason"),
                           "kind": state.get("kind") or plan_by_name.get(name, {}).get("kind")})
         elif status not in ("complete", "pending", "skipped"):
             if state.get("exit_code") == 3:

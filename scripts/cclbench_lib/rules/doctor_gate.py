@@ -3,10 +3,13 @@
 The rule: a launch across hosts whose path the doctor failed (its `path_mtu` check: a path MTU mismatch, or a
 rail down or blocked between two hosts) is not run. Such a launch would hang until its bound (NCCL stalls on a
 path MTU mismatch; the MPI backend's TCP traffic black-holes) and say nothing the doctor has not said. Every
-launch over those hosts is left out, not only those bound to the failed rail: NCCL's bootstrap and socket
-transport and the MPI backend's TCP transport use every interface they are given, whatever NCCL_IB_HCA binds.
-Launches on one host still run. `baseline --run-despite-doctor` runs them all anyway.
+launch over those hosts that may use the failed rail is left out: NCCL's bootstrap and socket transport and the
+MPI backend's TCP transport use every interface they are given, whatever NCCL_IB_HCA binds, so only a point bound
+to other rails alone still runs (rules/dead_paths.needed_rails says which rails a launch needs; where that cannot
+be told, every rail). Launches on one host still run. `baseline --run-despite-doctor` runs them all anyway.
 """
+
+from ..model.doctor_paths import path_mtu_ends
 
 PATH_CHECK = "path_mtu"
 # How many findings a reason quotes before it says how many more there are.
@@ -20,15 +23,17 @@ def _peer(subject):
 
 
 def failed_paths(checks):
-    """[{"hosts": (a, b), "subject", "detail"}] of the doctor's failed paths between two hosts."""
+    """[{"hosts": (a, b), "netdevs": (a's, b's) or (), "subject", "detail"}] of the doctor's failed paths between
+    two hosts."""
     paths = []
     for check in checks or []:
         if not isinstance(check, dict) or check.get("id") != PATH_CHECK or check.get("status") != "fail":
             continue
         peer = _peer(check.get("subject"))
         if check.get("host") and peer:
+            ends = path_mtu_ends(check)
             paths.append({"hosts": (check["host"], peer), "subject": check.get("subject"),
-                          "detail": check.get("detail")})
+                          "netdevs": (ends[1], ends[3]) if ends and ends[1] else (), "detail": check.get("detail")})
     return paths
 
 

@@ -11,7 +11,7 @@ Only the rails a point is bound to count (netdev_binding): a point over one rail
 import math
 
 from ..base.numbers import median
-from ..model.doctor_checks import parse_device_list
+from ..model.doctor_network import parse_device_list
 from ..model.records import EMULATED, GPU_TIMED, measurement_class
 from ..rules.noise import RUN_DRIFT_PCT, noise_verdict, summarize
 

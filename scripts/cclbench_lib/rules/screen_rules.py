@@ -1,7 +1,7 @@
 """Verdicts of `cclbench screen`: which node, link or rail of a fleet is bad, relative to the fleet.
 
 The rules, as data (reason codes below; the report renders them):
-  Path MTU (between the nodes the node stage passed; the doctor's path_mtu probes, model/doctor_checks): a path
+  Path MTU (between the nodes the node stage passed; the doctor's path_mtu probes, model/doctor_paths): a path
       fails when a don't-fragment echo of its rail's MTU gets no reply - NCCL hangs on such a path. The node with
       the most failing peers is bad (node.path_mtu) when at least MIN_GOOD_FAILS of them reach some other node and
       it fails with more peers than it reaches, again without the nodes taken; a failing path left over (2 nodes,
@@ -71,7 +71,7 @@ import math
 import statistics
 import time
 
-from ..model.doctor_checks import path_mtu_down, path_mtu_ends
+from ..model.doctor_paths import path_mtu_down, path_mtu_ends
 
 # The project's noise rule (scripts/cclbench_lib/compare.py): NOISE_SIGMAS and the MAD-to-sd factor of
 # compare.point_shift. Restated here until rules/noise.py's constants are shared by both rules.
@@ -190,7 +190,7 @@ NOT_JUDGED_REASONS = (NOT_JUDGED_FEW_NODES, NOT_JUDGED_CORRECTNESS_ONLY, NOT_JUD
 # Pair speed and attribution need a third node: a pair's reference leaves both of its nodes out in turn.
 MIN_NODES_TO_COMPARE = 3
 
-SCHEMA_VERSION = "1.4.0"
+SCHEMA_VERSION = "1.5.0"  # 1.5: schedule.dropped[].dead_paths (a node dropped after its first failed pair)
 
 
 def _number(value):

@@ -3,12 +3,13 @@ FAILED, per host and check, per point, and every reason with a stable code. No t
 puts it into words, the report, the console's last line and smoke's JUnit file come from it.
 
 Severities have fixed meanings (docs/bring-up.md "Reading the report"; each code in docs/verdicts.md):
-  fail  (exit 1)  wrong data, failed or errored cases, a launch that hung or was not run because the doctor failed
-                  a path it crosses, a run stopped by a signal before its plan completed, a transport gate missed, a doctor fail, a dead, slow or unbalanced rail, an
+  fail  (exit 1)  a dead path between hosts (named first: the node, rail or link), wrong data, failed or errored
+                  cases, a launch that hung or was not run because the doctor or the run's own path check failed
+                  a path it needs, a run stopped by a signal before its plan completed, a transport gate missed, a doctor fail, a dead, slow or unbalanced rail, an
                   outlier link, GPU or rank, a point not reproducible as a whole;
   warn  (exit 0, shown first)  more single cases above the CV target or without a stable median than the
                   healthy noise explains, doctor warnings;
-  pass;
+  pass; in the host table's rails column, dead: a dead path names the host;
   note  (counted nowhere)  what the run did not measure by design, and single cases whose spread the
                   repeatability rule's noise model explains (rules/repeatability.py), host-bound jitter included.
 Any finding of the rules layer slots in: one whose code CODES names gets its severity and check from there;
@@ -20,12 +21,20 @@ from ..model.records import base_point_of, launch_base_point
 from ..model.run_dir import load_run_doctor
 from ..rules import repeatability
 from ..rules.anomalies import find_anomalies
+from ..rules.dead_paths import PATH_DEAD, dead_hosts, dead_path_findings
 from ..rules.doctor import doctor_anomalies
 from ..rules.repeat_rule import judge_repeatability
 
 PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
+# The host table's rails column of a host a dead path names (rules/dead_paths.py): its rails carried nothing.
+DEAD = "dead"
 SEVERITIES = (FAIL, WARN)
 HEALTHY, WARNINGS, FAILED = "HEALTHY", "WARNINGS", "FAILED"
+# A run stopped by SIGINT or SIGTERM before its plan completed (run.interrupted among its fails): its verdict judges
+# what was measured, but it is no complete judgement of the cluster either way. It exits 1 as FAILED does.
+INCOMPLETE = "INCOMPLETE"
+INTERRUPTED_CODE = "run.interrupted"
+NOT_PASSED = (FAILED, INCOMPLETE)
 # The per-host table's columns, in the report's order.
 CHECKS = ("doctor", "transport", "rails", "outliers", "data", "repeatability")
 NOTE = "note"  # counted nowhere: what the run did not measure by design, or spread the healthy noise explains
@@ -43,6 +52,10 @@ CODES = {
     "launch.timeout": (FAIL, "data", "run.log, launch {point}: the case the reason names; doctor.json for its hosts"),
     "launch.not_run": (FAIL, "doctor", "doctor.json (the path the reason quotes) and run.log, launch {point}; "
                                        "cclbench baseline --run-despite-doctor runs it anyway"),
+    "launch.not_run_dead_path": (FAIL, "data", "doctor/path_checks.json (the run's path check the reason quotes) "
+                                                "and run.log, launch {point}"),
+    PATH_DEAD: (FAIL, "rails", "report.md 'Paths checked during the run', doctor/path_checks.json and doctor.json "
+                               "(path_mtu); run.log from launch {point}"),
     "run.unreadable": (FAIL, "data", "the file named in the reason"),
     "data.torn_records": (WARN, "data", "cases.jsonl: the torn lines are ignored, their cases were measured again"),
     "transport.gate_missed": (FAIL, "transport", "nccl/{point}/ and report.md 'Transport evidence'"),
@@ -81,7 +94,8 @@ UNKNOWN_LOOK = "report.md 'Anomalies'"
 # The finding codes of rules/anomalies.py and rules/doctor.py -> stable codes. Findings of other codes keep theirs.
 FINDING_CODES = {
     "never_ran": "launch.never_ran", "run_interrupted": "run.interrupted", "transport_exit": "transport.gate_missed",
-    "launch_incomplete": "launch.failed", "launch_timeout": "launch.timeout", "launch_not_run": "launch.not_run", "wrong_data": "data.wrong", "case_not_ok": "case.failed",
+    "launch_incomplete": "launch.failed", "launch_timeout": "launch.timeout", "launch_not_run": "launch.not_run",
+    "launch_not_run_dead_path": "launch.not_run_dead_path", "wrong_data": "data.wrong", "case_not_ok": "case.failed",
     "cases_skipped": "case.skipped", "transport_record": "transport.gate_missed", "missing_cases": "case.missing",
     "above_limit": "data.above_ceiling", "rail_errors": "rail.errors", "rail_flag": "rail.flag",
     "rail_unbound": "rail.unbound", "unreadable": "run.unreadable",
@@ -191,18 +205,23 @@ def build_verdict(run_id, hosts, points, findings, applicable):
     counts = {FAIL: sum(1 for r in reasons if r["severity"] == FAIL),
               WARN: sum(1 for r in reasons if r["severity"] == WARN)}
     overall = FAILED if counts[FAIL] else WARNINGS if counts[WARN] else HEALTHY
+    if any(r["code"] == INTERRUPTED_CODE for r in reasons):
+        overall = INCOMPLETE
 
     def status_of(selected, applies):
         found = _worst({r["severity"] for r in selected})
         return found if found != SKIP else (PASS if applies else SKIP)
 
     host_rows = []
+    dead = {host for r in reasons if r["code"] == PATH_DEAD for host in dead_hosts(r["finding"])}
     for host in hosts:
         row = {"host": host}
         for check in CHECKS:
             # A reason that names no host (a run-wide one) counts on every host.
             selected = [r for r in reasons if r["check"] == check and (not r["hosts"] or host in r["hosts"])]
             row[check] = status_of(selected, applicable.get((host, check)))
+        if host in dead:
+            row["rails"] = DEAD  # a dead path names this host: its rails carried nothing, whatever else passed
         host_rows.append(row)
     check_rows = []
     for check in CHECKS:
@@ -232,15 +251,18 @@ def build_verdict(run_id, hosts, points, findings, applicable):
 
 
 def exit_code(verdict):
-    """1 when the run FAILED, else 0 (warnings never fail a run)."""
-    return 1 if verdict["overall"] == FAILED else 0
+    """1 when the run FAILED or is INCOMPLETE, else 0 (warnings never fail a run)."""
+    return 1 if verdict["overall"] in NOT_PASSED else 0
 
 
 def run_verdict(data, cv_gate_pct):
     """The verdict of a run directory (model/run_dir.RunData): its doctor, every anomaly, the repeatability of
     each GPU-timed point (rules/repeat_rule.judge_repeatability), judged per host and point."""
     judged = judge_repeatability(data.records, cv_gate_pct)
-    findings = doctor_anomalies(data.run_dir) + find_anomalies(data, cv_gate_pct, judged)
+    doctor, _problem = load_run_doctor(data.run_dir)
+    # A dead path first: what every launch over it met, from all of the run's evidence (rules/dead_paths.py).
+    findings = dead_path_findings(data.plan, data.points_state, doctor, data.path_checks, data.manifest.get("env")) \
+        + doctor_anomalies(data.run_dir) + find_anomalies(data, cv_gate_pct, judged)
     # A forced --ab variant that NCCL refused is an A/B finding (the report's A/B section names it with NCCL's
     # words), not a broken baseline: the runner does not fail the run on it, nor does the verdict.
     variants = {launch["name"] for launch in data.plan if launch.get("ab")}
@@ -263,7 +285,6 @@ def run_verdict(data, cv_gate_pct):
     for (point, _case), record in data.latest.items():
         records_of.setdefault(base_point_of(point), []).append(record)
     applicable = {}
-    doctor, _problem = load_run_doctor(data.run_dir)
     for check in (doctor or {}).get("checks") or []:
         if isinstance(check, dict):
             applicable[(check.get("host"), "doctor")] = True
@@ -322,7 +343,8 @@ CODE_MEANINGS = {
                         "its cases measured before the signal are kept; the verdict judges what was measured, and "
                         "this reason names the signal, the launch it stopped mid-way and the launches it left unrun "
                         "(missing, never zeros; their cases are nowhere in the tables). An incomplete baseline is "
-                        "no clean bill of health: a fail, whatever was measured. `baseline` still exits 130 "
+                        "no clean bill of health: a fail, whatever was measured, and the run reads `INCOMPLETE (n)` "
+                        "(exit 1 as FAILED), not FAILED: it judged only what it reached. `baseline` still exits 130 "
                         "(SIGINT) or 143 (SIGTERM); `run_manifest.json` marks the run and the stopped launch "
                         "`interrupted` and the others `pending`.",
                         "Nothing on the cluster, unless the signal was a time limit the plan does not fit (`cclbench "
@@ -346,14 +368,47 @@ CODE_MEANINGS = {
                        ("anomalies.TIMEOUT_EXIT",)),
     "launch.not_run": ("A launch across hosts was not run because the doctor failed a path it would cross "
                        "(`path_mtu`: an MTU mismatch, or a rail down or blocked): it would only hang until its "
-                       "bound. Every launch over both ends of such a path is left out (the sanity pass and the "
-                       "inter-node points), not only those bound to the failed rail, because NCCL's bootstrap and "
-                       "socket transport and the MPI backend's TCP transport use every interface they are given; "
-                       "launches on one host still run. `run_manifest.json` marks it `skipped` with `skipped_by: "
-                       "doctor` and the doctor's finding as its reason; it follows the `doctor.fail` that caused it.",
+                       "bound. Every launch over both ends of such a path that may use that rail is left out (the "
+                       "sanity pass and the inter-node points): NCCL's bootstrap and socket transport and the MPI "
+                       "backend's TCP transport use every interface they are given, so only a point bound to other "
+                       "rails alone (`btl_tcp_if_include`, `NCCL_SOCKET_IFNAME` and the netdevs of the ports "
+                       "`NCCL_IB_HCA` selects) still runs, and where that binding cannot be told (no list, an "
+                       "exclusion list) the launch counts as using every rail. Launches on one host still run. "
+                       "`run_manifest.json` marks it `skipped` with `skipped_by: doctor` and the doctor's finding as "
+                       "its reason; it follows the `doctor.fail` that caused it.",
                        "Fix the path the reason quotes, then `cclbench baseline --resume RUN_ID` (the doctor runs "
                        "again); or pass `--run-despite-doctor` to run such launches anyway.",
                        ()),
+    "launch.not_run_dead_path": ("A launch was not run because the run's own path check found a path it needs "
+                                 "dead (or one of its hosts unreachable): after a launch across hosts ended by a "
+                                 "deadline, its watchdog or a failure of its launcher (any exit but "
+                                 "`NOT_A_PATH_EXITS`), the runner probed the paths between its hosts again before "
+                                 "the next launch over them (the doctor's path MTU probe, bounded to seconds), and "
+                                 "this launch would only have waited out its own deadline. Which paths a launch "
+                                 "needs is told as for `launch.not_run`; launches on one host and points bound to "
+                                 "a live rail alone still run. `run_manifest.json` marks it `skipped` with "
+                                 "`skipped_by: path_check` and the check's words as its reason; `path.dead` names "
+                                 "the fault.",
+                                 "The `path.dead` reason first; fix the path, then `cclbench baseline --resume "
+                                 "RUN_ID` (the doctor checks the paths again and the launch runs).",
+                                 ("dead_paths.NOT_A_PATH_EXITS",)),
+    PATH_DEAD: ("A path between hosts is dead: no echo reply on a rail, even at 576 bytes (or a host the launcher "
+                "could not reach to check it). Named first in the verdict, from all of the run's evidence together: "
+                "the doctor's path check before any launch (dead from the start), the run's own path check after a "
+                "launch across hosts failed (died during the run; the reason names the launch that first met it, "
+                "after the last check that found it alive), which rails alone completed, hung or were not run on "
+                "its hosts, and the hosts every launch that may have failed on a path shared. What it names: a "
+                "node's rail (every checked path of that host on it is dead while other hosts reach each other on "
+                "it, or the host's own probe could not send on it), a node whose every rail is dead, a link (two "
+                "hosts only: which end cannot be told), a rail dead between every pair of three hosts or more (its "
+                "switch, or every host's end). Without any path check, a rail alone that hung while its sibling "
+                "alone completed names that rail, its end unknown. The host table's rails column reads `dead` for "
+                "the hosts it names (both ends of a link). The launches left out for it are "
+                "`launch.not_run_dead_path` (or `launch.not_run` when the doctor found it).",
+                "The named host's port, cable and switch port on that rail (`ip -s link`, `ethtool`, the switch's "
+                "port state: a port that stopped forwarding keeps the host's carrier up); then `cclbench doctor "
+                "--hosts ...` until its path_mtu passes, and `cclbench baseline --resume RUN_ID`.",
+                ("dead_paths.NOT_A_PATH_EXITS",)),
     "run.unreadable": ("A file of the run directory could not be read or parsed.",
                        "The file named in the reason (disk full, an interrupted copy).", ()),
     "data.torn_records": ("cases.jsonl held lines cut short by an interrupted append; they are ignored and their "
