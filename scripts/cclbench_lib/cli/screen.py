@@ -61,6 +61,9 @@ def add_screen_parser(sub, add_launcher_options, positive_int, seconds):
                       help="at most this many jobs at once (default: what one host was measured to sustain with the "
                       "launcher used, " + ", ".join(f"{kind} {cap}" for kind, (cap, _) in LAUNCH_CAPS.items()) +
                       "; docs/scale.md)")
+    what.add_argument("--pool", action="store_true",
+                      help="one launch a job, in a rolling pool of at most --max-concurrent, instead of one launch a "
+                      "stage step (each node's or pair's job a group of coll_perf --split-ranks)")
     what.add_argument("--per-pair-s", type=seconds("--per-pair-s"), default=PER_PAIR_S,
                       help=f"one job's wall time for the estimate (default {PER_PAIR_S:g} s)")
     what.add_argument("--sysfs-root", help="coll_perf --sysfs-root for rail counters")
@@ -69,7 +72,10 @@ def add_screen_parser(sub, add_launcher_options, positive_int, seconds):
                         "answers every launch; the schedule, retests, rules and outputs run unchanged, and screen.json "
                         "gains a 'simulation' block scoring the verdict against the fleet's truth")
     screen.add_argument("--dry-run", action="store_true",
-                        help="print the node stage, the pair schedule, its rounds and the expected wall time, and stop")
+                        help="print a summary of the plan (stages, launches, groups, the expected wall time) and stop")
+    screen.add_argument("--plan", metavar="FILE",
+                        help="with --dry-run: also write the whole plan as JSON to FILE (every node, every pair of "
+                        "every round, every launch with its command and hosts)")
     screen.add_argument("--resume", metavar="RUN_ID", help="continue RUN_ID: jobs complete with their values are not "
                         "rerun")
     add_launcher_options(screen)
@@ -100,7 +106,8 @@ def screen_inputs(args, launcher_choice, coll_perf_flags, default_bin_dir):
             "large_bytes": large, "small_bytes": small, "iterations": args.iters, "warmup": args.warmup_iters,
             "timeout_s": args.timeout, "launch_timeout_s": args.launch_timeout,
             **concurrency_inputs(args, decision, hosts),
-            "per_pair_s": args.per_pair_s, "bin_dir": bin_dir, "mpirun": args.mpirun,
+            "per_pair_s": args.per_pair_s, "launch_mode": "pool" if args.pool else "batched",
+            "bin_dir": bin_dir, "mpirun": args.mpirun,
             "mpirun_args": split_mpirun_args(args.mpirun_args), "launcher": decision,
             "as_root": os.geteuid() == 0, "coll_perf_flags": coll_perf_flags(bin_dir),
             "sysfs_root": os.path.abspath(args.sysfs_root) if args.sysfs_root else None, "groups": groups}
@@ -150,12 +157,21 @@ def simulate_inputs(args, fleet, default_bin_dir):
                                    "source": "--max-concurrent" if args.max_concurrent else "default",
                                    "default": SIMULATED_MAX_CONCURRENT,
                                    "why": "the cap the committed scale table (docs/scale.md) was modelled with"},
-            "per_pair_s": fleet["job_s"], "bin_dir": os.path.abspath(args.bin_dir or default_bin_dir),
+            "per_pair_s": fleet["job_s"], "launch_mode": "pool" if args.pool else "batched",
+            "bin_dir": os.path.abspath(args.bin_dir or default_bin_dir),
             "mpirun": args.mpirun, "mpirun_args": split_mpirun_args(args.mpirun_args),
-            "launcher": {"name": "mpirun", "program": args.mpirun, "mpi": None, "reason": "simulated fleet",
-                         "args": []},
+            "launcher": simulated_launcher(args),
             "as_root": False, "coll_perf_flags": None, "sysfs_root": None, "simulated_fleet": args.simulate,
             "groups": {node: group for node, group in fleet["groups"].items() if group is not None}}
+
+
+def simulated_launcher(args):
+    """A simulated fleet's launcher: srun steps with --launcher srun, else mpirun over ssh (the slower fit of
+    plan/launch_time.py); nothing is looked up on this machine."""
+    if args.launcher == "srun":
+        return {"name": "srun", "program": "srun", "mpi": "pmix", "reason": "simulated fleet: --launcher srun",
+                "args": []}
+    return {"name": "mpirun", "program": args.mpirun, "mpi": None, "reason": "simulated fleet", "args": []}
 
 
 def estimate(inputs, stage, schedule):
@@ -276,7 +292,8 @@ def cmd_screen(args, argv, launcher_choice, coll_perf_flags, default_bin_dir):
         if os.path.lexists(run_dir):
             raise UsageError(f"{run_dir} already exists: choose another --run-id")
         os.makedirs(run_dir, exist_ok=True)
-        simulator = SimulatedFleet(FleetModel(fleet), os.path.abspath(args.simulate))
+        simulator = SimulatedFleet(FleetModel(fleet), os.path.abspath(args.simulate),
+                                   launch_kind=launch_kind(inputs["launcher"], inputs["hosts"]))
         screen = Screen(inputs, run_dir, argv=argv, simulator=simulator)
         document = screen.run()
         return report_screen(document, run_dir, screen.report_path, simulated=document.get("simulation"))
