@@ -281,7 +281,7 @@ class Screen:
         """A job starting as a group of a launch (the manifest says which and its command)."""
         state = self._state(job)
         state.update(kind=job["kind"], hosts=job["hosts"], status="running", started_utc=utc_now(), launch=launch,
-                     command=command, attempts=state.get("attempts", 0) + 1, retried_reason=None)
+                     command=command, attempts=state.get("attempts", 0) + 1)
 
     def record(self, job, results, found, reason, launch):
         """A batched job's end: its values (or none) and its reason, in the results, the manifest and the log."""
@@ -318,6 +318,11 @@ class Screen:
         if self.simulator is None and (settled["failed"] or settled["unreachable"]):
             for job_name, reason in settled["failed"].items():
                 self.say(f"  {job_name}: {reason}")
+
+    def retrying(self, job, reason):
+        """A node-stage job started once more, alone (execute/screen_batch.py): the manifest and the log say why."""
+        self._state(job)["retried_reason"] = reason
+        self.log_line(f"# {utc_now()} {job['name']}: no output ({reason}): starting it again, alone")
 
     def stop(self, child):
         self._stop(child)

@@ -141,9 +141,15 @@ class BatchedStage:
         for job_name, reason in settled["failed"].items():
             job = by_name[job_name]
             lost = [host for host in job["hosts"] if host in settled["unreachable"]]
-            if lost and job["kind"] in NODE_STAGE_KINDS and job_name not in self.alone_done:
-                self.alone.add(job_name)  # the second opinion: once more, alone, beside the others' relaunch
+            hung = reason.startswith(("timeout in its group", "hung in its group")) or outcome.get("doctor_bound")
+            if job["kind"] in NODE_STAGE_KINDS and job_name not in self.alone_done and not hung and \
+                    job_name not in outcome["documents"]:
+                # A node-stage job that left no output (its host not started, its rank died) is started once more,
+                # alone, beside the others' relaunch: a node that fails the node stage is not paired, and nothing
+                # else gives it a second opinion (the pool's LAUNCH_ATTEMPTS). A hang is a finding: not repeated.
+                self.alone.add(job_name)
                 self.alone_done.add(job_name)
+                self.screen.retrying(job, reason)
                 pool.requeue(job)
                 continue
             for host in lost:

@@ -269,7 +269,8 @@ _NODE_FIELD = re.compile(r"^\s*Node:\s*(\S+)\s*$")
 _RANK_SIGNAL = re.compile(r"process rank (\d+) with PID \d+ on node (\S+) exited on signal (\d+)(?: \(([^)]*)\))?")
 _RANK_EXIT = re.compile(r"Process name:\s*\[\[\d+,\d+\],(\d+)\]")
 _EXIT_CODE = re.compile(r"Exit code:\s*(-?\d+)")
-_ABORT = re.compile(r"MPI_ABORT was invoked on rank (\d+) in communicator MPI_COMM_WORLD\s+with errorcode (\d+)")
+_ABORT = re.compile(r"MPI_ABORT was invoked on rank (\d+) in communicator MPI_COMM_WORLD")
+_ERRORCODE = re.compile(r"with errorcode (-?\d+)")
 _SRUN_TASK = re.compile(r"srun: error: (\S+?): tasks? ([0-9][0-9,-]*): (.+)$")
 
 
@@ -312,9 +313,11 @@ def launch_failure(text):
             hosts[host] = words
             continue
         found = _ABORT.search(line)
-        if found:
-            ranks[int(found.group(1))] = f"rank {found.group(1)} ended the launch (MPI_Abort, exit " \
-                                         f"{found.group(2)})"
+        if found:  # Open MPI breaks it: "... MPI_COMM_WORLD" / "with errorcode N."
+            code = next((_ERRORCODE.search(later) for later in lines[index:index + 2] if _ERRORCODE.search(later)),
+                        None)
+            ranks[int(found.group(1))] = f"rank {found.group(1)} ended the launch (MPI_Abort" + \
+                (f", exit {code.group(1)})" if code else ")")
             continue
         found = _RANK_EXIT.search(line)
         if found:

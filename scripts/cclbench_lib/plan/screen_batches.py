@@ -189,3 +189,30 @@ def settle(jobs, outcome):
             rerun.append(job["name"])
     return {"done": done, "failed": failed, "unreachable": {}, "rerun": rerun,
             "resolved": bool(done or failed) or not rerun}
+
+
+def planned_launches(stage, rounds, rail_pairs, rails):
+    """The launches of a screen on a healthy fleet, from the plan's shape (what batches() gives its jobs, without
+    building them): [{"stage": "node" | "pairs", "what": "doctor" | "intra" | "loopback RAIL" | "pairs" | "rail
+    RAIL", "round": n or None, "groups": [[host, ...], ...]}]. stage: plan.screen_schedule.node_stage's jobs per
+    node; rounds: the pair schedule's rounds; rail_pairs: [[pair, ...] per round] (plan.screen_schedule.
+    rail_point_pairs); rails: the rails measured alone."""
+    launches = []
+    steps = max((len(jobs) for jobs in stage.values()), default=0)
+    for step in range(steps):
+        nodes = [node for node, jobs in stage.items() if step < len(jobs)]
+        kinds = {stage[node][step]["kind"] + (f" {stage[node][step]['rail']}" if stage[node][step].get("rail")
+                                              else "") for node in nodes}
+        for what in sorted(kinds):
+            groups = [[node] for node in nodes if stage[node][step]["kind"] + (
+                f" {stage[node][step]['rail']}" if stage[node][step].get("rail") else "") == what]
+            launches.append({"stage": "node", "what": what, "round": None, "groups": groups})
+    for entry, chosen in zip(rounds, rail_pairs):
+        if entry["pairs"]:
+            launches.append({"stage": "pairs", "what": "pairs", "round": entry["round"],
+                             "groups": [list(pair) for pair in entry["pairs"]]})
+        if chosen:
+            for rail in rails:
+                launches.append({"stage": "pairs", "what": f"rail {rail}", "round": entry["round"],
+                                 "groups": [list(pair) for pair in chosen]})
+    return launches
