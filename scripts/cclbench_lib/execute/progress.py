@@ -57,7 +57,7 @@ class LaunchProgress:
         self.ranks = {}
         self.history = {}  # (collective, phase) -> {bytes: the longest elapsed_s any rank reported}
         self.lines = 0
-        self.timeouts = {}  # group (None unsplit) -> the first watchdog timeout one of its ranks reported
+        self.timeouts = {}  # group (None unsplit) -> {rank: the first watchdog timeout that rank reported}
         self.lock = threading.Lock()  # fed by the output reader's thread, read by the waiting one
 
     def feed(self, line):
@@ -81,6 +81,8 @@ class LaunchProgress:
         if state is None:
             group = event.get("group") if isinstance(event.get("group"), int) else None
             state = self.ranks[event["rank"]] = RankState(event["rank"], str(event.get("host") or "?"), group)
+        if isinstance(event.get("group"), int):
+            state.group = event["group"]  # coll_perf's "start" comes before the split: a rank's group comes later
         state.event, state.heard_at = event, now
         deadline = event.get("deadline_s")
         state.deadline_s = float(deadline) if isinstance(deadline, (int, float)) else BETWEEN_PHASES_S
@@ -97,7 +99,7 @@ class LaunchProgress:
         elif kind in ("start", "finish"):
             state.open = []
         if kind == "timeout":
-            self.timeouts.setdefault(state.group, event)
+            self.timeouts.setdefault(state.group, {}).setdefault(event["rank"], event)
 
     def expires_at(self):
         """When the launch counts as hung: the latest deadline any rank announced, plus the grace."""
@@ -190,11 +192,14 @@ class LaunchProgress:
                     entry["overdue"] = (f"rank {state.rank} ({state.host}) reported nothing for "
                                         f"{now - state.heard_at:.0f} s in " + (f"case {case}, " if case else "") +
                                         f"phase {phase}, past its deadline of {state.deadline_s:.0f} s")
-            for group, event in self.timeouts.items():
+            for group, events in self.timeouts.items():
                 if group is None:
                     continue
                 entry = found.setdefault(group, {"finished": False, "timeout": None, "overdue": None})
-                entry["timeout"] = (f"rank {event.get('rank')} ({event.get('host')}): case {event.get('case')}, "
-                                    f"phase {event.get('phase')} did not finish within its deadline of "
-                                    f"{event.get('deadline_s')} s")
+                # Every rank of the group whose watchdog fired, in rank order: the hung rank and the partner that
+                # waited on it both time out, and which is which is the retests' to say, so both are named.
+                entry["timeout"] = "; ".join(
+                    f"rank {event.get('rank')} ({event.get('host')}): case {event.get('case')}, phase "
+                    f"{event.get('phase')} did not finish within its deadline of {event.get('deadline_s')} s"
+                    for _, event in sorted(events.items()))
             return found

@@ -175,7 +175,12 @@ def settle(jobs, outcome):
     for index, job in enumerate(jobs):
         document = documents.get(job["name"])
         state = groups.get(index) or {}
-        if document is not None and document["status"] not in LOST_STATUSES:
+        if document is not None and document["status"] == "timeout":
+            # Its own watchdog ended it (its document is written with what it measured before): a failure of its
+            # own, named by the watchdog's words - the group and its hung rank's host - not "no record".
+            failed[job["name"]] = f"timeout in its group: {state['timeout']}" if state.get("timeout") else \
+                (named.get(index) or "timeout in its group: its own watchdog ended it (status timeout)")
+        elif document is not None and document["status"] not in LOST_STATUSES:
             done.append(job["name"])
         elif state.get("timeout"):
             failed[job["name"]] = f"timeout in its group: {state['timeout']}"
