@@ -17,7 +17,8 @@ seq, srun -m arbitrary with SLURM_HOSTFILE: model/launcher.py), so that group g 
 the launcher's own mapping is not: Open MPI puts the ranks of the host it runs on first, whatever the list says.
 
 What a launch's end means for each group (settle): a group whose output is there is done (its own result, a failure
-included: coll_perf writes its -J with status timeout or failed before it ends the launch); a group the launch names
+included: coll_perf writes its -J with status failed before it ends the launch), except one its watchdog ended
+(status timeout): that group failed, named by the timeout words of its ranks' progress; a group the launch names
 (its ranks reported a timeout or went past a deadline, or the launcher's own words name its rank or host as the one
 that died) failed, with those words as its reason; hosts the launcher could not start are named and every job on
 them failed; every other group lost nothing of its own and runs again (the groups that finished are kept). A launch
