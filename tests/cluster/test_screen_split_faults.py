@@ -88,7 +88,7 @@ class SplitRoundFaults(unittest.TestCase):
                 os.symlink(os.path.join(APPS, name), os.path.join(bin_dir, name))
         write_executable(os.path.join(bin_dir, "coll_perf"), f"""#!{sys.executable}
 # cluster_screen_split_faults: the faults of the first round's pair launches (module docstring)
-import json, os, sys, time
+import json, os, subprocess, sys, time
 args = sys.argv[1:]
 points = args[args.index("--split-points") + 1] if "--split-points" in args else ""
 host = open("/proc/sys/kernel/hostname").read().strip()
@@ -101,18 +101,20 @@ if any(entry["point"].startswith("pair.r0.") for entry in entries):
         os.environ["CCLBENCH_TEST_STALL"] = rank + ":0"  # held in its first case until it is killed
         others = [entry["json"] for entry in entries
                   if not any("." + name + "." in os.path.basename(entry["json"]) for name in ({HOST_HANG!r}, host))]
-        me = os.getpid()
-        if os.fork() == 0:  # the killer: once every group without the faulty hosts has written its records
-            os.setsid()
-            null = os.open(os.devnull, os.O_RDWR)
-            for fd in (0, 1, 2):
-                os.dup2(null, fd)
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline and not all(os.path.exists(path) for path in others):
-                time.sleep(0.1)
-            time.sleep({CRASH_AFTER_S})
-            os.kill(me, 9)
-            os._exit(0)
+        # This process stays the launcher's rank (the program it started): coll_perf runs under it, and once every
+        # group without the faulty hosts has written its records both die by SIGKILL, as a crashed rank does.
+        print("cclbench-test: " + host + " rank " + rank + " crashes after the others' records", file=sys.stderr,
+              flush=True)
+        child = subprocess.Popen([{os.path.join(APPS, "coll_perf")!r}] + args)
+        deadline = time.monotonic() + 60
+        while child.poll() is None:
+            if time.monotonic() > deadline or all(os.path.exists(path) for path in others):
+                time.sleep({CRASH_AFTER_S})
+                child.kill()
+                child.wait()
+                os.kill(os.getpid(), 9)
+            time.sleep(0.1)
+        sys.exit(child.returncode)
     print("cclbench-test: " + host + " rank " + rank + " CCLBENCH_TEST_STALL=" +
           os.environ.get("CCLBENCH_TEST_STALL", ""), file=sys.stderr, flush=True)
 os.execv({os.path.join(APPS, "coll_perf")!r}, [{os.path.join(APPS, "coll_perf")!r}] + args)
