@@ -47,7 +47,8 @@ PAIR_RANKS = 4
 
 
 def rendezvous_bin_dir(bin_dir, meet, ranks, wait_s=15):
-    """A --bin-dir of the build's tools whose coll_perf, for a point of the first pair round (pair.r0.*), first
+    """A --bin-dir of the build's tools whose coll_perf, for a point of the first pair round (pair.r0.*, alone or in
+    a split launch's --split-points), first
     waits up to wait_s for `ranks` such ranks to have started (a file each in `meet`), writes how many it saw to
     meet/seen.<point>.<rank>, then runs the real coll_perf: proof that the round's steps ran at the same time."""
     os.makedirs(bin_dir, exist_ok=True)
@@ -58,8 +59,13 @@ def rendezvous_bin_dir(bin_dir, meet, ranks, wait_s=15):
             os.symlink(path, os.path.join(bin_dir, name))
     write_script(os.path.join(bin_dir, "coll_perf"), f"""#!/bin/sh
 point=; previous=
-for word in "$@"; do [ "$previous" = --point ] && point=$word; previous=$word; done
-case "$point" in pair.r0.*)
+for word in "$@"; do
+  [ "$previous" = --point ] && point=$word
+  # one launch a round: its --split-points file lists the round's points
+  [ "$previous" = --split-points ] && grep -q '"pair.r0.' "$word" && point=$(basename "$word")
+  previous=$word
+done
+case "$point" in pair.r0.*|launch.pairs.*)
   started={meet}/started; : > "$started/$point.$SLURM_PROCID"
   tries=0
   while [ "$(ls "$started" | wc -l)" -lt {ranks} ] && [ $tries -lt {wait_s * 10} ]; do sleep 0.1; tries=$((tries + 1)); done
@@ -177,7 +183,8 @@ class SlurmBaseline(unittest.TestCase):
 
     def test_screen_inside_salloc_runs_its_jobs_as_concurrent_srun_steps(self):
         """`cclbench screen` inside `salloc -N 4` (the allocation is the fleet; GPU-less: the MPI backend, the build's
-        coll_perf): every job an srun step, the two pairs of a round at the same time, every node accepted."""
+        coll_perf): every launch an srun step, a round's two pairs one step (issue 46: coll_perf --split-ranks, the
+        ranks placed by SLURM_HOSTFILE and --distribution arbitrary), every node accepted."""
         # Ranks that yield while they wait (as cluster_screen's): four busy-polling ranks on a loaded 2-core machine
         # otherwise make one node's small-message time 10 ms instead of 50 us, and the screen names it slow.
         env = self.slurm.env(OMPI_MCA_btl="tcp,self", OMPI_MCA_btl_tcp_if_include=RAIL_SUBNETS,
@@ -219,10 +226,19 @@ class SlurmBaseline(unittest.TestCase):
             self.assertEqual(os.path.basename(words[0]), "srun", (name, job["command"]))
         pairs = {name: job for name, job in jobs.items() if job["kind"] == "pair"}
         self.assertEqual(len(pairs), 2, sorted(jobs))
+        # One step for the round: both pairs in the same launch, each its own group of 2 ranks, rank i on line i of
+        # the launch's hosts file.
+        self.assertEqual(len({job["launch"] for job in pairs.values()}), 1, pairs)
+        launch = next(iter(pairs.values()))["launch"]
         for job in pairs.values():
-            self.assertRegex(job["command"], r"--nodes 2 --nodelist node\d,node\d")
-        # Every rank of the round's two pairs found all PAIR_RANKS of them started before it went on: the two steps
-        # ran at the same time (one after the other, the first pair's ranks wait alone and say so).
+            self.assertRegex(job["command"], r"SLURM_HOSTFILE=\S+\.hosts .*srun .*-n 4 --nodes 4 --distribution arbitrary ")
+            self.assertRegex(job["command"], r"--split-ranks 2 --split-points \S+\.points\.json")
+        with open(os.path.join(run_dir, "launches", launch + ".points.json")) as handle:
+            groups = [entry["point"] for entry in json.load(handle)]
+        with open(os.path.join(run_dir, "launches", launch + ".hosts")) as handle:
+            self.assertEqual(handle.read().split(), [host for name in groups for host in jobs[name]["hosts"]])
+        # Every rank of the round's two pairs found all PAIR_RANKS of them started before it went on: the round's
+        # pairs ran at the same time.
         seen = {}
         for name in os.listdir(meet):
             if name.startswith("seen."):

@@ -14,6 +14,7 @@ import unittest
 
 from helpers import FAKE_BIN, FAKE_MPIRUN, SOURCE_DIR, TempDirTest, run_cli
 
+from cclbench_lib.plan.launch_time import LAUNCH_TIME
 from cclbench_lib.plan.screen_schedule import LAUNCH_CAPS, scale_table
 
 
@@ -34,7 +35,7 @@ def rounds_of(stdout):
 class DryRun(TempDirTest):
     def test_full_five_nodes_every_pair_once(self):
         hosts = [f"n{i}" for i in range(1, 6)]
-        result = dry_run("--hosts", ",".join(hosts), "--results", self.results, "--netdevs", "eth0,eth3")
+        result = dry_run("--hosts", ",".join(hosts), "--results", self.results, "--netdevs", "eth0,eth3", "--pool")
         self.assertEqual(result.returncode, 0, result.stderr)
         rounds = rounds_of(result.stdout)
         self.assertEqual(len(rounds), 5)  # odd n: n rounds
@@ -60,19 +61,21 @@ class DryRun(TempDirTest):
     def test_mpi_rail_points_replace_the_users_tcp_interfaces(self):
         # Open MPI joins a parameter given twice into one list: the user's btl_tcp_if_include must go, not stay
         # beside ours, or the "eth3 alone" point would still stripe over both rails.
-        result = dry_run("--hosts", "n1,n2", "--netdevs", "eth0,eth3", "--results", self.results,
-                         "--mpirun-args=--mca btl_tcp_if_include 198.18.10.0/24,198.18.13.0/24 --bind-to none")
-        self.assertEqual(result.returncode, 0, result.stderr)
-        pair = next(line for line in result.stdout.splitlines() if line.startswith("example pair job"))
-        rail = next(line for line in result.stdout.splitlines() if line.startswith("example rail job"))
-        self.assertIn("--mca btl_tcp_if_include 198.18.10.0/24,198.18.13.0/24 --bind-to none -np 2", pair)
-        self.assertIn(" --bind-to none --mca btl_tcp_if_include eth0 -np 2 ", rail)
-        self.assertNotIn("198.18.", rail)
-        self.assertEqual(rail.count("btl_tcp_if_include"), 1)
+        for mode in ("--pool", "--quick"):  # one launch a job, and (the default) one launch a stage step
+            result = dry_run("--hosts", "n1,n2", "--netdevs", "eth0,eth3", "--results", self.results, mode,
+                             "--mpirun-args=--mca btl_tcp_if_include 198.18.10.0/24,198.18.13.0/24 --bind-to none")
+            self.assertEqual(result.returncode, 0, result.stderr)
+            what = "job" if mode == "--pool" else "launch (1 groups)"
+            pair = next(line for line in result.stdout.splitlines() if line.startswith(f"example pair {what}"))
+            rail = next(line for line in result.stdout.splitlines() if line.startswith(f"example rail {what}"))
+            self.assertIn("--mca btl_tcp_if_include 198.18.10.0/24,198.18.13.0/24 --bind-to none -np 2", pair)
+            self.assertIn(" --bind-to none --mca btl_tcp_if_include eth0 -np 2 ", rail)
+            self.assertNotIn("198.18.", rail)
+            self.assertEqual(rail.count("btl_tcp_if_include"), 1)
 
     def test_gpu_nodes_get_a_loopback_point_per_rail(self):
         result = dry_run("--hosts", "a1,a2,a3,a4", "--hcas", "mlx5_0:1,mlx5_3:1", "--gpus-per-node", "8",
-                         "--results", self.results, gpus="8", NCCL_SOCKET_IFNAME="eth0")
+                         "--results", self.results, "--pool", gpus="8", NCCL_SOCKET_IFNAME="eth0")
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertIn("doctor, intra, loopback mlx5_0:1, loopback mlx5_3:1", result.stdout)
         loopbacks = [line for line in result.stdout.splitlines() if line.startswith("example loopback job")]
@@ -91,7 +94,7 @@ class DryRun(TempDirTest):
     def test_quick_rounds_and_max_concurrent(self):
         hosts = [f"h{i}" for i in range(8)]
         result = dry_run("--hosts", ",".join(hosts), "--quick", "2", "--seed", "7", "--max-concurrent", "3",
-                         "--per-pair-s", "10", "--results", self.results)
+                         "--per-pair-s", "10", "--results", self.results, "--pool")
         self.assertEqual(result.returncode, 0, result.stderr)
         rounds = rounds_of(result.stdout)
         self.assertEqual(len(rounds), 2)
@@ -108,20 +111,66 @@ class DryRun(TempDirTest):
     def test_the_launch_cap_is_the_launchers_and_the_dry_run_says_why(self):
         hosts = ",".join(f"h{i}" for i in range(300))
         cap, _ = LAUNCH_CAPS["mpirun-ssh"]
-        result = dry_run("--hosts", hosts, "--quick", "1", "--results", self.results)
+        result = dry_run("--hosts", hosts, "--quick", "1", "--results", self.results, "--pool")
         self.assertEqual(result.returncode, 0, result.stderr)
         line = next(line for line in result.stdout.splitlines() if line.startswith("launches:"))
         # 150 pairs a round, `cap` at once in the rolling pool; the reason cites the measurement.
-        self.assertTrue(line.startswith(f"launches: at most {cap} at once (the default for mpirun-ssh: "), line)
+        self.assertTrue(line.startswith(f"launches: one launch a job (--pool: one launch a job), at most {cap} at "
+                                        "once (the default for mpirun-ssh: "), line)
         self.assertIn("launch_fanout_ssh_results.json", line)
         self.assertTrue(line.endswith("in a rolling pool: each node's jobs in round order, a job starting when its "
                                       "nodes are free"), line)
-        given = dry_run("--hosts", hosts, "--quick", "1", "--max-concurrent", "100", "--results", self.results)
-        self.assertIn(f"launches: at most 100 at once (--max-concurrent; the default for mpirun-ssh is {cap}), "
+        given = dry_run("--hosts", hosts, "--quick", "1", "--max-concurrent", "100", "--results", self.results, "--pool")
+        self.assertIn(f"at most 100 at once (--max-concurrent; the default for mpirun-ssh is {cap}), "
                       "in a rolling pool", given.stdout)
-        local = dry_run("--hosts", f"localhost,{socket.gethostname().split('.')[0]}", "--results", self.results)
-        self.assertIn(f"launches: at most {LAUNCH_CAPS['mpirun-local'][0]} at once (the default for mpirun-local: ",
+        local = dry_run("--hosts", f"localhost,{socket.gethostname().split('.')[0]}", "--results", self.results,
+                        "--pool")
+        self.assertIn(f"at most {LAUNCH_CAPS['mpirun-local'][0]} at once (the default for mpirun-local: ",
                       local.stdout)
+
+    def test_a_thousand_nodes_read_as_a_summary_and_the_plan_goes_to_a_file(self):
+        """1,024 GPU-less nodes, --quick 3: one launch a stage step. The summary names no more than the first two and
+        the last node, every line is short; the launches and the time are worked out here from the node stage
+        (doctor, intra: 2 launches over 1,024 nodes) and 3 rounds of 512 pairs (no rail alone without two rails),
+        each launch the time model's start-up and teardown at its node count plus one group's 20 s less the
+        start-up and teardown of a launch of its own nodes (plan/launch_time.py's docstring; its fitted constants)."""
+        hosts = [f"n{index:04d}" for index in range(1, 1025)]
+        plan = os.path.join(self.tmp, "plan.json")
+        result = dry_run("--hosts", ",".join(hosts), "--quick", "3", "--results", self.results, "--plan", plan)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        lines = result.stdout.splitlines()
+        self.assertLess(len(lines), 20, result.stdout)
+        self.assertLess(max(len(line) for line in lines), 1500)
+        self.assertEqual(lines[0], "screen of 1,024 nodes: n0001, n0002, ... n1024")
+        self.assertNotIn("n0500", result.stdout)
+        self.assertIn("node stage: 2 launch(es) over 1,024 nodes, one group a node: doctor, intra", result.stdout)
+        self.assertIn("3 round(s) of 512 pair(s), 1,536 pair(s) in all: 3 launch(es), a round's pairs in one",
+                      result.stdout)
+        fit = LAUNCH_TIME["mpirun-ssh"]
+
+        def overhead(nodes):  # a fleet: one node's side at 2 nodes, the launching host's per node beyond
+            return fit["overhead_low_s"] + fit["host_s_per_node"] * max(0, nodes - 2)
+        wall = 2 * (overhead(1024) + 20 - overhead(1)) + 3 * (overhead(1024) + 20 - overhead(2))
+        self.assertIn(f"expected wall time: {wall:.0f} s ({wall / 60:.1f} min) on a healthy fleet: 5 launch(es)",
+                      result.stdout)
+        self.assertRegex(result.stdout, r"example pair launch \(512 groups\): \S*mpirun .*-np 1024 --hostfile ")
+        self.assertIn(f"plan: {plan} (every node, every pair of every round, every launch)", result.stdout)
+        with open(plan, encoding="utf-8") as handle:
+            document = json.load(handle)
+        self.assertEqual(document["nodes"], hosts)
+        self.assertEqual([len(entry["pairs"]) for entry in document["rounds"]], [512, 512, 512])
+        for entry in document["rounds"]:
+            self.assertEqual(sorted(node for pair in entry["pairs"] for node in pair), hosts)
+        self.assertEqual([(launch["what"], launch["nodes"], len(launch["groups"])) for launch in document["launches"]],
+                         [("doctor", 1024, 1024), ("intra", 1024, 1024)] + [("pairs", 1024, 512)] * 3)
+        self.assertEqual(document["launches"][2]["groups"], document["rounds"][0]["pairs"])
+        self.assertAlmostEqual(document["expected_wall_s"], wall, delta=0.1)
+        self.assertFalse(os.path.exists(self.results), "a dry run writes nothing but the plan asked for")
+        self.assertOneLineError(run_cli(["screen", "--hosts", "n1,n2", "--plan", plan, "--results", self.results,
+                                         "--bin-dir", FAKE_BIN, "--mpirun", FAKE_MPIRUN]), 2, "--plan")
+        # Without --plan the summary says where the rest is.
+        self.assertIn("--dry-run --plan FILE", dry_run("--hosts", ",".join(hosts), "--quick", "1",
+                                                        "--results", self.results).stdout)
 
     def test_inside_a_slurm_allocation_the_allocation_is_the_fleet(self):
         result = run_cli(["screen", "--dry-run", "--bin-dir", FAKE_BIN, "--mpirun", FAKE_MPIRUN, "--hcas", "mlx5_0:1",
@@ -132,7 +181,9 @@ class DryRun(TempDirTest):
         self.assertIn("backend: nccl, 8 GPU(s) a node", result.stdout)
         # srun cannot serve here (no slurmctld, or no srun): mpirun inside the allocation, and the reason printed
         self.assertRegex(result.stdout, r"launcher: mpirun \(Slurm job 42 but .+: mpirun inside the allocation\)")
-        self.assertRegex(result.stdout, r"example pair job: \S*mpirun .*-np 16 --host gpu0\d:8,gpu0\d:8 ")
+        # One launch a round: both pairs, every rank placed by its hosts file.
+        self.assertRegex(result.stdout, r"example pair launch \(2 groups\): \S*mpirun .*-np 32 --hostfile \S+\.hosts "
+                                        r"--map-by seq .*--split-ranks 16 --split-points \S+\.points\.json")
 
 
 class BadInput(TempDirTest):

@@ -25,6 +25,9 @@ def add_doctor_parser(sub):
                         help="extra srun arguments when srun launches (= form, repeatable)")
     # Internal: the per-host run that --hosts and baseline launch.
     doctor.add_argument("--host-only", action="store_true", help=argparse_suppress())
+    # Internal: the screen's doctor stage as one launch over every node: FILE lists one {"point": HOST, "json":
+    # PATH} per rank, and each rank takes its own by its launch rank (model/launcher.launch_rank).
+    doctor.add_argument("--split-points", help=argparse_suppress())
 
     doctor.add_argument("--emit-json-line", action="store_true", help=argparse_suppress())
     # Internal: the path MTU probe rank of --hosts and baseline (NETDEV:IPV4:SIZE, repeatable).

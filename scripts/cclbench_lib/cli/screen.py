@@ -10,6 +10,8 @@ from ..base.files import read_json
 from ..base.locations import resolve_program
 from ..base.values import (default_run_id, format_size, parse_hcas, parse_netdevs, parse_size, split_mpirun_args,
                            validate_run_id)
+from ..base.files import write_json_atomic
+from ..base.version import TOOL_VERSION
 from ..execute.screen import MANIFEST, Screen, plan_stages
 from ..execute.screen_simulate import SimulatedFleet
 from ..model.screen_fleet import FleetModel, read_fleet
@@ -17,9 +19,11 @@ from ..model.hosts import (check_resolvable, hostfile_groups, hosts_and_slots, l
                            read_groups, slurm_topology_groups)
 from ..model.launcher import launch_kind, launcher_of
 from ..plan.launch_pool import pool_span
+from ..plan.launch_time import describe as describe_launch_time, group_s, launch_s
+from ..plan.screen_batches import RELAUNCH_PART_NODES, batch_argv, planned_launches, why_not_batched
 from ..plan.screen_jobs import backend, node_jobs, pair_job, rail_job, rails_alone, stage_env_note
-from ..plan.screen_schedule import (DEFAULT_MAX_CONCURRENT, DEFAULT_ROUNDS, LAUNCH_CAPS, PER_PAIR_S, concurrency_cap,
-                                   default_rounds, rail_point_pairs)
+from ..plan.screen_schedule import (DEFAULT_MAX_CONCURRENT, DEFAULT_ROUNDS, LAUNCH_CAPS, PER_PAIR_S, RETEST_PARTNERS,
+                                   concurrency_cap, default_rounds, rail_point_pairs)
 from ..render.screen import headline
 
 
@@ -61,6 +65,9 @@ def add_screen_parser(sub, add_launcher_options, positive_int, seconds):
                       help="at most this many jobs at once (default: what one host was measured to sustain with the "
                       "launcher used, " + ", ".join(f"{kind} {cap}" for kind, (cap, _) in LAUNCH_CAPS.items()) +
                       "; docs/scale.md)")
+    what.add_argument("--pool", action="store_true",
+                      help="one launch a job, in a rolling pool of at most --max-concurrent, instead of one launch a "
+                      "stage step (each node's or pair's job a group of coll_perf --split-ranks)")
     what.add_argument("--per-pair-s", type=seconds("--per-pair-s"), default=PER_PAIR_S,
                       help=f"one job's wall time for the estimate (default {PER_PAIR_S:g} s)")
     what.add_argument("--sysfs-root", help="coll_perf --sysfs-root for rail counters")
@@ -69,7 +76,10 @@ def add_screen_parser(sub, add_launcher_options, positive_int, seconds):
                         "answers every launch; the schedule, retests, rules and outputs run unchanged, and screen.json "
                         "gains a 'simulation' block scoring the verdict against the fleet's truth")
     screen.add_argument("--dry-run", action="store_true",
-                        help="print the node stage, the pair schedule, its rounds and the expected wall time, and stop")
+                        help="print a summary of the plan (stages, launches, groups, the expected wall time) and stop")
+    screen.add_argument("--plan", metavar="FILE",
+                        help="with --dry-run: also write the whole plan as JSON to FILE (every node, every pair of "
+                        "every round, every launch with its command and hosts)")
     screen.add_argument("--resume", metavar="RUN_ID", help="continue RUN_ID: jobs complete with their values are not "
                         "rerun")
     add_launcher_options(screen)
@@ -100,7 +110,8 @@ def screen_inputs(args, launcher_choice, coll_perf_flags, default_bin_dir):
             "large_bytes": large, "small_bytes": small, "iterations": args.iters, "warmup": args.warmup_iters,
             "timeout_s": args.timeout, "launch_timeout_s": args.launch_timeout,
             **concurrency_inputs(args, decision, hosts),
-            "per_pair_s": args.per_pair_s, "bin_dir": bin_dir, "mpirun": args.mpirun,
+            "per_pair_s": args.per_pair_s, "launch_mode": "pool" if args.pool else "batched",
+            "bin_dir": bin_dir, "mpirun": args.mpirun,
             "mpirun_args": split_mpirun_args(args.mpirun_args), "launcher": decision,
             "as_root": os.geteuid() == 0, "coll_perf_flags": coll_perf_flags(bin_dir),
             "sysfs_root": os.path.abspath(args.sysfs_root) if args.sysfs_root else None, "groups": groups}
@@ -150,12 +161,21 @@ def simulate_inputs(args, fleet, default_bin_dir):
                                    "source": "--max-concurrent" if args.max_concurrent else "default",
                                    "default": SIMULATED_MAX_CONCURRENT,
                                    "why": "the cap the committed scale table (docs/scale.md) was modelled with"},
-            "per_pair_s": fleet["job_s"], "bin_dir": os.path.abspath(args.bin_dir or default_bin_dir),
+            "per_pair_s": fleet["job_s"], "launch_mode": "pool" if args.pool else "batched",
+            "bin_dir": os.path.abspath(args.bin_dir or default_bin_dir),
             "mpirun": args.mpirun, "mpirun_args": split_mpirun_args(args.mpirun_args),
-            "launcher": {"name": "mpirun", "program": args.mpirun, "mpi": None, "reason": "simulated fleet",
-                         "args": []},
+            "launcher": simulated_launcher(args),
             "as_root": False, "coll_perf_flags": None, "sysfs_root": None, "simulated_fleet": args.simulate,
             "groups": {node: group for node, group in fleet["groups"].items() if group is not None}}
+
+
+def simulated_launcher(args):
+    """A simulated fleet's launcher: srun steps with --launcher srun, else mpirun over ssh (the slower fit of
+    plan/launch_time.py); nothing is looked up on this machine."""
+    if args.launcher == "srun":
+        return {"name": "srun", "program": "srun", "mpi": "pmix", "reason": "simulated fleet: --launcher srun",
+                "args": []}
+    return {"name": "mpirun", "program": args.mpirun, "mpi": None, "reason": "simulated fleet", "args": []}
 
 
 def estimate(inputs, stage, schedule):
@@ -181,11 +201,37 @@ def estimate(inputs, stage, schedule):
             "wall_s": pool_span(node_jobs_list, limit, per_job) + pool_span(pair_jobs_list, limit, per_job)}
 
 
-def dry_run(inputs, run_dir, out):
+# Fleets up to this many nodes have their names and rounds printed inline; a larger one's are in the --plan file.
+INLINE_NODES = 32
+
+
+def batched_estimate(inputs, stage, schedule):
+    """The batched screen's launches on a healthy fleet (plan.screen_batches.planned_launches) and their time by
+    plan/launch_time.py: {"launches": [... with "seconds"], "node_s", "pairs_s", "wall_s", "retest_round_s"}."""
+    kind = launch_kind(launcher_of(inputs), inputs["hosts"], (local_hostname(),))
+    rails = rails_alone(inputs)
+    rail_pairs = rail_point_pairs(schedule["rounds"]) if rails else [[] for _ in schedule["rounds"]]
+    launches = planned_launches(stage, schedule["rounds"], rail_pairs, rails)
+    per_job = inputs["per_pair_s"]
+    for launch in launches:
+        nodes = sum(len(group) for group in launch["groups"])
+        launch["seconds"] = launch_s(kind, nodes, group_s(kind, per_job, len(launch["groups"][0])))
+    retest_round = launch_s(kind, 2 * RETEST_PARTNERS, group_s(kind, per_job, 2)) * (1 + len(rails))
+    node_s = sum(launch["seconds"] for launch in launches if launch["stage"] == "node")
+    pairs_s = sum(launch["seconds"] for launch in launches if launch["stage"] == "pairs")
+    return {"kind": kind, "launches": launches, "node_s": node_s, "pairs_s": pairs_s, "wall_s": node_s + pairs_s,
+            "retest_round_s": retest_round}
+
+
+def dry_run(inputs, run_dir, out, plan_path=None):
+    """What the screen would do: a summary a person can read at any fleet size (stages, launches, groups, time), the
+    names and rounds inline up to INLINE_NODES nodes, and with plan_path the whole plan as JSON there."""
     stage, schedule = plan_stages(inputs)
     hosts = inputs["hosts"]
+    inline = len(hosts) <= INLINE_NODES
     kinds = [job["kind"] + (f" {job['rail']}" if job.get("rail") else "") for job in stage[hosts[0]]]
-    out.write(f"screen of {len(hosts)} nodes: {','.join(hosts)}\n")
+    names = ",".join(hosts) if inline else f"{hosts[0]}, {hosts[1]}, ... {hosts[-1]}"
+    out.write(f"screen of {len(hosts):,} nodes: {names}\n")
     out.write(f"backend: {backend(inputs)}" + (f", {inputs['gpus_per_node']} GPU(s) a node" if inputs["gpus_per_node"]
                                                else "") + f"; sizes {format_size(inputs['large_bytes'])} (bus "
               f"bandwidth) and {format_size(inputs['small_bytes'])} (small-message time)\n")
@@ -194,41 +240,122 @@ def dry_run(inputs, run_dir, out):
     note = stage_env_note(inputs)
     if note:
         out.write(f"note: {note}\n")
-    cap = inputs.get("max_concurrent")
-    out.write(f"node stage: every node at once" + (f" (at most {cap} jobs at once)" if cap and len(stage) > cap else "")
-              + f", {len(kinds)} job(s) each: {', '.join(kinds)}\n")
     mode = (f"quick: {schedule['repeats']} shuffled round(s), seed {schedule['seed']}" if schedule["mode"] == "quick"
             else "full: the circle method, every pair once")
-    out.write(f"pair stage: {mode}; {len(schedule['rounds'])} round(s), {schedule['pair_count']} pair(s), "
-              f"{schedule['concurrent_jobs']} concurrent job(s) a round\n")
-    out.write(f"rounds: {rounds_text(inputs.get('rounds_choice') or {}, len(hosts), inputs['quick'])}\n")
-    limit = inputs.get("max_concurrent")
-    out.write(f"launches: at most {limit} at once ({concurrency_text(inputs)}), in a rolling pool: each node's jobs "
-              "in round order, a job starting when its nodes are free\n")
-    for entry in schedule["rounds"]:
-        bye = f" (bye: {entry['bye']})" if entry["bye"] else ""
-        out.write(f"  round {entry['round'] + 1}: " + " ".join(f"{a}-{b}" for a, b in entry["pairs"]) + bye + "\n")
     rails = rails_alone(inputs)
+    why = why_not_batched(inputs)
+    per_job = inputs["per_pair_s"]
+    out.write(f"rounds: {rounds_text(inputs.get('rounds_choice') or {}, len(hosts), inputs['quick'])}\n")
+    if why is None:
+        expected = batched_estimate(inputs, stage, schedule)
+        launches = expected["launches"]
+        node_launches = [launch for launch in launches if launch["stage"] == "node"]
+        pair_launches = [launch for launch in launches if launch["stage"] == "pairs"]
+        out.write("launches: one launch a stage step, each node's or pair's job its own group and communicator "
+                  "(coll_perf --split-ranks; the doctor by --split-points), every rank placed by a hosts file; a "
+                  "group that hangs or crashes ends its launch, the groups that finished are kept and the others run "
+                  f"again in parts of at most {RELAUNCH_PART_NODES} nodes (--pool: one launch a job)\n")
+        out.write(f"node stage: {len(node_launches)} launch(es) over {len(hosts):,} nodes, one group a node: "
+                  f"{', '.join(kinds)} ({expected['node_s']:.0f} s)\n")
+        rail_rounds = sorted({launch["round"] for launch in pair_launches if launch["what"].startswith("rail")})
+        out.write(f"pair stage: {mode}; {len(schedule['rounds']):,} round(s) of {schedule['concurrent_jobs']:,} "
+                  f"pair(s), {schedule['pair_count']:,} pair(s) in all: {len(pair_launches):,} launch(es), a round's "
+                  "pairs in one" + (f", then each of {len(rails)} rails alone in {len(rail_rounds)} round(s) "
+                                    f"({sum(len(launch['groups']) for launch in pair_launches if launch['what'].startswith('rail')) // max(1, len(rails)):,} "
+                                    "pair(s) on each)" if rail_rounds else "") + f" ({expected['pairs_s']:.0f} s)\n")
+        out.write(f"time model: {describe_launch_time(expected['kind'])}\n")
+        out.write(f"expected wall time: {expected['wall_s']:.0f} s ({expected['wall_s'] / 60:.1f} min) on a healthy "
+                  f"fleet: {len(launches):,} launch(es), each group {per_job:g} s less its own launch's start-up; each "
+                  f"retest round adds about {expected['retest_round_s']:.0f} s; a hung node holds each launch it is "
+                  "in until its learned deadline (docs/scale.md)\n")
+    else:
+        limit = inputs.get("max_concurrent")
+        out.write(f"launches: one launch a job ({why}), at most {limit} at once ({concurrency_text(inputs)}), in a "
+                  "rolling pool: each node's jobs in round order, a job starting when its nodes are free\n")
+        cap = inputs.get("max_concurrent")
+        out.write(f"node stage: every node at once" + (f" (at most {cap} jobs at once)" if cap and len(stage) > cap
+                                                        else "") + f", {len(kinds)} job(s) each: {', '.join(kinds)}\n")
+        out.write(f"pair stage: {mode}; {len(schedule['rounds'])} round(s), {schedule['pair_count']} pair(s), "
+                  f"{schedule['concurrent_jobs']} concurrent job(s) a round\n")
+        expected = estimate(inputs, stage, schedule)
+        out.write(f"expected wall time: {expected['wall_s']:.0f} s ({expected['node_jobs']} node-stage and "
+                  f"{expected['pair_jobs']} pair-stage job(s) of {per_job:g} s in a rolling pool of at most "
+                  f"{inputs.get('max_concurrent') or 'all'} at once, each node's own one after the other: at most "
+                  f"{expected['chain']} in the pair stage; each retest round adds {per_job:g} s)\n")
+    if inline:
+        for entry in schedule["rounds"]:
+            bye = f" (bye: {entry['bye']})" if entry["bye"] else ""
+            out.write(f"  round {entry['round'] + 1}: " + " ".join(f"{a}-{b}" for a, b in entry["pairs"]) + bye + "\n")
     if rails:
         out.write(f"rails alone: {', '.join(rails)}, one point each at {format_size(inputs['large_bytes'])} on the "
                   "pairs that give each node its first two partners (judged against the sibling rail on the same "
                   "pair)\n")
     else:
         out.write("rails alone: none (give two rails or more with --hcas or --netdevs to judge each rail alone)\n")
-    expected = estimate(inputs, stage, schedule)
-    per_job = inputs["per_pair_s"]
-    out.write(f"expected wall time: {expected['wall_s']:.0f} s ({expected['node_jobs']} node-stage and "
-              f"{expected['pair_jobs']} pair-stage job(s) of {per_job:g} s in a rolling pool of at most "
-              f"{inputs.get('max_concurrent') or 'all'} at once, each node's own one after the other: at most "
-              f"{expected['chain']} in the pair stage; each retest round adds {per_job:g} s)\n")
-    first = node_jobs(inputs, run_dir, hosts[0], stage[hosts[0]])
-    examples = first[1:] + ([pair_job(inputs, run_dir, *schedule["rounds"][0]["pairs"][0], 0)]
-                            if schedule["rounds"] else [])
-    if rails and schedule["rounds"]:
-        examples.append(rail_job(inputs, run_dir, *schedule["rounds"][0]["pairs"][0], 0, rails[0]))
-    for job in examples:
-        out.write(f"example {job['kind']} job: {shlex.join(job['argv'])}\n")
+    if why is None:
+        # The first launch of each kind, as it would start: every group of it (its hosts and points in files).
+        folder = os.path.join(run_dir, "launches")
+        for number, launch in enumerate(expected["launches"]):
+            what = launch["what"].split()[0]
+            if what == "doctor" or any(earlier["what"].split()[0] == what for earlier in expected["launches"][:number]):
+                continue
+            if launch["stage"] == "node":
+                step = next(index for index, spec in enumerate(stage[hosts[0]])
+                            if spec["kind"] + (f" {spec['rail']}" if spec.get("rail") else "") == launch["what"])
+                jobs = [node_jobs(inputs, run_dir, node, stage[node][step:step + 1])[0]
+                        for [node] in launch["groups"]]
+            elif what == "pairs":
+                jobs = [pair_job(inputs, run_dir, a, b, launch["round"]) for a, b in launch["groups"]]
+            else:
+                jobs = [rail_job(inputs, run_dir, a, b, launch["round"], launch["what"].split()[1])
+                        for a, b in launch["groups"]]
+            name = f"launch.{launch['stage']}.{number}"
+            argv = batch_argv(inputs, jobs, os.path.join(folder, name + ".points.json"),
+                              os.path.join(folder, name + ".hosts"), log_dir=os.path.join(run_dir, "nccl", name))
+            out.write(f"example {jobs[0]['kind']} launch ({len(jobs):,} groups): {shlex.join(argv)}\n")
+    else:
+        first = node_jobs(inputs, run_dir, hosts[0], stage[hosts[0]])
+        examples = first[1:] + ([pair_job(inputs, run_dir, *schedule["rounds"][0]["pairs"][0], 0)]
+                                if schedule["rounds"] else [])
+        if rails and schedule["rounds"]:
+            examples.append(rail_job(inputs, run_dir, *schedule["rounds"][0]["pairs"][0], 0, rails[0]))
+        for job in examples:
+            out.write(f"example {job['kind']} job: {shlex.join(job['argv'])}\n")
+    if plan_path:
+        write_json_atomic(plan_path, plan_document(inputs, stage, schedule, why))
+        out.write(f"plan: {plan_path} (every node, every pair of every round, every launch)\n")
+    elif not inline:
+        out.write("plan: the names, every round's pairs and every launch with --dry-run --plan FILE\n")
     return 0
+
+
+def plan_document(inputs, stage, schedule, why):
+    """The whole plan as data (--plan FILE): the inputs that shape it, the node stage, every round, every launch."""
+    document = {"kind": "screen_plan", "tool_version": TOOL_VERSION, "nodes": list(inputs["hosts"]),
+                "backend": backend(inputs), "gpus_per_node": inputs["gpus_per_node"],
+                "sizes_bytes": [inputs["large_bytes"], inputs["small_bytes"]],
+                "launcher": launcher_of(inputs), "rounds_choice": inputs.get("rounds_choice"),
+                "node_stage": [job["kind"] + (f" {job['rail']}" if job.get("rail") else "")
+                               for job in stage[inputs["hosts"][0]]],
+                "schedule": {key: schedule[key] for key in ("mode", "seed", "repeats", "pair_count",
+                                                            "concurrent_jobs")},
+                "rounds": [{"round": entry["round"], "pairs": entry["pairs"], "bye": entry["bye"]}
+                           for entry in schedule["rounds"]],
+                "rails_alone": rails_alone(inputs)}
+    if why is None:
+        expected = batched_estimate(inputs, stage, schedule)
+        document.update(launch_mode="batched", time_model=describe_launch_time(expected["kind"]),
+                        launches=[{"stage": launch["stage"], "what": launch["what"], "round": launch["round"],
+                                   "nodes": sum(len(group) for group in launch["groups"]),
+                                   "seconds": round(launch["seconds"], 1), "groups": launch["groups"]}
+                                  for launch in expected["launches"]],
+                        expected_wall_s=round(expected["wall_s"], 1),
+                        retest_round_s=round(expected["retest_round_s"], 1))
+    else:
+        expected = estimate(inputs, stage, schedule)
+        document.update(launch_mode="pool", pool_reason=why, max_concurrent=inputs.get("max_concurrent"),
+                        expected_wall_s=round(expected["wall_s"], 1))
+    return document
 
 
 def concurrency_text(inputs):
@@ -266,17 +393,20 @@ def check_tools(inputs):
 
 
 def cmd_screen(args, argv, launcher_choice, coll_perf_flags, default_bin_dir):
+    if args.plan and not args.dry_run:
+        raise UsageError("--plan FILE goes with --dry-run (the plan of a run is in its screen_manifest.json)")
     results = os.path.abspath(args.results)
     if args.simulate:
         fleet = read_fleet(args.simulate)
         inputs = simulate_inputs(args, fleet, default_bin_dir)
         run_dir = os.path.join(results, validate_run_id(args.run_id or default_run_id("simulate-")))
         if args.dry_run:
-            return dry_run(inputs, run_dir, sys.stdout)
+            return dry_run(inputs, run_dir, sys.stdout, args.plan)
         if os.path.lexists(run_dir):
             raise UsageError(f"{run_dir} already exists: choose another --run-id")
         os.makedirs(run_dir, exist_ok=True)
-        simulator = SimulatedFleet(FleetModel(fleet), os.path.abspath(args.simulate))
+        simulator = SimulatedFleet(FleetModel(fleet), os.path.abspath(args.simulate),
+                                   launch_kind=launch_kind(inputs["launcher"], inputs["hosts"]))
         screen = Screen(inputs, run_dir, argv=argv, simulator=simulator)
         document = screen.run()
         return report_screen(document, run_dir, screen.report_path, simulated=document.get("simulation"))
@@ -292,12 +422,12 @@ def cmd_screen(args, argv, launcher_choice, coll_perf_flags, default_bin_dir):
             raise CclbenchError(f"{os.path.join(run_dir, MANIFEST)} has no inputs: cannot resume", 2)
         inputs = dict(inputs, as_root=os.geteuid() == 0)
         if args.dry_run:
-            return dry_run(inputs, run_dir, sys.stdout)
+            return dry_run(inputs, run_dir, sys.stdout, args.plan)
     else:
         inputs = screen_inputs(args, launcher_choice, coll_perf_flags, default_bin_dir)
         run_dir = os.path.join(results, validate_run_id(args.run_id or default_run_id("screen-")))
         if args.dry_run:
-            return dry_run(inputs, run_dir, sys.stdout)
+            return dry_run(inputs, run_dir, sys.stdout, args.plan)
         if os.path.lexists(run_dir):
             raise UsageError(f"{run_dir} already exists: pass --resume {os.path.basename(run_dir)} to continue it, "
                              "or choose another --run-id")

@@ -29,7 +29,7 @@ from ..model.doctor_checks import (DOCTOR_SCHEMA_VERSION, JSON_LINE_PREFIX, Node
                                    path_mtu_targets, rail_selection, result)
 from ..model.run_dir import PATH_CHECKS_FILE
 from ..execute.path_mtu import host_rails, interface_addresses, parse_probe_spec, probe_hosts, run_probes
-from ..model.launcher import choose_launcher, command, launch_error_lines, mpirun_version
+from ..model.launcher import choose_launcher, command, launch_error_lines, launch_rank, mpirun_version
 from ..model.hosts import check_resolvable, local_hostname, parse_host_list, parse_hostfile, validate_host
 from ..plan.doctor_point import cclbench_script, doctor_argv
 from ..render.doctor import render_table
@@ -309,6 +309,8 @@ def cmd_doctor(args, hosts):
         sys.stdout.write(run_probes(specs) + "\n")
         sys.stdout.flush()
         return 0
+    if args.split_points:
+        return run_split_point(args, sysfs_root, procfs_root)
     if args.host_only or not hosts:
         document = run_host(sysfs_root, procfs_root, dict(os.environ), probes_for(sysfs_root, procfs_root),
                             host_name(args.as_host))
@@ -324,6 +326,29 @@ def cmd_doctor(args, hosts):
         sys.stdout.write(render_table(document))
     sys.stdout.flush()
     return 1 if document["status"] == "fail" else 0
+
+
+def split_point(path, environ):
+    """(host, json path) of this rank's entry in a --split-points file; UsageError naming what is wrong."""
+    rank = launch_rank(environ)
+    if rank is None:
+        raise UsageError("--split-points: no launch rank in the environment (OMPI_COMM_WORLD_RANK, PMIX_RANK, "
+                         "SLURM_PROCID or PMI_RANK): start it with mpirun or srun")
+    entries = read_json(path, "--split-points")
+    if not isinstance(entries, list) or rank >= len(entries) or not isinstance(entries[rank], dict) or \
+            not isinstance(entries[rank].get("point"), str) or not isinstance(entries[rank].get("json"), str):
+        raise UsageError(f"--split-points {path}: no {{\"point\": HOST, \"json\": PATH}} entry for rank {rank}")
+    validate_host(entries[rank]["point"], "--split-points point")
+    return entries[rank]["point"], entries[rank]["json"]
+
+
+def run_split_point(args, sysfs_root, procfs_root):
+    """One rank of a doctor launch over many hosts: its host's checks into its entry's JSON. Exit 0 once written
+    (its status is in the document): a rank that exits non-zero ends every other rank of the launch."""
+    host, path = split_point(args.split_points, os.environ)
+    document = run_host(sysfs_root, procfs_root, dict(os.environ), probes_for(sysfs_root, procfs_root), host)
+    write_json_atomic(path, document)
+    return 0
 
 
 def gather_hosts(args, hosts):

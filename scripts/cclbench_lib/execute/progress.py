@@ -36,9 +36,10 @@ def watches_progress(argv):
 
 
 class RankState:
-    def __init__(self, rank, host):
+    def __init__(self, rank, host, group=None):
         self.rank = rank
         self.host = host
+        self.group = group     # its coll_perf --split-ranks group, when the launch is split
         self.event = None      # the last event
         self.heard_at = None   # when it arrived (runner's clock)
         self.deadline_s = None
@@ -56,6 +57,7 @@ class LaunchProgress:
         self.ranks = {}
         self.history = {}  # (collective, phase) -> {bytes: the longest elapsed_s any rank reported}
         self.lines = 0
+        self.timeouts = {}  # group (None unsplit) -> {rank: the first watchdog timeout that rank reported}
         self.lock = threading.Lock()  # fed by the output reader's thread, read by the waiting one
 
     def feed(self, line):
@@ -77,7 +79,10 @@ class LaunchProgress:
         self.lines += 1
         state = self.ranks.get(event["rank"])
         if state is None:
-            state = self.ranks[event["rank"]] = RankState(event["rank"], str(event.get("host") or "?"))
+            group = event.get("group") if isinstance(event.get("group"), int) else None
+            state = self.ranks[event["rank"]] = RankState(event["rank"], str(event.get("host") or "?"), group)
+        if isinstance(event.get("group"), int):
+            state.group = event["group"]  # coll_perf's "start" comes before the split: a rank's group comes later
         state.event, state.heard_at = event, now
         deadline = event.get("deadline_s")
         state.deadline_s = float(deadline) if isinstance(deadline, (int, float)) else BETWEEN_PHASES_S
@@ -93,6 +98,8 @@ class LaunchProgress:
                 series[event["bytes"]] = max(series.get(event["bytes"], 0.0), float(elapsed))
         elif kind in ("start", "finish"):
             state.open = []
+        if kind == "timeout":
+            self.timeouts.setdefault(state.group, {}).setdefault(event["rank"], event)
 
     def expires_at(self):
         """When the launch counts as hung: the latest deadline any rank announced, plus the grace."""
@@ -164,3 +171,35 @@ class LaunchProgress:
                 "bytes": size,
                 "ranks_silent": [state.rank for state in silent],
                 "hosts_silent": sorted({state.host for state in silent})}
+
+    # -- a split launch's groups ---------------------------------------------------------------------
+    def groups(self, now=None):
+        """{group: {"finished": every rank it reported ended with 'finish', "timeout": words of its own watchdog's
+        timeout or None, "overdue": words of a phase one of its ranks had run past its announced deadline when the
+        launch ended, or None}} for the groups of a coll_perf --split-ranks launch (execute/screen.py settles each
+        group from this and its output)."""
+        now = self.clock() if now is None else now
+        with self.lock:
+            found = {}
+            for state in self.ranks.values():
+                if state.group is None:
+                    continue
+                entry = found.setdefault(state.group, {"finished": True, "timeout": None, "overdue": None})
+                kind = (state.event or {}).get("event")
+                entry["finished"] = entry["finished"] and kind == "finish"
+                if kind in ("enter", "start") and now - state.heard_at >= state.deadline_s and not entry["overdue"]:
+                    phase, case = (state.open[-1][0], state.open[-1][1]) if state.open else ("start-up", None)
+                    entry["overdue"] = (f"rank {state.rank} ({state.host}) reported nothing for "
+                                        f"{now - state.heard_at:.0f} s in " + (f"case {case}, " if case else "") +
+                                        f"phase {phase}, past its deadline of {state.deadline_s:.0f} s")
+            for group, events in self.timeouts.items():
+                if group is None:
+                    continue
+                entry = found.setdefault(group, {"finished": False, "timeout": None, "overdue": None})
+                # Every rank of the group whose watchdog fired, in rank order: the hung rank and the partner that
+                # waited on it both time out, and which is which is the retests' to say, so both are named.
+                entry["timeout"] = "; ".join(
+                    f"rank {event.get('rank')} ({event.get('host')}): case {event.get('case')}, phase "
+                    f"{event.get('phase')} did not finish within its deadline of {event.get('deadline_s')} s"
+                    for _, event in sorted(events.items()))
+            return found

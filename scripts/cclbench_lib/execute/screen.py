@@ -1,9 +1,11 @@
 """`cclbench screen`: runs the node stage, the pair rounds and the retests into RESULTS/RUN_ID.
 
-The jobs of a stage (the node stage, the pair rounds with their rails alone, one retest pass) run in a rolling pool
+The jobs of a stage (the node stage, the pair rounds with their rails alone, one retest pass) run one launch a
+step (plan/screen_batches.py, execute/screen_batch.py: every node's or pair's job of a step a group of one launch,
+its output in logs/<launch>.log), or, where they cannot share a launch or --pool asks for it, in a rolling pool
 (plan/launch_pool.py: each node's jobs in plan order, one at a time, at most max_concurrent at once), each its own
 launcher process, its output in logs/<job>.log; in the pair rounds a node that failed with two partners which
-measured elsewhere is dropped from its later pairs. screen_manifest.json holds the inputs and every job's state and
+measured elsewhere is dropped from its later pairs, and a node its launcher could not start from all later launches. screen_manifest.json holds the inputs and every job's state and
 is rewritten atomically after each stage and every PROGRESS_NOTE_S while one runs; `--resume RUN_ID` skips jobs whose state is complete
 and whose output still parses with its values (pair records complete and ok are not rerun). Verdicts come from
 rules.screen_rules.classify, screen.json from its to_document, screen.md from render.screen.
@@ -25,10 +27,12 @@ from ..base.values import utc_now
 from ..base.version import TOOL_VERSION
 from ..model.screen_records import point_values
 from ..plan.launch_pool import FailingNodes, LaunchPool
+from ..plan.screen_batches import why_not_batched
 from ..plan.screen_jobs import backend, node_jobs, pair_job, rail_job, rails_alone
 from ..plan.screen_schedule import node_stage, pair_schedule, rail_point_pairs, retest_rounds
 from ..render.screen import write_report
 from ..execute.doctor import path_mtu_run_directory, recheck_paths
+from ..execute.screen_batch import BatchedStage
 from ..execute.progress import LaunchProgress, start_allowance_s, watches_progress
 from ..plan.bounds import PROGRESS_GRACE_S
 from ..rules.screen_causes import shared_causes
@@ -88,11 +92,16 @@ class Screen:
         self.interrupted = None
         self.started = time.monotonic()
         self.report_path = None
-        self.dropped = []  # nodes dropped from the pair rounds (run_batch's drop_failing)
+        self.dropped = []  # nodes dropped from the pair rounds (run_batch's drop_failing) or not started
         # After a failed pair job, the doctor's path check between its nodes and one that measured (execute/doctor.
         # recheck_paths, bounded to seconds): a node whose own end it finds dead is dropped after that first failure.
         self.path_checker = recheck_paths
         self.run_path_checks = []  # what those checks found: joined to the path MTU step's for the retests and rules
+        self.not_started = {}  # host -> the launcher's words: it could not be started (execute/screen_batch.py)
+        self.attempts = {}  # job name -> its starts so far (the fleet model's answers depend on it)
+        self.launch_count = {"batched": 0, "pool": 0, "relaunches": 0}
+        self.pool_reasons = []
+        self.stages = {}
 
     # -- state -------------------------------------------------------------------------------------
     def say(self, text):
@@ -118,7 +127,7 @@ class Screen:
                              "inputs": self.inputs, "jobs": {}, "invocations": [], "status": "running"}
         self.manifest["invocations"].append({"argv": self.argv, "started_utc": utc_now(), "resume": self.resume})
         self.manifest["status"] = "running"
-        for sub in ("raw", "doctor", "logs", "nccl"):
+        for sub in ("raw", "doctor", "logs", "nccl", "launches"):
             make_dirs(os.path.join(self.run_dir, sub))
         self.save(final=True)
         self.log = open_append(os.path.join(self.run_dir, "screen.log"))
@@ -173,24 +182,48 @@ class Screen:
             self.say(f"{title}: {len(jobs) - len(todo)} of {len(jobs)} job(s) already complete")
         if not todo:
             return results
-        pool = LaunchPool(todo, self.inputs.get("max_concurrent"))
         failing = FailingNodes() if drop_failing else None
         if failing is not None:
             for job in jobs:
                 if job["name"] in results and job["kind"] == "pair":
                     failing.record(job, True)
         began = time.monotonic()
-        span = self._pool_simulated(pool, results, failing) if self.simulator is not None else \
-            self._pool_launched(pool, results, failing, title)
+        span = 0.0
+        why = why_not_batched(self.inputs, todo)
+        pooled = todo
+        batched = None
+        if why is None:
+            batched = BatchedStage(self, title, self.stage_label(title))
+            pooled = batched.run(todo, results, failing)
+            span += batched.span_s
+            self.launch_count["batched"] += batched.launches
+        elif why not in self.pool_reasons:
+            self.pool_reasons.append(why)
+            self.log_line(f"# {utc_now()} {title}: {why}")
+        pool = LaunchPool([job for job in pooled if job["name"] not in results], self.inputs.get("max_concurrent"))
+        if not pool.done() and not self.interrupted:
+            span += self._pool_simulated(pool, results, failing) if self.simulator is not None else \
+                (self._pool_launched(pool, results, failing, title) or 0.0)
+            self.launch_count["pool"] += len(pool.jobs)
+        if self.simulator is not None:
+            self.simulator.add_stage(span)
         if self.interrupted:
             self.save()
             raise Interrupted()
         self.save()
         failed = sum(1 for job in todo if job["name"] in results and results[job["name"]]["reason"])
-        self.say(f"{title}: {len(todo)} job(s), at most {pool.limit} at once, in "
+        how = (f"{batched.launches} launch(es)" + (f" and {len(pool.jobs)} alone" if pool.jobs else "")) \
+            if batched is not None else f"at most {pool.limit} at once"
+        self.say(f"{title}: {len(todo)} job(s), {how}, in "
                  + (f"{span:.0f} s modelled" if self.simulator is not None else f"{time.monotonic() - began:.1f}s")
                  + (f", {failed} without values" if failed else "") + f"; elapsed {self.elapsed()}")
         return results
+
+    def stage_label(self, title):
+        """The launches' names of a stage: node, pairs, retest1, retest2, ... (the title's first word)."""
+        word = {"node": "node", "pair": "pairs"}.get(title.split()[0], title.split()[0])
+        self.stages[word] = self.stages.get(word, 0) + 1
+        return word if word in ("node", "pairs") and self.stages[word] == 1 else f"{word}{self.stages[word]}"
 
     def _after(self, pool, job, results, failing):
         """A finished job's bookkeeping: the pool moves on; in the pair rounds, a node that failed with two good
@@ -200,58 +233,157 @@ class Screen:
             return
         ok = results[job["name"]]["reason"] is None
         for node in failing.record(job, ok):
-            skipped = pool.drop(node)
-            partners = failing.dropped[node]
-            self.dropped.append({"node": node, "failed_with": partners, "skipped": len(skipped)})
-            text = (f"{node} failed its pairs with {' and '.join(partners)}, which measured with other nodes: "
-                    f"dropped from the rounds, {len(skipped)} later pair job(s) not run")
-            self.log_line(f"# {utc_now()} {text}")
-            if self.simulator is None:
-                self.say(text)
+            self._dropped(node, failing.dropped[node], len(pool.drop(node)))
         if not ok:
-            self._check_paths_after(pool, job, failing)
+            code = ((self.manifest or {}).get("jobs", {}).get(job["name"]) or {}).get("exit_code")
+            for node, partner, subject, text in self._check_paths_after(job, failing, code):
+                self._dropped(node, [partner], len(pool.drop(node)), dead_paths=subject, text=text)
 
-    def _check_paths_after(self, pool, job, failing):
+    def _dropped(self, node, partners, skipped=0, dead_paths=None, text=None):
+        entry = {"node": node, "failed_with": partners, "skipped": skipped}
+        if dead_paths is not None:
+            entry["dead_paths"] = dead_paths
+        self.dropped.append(entry)
+        if text is None:
+            text = (f"{node} failed its pairs with {' and '.join(partners)}, which measured with other nodes: "
+                    f"dropped from the rounds")
+        text += f", {skipped} later pair job(s) not run" if skipped else ""
+        self.log_line(f"# {utc_now()} {text}")
+        if self.simulator is None:
+            self.say(text)
+        return entry
+
+    def _check_paths_after(self, job, failing, code):
         """A pair job that failed as a dead path fails (no values, and an exit that may be a path: its deadline, a
-        lost peer, the launcher's own status; rules/dead_paths.NOT_A_PATH_EXITS say nothing of the paths): the
-        paths between its two nodes and a node that measured are checked again, and a node whose own end is dead
-        (a switch port that stopped forwarding mid-screen) is dropped now, after its first failed job, like a node
-        that fails to start; its later pairs would each wait out their deadline. Not under the simulator (it
-        models no path)."""
+        lost peer, the launcher's own status; rules/dead_paths.NOT_A_PATH_EXITS say nothing of the paths; a batched
+        group has no exit of its own, None): the paths between its two nodes and a node that measured are checked
+        again, and a node whose own end is dead (a switch port that stopped forwarding mid-screen) is to be dropped
+        now, after its first failed job, like a node that fails to start; its later pairs would each wait out their
+        deadline. Not under the simulator (it models no path). Returns [(node, partner, subject, text)] of the nodes
+        to drop (failing.drop_now has taken them)."""
         if self.simulator is not None:
-            return
+            return []
         hosts = [host for host in job["hosts"] if host not in failing.dropped]
-        code = ((self.manifest or {}).get("jobs", {}).get(job["name"]) or {}).get("exit_code")
         if len(hosts) < 2 or code in NOT_A_PATH_EXITS:
-            return
+            return []
         reference = sorted(node for node in failing.ok if node not in job["hosts"] and node not in failing.dropped)
         checked = hosts + reference[:1]
         started = time.monotonic()
         try:
-            entry = self.path_checker(self.run_dir, checked, self.inputs, job["name"], f"exit {code}",
-                                      log=self.log_line)
+            entry = self.path_checker(self.run_dir, checked, self.inputs, job["name"],
+                                      f"exit {code}" if code is not None else "its group failed", log=self.log_line)
         except (CclbenchError, OSError) as error:
             self.log_line(f"# {utc_now()} path check after {job['name']} not made: {error}")
-            return
+            return []
         if entry is None:
-            return
+            return []
         self.run_path_checks += entry["checks"]
         dead = dead_ends(entry["checks"], hosts, job["name"])
         self.log_line(f"# {utc_now()} path check after {job['name']} failed: {', '.join(checked)} in "
                       f"{time.monotonic() - started:.1f}s: " + ("; ".join(subject for _, subject in dead) or
                                                                "no node's own end dead"))
+        drops = []
         for node, subject in dead:
             partner = next(host for host in job["hosts"] if host != node)
             if not failing.drop_now(node, partner):
                 continue
-            skipped = pool.drop(node)
-            self.dropped.append({"node": node, "failed_with": [partner], "skipped": len(skipped),
-                                 "dead_paths": subject})
             text = (f"{node}: its paths died ({subject}: the path check after {job['name']} failed"
-                    + (f", {reference[0]} reached" if reference else "") + f"): dropped from the rounds, "
-                    f"{len(skipped)} later pair job(s) not run")
-            self.log_line(f"# {utc_now()} {text}")
+                    + (f", {reference[0]} reached" if reference else "") + "): dropped from the rounds")
+            drops.append((node, partner, subject, text))
+        return drops
+
+    # -- the batched stage's bookkeeping (execute/screen_batch.py) ----------------------------------
+    def after_pair(self, job, results, failing):
+        """A settled pair job of a batched round: a node that failed with two good partners is dropped from the
+        later launches (their jobs counted as skipped there). Returns the nodes dropped now."""
+        ok = results[job["name"]]["reason"] is None
+        dropped = failing.record(job, ok)
+        for node in dropped:
+            self._dropped(node, failing.dropped[node])
+        if not ok:
+            for node, partner, subject, text in self._check_paths_after(job, failing, None):
+                self._dropped(node, [partner], dead_paths=subject, text=text)
+                dropped.append(node)
+        return dropped
+
+    def skipped(self, job):
+        """A job not run: one of its nodes was dropped from the rounds or could not be started."""
+        for entry in self.dropped:
+            if entry["node"] in job["hosts"]:
+                entry["skipped"] += 1
+                break
+        self.log_line(f"# {utc_now()} {job['name']}: not run (its node was dropped)")
+
+    def name_not_started(self, host, words):
+        """The launcher could not start this host: it is dropped from every later launch of the screen."""
+        if host in self.not_started:
+            return
+        self.not_started[host] = words
+        self.dropped.append({"node": host, "not_started": words, "skipped": 0})
+        text = f"{host} could not be started ({words}): dropped from the later launches"
+        self.log_line(f"# {utc_now()} {text}")
+        if self.simulator is None:
             self.say(text)
+
+    def attempt_of(self, jobs):
+        """{name: this start's number} of jobs about to start (the fleet model answers each start anew)."""
+        for job in jobs:
+            self.attempts[job["name"]] = self.attempts.get(job["name"], 0) + 1
+        return {job["name"]: self.attempts[job["name"]] for job in jobs}
+
+    def _state(self, job):
+        jobs = self.manifest["jobs"] if self.simulator is None or self.simulator.keep_files else {}
+        return jobs.setdefault(job["name"], {"attempts": 0})
+
+    def starting(self, job, launch, command):
+        """A job starting as a group of a launch (the manifest says which and its command)."""
+        state = self._state(job)
+        state.update(kind=job["kind"], hosts=job["hosts"], status="running", started_utc=utc_now(), launch=launch,
+                     command=command, attempts=state.get("attempts", 0) + 1)
+
+    def record(self, job, results, found, reason, launch):
+        """A batched job's end: its values (or none) and its reason, in the results, the manifest and the log."""
+        state = self._state(job)
+        if self.simulator is not None:
+            state.update(kind=job["kind"], hosts=job["hosts"], launch=launch,
+                         attempts=state.get("attempts", 0) + 1)
+        state.update(status="failed" if reason else "complete", reason=reason, finished_utc=utc_now(),
+                     launch=launch)
+        if found is None:
+            found = {"doctor": None} if job["kind"] == "doctor" else \
+                {"busbw_gbps": None, "small_time_us": None, "transport": None, "rail_bytes": None}
+        if reason and launch:
+            reason = f"{reason} (see logs/{launch}.log)"
+        results[job["name"]] = {"values": found, "reason": reason}
+        self.log_line(f"# {utc_now()} {job['name']}: {'failed: ' + reason if reason else 'complete'}")
+
+    def note_launch(self, name, jobs, outcome, settled, relaunch=False):
+        """A launch's end in the manifest ("launches") and the log: its exit and what it settled."""
+        self.launch_count["relaunches"] += 1 if relaunch else 0
+        entry = {"relaunch": relaunch, "jobs": len(jobs), "nodes": len({host for job in jobs for host in job["hosts"]}),
+                 "exit_code": outcome["exit_code"], "problem": outcome.get("problem"),
+                 "elapsed_s": outcome.get("elapsed_s"), "done": len(settled["done"]),
+                 "failed": settled["failed"], "not_started": settled["unreachable"], "rerun": len(settled["rerun"]),
+                 "finished_utc": utc_now()}
+        if self.simulator is None or self.simulator.keep_files:
+            self.manifest.setdefault("launches", {})[name] = dict(self.manifest.get("launches", {}).get(name) or {},
+                                                                  **entry)
+        words = [f"{entry['done']} done"] + ([f"{len(settled['failed'])} failed"] if settled["failed"] else []) + \
+            ([f"{len(settled['unreachable'])} host(s) not started"] if settled["unreachable"] else []) + \
+            ([f"{entry['rerun']} to run again"] if settled["rerun"] else [])
+        self.log_line(f"# {utc_now()} {name}: {len(jobs)} group(s) on {entry['nodes']} node(s), exit "
+                      f"{outcome['exit_code']} in {outcome.get('elapsed_s') or 0:.1f} s: {', '.join(words)}")
+        if self.simulator is None and (settled["failed"] or settled["unreachable"]):
+            for job_name, reason in settled["failed"].items():
+                self.say(f"  {job_name}: {reason}")
+
+    def retrying(self, job, reason):
+        """A node-stage job started once more, alone (execute/screen_batch.py): the manifest and the log say why."""
+        self._state(job)["retried_reason"] = reason
+        self.log_line(f"# {utc_now()} {job['name']}: no output ({reason}): starting it again, alone")
+
+    def stop(self, child):
+        self._stop(child)
 
     def _pool_launched(self, pool, results, failing, title):
         """Real launches: a thread each; the finished ones come back through a queue."""
@@ -297,7 +429,6 @@ class Screen:
                 break
             now, _, job = heapq.heappop(ends)
             self._after(pool, job, results, failing)
-        self.simulator.add_stage(now)
         return now
 
     def elapsed(self):
@@ -579,6 +710,10 @@ class Screen:
             missing = row["busbw_gbps"] is None or (row["small_time_us"] is None and row["stage"] != "rail")
             row["reason"] = pair["reason"] if missing else None
         document["shared_causes"] = shared_causes(document["nodes"], document["rails"], inputs.get("groups") or {})
+        document["launches"] = {"mode": "pool" if inputs.get("launch_mode") == "pool" else "batched",
+                                "batched": self.launch_count["batched"], "pool": self.launch_count["pool"],
+                                "relaunches": self.launch_count["relaunches"], "pool_reasons": list(self.pool_reasons),
+                                "not_started": dict(self.not_started)}
         if self.simulator is not None:
             document["simulation"] = self.simulator.summary(document, self.rules_cpu_s)
         if self.write_outputs:
@@ -587,7 +722,10 @@ class Screen:
         return document
 
     def judge(self, hosts, data, pairs, path_checks, path_mtu):
-        """classify, with each of its steps' CPU seconds added to self.rules_cpu_s (the simulator reports them)."""
+        """classify, with each of its steps' CPU seconds added to self.rules_cpu_s (the simulator reports them); a
+        node its launcher could not start is judged with the launcher's words (rules: node.not_started)."""
+        for host, words in self.not_started.items():
+            data.setdefault(host, {})["not_started"] = words
         return classify(hosts, data, pairs, path_checks, path_mtu=path_mtu, timings=self.rules_cpu_s)
 
     def path_mtu_step(self, nodes):

@@ -144,18 +144,21 @@ def rank_env(inputs, env=None):
     return merged
 
 
-def command(inputs, nranks, host_spec=None, env=None, oversubscribe=False):
+def command(inputs, nranks, host_spec=None, env=None, oversubscribe=False, rank_hosts_file=None, node_count=None):
     """argv prefix that starts `nranks` ranks (on `host_spec`, 'host[:slots],...', when given) with
     `env` and the exported measurement environment (rank_env) passed to them on every host; the
-    program and its arguments follow."""
+    program and its arguments follow. rank_hosts_file: a file of one host a line, line i the host of
+    rank i, instead of host_spec: the ranks are placed exactly so (mpirun --hostfile FILE --map-by seq,
+    srun -m arbitrary with SLURM_HOSTFILE), as coll_perf --split-ranks needs (its groups are consecutive
+    ranks); node_count: the distinct hosts in it (srun --nodes)."""
     launcher = launcher_of(inputs)
     env = rank_env(inputs, env)
     if launcher["name"] == "srun":
-        return _srun(launcher, inputs, nranks, host_spec, env, oversubscribe)
-    return _mpirun(inputs, nranks, host_spec, env, oversubscribe)
+        return _srun(launcher, inputs, nranks, host_spec, env, oversubscribe, rank_hosts_file, node_count)
+    return _mpirun(inputs, nranks, host_spec, env, oversubscribe, rank_hosts_file)
 
 
-def _mpirun(inputs, nranks, host_spec, env, oversubscribe):
+def _mpirun(inputs, nranks, host_spec, env, oversubscribe, rank_hosts_file=None):
     argv = [inputs["mpirun"]]
     extra = list(inputs.get("mpirun_args") or [])
     if inputs.get("as_root") and "--allow-run-as-root" not in extra:
@@ -164,7 +167,11 @@ def _mpirun(inputs, nranks, host_spec, env, oversubscribe):
         argv.append("--oversubscribe")
     argv += extra
     argv += ["-np", str(nranks)]
-    if host_spec:
+    if rank_hosts_file:
+        # Open MPI's own mapping puts the ranks of the host it runs on first, whatever order a --host list gives;
+        # the sequential mapper places rank i on line i.
+        argv += ["--hostfile", rank_hosts_file, "--map-by", "seq"]
+    elif host_spec:
         argv += ["--host", host_spec]
     for name, value in (env or {}).items():
         argv += ["-x", f"{name}={value}"]
@@ -173,13 +180,20 @@ def _mpirun(inputs, nranks, host_spec, env, oversubscribe):
     return argv
 
 
-def _srun(launcher, inputs, nranks, host_spec, env, oversubscribe):
+def _srun(launcher, inputs, nranks, host_spec, env, oversubscribe, rank_hosts_file=None, node_count=None):
     # srun hands its own environment to the ranks; `env NAME=VALUE` keeps the exported variables in
     # the recorded command (srun's --export splits values at commas, and NCCL_IB_HCA has them). The
     # secret-looking names of exported_env_names reach the ranks through srun's default --export=ALL.
+    if rank_hosts_file:
+        env = dict(env or {}, SLURM_HOSTFILE=rank_hosts_file)
     argv = ["env"] + [f"{name}={value}" for name, value in env.items()] if env else []
     argv += [launcher["program"], f"--mpi={launcher['mpi']}", "--kill-on-bad-exit=1", "-n", str(nranks)]
-    if host_spec:
+    if rank_hosts_file:
+        # Task i on line i of SLURM_HOSTFILE: one step over the nodes of the file.
+        if node_count:
+            argv += ["--nodes", str(node_count)]
+        argv += ["--distribution", "arbitrary"]
+    elif host_spec:
         entries = [part.split(":") for part in host_spec.split(",")]
         argv += ["--nodes", str(len(entries)), "--nodelist", ",".join(entry[0] for entry in entries)]
         slots = {entry[1] for entry in entries if len(entry) > 1}
@@ -190,6 +204,37 @@ def _srun(launcher, inputs, nranks, host_spec, env, oversubscribe):
     if oversubscribe:
         argv.append("--overcommit")
     return argv + list(launcher.get("args") or [])
+
+
+# Launcher arguments that place ranks themselves: a launch whose groups must be exact hosts cannot take them.
+_MPIRUN_PLACEMENT = ("--map-by", "-map-by", "--rankfile", "-rf", "--npernode", "-npernode", "--ppr", "--hostfile",
+                     "-hostfile", "--machinefile", "-machinefile", "--host", "-H", "--bynode", "--byslot")
+_SRUN_PLACEMENT = ("-m", "--distribution", "-w", "--nodelist", "--ntasks-per-node", "-x", "--exclude")
+
+
+def placement_conflict(inputs):
+    """The user's launcher argument that places ranks itself (which a launch whose every rank's host is given
+    exactly cannot take), or None."""
+    decision = launcher_of(inputs)
+    words = list(decision.get("args") or []) if decision["name"] == "srun" else list(inputs.get("mpirun_args") or [])
+    flags = _SRUN_PLACEMENT if decision["name"] == "srun" else _MPIRUN_PLACEMENT
+    for word in words:
+        if word.split("=", 1)[0] in flags:
+            return word
+    return None
+
+
+# The rank of this process in its launch, as each launcher tells it: Open MPI, PMIx, Slurm, PMI.
+RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID", "PMI_RANK")
+
+
+def launch_rank(environ):
+    """This process's rank in its launch from the launcher's environment, or None outside a launch."""
+    for name in RANK_VARIABLES:
+        value = environ.get(name, "")
+        if value.isdigit():
+            return int(value)
+    return None
 
 
 # Lines of a launcher's output that name why a host could not be reached or a rank not started: ssh's
@@ -210,3 +255,81 @@ def launch_error_lines(text, limit=3):
         return causes[:limit]
     plain = [line for line in lines if not re.match(r"^\[[^\]]+:\d+\] .*Warning", line)]
     return (plain or lines)[:limit]
+
+
+# What a launcher says when it could not start a host: ssh's own errors (through Open MPI's rsh launcher), Open MPI's
+# own when the program could not be started on a node, srun's task launch failure.
+_UNREACHABLE = (re.compile(r"ssh: connect to host (\S+?) port \d+: (.+)$"),
+                re.compile(r"ssh: Could not resolve hostname (\S+?): (.+)$"),
+                re.compile(r"srun: error: Task launch for \S+ failed on node (\S+?): (.+)$"))
+_NOT_EXECUTED = re.compile(r"unable to launch the specified application|could not access or execute an executable")
+_NODE_FIELD = re.compile(r"^\s*Node:\s*(\S+)\s*$")
+# What a launcher says when a rank died: Open MPI's notice of the first process it saw end, and of a process that
+# called MPI_Abort (a group's own watchdog or error); srun's per-task error lines.
+_RANK_SIGNAL = re.compile(r"process rank (\d+) with PID \d+ on node (\S+) exited on signal (\d+)(?: \(([^)]*)\))?")
+_RANK_EXIT = re.compile(r"Process name:\s*\[\[\d+,\d+\],(\d+)\]")
+_EXIT_CODE = re.compile(r"Exit code:\s*(-?\d+)")
+_ABORT = re.compile(r"MPI_ABORT was invoked on rank (\d+) in communicator MPI_COMM_WORLD")
+_ERRORCODE = re.compile(r"with errorcode (-?\d+)")
+_SRUN_TASK = re.compile(r"srun: error: (\S+?): tasks? ([0-9][0-9,-]*): (.+)$")
+
+
+def _ranks(text):
+    ranks = []
+    for part in text.split(","):
+        low, _, high = part.partition("-")
+        ranks += list(range(int(low), int(high or low) + 1))
+    return ranks
+
+
+def launch_failure(text):
+    """What a launch's own output says went wrong, in its words: {"unreachable": {host: words} (hosts it could not
+    start), "ranks": {rank: words} (ranks it saw die first, or that aborted), "hosts": {host: words} (hosts whose
+    ranks it saw die)}. Only the first rank a launcher reports counts for a death (srun reports the ranks it killed
+    afterwards too); every host it could not start counts (it tries them all at once)."""
+    unreachable, ranks, hosts = {}, {}, {}
+    lines = (text or "").splitlines()
+    for index, line in enumerate(lines):
+        line = line.strip()
+        for pattern in _UNREACHABLE:
+            found = pattern.search(line)
+            if found:
+                unreachable.setdefault(found.group(1), line)
+        if _NOT_EXECUTED.search(line):
+            for later in lines[index + 1:index + 12]:
+                node = _NODE_FIELD.match(later)
+                if node:
+                    unreachable.setdefault(node.group(1), "the program could not be started there (" +
+                                           " ".join(part.strip() for part in lines[index:index + 2]) + ")")
+                    break
+        if ranks:
+            continue
+        found = _RANK_SIGNAL.search(line)
+        if found:
+            rank, host = int(found.group(1)), found.group(2)
+            words = f"rank {rank} on {host} died: signal {found.group(3)}" + \
+                (f" ({found.group(4)})" if found.group(4) else "") + " (the launcher's words: " + line + ")"
+            ranks[rank] = words
+            hosts[host] = words
+            continue
+        found = _ABORT.search(line)
+        if found:  # Open MPI breaks it: "... MPI_COMM_WORLD" / "with errorcode N."
+            code = next((_ERRORCODE.search(later) for later in lines[index:index + 2] if _ERRORCODE.search(later)),
+                        None)
+            ranks[int(found.group(1))] = f"rank {found.group(1)} ended the launch (MPI_Abort" + \
+                (f", exit {code.group(1)})" if code else ")")
+            continue
+        found = _RANK_EXIT.search(line)
+        if found:
+            code = next((_EXIT_CODE.search(later) for later in lines[index + 1:index + 3]
+                         if _EXIT_CODE.search(later)), None)
+            ranks[int(found.group(1))] = f"rank {found.group(1)} exited " + \
+                (f"{code.group(1)}" if code else "early") + " before the others (the launcher's words)"
+            continue
+        found = _SRUN_TASK.search(line)
+        if found:
+            words = f"task(s) {found.group(2)} on {found.group(1)}: {found.group(3)} (srun's words: {line})"
+            for rank in _ranks(found.group(2)):
+                ranks[rank] = words
+            hosts[found.group(1)] = words
+    return {"unreachable": unreachable, "ranks": ranks, "hosts": hosts}

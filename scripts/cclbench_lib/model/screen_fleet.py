@@ -250,14 +250,17 @@ class FleetModel:
                 if stage == "pairs" and job["kind"] not in PAIR_KINDS:
                     continue
                 if kind == "fail_start":
-                    return {"exit_code": EXIT_NO_START, "elapsed_s": FAIL_START_S, "document": None}
+                    return {"exit_code": EXIT_NO_START, "elapsed_s": FAIL_START_S, "document": None, "host": host,
+                            "fault": kind}
                 if kind == "crash" and job["kind"] != "doctor":
-                    return {"exit_code": EXIT_KILLED, "elapsed_s": fleet["job_s"] / 2, "document": None}
+                    return {"exit_code": EXIT_KILLED, "elapsed_s": fleet["job_s"] / 2, "document": None, "host": host,
+                            "fault": kind}
                 if kind == "hang":
-                    if job["kind"] == "doctor":
-                        return {"exit_code": None, "elapsed_s": None, "document": None}  # the launch timeout
+                    if job["kind"] == "doctor":  # the launch timeout
+                        return {"exit_code": None, "elapsed_s": None, "document": None, "host": host, "fault": kind}
                     # How long: what one hang costs (the learned deadlines: execute/screen_simulate.py fills it in)
-                    return {"exit_code": EXIT_TIMEOUT, "elapsed_s": None, "hung": True, "document": None}
+                    return {"exit_code": EXIT_TIMEOUT, "elapsed_s": None, "hung": True, "document": None,
+                            "host": host, "fault": kind}
                 if kind == "doctor_fail" and job["kind"] == "doctor":
                     return {"exit_code": 1, "elapsed_s": fleet["job_s"], "document": {"status": "fail"}}
         if job["kind"] == "doctor":

@@ -14,7 +14,8 @@ def cclbench_script():
 
 
 def doctor_argv(script, sysfs_root, procfs_root, host, json_path=None, emit_line=False):
-    argv = [script, "doctor", "--host-only", "--as-host", host]
+    """host None: no --as-host (the screen adds its own words per host, or --split-points for many)."""
+    argv = [script, "doctor", "--host-only"] + (["--as-host", host] if host else [])
     if sysfs_root:
         argv += ["--sysfs-root", sysfs_root]
     if procfs_root:

@@ -70,6 +70,16 @@ class LaunchPool:
             queue.popleft()
             self._consider(queue)
 
+    def requeue(self, job):
+        """A running job goes back to wait for a slot, first among its hosts' jobs (it ran and must run again: a
+        launch it shared ended before it did)."""
+        index = self.indices[id(job)]
+        if self.state[index] != "running":
+            raise ValueError(f"job {job.get('name', index)} is not running")
+        self.state[index] = "ready"
+        self.running -= 1
+        heapq.heappush(self.ready, index)
+
     def drop(self, host):
         """The host's jobs that have not started are skipped; returns them (plan order)."""
         skipped = []

@@ -4,6 +4,12 @@ A job is plain data: {"name", "kind": doctor|intra|loopback|pair|retest|repeat|r
 "output" (the -J document or the doctor's JSON), "round", "rail"}. Names are stable functions of the job
 (stage, round, hosts, rail), so `screen --resume` finds the same job under the same name.
 
+A job also keeps the parts its argv is made of, for plan/screen_batches.py, which starts many jobs of one shape as
+one launch (each job a group of it): "launch" ({"ranks_per_host", "oversubscribe", "mpirun_args": the job's own
+launcher arguments or None}), "tool" (the program and the arguments every job of its shape shares) and "own" (the
+words that are the job's alone: coll_perf's --point, -J and --nccl-log-dir, the doctor's --as-host and --json).
+argv = the launcher's prefix for the job's hosts + tool + own.
+
 Backends: NCCL where the nodes have GPUs (gpus_per_node ranks a node); the MPI backend (host memory, two
 ranks on the node for the intra-node point, one a node for a pair) on GPU-less hosts, where there is no
 loopback point: the MPI backend has no NCCL_IB_HCA to pin a rail with.
@@ -38,6 +44,7 @@ def _tool(inputs):
 
 
 def _coll_argv(inputs, run_dir, name):
+    """(the arguments every coll_perf job of a shape shares, the job's own: --point, -J, --nccl-log-dir)."""
     flags = inputs.get("coll_perf_flags")
     # Both sizes in every job, the rail points too (whose small size is not judged): coll_perf runs the small one
     # first, and its learned watchdog predicts the large one from it. A launch whose first case is the large size
@@ -46,8 +53,7 @@ def _coll_argv(inputs, run_dir, name):
     sizes = f"{inputs['large_bytes']},{inputs['small_bytes']}"
     argv = [_tool(inputs), "--backend", backend(inputs), "--coll", COLLECTIVE, "--placement", "out",
             "--sizes", sizes, "-n", str(inputs["iterations"]),
-            "-w", str(inputs["warmup"]), "-c", "1", "--point", name, "--quiet",
-            "-J", os.path.join(run_dir, "raw", name + ".json")]
+            "-w", str(inputs["warmup"]), "-c", "1", "--quiet"]
     # Nothing hangs by default: without --timeout, coll_perf's watchdog comes from the job's own sizes,
     # iterations and backend (plan/bounds.py), for a pair's ranks, the most a screen job has.
     argv += ["-T", str(inputs.get("timeout_s") or coll_perf_bounds(argv[1:], 2 * (inputs["gpus_per_node"] or 1))[0])]
@@ -56,8 +62,6 @@ def _coll_argv(inputs, run_dir, name):
     # With their progress reported, a job whose partner froze whole (no watchdog left there) is stopped past its
     # deadline (execute/screen.py), not at --launch-timeout.
     argv += [flag for flag in ("--learn-deadlines", "--progress") if flags is None or flag in flags]
-    if backend(inputs) == "nccl":
-        argv += ["--nccl-log-dir", os.path.join(run_dir, "nccl", name)]
     netdevs = inputs.get("netdevs") or []
     if netdevs:
         # The rail counters per host: coll_perf --netdevs where it has it, else every interface (--all-netdevs,
@@ -68,7 +72,22 @@ def _coll_argv(inputs, run_dir, name):
             argv.append("--all-netdevs")
     if inputs.get("sysfs_root"):
         argv += ["--sysfs-root", inputs["sysfs_root"]]
-    return argv
+    own = ["--point", name, "-J", os.path.join(run_dir, "raw", name + ".json")]
+    if backend(inputs) == "nccl":
+        own += ["--nccl-log-dir", os.path.join(run_dir, "nccl", name)]
+    return argv, own
+
+
+def _launched(inputs, name, kind, hosts, ranks_per_host, env, tool, own, output, round_number=None, rail=None,
+              oversubscribe=False, mpirun_args=None):
+    """A job: its launch on its hosts (ranks_per_host each) with env, then tool + own."""
+    bound = inputs if mpirun_args is None else dict(inputs, mpirun_args=mpirun_args)
+    spec = ",".join(f"{host}:{ranks_per_host}" for host in hosts)
+    argv = launcher.command(bound, ranks_per_host * len(hosts), spec, env, oversubscribe=oversubscribe) + tool + own
+    job = _job(name, kind, hosts, argv, env, output, round_number, rail)
+    job.update(launch={"ranks_per_host": ranks_per_host, "oversubscribe": oversubscribe, "mpirun_args": mpirun_args},
+               tool=list(tool), own=list(own))
+    return job
 
 
 def _job(name, kind, hosts, argv, env, output, round_number=None, rail=None):
@@ -81,38 +100,35 @@ def node_jobs(inputs, run_dir, node, stage_jobs):
     jobs = []
     for spec in stage_jobs:
         if spec["kind"] == "doctor":
-            name = f"doctor.{node}"
             out = os.path.join(run_dir, "doctor", f"{node}.json")
-            argv = launcher.command(inputs, 1, node) + doctor_argv(cclbench_script(), inputs.get("sysfs_root"), None,
-                                                                   node, out)
-            jobs.append(_job(name, "doctor", [node], argv, {}, out))
+            tool = doctor_argv(cclbench_script(), inputs.get("sysfs_root"), None, None)
+            jobs.append(_launched(inputs, f"doctor.{node}", "doctor", [node], 1, {}, tool,
+                                  ["--as-host", node, "--json", out], out))
         elif spec["kind"] == "intra":
             name = f"intra.{node}"
-            ranks, env = (inputs["gpus_per_node"] if backend(inputs) == "nccl" else MPI_INTRA_RANKS), {}
-            argv = launcher.command(inputs, ranks, f"{node}:{ranks}", env, oversubscribe=backend(inputs) == "mpi") + \
-                _coll_argv(inputs, run_dir, name)
-            jobs.append(dict(_job(name, "intra", [node], argv, env, os.path.join(run_dir, "raw", name + ".json")),
+            ranks = inputs["gpus_per_node"] if backend(inputs) == "nccl" else MPI_INTRA_RANKS
+            tool, own = _coll_argv(inputs, run_dir, name)
+            jobs.append(dict(_launched(inputs, name, "intra", [node], ranks, {}, tool, own,
+                                       os.path.join(run_dir, "raw", name + ".json"),
+                                       oversubscribe=backend(inputs) == "mpi"),
                              ranks=ranks, correctness_only=backend(inputs) == "mpi"))
         elif spec["kind"] == "loopback":
             name = f"loopback.{node}.{_rail_label(spec['rail'])}"
-            ranks = inputs["gpus_per_node"]
-            env = dict(spec["env"])
-            argv = launcher.command(inputs, ranks, f"{node}:{ranks}", env) + _coll_argv(inputs, run_dir, name)
-            jobs.append(_job(name, "loopback", [node], argv, env, os.path.join(run_dir, "raw", name + ".json"),
-                             rail=spec["rail"]))
+            tool, own = _coll_argv(inputs, run_dir, name)
+            jobs.append(_launched(inputs, name, "loopback", [node], inputs["gpus_per_node"], dict(spec["env"]), tool,
+                                  own, os.path.join(run_dir, "raw", name + ".json"), rail=spec["rail"]))
     return jobs
 
 
 def pair_job(inputs, run_dir, a, b, round_number, kind="pair"):
     """One two-node point (kind pair, retest or repeat) over the rails: NCCL_IB_HCA pinned to every rail."""
     name = f"{kind}.r{round_number}.{a}.{b}"
-    per_node = inputs["gpus_per_node"] or 1
     env = {}
     if backend(inputs) == "nccl" and inputs.get("hcas"):
         env["NCCL_IB_HCA"] = "=" + ",".join(inputs["hcas"])
-    argv = launcher.command(inputs, 2 * per_node, f"{a}:{per_node},{b}:{per_node}", env) + \
-        _coll_argv(inputs, run_dir, name)
-    return _job(name, kind, [a, b], argv, env, os.path.join(run_dir, "raw", name + ".json"), round_number)
+    tool, own = _coll_argv(inputs, run_dir, name)
+    return _launched(inputs, name, kind, [a, b], inputs["gpus_per_node"] or 1, env, tool, own,
+                     os.path.join(run_dir, "raw", name + ".json"), round_number)
 
 
 def rails_alone(inputs):
@@ -125,18 +141,17 @@ def rails_alone(inputs):
 def rail_job(inputs, run_dir, a, b, round_number, rail):
     """One two-node point over one rail alone, judged at the large size (kind rail; the small size runs first, for the learned watchdog)."""
     name = f"rail.r{round_number}.{a}.{b}.{_rail_label(rail)}"
-    per_node = inputs["gpus_per_node"] or 1
-    bound = inputs
+    mpirun_args = None
     if backend(inputs) == "nccl":
         env = nccl_rail_env(rail, rdma=bool(inputs.get("hcas")))
     elif launcher.launcher_of(inputs)["name"] == "srun":
         env = mpi_rail_env(rail)
     else:
         env = {}
-        bound = dict(inputs, mpirun_args=mpirun_args_for_interface(inputs.get("mpirun_args"), rail))
-    argv = launcher.command(bound, 2 * per_node, f"{a}:{per_node},{b}:{per_node}", env) + \
-        _coll_argv(inputs, run_dir, name)
-    return _job(name, "rail", [a, b], argv, env, os.path.join(run_dir, "raw", name + ".json"), round_number, rail)
+        mpirun_args = mpirun_args_for_interface(inputs.get("mpirun_args"), rail)
+    tool, own = _coll_argv(inputs, run_dir, name)
+    return _launched(inputs, name, "rail", [a, b], inputs["gpus_per_node"] or 1, env, tool, own,
+                     os.path.join(run_dir, "raw", name + ".json"), round_number, rail, mpirun_args=mpirun_args)
 
 
 def stage_env_note(inputs):

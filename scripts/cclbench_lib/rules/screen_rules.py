@@ -136,6 +136,7 @@ EXIT_CODES = {"pass": 0, "fail": 1, "suspect": 3}
 # Reason codes (stable; REASON_MEANINGS below explains them in docs/verdicts.md).
 NODE_DOCTOR_FAIL = "node.doctor_fail"
 NODE_DOCTOR_NO_RESULT = "node.doctor_no_result"
+NODE_NOT_STARTED = "node.not_started"
 NODE_PATH_MTU = "node.path_mtu"
 LINK_PATH_MTU = "link.path_mtu"
 RAIL_DEAD = "rail.dead"
@@ -160,7 +161,7 @@ REASON_CODES = (NODE_DOCTOR_FAIL, NODE_DOCTOR_NO_RESULT, NODE_INTRA_FAILED, NODE
                 NODE_SLOW_WITH_GOOD_PARTNERS, NODE_FAILED_WITH_GOOD_PARTNERS, NODE_UNRESOLVED, NODE_NO_GOOD_PARTNER,
                 LINK_SLOW_PAIR, LINK_FAILED_PAIR, LINK_NOT_REPRODUCED, LINK_UNRESOLVED, RAIL_LOOPBACK_FAILED,
                 RAIL_LOOPBACK_SLOW, RAIL_UNBALANCED, RAIL_UNBALANCED_UNRESOLVED, RAIL_SLOW, RAIL_SLOW_UNRESOLVED,
-                NODE_PATH_MTU, LINK_PATH_MTU, RAIL_DEAD, LINK_PATH_DOWN)
+                NODE_PATH_MTU, LINK_PATH_MTU, RAIL_DEAD, LINK_PATH_DOWN, NODE_NOT_STARTED)
 
 # Pair outcomes.
 PAIR_OK, PAIR_FAILED, PAIR_SLOW_BUSBW, PAIR_SLOW_SMALL = "ok", "failed", "slow_busbw", "slow_small"
@@ -190,7 +191,7 @@ NOT_JUDGED_REASONS = (NOT_JUDGED_FEW_NODES, NOT_JUDGED_CORRECTNESS_ONLY, NOT_JUD
 # Pair speed and attribution need a third node: a pair's reference leaves both of its nodes out in turn.
 MIN_NODES_TO_COMPARE = 3
 
-SCHEMA_VERSION = "1.5.0"  # 1.5: schedule.dropped[].dead_paths (a node dropped after its first failed pair)
+SCHEMA_VERSION = "1.5.0"  # 1.5: schedule.dropped[].dead_paths (a node dropped after its first failed pair), .not_started (a node its launcher could not start)
 
 
 def _number(value):
@@ -633,6 +634,8 @@ def node_stage_verdicts(nodes, node_stage, path_checks=None, path_mtu=None):
     for node in nodes:
         stage = node_stage.get(node) or {}
         doctor = stage.get("doctor")
+        if stage.get("not_started"):  # the launcher's own words: it could not start the node (execute/screen.py)
+            findings[node].append((BAD, NODE_NOT_STARTED, {"launcher": stage["not_started"]}, None))
         if doctor == "fail":
             findings[node].append((BAD, NODE_DOCTOR_FAIL, {"doctor": doctor}, None))
         elif doctor not in ("pass", "warn"):
@@ -1073,6 +1076,10 @@ REASON_MEANINGS = {
                        "The doctor's detail for the node (screen.json, logs/); fix and rerun.", ()),
     NODE_DOCTOR_NO_RESULT: (BAD, "The node's doctor left no result (it could not be started or reached).",
                             "The node's job output in logs/: ssh, the launcher, the node itself.", ()),
+    NODE_NOT_STARTED: (BAD, "The launcher could not start the node (its own words in the detail: ssh could not "
+                       "connect, srun could not launch a task there); it was dropped from every later launch, and "
+                       "its pairs are not held against its partners.",
+                       "ssh or slurmd on the node, its management network, its name (logs/launch.*.log).", ()),
     NODE_PATH_MTU: (BAD, "Don't-fragment packets of the rail's MTU do not get from this node to at least two "
                     "nodes that reach others (or it has no interface on a rail's subnet): NCCL would hang on those "
                     "paths. The node is not paired.",
