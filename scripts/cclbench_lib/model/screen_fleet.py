@@ -40,10 +40,10 @@ NOISE_PRESETS = {
     # measurement. The rails alone of one pair: the same instrument, two measurements: sqrt(2) x 2.0% = 2.8%.
     "h200": {"busbw_log_sd": 0.020, "small_time_log_sd": 0.020, "rail_log_sd": 0.028,
              "source": "docs/bring-up.md: three single-GPU H200 baselines, 1.5% repeat spread and 1.3% drift"},
-    # rules/screen_rules.py (MIN_SPREAD_VALUES): the loaded 2-core virtual cluster's healthy pairs scatter 10-20%
+    # rules/screen_bands.py (MIN_SPREAD_VALUES): the loaded 2-core virtual cluster's healthy pairs scatter 10-20%
     # lognormal (its upper end here); tests/scripts/test_screen_rules.py's fleets use the same.
     "vcluster": {"busbw_log_sd": 0.20, "small_time_log_sd": 0.20, "rail_log_sd": 0.20,
-                 "source": "rules/screen_rules.py MIN_SPREAD_VALUES: the loaded 2-core virtual cluster, 10-20% "
+                 "source": "rules/screen_bands.py MIN_SPREAD_VALUES: the loaded 2-core virtual cluster, 10-20% "
                            "lognormal scatter of healthy pairs"},
 }
 DEFAULTS = {"pair_busbw_gbps": 40.0, "pair_small_time_us": 30.0, "intra_busbw_gbps": 300.0,

@@ -211,7 +211,7 @@ def rail_point_pairs(rounds, partners=RAIL_PARTNERS):
     """[[pair, ...] per round]: the pairs of each round that also run one point per rail alone - a pair not yet
     measured so with a node that has fewer than `partners` distinct partners on its rails alone (fewer than the
     fleet offers: n - 1). Every node then meets two partners on each rail alone, which is what names the node
-    whose rail is slow (two known-good partners, screen_rules.MIN_GOOD_FAILS) without a retest."""
+    whose rail is slow (two known-good partners, screen_attribution.MIN_GOOD_FAILS) without a retest."""
     nodes = {node for entry in rounds for pair in entry["pairs"] for node in pair}
     wanted = min(partners, max(len(nodes) - 1, 0))
     met = {node: set() for node in nodes}

@@ -1,0 +1,199 @@
+"""The screen's rail rules: each rail's share of a pair's bytes, and each rail alone against its sibling alone.
+
+  Rail balance (step_rail_balance): per pair and host, a rail carrying less than RAIL_LOW_RATIO of its busiest
+      sibling's bytes is low there; low on either host fails the pair for that rail, and the same attribution
+      (rules/screen_attribution.py) names the node whose rail it is.
+  Each rail alone (rail points: stage "rail", one point per rail on the same pair, run back to back): a rail whose
+      bus bandwidth alone is below RAIL_SLOW_RATIO x its best sibling's alone on that pair - and below the ratios'
+      own noise, exp(-NOISE_SIGMAS x their sd) read from the fleet's rail points (rail_slow_ratio) - or that
+      failed while a sibling ran, is slow on that pair (rail_ratio in the pair's row); the attribution, per
+      rail name, names the node (rail.slow) or the link. At 2 nodes there is no third node to tell which end is
+      slow: a rail slow in every measurement of the pair, at least twice, makes the link bad (rail.slow) and both
+      nodes' rails suspect.
+
+Pure: plain data in and out.
+"""
+import math
+import statistics
+
+from .screen_attribution import attribute, edges_of
+from .screen_bands import HOST_TIMES_WIDENING, NOISE_SIGMAS, is_rail_point, positive_number
+from .screen_codes import (BAD, PAIR_FAILED, PAIR_OK, PAIR_SLOW_RAIL, RAIL_SLOW, RAIL_SLOW_UNRESOLVED, RAIL_UNBALANCED,
+                           RAIL_UNBALANCED_UNRESOLVED, SUSPECT)
+from .screen_findings import make_reason
+
+# A rail below a quarter of its busiest sibling's bytes is "far below" it (healthy rails split a point about
+# evenly: 1.44 GB each over eth0 and eth3 on the virtual cluster's two-node baseline; a dead rail carries ~0).
+RAIL_LOW_RATIO = 0.25
+# A rail alone below half its sibling alone, on the same pair, measured back to back, is slow there: healthy rails
+# of one pair differ by a few percent on GPU clusters (compare's single-measurement floor is 15%), by up to ~1.5x on
+# the loaded 2-core virtual cluster; a degraded rail is several-fold below (9x: eth3 rate-limited, issue's
+# measurement). One such pair is a suspicion; the attribution and the retests with known-good partners decide.
+RAIL_SLOW_RATIO = 0.5
+# The rail ratios' own noise (rail_slow_ratio): from this many groups of rail points on (one round of 8 nodes: a
+# healthy fleet with fewer would be retested for its rails' scatter alone); the lower quartile of a
+# half-normal |N(0, sd)| is 0.3186 sd.
+RAIL_NOISE_MIN_GROUPS = 4
+RAIL_QUARTILE_TO_SD = 0.3186
+
+
+def rail_slow_ratio(pairs, host_times=False):
+    """(threshold, sd): a rail alone is slow below threshold x its best sibling alone. threshold =
+    min(RAIL_SLOW_RATIO, exp(-NOISE_SIGMAS x sd)): sd is the scatter of ln(rail / sibling) on healthy pairs, read
+    from each group of rail points (one pair, one round) with two rails or more measured as d = ln(fastest /
+    slowest): sd = the groups' lower quartile of d / RAIL_QUARTILE_TO_SD (d of two healthy rails is |N(0, sd)|,
+    whose lower quartile is 0.3186 sd). A slow rail's groups are the large d, and its node's retests may repeat
+    them: the lower quartile stands while they are fewer than three in four. On the loaded 2-core virtual cluster
+    one rail alone measured 0.05-20x its sibling on healthy pairs. With fewer than RAIL_NOISE_MIN_GROUPS groups:
+    RAIL_SLOW_RATIO and sd None. host_times (GPU-less nodes, the MPI backend on host memory): RAIL_SLOW_RATIO is
+    widened HOST_TIMES_WIDENING-fold, as every pair floor is (a 4-node fleet with one node left out by the path
+    step kept 2 groups, and a healthy eth0 alone read 0.39 of its sibling twice: a false rail.slow)."""
+    ratio = RAIL_SLOW_RATIO / (HOST_TIMES_WIDENING if host_times else 1.0)
+    spreads = []
+    for indices in _rail_groups(pairs).values():
+        values = [pairs[i]["busbw_gbps"] for i in indices if positive_number(pairs[i].get("busbw_gbps"))]
+        if len(values) >= 2:
+            spreads.append(math.log(max(values) / min(values)))
+    if len(spreads) < RAIL_NOISE_MIN_GROUPS:
+        return ratio, None
+    sd = statistics.quantiles(spreads, n=4, method="inclusive")[0] / RAIL_QUARTILE_TO_SD
+    return min(ratio, math.exp(-NOISE_SIGMAS * sd)), sd
+
+
+def _rail_groups(pairs):
+    groups = {}
+    for index, pair in enumerate(pairs):
+        if is_rail_point(pair):
+            groups.setdefault((frozenset((pair["a"], pair["b"])), pair.get("round")), []).append(index)
+    return groups
+
+
+def judge_rail_points(pairs, host_times=False):
+    """The rail points (stage "rail") against their siblings: {index: {"outcome", "ratio", "sibling",
+    "sibling_busbw_gbps", "judged", "threshold"}}. Siblings are the rail points of the same two nodes in the same
+    round; a rail is slow below rail_slow_ratio x its best sibling's bus bandwidth, or when it failed and a sibling
+    ran (ratio None). judged False: no sibling with a value (one rail, or every rail of that pair failed): not a
+    rail finding."""
+    threshold, _ = rail_slow_ratio(pairs, host_times)
+    found = {}
+    for indices in _rail_groups(pairs).values():
+        for index in indices:
+            value = pairs[index].get("busbw_gbps")
+            siblings = [(pairs[other]["busbw_gbps"], pairs[other].get("rail")) for other in indices
+                        if other != index and pairs[other].get("rail") != pairs[index].get("rail")
+                        and positive_number(pairs[other].get("busbw_gbps"))]
+            if not siblings:
+                found[index] = {"outcome": PAIR_OK if positive_number(value) else PAIR_FAILED, "ratio": None,
+                                "sibling": None, "sibling_busbw_gbps": None, "judged": False, "threshold": threshold}
+                continue
+            best, sibling = max(siblings, key=lambda item: item[0])
+            ratio = value / best if positive_number(value) else None
+            slow = ratio is None or ratio < threshold
+            found[index] = {"outcome": PAIR_SLOW_RAIL if slow else PAIR_OK, "ratio": ratio, "sibling": sibling,
+                            "sibling_busbw_gbps": best, "judged": True, "threshold": threshold}
+    return found
+
+
+
+def rail_lows(pair, ratio=RAIL_LOW_RATIO):
+    """{rail: [host, ...]} of the rails that carried less than ratio x their busiest sibling on a host of this pair
+    (rail_bytes {host: {rail: bytes}}; a host with one rail or nothing counted has no sibling to compare)."""
+    lows = {}
+    for host, counts in (pair.get("rail_bytes") or {}).items():
+        if not isinstance(counts, dict) or len(counts) < 2:
+            continue
+        values = [(rail, value) for rail, value in counts.items()
+                  if type(value) in (int, float) and value >= 0]  # bool is not a byte count
+        busiest = max((value for _, value in values), default=0)
+        for rail, value in values:
+            if busiest > 0 and value < ratio * busiest:
+                lows.setdefault(rail, []).append(host)
+    for hosts in lows.values():
+        hosts.sort()
+    return lows
+
+
+
+def step_rail_balance(state, pairs, paired, excluded):
+    """Rails from the pairs' counters (RAIL_LOW_RATIO): the same attribution per rail name."""
+    rail_failed = {}
+    for index, pair in enumerate(pairs):
+        if is_rail_point(pair):
+            continue
+        for rail, hosts in rail_lows(pair).items():
+            rail_failed.setdefault(rail, {})[index] = hosts
+    pair_rows = {index for index, pair in enumerate(pairs) if not is_rail_point(pair)}
+    for rail, failed_at in sorted(rail_failed.items()):
+        rail_edges = edges_of(pairs, [index in failed_at for index in range(len(pairs))], excluded, pair_rows)
+        found = attribute(paired, rail_edges)
+
+        def low_hosts(keys):
+            behind = [i for key in keys for i in rail_edges[key]["pairs"]]
+            return behind, sorted({host for i in behind for host in failed_at.get(i, [])})
+
+        for node, keys in found["bad"].items():
+            behind, hosts = low_hosts(keys)
+            state.add_rail(node, rail, BAD, RAIL_UNBALANCED, {"rail": rail, "low_on_hosts": hosts}, behind)
+        for node, keys in found["suspect"].items():
+            behind, hosts = low_hosts(keys)
+            state.add_rail(node, rail, SUSPECT, RAIL_UNBALANCED_UNRESOLVED, {"rail": rail, "low_on_hosts": hosts},
+                           behind)
+        for key in found["links_bad"] + found["links_suspect"]:
+            for node in key:  # a rail low on one pair only: that pair's rail, both nodes in question
+                state.add_rail(node, rail, SUSPECT, RAIL_UNBALANCED_UNRESOLVED,
+                               {"rail": rail, "partner": key[1] if node == key[0] else key[0]},
+                               rail_edges[key]["pairs"])
+
+
+def step_rails_alone(state, pairs, paired, excluded, rail_found):
+    """Each rail alone against its siblings (judge_rail_points' rail_found): the same attribution per rail name
+    over the rail points; at two nodes the link's rail once the slowness reproduces."""
+    for rail in sorted({pairs[index].get("rail") for index, entry in rail_found.items() if entry["judged"]}):
+        rows = {index for index, entry in rail_found.items() if entry["judged"] and pairs[index].get("rail") == rail}
+        slow_edges = edges_of(pairs, [index in rows and rail_found[index]["outcome"] == PAIR_SLOW_RAIL
+                                    for index in range(len(pairs))], excluded, rows)
+
+        def evidence(behind, extra):
+            ratios = [rail_found[i]["ratio"] for i in behind if rail_found[i]["outcome"] == PAIR_SLOW_RAIL]
+            known = [ratio for ratio in ratios if ratio is not None]
+            return dict({"rail": rail, "ratio": statistics.median(known) if known else None,
+                         "ratios": [None if ratio is None else round(ratio, 4) for ratio in ratios],
+                         "sibling": next((rail_found[i]["sibling"] for i in behind if rail_found[i]["sibling"]), None),
+                         "threshold_ratio": rail_found[behind[0]]["threshold"] if behind else RAIL_SLOW_RATIO},
+                        **extra)
+
+        if len(paired) == 2:  # no third node: the link between the two, once the slowness reproduces
+            for key, edge in slow_edges.items():
+                if not edge["failed"]:
+                    continue
+                detail = evidence(edge["pairs"], {"measurements": edge["count"]})
+                if edge["count"] >= 2:
+                    state.links.append({"a": key[0], "b": key[1], "verdict": BAD,
+                                        "reasons": [make_reason(RAIL_SLOW, detail, edge["pairs"])]})
+                else:
+                    state.repeat_pairs.append(list(key))
+                for node in key:
+                    state.add_rail(node, rail, SUSPECT, RAIL_SLOW_UNRESOLVED,
+                                   dict(detail, partner=key[1] if node == key[0] else key[0]), edge["pairs"])
+                    state.rail_suspects.add(node)
+            continue
+        found = attribute(paired, slow_edges)
+        for node, keys in found["bad"].items():
+            behind = [i for key in keys for i in slow_edges[key]["pairs"]]
+            state.add_rail(node, rail, BAD, RAIL_SLOW, evidence(behind, {"good_partners_slow": sorted(
+                {k[0] if k[1] == node else k[1] for k in keys})}), behind)
+        for node, keys in found["suspect"].items():
+            behind = [i for key in keys for i in slow_edges[key]["pairs"]]
+            state.add_rail(node, rail, SUSPECT, RAIL_SLOW_UNRESOLVED, evidence(behind, {}), behind)
+            state.rail_suspects.add(node)
+        for key in found["links_bad"]:
+            state.links.append({"a": key[0], "b": key[1], "verdict": BAD, "reasons": [make_reason(
+                RAIL_SLOW, evidence(slow_edges[key]["pairs"], {"measurements": slow_edges[key]["count"]}),
+                slow_edges[key]["pairs"])]})
+        for key in found["links_suspect"]:
+            state.repeat_pairs.append(list(key))
+            for node in key:
+                state.add_rail(node, rail, SUSPECT, RAIL_SLOW_UNRESOLVED,
+                               evidence(slow_edges[key]["pairs"], {"partner": key[1] if node == key[0] else key[0]}),
+                               slow_edges[key]["pairs"])
+                state.rail_suspects.add(node)
