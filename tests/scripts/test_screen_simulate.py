@@ -54,7 +54,7 @@ class Simulate(TempDirTest):
         self.assertEqual(self.bad(document, "links"), [])
         simulation = document["simulation"]
         self.assertEqual(simulation["truth"], {"bad_nodes": ["gpu03", "gpu06"], "bad_links": [],
-                                               "bad_rails": [["gpu06", "mlx5_3:1"]]})
+                                               "bad_rails": [["gpu06", "mlx5_3:1"]], "bad_groups": []})
         self.assertEqual(simulation["score"]["nodes"]["recall"], 1.0)
         self.assertEqual(simulation["score"]["nodes"]["precision"], 1.0)
         self.assertEqual(simulation["score"]["rails"]["true_positive"], 1)
@@ -71,8 +71,9 @@ class Simulate(TempDirTest):
                          len(document["pairs"]))
         with open(os.path.join(run_dir, "screen.md"), encoding="utf-8") as handle:
             report = handle.read()
-        self.assertIn("| nodes | 2 | 2 | 2 | 100.0% | 100.0% | - |", report)  # truth, named, found, recall, precision
-        self.assertIn("| rails | 1 | 1 | 1 | 100.0% | 100.0% | - |", report)
+        # truth, named, found, recall, precision, left open, missed
+        self.assertIn("| nodes | 2 | 2 | 2 | 100.0% | 100.0% | 0 | - |", report)
+        self.assertIn("| rails | 1 | 1 | 1 | 100.0% | 100.0% | 0 | - |", report)
         # Full screen of 8 nodes: 7 rounds of 4 pairs; the modelled clock counts each batch slice once.
         self.assertEqual(len(document["schedule"]["rounds"]), 7)
         self.assertEqual(simulation["modelled_wall_s"] % 20.0, 0.0)
@@ -180,25 +181,42 @@ class SharedCauses(TempDirTest):
         self.assertEqual([cause["group"] for cause in causes], ["leaf2"], result.stderr)
         self.assertEqual(causes[0]["rails"], ["mlx5_3:1"])
         self.assertTrue(set(causes[0]["nodes"]) <= set(leaf2) and len(causes[0]["nodes"]) >= 3)
-        self.assertIn(f"nodes under leaf2 are bad on mlx5_3:1", result.stderr)
+        self.assertIn("Shared cause: leaf2 mlx5_3:1 at x0.2", result.stderr)  # the group and its rail, by name
+        self.assertEqual(document["simulation"]["truth"]["bad_groups"], ["leaf2"])
+        self.assertEqual(document["simulation"]["score"]["groups"]["true_positive"], 1)
         ok, why = validate("screen.schema.json", os.path.join(self.results, "g", "screen.json"))
         self.assertTrue(ok, why)
 
     def test_the_rule_by_hand(self):
         def node(name, verdict, code="rail.slow"):
-            return {"name": name, "verdict": verdict, "reasons": [{"code": code}] if verdict != "accept" else []}
+            return {"name": name, "verdict": verdict, "reasons": [{"code": code, "pairs": []}]
+                    if verdict != "accept" else []}
+
+        def rail(name, verdict="bad", ratio=0.5):
+            code = "rail.slow" if verdict == "bad" else "rail.slow_unresolved"
+            return {"node": name, "rail": "eth3", "verdict": verdict,
+                    "reasons": [{"code": code, "detail": {"ratio": ratio, "slow_on": ["busbw_gbps"]}}]}
         nodes = [node("a", "bad"), node("b", "bad"), node("c", "bad"), node("d", "accept"), node("e", "bad"),
                  node("f", "bad", "node.slow_with_good_partners"), node("g", "bad"), node("h", "accept")]
-        rails = [{"node": name, "rail": "eth3", "verdict": "bad"} for name in ("a", "b", "c", "e", "g")]
+        rails = [rail(name, ratio=ratio) for name, ratio in (("a", 0.5), ("b", 0.6), ("c", 0.7), ("e", 0.5),
+                                                             ("g", 0.5))]
         groups = {"a": "L1", "b": "L1", "c": "L1", "d": "L1", "e": "L2", "f": "L2", "g": "L3", "h": "L3"}
-        # L1: 3 of 4 bad, all on eth3; L2: 2 bad (fewer than 3); L3: 1 bad.
+        # L1: 3 of 4 bad, all on eth3 (its median ratio 0.6); L2: 2 bad (fewer than 3); L3: 1 bad.
         self.assertEqual(shared_causes(nodes, rails, groups), [
-            {"kind": "group", "group": "L1", "nodes": ["a", "b", "c"], "group_nodes": 4, "rails": ["eth3"],
-             "codes": ["rail.slow"]}])
+            {"kind": "group", "group": "L1", "nodes": ["a", "b", "c"], "suspect": [], "group_nodes": 4,
+             "rails": ["eth3"], "rail_ratios": {"eth3": 0.6}, "rail_small_time_ratios": {}, "codes": ["rail.slow"],
+             "busbw_ratio": None, "small_time_ratio": None}])
+        # Suspects count with the bad: a leaf whose rail left its nodes in question is named as the leaf.
+        in_question = [node("a", "bad"), node("b", "suspect", "rail.slow_unresolved"),
+                       node("c", "suspect", "rail.slow_unresolved"), node("d", "accept")]
+        causes = shared_causes(in_question, [rail("a"), rail("b", "suspect"), rail("c", "suspect")], groups)
+        self.assertEqual([(cause["group"], cause["nodes"], cause["suspect"], cause["rails"]) for cause in causes],
+                         [("L1", ["a"], ["b", "c"], ["eth3"])])
         # 3 bad of a group of 7 is below half: no group, and the rail they share is named instead.
         wide = {"a": "L1", "b": "L1", "c": "L1", "d": "L1", "h": "L1", "i": "L1", "j": "L1"}
         more = nodes + [node("i", "accept"), node("j", "accept")]
         self.assertEqual([cause["kind"] for cause in shared_causes(more, rails, wide)], ["rail"])
+        # Without groups the nodes are still bad one by one, and the rail they share is the cause offered.
         self.assertEqual(shared_causes(nodes, rails, {}), [
             {"kind": "rail", "rail": "eth3", "nodes": ["a", "b", "c", "e", "g"], "codes": ["rail.slow"]}])
         self.assertEqual(shared_causes(nodes, rails[:2], {}), [])  # two nodes share nothing worth a cause

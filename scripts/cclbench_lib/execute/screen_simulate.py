@@ -69,7 +69,8 @@ class SimulatedFleet:
                 "noise": {key: fleet["noise"][key] for key in ("busbw_log_sd", "small_time_log_sd", "rail_log_sd",
                                                                 "source", "preset")},
                 "truth": {"bad_nodes": expected["bad_nodes"], "bad_links": [list(k) for k in expected["bad_links"]],
-                          "bad_rails": [list(k) for k in expected["bad_rails"]]},
+                          "bad_rails": [list(k) for k in expected["bad_rails"]],
+                          "bad_groups": expected["bad_groups"]},
                 "score": score(document, expected), "launches": self.launches, "pools": self.stages,
                 "modelled_wall_s": round(self.modelled_s, 3),
                 "rules_cpu_s": {step: round(seconds, 4) for step, seconds in sorted(rules_cpu_s.items())}}

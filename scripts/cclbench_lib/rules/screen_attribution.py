@@ -9,9 +9,12 @@ runs it over the pairs' outcomes, rules/screen_rails.py over each rail's).
       2. known good: a node not taken, with no unexplained failure and at least one pass;
       3. link: an unexplained failure that is the only one of both its nodes, both of which pass with a known-good
          node other than each other, is a bad link once it was measured failing at least twice (else suspect and
-         repeated on retest: link.not_reproduced, its two nodes suspect for that reason alone); both nodes of a
-         bad link are then known good. At 2 nodes the one pair, failed (no value) every time, at least twice, is a
-         bad link too, and both nodes stay suspect;
+         repeated on retest: link.not_reproduced, its two nodes suspect for that reason alone) and neither node
+         failed any other measurement, even one a repeat then passed (a node whose rail runs at its limit fails
+         now here, now there: that is the node, still in question, not a link; a failure with a node taken in 1.
+         is that node's); both nodes of a bad link are then
+         known good. At 2 nodes the one pair, failed (no value) every time, at least twice, is a bad link too, and
+         both nodes stay suspect;
       4. a taken node is bad when it failed with >= MIN_GOOD_FAILS distinct known-good nodes and with more of them
          than it passed with; otherwise it stays suspect;
       5. every other node with an unexplained failure, or with no pass against a known-good node, is suspect.
@@ -24,8 +27,9 @@ MIN_GOOD_FAILS = 2
 
 
 def edges_of(pairs, failed, excluded, rows=None):
-    """{(a, b) sorted: {"failed": every measurement failed, "count": measurements, "pairs": indices}} over pairs
-    whose nodes are both outside excluded (and whose index is in rows, when given)."""
+    """{(a, b) sorted: {"failed": every measurement failed, "count": measurements, "failures": measurements that
+    failed, "pairs": indices}} over pairs whose nodes are both outside excluded (and whose index is in rows, when
+    given)."""
     edges = {}
     for index, pair in enumerate(pairs):
         if rows is not None and index not in rows:
@@ -33,9 +37,10 @@ def edges_of(pairs, failed, excluded, rows=None):
         if pair["a"] in excluded or pair["b"] in excluded:
             continue
         key = tuple(sorted((pair["a"], pair["b"])))
-        edge = edges.setdefault(key, {"failed": True, "count": 0, "pairs": []})
+        edge = edges.setdefault(key, {"failed": True, "count": 0, "failures": 0, "pairs": []})
         edge["failed"] = edge["failed"] and failed[index]
         edge["count"] += 1
+        edge["failures"] += bool(failed[index])
         edge["pairs"].append(index)
     return edges
 
@@ -78,6 +83,10 @@ def attribute(nodes, edges):
                 return True
         return False
 
+    def steady(mine, key):  # no measurement of its other edges failed, not even one a repeat then passed, but
+        # with a node taken as bad (that failure is the bad node's)
+        return all(edges[k].get("failures", 0) == 0 for k in adjacency[mine] if k != key and not (set(k) & taken))
+
     changed = True
     while changed:  # 3. links; a node cleared by its link can vouch for another link
         changed = False
@@ -89,6 +98,8 @@ def attribute(nodes, edges):
             if len(unexplained.get(a, ())) != 1 or len(unexplained.get(b, ())) != 1:
                 continue
             if vouched(a, b) and vouched(b, a):
+                if edges[key]["count"] >= 2 and not (steady(a, key) and steady(b, key)):
+                    continue  # a node that fails now and then elsewhere too: the node, not yet the link
                 decided.add(key)
                 changed = True
                 if edges[key]["count"] >= 2:

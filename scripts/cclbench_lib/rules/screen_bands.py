@@ -12,7 +12,9 @@
       without b and is slow below either (the higher bandwidth limit, the lower time limit).
       A reference of MIN_SPREAD_VALUES values or more is the band above, its robust sd raised by MAD_SE_BOUND
       standard errors of a MAD (MAD_RELATIVE_SE / sqrt(values) of itself): the MAD of 10-20 values falls to half
-      the real scatter by chance, and each pair draws its own reference; with fewer there is no spread estimate
+      the real scatter by chance, and each pair draws its own reference. Its time limit's floor is the bandwidth
+      floor mirrored (SMALL_TIME_FLOOR_FACTOR, time_floor_factor), not ClusterKit's TIME_FLOOR_FACTOR: the
+      small-message time is judged by its own scatter, as the bandwidth is. With fewer values there is no spread estimate
       (the MAD of two or four values says little) and its limit is the fixed REFERENCE_FLOOR_RATIO x its median
       (bandwidth) or max(TIME_FLOOR_FACTOR, 1 / REFERENCE_FLOOR_RATIO) x its median (time): at 3 nodes the one pair
       without a bad node is the whole reference. Either way the spread is at least the fleet's own scatter
@@ -38,6 +40,14 @@ MAD_TO_SD = 1.4826
 # floors of the band around the fleet's median (not its best: one lucky pair should not move the bar).
 BW_FLOOR_RATIO = 0.93
 TIME_FLOOR_FACTOR = 2.1
+# A pair's small-message time is judged as its bandwidth is: against its reference's own spread at the small size
+# (healthy noise at 8K is wider than at 64M: 5.1% against 0.26% on ten H200 baselines,
+# tests/scripts/data/h200_repeat_noise.json), with the bandwidth floor mirrored as its floor (a tight fleet does not
+# flag a 7% slower small message). ClusterKit's 2.1x above is a guess at every fleet's latency noise: it hid a node
+# whose small messages took 1.5-2x its peers' (issue 45). It stays the floor of the few-value references, of the
+# node stage's band and, widened, of host-memory times (the host's scheduling doubles an 8K time with nothing
+# wrong, below).
+SMALL_TIME_FLOOR_FACTOR = 1.0 / BW_FLOOR_RATIO
 MIN_FLEET_VALUES = 3
 # A pair's reference (the pairs that leave its nodes out) estimates its spread from this many values on; below,
 # its limit is REFERENCE_FLOOR_RATIO x its median. Measured on synthetic fleets of 3-8 nodes with 10% and 20%
@@ -128,12 +138,18 @@ def _reference_of_logs(logs, higher_is_better, fleet_sd=None, widening=1.0):
         raw_sd = MAD_TO_SD * statistics.median([abs(value - centre_log) for value in logs])
         sd = max(raw_sd * (1 + MAD_SE_BOUND * MAD_RELATIVE_SE / math.sqrt(len(logs))), fleet_sd or 0.0)
         limit = centre * (min(BW_FLOOR_RATIO / widening, math.exp(-NOISE_SIGMAS * sd)) if higher_is_better
-                          else max(TIME_FLOOR_FACTOR * widening, math.exp(NOISE_SIGMAS * sd)))
+                          else max(time_floor_factor(widening), math.exp(NOISE_SIGMAS * sd)))
         return {"median": centre, "robust_sd_log": sd, "limit": limit, "values": len(logs)}
     spread = math.exp(NOISE_SIGMAS * fleet_sd) if fleet_sd else 1.0
     limit = centre * min(REFERENCE_FLOOR_RATIO / widening, 1.0 / spread) if higher_is_better else \
         centre * max(TIME_FLOOR_FACTOR * widening, widening / REFERENCE_FLOOR_RATIO, spread)
     return {"median": centre, "robust_sd_log": fleet_sd, "limit": limit, "values": len(logs)}
+
+
+def time_floor_factor(widening=1.0):
+    """The floor of a spread reference's time limit (x its median): SMALL_TIME_FLOOR_FACTOR on GPU times, ClusterKit's
+    TIME_FLOOR_FACTOR widened on host-memory times (widening HOST_TIMES_WIDENING)."""
+    return SMALL_TIME_FLOOR_FACTOR if widening == 1.0 else TIME_FLOOR_FACTOR * widening
 
 
 def good_half_spread(logs, higher_is_better):

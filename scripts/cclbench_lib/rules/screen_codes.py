@@ -98,12 +98,16 @@ REASON_MEANINGS = {
     NODE_SLOW_WITH_GOOD_PARTNERS: (BAD, "The node's pairs were slow (bandwidth below, or small-message time above, "
                                    "the band of the pairs that touch neither of a pair's nodes: never a median its "
                                    "own node pulls down; from MIN_SPREAD_VALUES values the band, else a fixed "
-                                   "fraction of the median) with at least two distinct known-good partners. At 2 "
+                                   "fraction of the median; the small-message time judged by its own scatter, as "
+                                   "the bandwidth is) with at least two distinct known-good partners. At 2 "
                                    "nodes there is no other pair: pair speed is not judged (screen.json "
                                    "`not_judged`).",
-                                   "The node's NICs, cables and switch ports; its doctor; then its GPUs.",
+                                   "The node's NICs, cables and switch ports; its doctor; then its GPUs. Slow small "
+                                   "messages alone (bandwidth intact): its NIC and PCIe settings, interrupt and "
+                                   "CPU binding, firmware.",
                                    ("screen_bands.HOST_TIMES_WIDENING", "screen_attribution.MIN_GOOD_FAILS", "screen_bands.BW_FLOOR_RATIO",
-                                    "screen_bands.TIME_FLOOR_FACTOR", "screen_bands.NOISE_SIGMAS",
+                                    "screen_bands.SMALL_TIME_FLOOR_FACTOR", "screen_bands.TIME_FLOOR_FACTOR",
+                                    "screen_bands.NOISE_SIGMAS",
                                     "screen_bands.MIN_SPREAD_VALUES", "screen_bands.REFERENCE_FLOOR_RATIO")),
     NODE_FAILED_WITH_GOOD_PARTNERS: (BAD, "The node's pairs failed (no value) with at least two distinct "
                                      "known-good partners.",
@@ -142,13 +146,16 @@ REASON_MEANINGS = {
     RAIL_UNBALANCED_UNRESOLVED: (SUSPECT, "A rail was low in some pairs, but not enough to name whose rail it is.",
                                  "The pairs behind the reason; the rail on both nodes.",
                                  ("screen_rails.RAIL_LOW_RATIO",)),
-    RAIL_SLOW: (BAD, "A rail alone was several-fold below its sibling alone on the same pairs (the ratio is in the "
-                "reason), beyond the rail ratios' own noise, with known-good partners; at two nodes, on the only "
-                "pair, twice: the link's rail. GPU-less nodes (host-memory times) need the ratio widened "
-                "HOST_TIMES_WIDENING-fold.",
-                "That rail's link speed, cable, switch port and rate limits on both ends (`ethtool`, `ibstat`, "
-                "the doctor's links); its error counters.",
+    RAIL_SLOW: (BAD, "A rail alone was below its sibling alone on the same pairs (the ratio is in the reason): "
+                "below RAIL_SLOW_RATIO and the rail ratios' own noise, or, from RAIL_NOISE_FLEET_GROUPS pairs of "
+                "rail points on, below that noise alone (a rail at half or 0.7 of its sibling on a quiet fleet); or "
+                "its small-message time above its sibling's by the mirror of that limit (small_time_ratio); with "
+                "known-good partners; at two nodes, on the only pair, twice: the link's rail. GPU-less nodes "
+                "(host-memory times) need the ratio widened HOST_TIMES_WIDENING-fold.",
+                "That rail's link speed (a 400G link trained at 200G), cable, optics, switch port and rate limits on "
+                "both ends (`ethtool`, `ibstat`, the doctor's links); its error counters.",
                 ("screen_rails.RAIL_SLOW_RATIO", "screen_rails.RAIL_NOISE_MIN_GROUPS",
+                 "screen_rails.RAIL_NOISE_FLEET_GROUPS", "screen_bands.BW_FLOOR_RATIO",
                  "screen_attribution.MIN_GOOD_FAILS", "screen_bands.HOST_TIMES_WIDENING")),
     RAIL_SLOW_UNRESOLVED: (SUSPECT, "A rail alone was slow against its sibling in some pairs, but not enough to "
                            "name whose rail it is (or, at two nodes, which end).",

@@ -3,7 +3,8 @@ the pairs' attribution into node and link reasons. Pure: plain data in and out.
 """
 from .screen_codes import (ACCEPT, BAD, LINK_FAILED_PAIR, LINK_NOT_REPRODUCED, LINK_SLOW_PAIR, LINK_UNRESOLVED,
                            NODE_FAILED_WITH_GOOD_PARTNERS, NODE_NO_GOOD_PARTNER, NODE_SLOW_WITH_GOOD_PARTNERS,
-                           NODE_UNRESOLVED, PAIR_FAILED, PAIR_SLOW_BUSBW, PAIR_SLOW_SMALL, SUSPECT)
+                           NODE_UNRESOLVED, PAIR_FAILED, PAIR_SLOW_BUSBW, PAIR_SLOW_SMALL, RAIL_LOOPBACK_SLOW,
+                           SUSPECT)
 
 
 def make_reason(code, detail, pair_indices):
@@ -12,7 +13,6 @@ def make_reason(code, detail, pair_indices):
 
 def worst(verdicts):
     return BAD if BAD in verdicts else (SUSPECT if SUSPECT in verdicts else ACCEPT)
-
 
 
 class Findings:
@@ -27,6 +27,7 @@ class Findings:
         self.links = []
         self.from_pairs = set()  # suspect from the pairs: what a retest against known-good nodes can settle
         self.rail_suspects = set()  # suspect from the rail points: their retests measure each rail alone again
+        self.loopback_suspects = {}  # node -> rails whose loopback was slow: their rails alone settle it
         self.repeat_pairs = []
 
     def add_node(self, node, verdict, reason, from_pairs=False):
@@ -44,6 +45,8 @@ def step_node_stage(state, findings):
     """The node stage's and the path MTU step's findings, as reasons (a rail's also under that rail)."""
     for node, entries in findings.items():
         for verdict, code, detail, rail in entries:
+            if code == RAIL_LOOPBACK_SLOW:
+                state.loopback_suspects.setdefault(node, set()).add(rail)
             state.add_node(node, verdict, make_reason(code, dict(detail, rail=rail) if rail else detail, []))
             if rail:
                 state.rails.setdefault((node, rail), []).append((verdict, make_reason(code, detail, [])))

@@ -17,7 +17,8 @@ import math
 import statistics
 
 from .screen_attribution import attribute, edges_of
-from .screen_bands import HOST_TIMES_WIDENING, NOISE_SIGMAS, is_rail_point, positive_number
+from .screen_bands import (BW_FLOOR_RATIO, HOST_TIMES_WIDENING, MAD_SE_BOUND, NOISE_SIGMAS,
+                           SMALL_TIME_FLOOR_FACTOR, is_rail_point, positive_number)
 from .screen_codes import (BAD, PAIR_FAILED, PAIR_OK, PAIR_SLOW_RAIL, RAIL_SLOW, RAIL_SLOW_UNRESOLVED, RAIL_UNBALANCED,
                            RAIL_UNBALANCED_UNRESOLVED, SUSPECT)
 from .screen_findings import make_reason
@@ -35,29 +36,70 @@ RAIL_SLOW_RATIO = 0.5
 # half-normal |N(0, sd)| is 0.3186 sd.
 RAIL_NOISE_MIN_GROUPS = 4
 RAIL_QUARTILE_TO_SD = 0.3186
+# From this many groups on the rail ratios' noise alone sets the limit, above RAIL_SLOW_RATIO too (a rail at half or
+# 0.7 of its sibling is named on a quiet fleet: a 400G link trained at 200G, issue 45), up to BW_FLOOR_RATIO. The
+# noise estimate is then an upper bound, raised by MAD_SE_BOUND standard errors of the lower quartile: its relative
+# standard error over n groups is RAIL_QUARTILE_RELATIVE_SE / sqrt(n) (numerically, 4,000 draws each of 4-512
+# half-normal groups: 1.75-1.79). Below it (8 nodes and fewer: 8 groups in their first two rounds) the quartile
+# of so few groups can fall to a fifth of the real scatter by chance (1 fleet in 100 at 8 groups), and only
+# RAIL_SLOW_RATIO and below is slow.
+RAIL_NOISE_FLEET_GROUPS = 16
+RAIL_QUARTILE_RELATIVE_SE = 1.77
+
+
+def _group_spreads(pairs, key, higher_is_better):
+    """Per group of rail points of the pair rounds with two rails or more measured: ln(best / worst) of key. The
+    retests' groups are left out: they are chosen around the suspects (a node whose rail is slow meets a new
+    partner in each pass), and a noise read from them would grow with every pass."""
+    retest_rounds = {pair.get("round") for pair in pairs if pair.get("stage") == "retest"}
+    spreads = []
+    for (_, number), indices in _rail_groups(pairs).items():
+        if number in retest_rounds:
+            continue
+        values = [pairs[i][key] for i in indices if positive_number(pairs[i].get(key))]
+        if len(values) >= 2:
+            spreads.append(math.log(max(values) / min(values)))
+    return spreads
+
+
+def _ratio_limit(spreads, higher_is_better, host_times):
+    """(limit, sd) of one metric's ratio to the best sibling (module docstring, rail_slow_ratio)."""
+    widening = HOST_TIMES_WIDENING if host_times else 1.0
+    fixed = RAIL_SLOW_RATIO / widening
+    if len(spreads) < RAIL_NOISE_MIN_GROUPS:
+        return (fixed if higher_is_better else 1.0 / fixed), None
+    sd = statistics.quantiles(spreads, n=4, method="inclusive")[0] / RAIL_QUARTILE_TO_SD
+    if host_times or len(spreads) < RAIL_NOISE_FLEET_GROUPS:
+        return (min(fixed, math.exp(-NOISE_SIGMAS * sd)) if higher_is_better
+                else max(1.0 / fixed, math.exp(NOISE_SIGMAS * sd))), sd
+    bound = sd * (1 + MAD_SE_BOUND * RAIL_QUARTILE_RELATIVE_SE / math.sqrt(len(spreads)))
+    return (min(BW_FLOOR_RATIO, math.exp(-NOISE_SIGMAS * bound)) if higher_is_better
+            else max(SMALL_TIME_FLOOR_FACTOR, math.exp(NOISE_SIGMAS * bound))), sd
 
 
 def rail_slow_ratio(pairs, host_times=False):
-    """(threshold, sd): a rail alone is slow below threshold x its best sibling alone. threshold =
-    min(RAIL_SLOW_RATIO, exp(-NOISE_SIGMAS x sd)): sd is the scatter of ln(rail / sibling) on healthy pairs, read
-    from each group of rail points (one pair, one round) with two rails or more measured as d = ln(fastest /
-    slowest): sd = the groups' lower quartile of d / RAIL_QUARTILE_TO_SD (d of two healthy rails is |N(0, sd)|,
-    whose lower quartile is 0.3186 sd). A slow rail's groups are the large d, and its node's retests may repeat
-    them: the lower quartile stands while they are fewer than three in four. On the loaded 2-core virtual cluster
-    one rail alone measured 0.05-20x its sibling on healthy pairs. With fewer than RAIL_NOISE_MIN_GROUPS groups:
-    RAIL_SLOW_RATIO and sd None. host_times (GPU-less nodes, the MPI backend on host memory): RAIL_SLOW_RATIO is
-    widened HOST_TIMES_WIDENING-fold, as every pair floor is (a 4-node fleet with one node left out by the path
-    step kept 2 groups, and a healthy eth0 alone read 0.39 of its sibling twice: a false rail.slow)."""
-    ratio = RAIL_SLOW_RATIO / (HOST_TIMES_WIDENING if host_times else 1.0)
-    spreads = []
-    for indices in _rail_groups(pairs).values():
-        values = [pairs[i]["busbw_gbps"] for i in indices if positive_number(pairs[i].get("busbw_gbps"))]
-        if len(values) >= 2:
-            spreads.append(math.log(max(values) / min(values)))
-    if len(spreads) < RAIL_NOISE_MIN_GROUPS:
-        return ratio, None
-    sd = statistics.quantiles(spreads, n=4, method="inclusive")[0] / RAIL_QUARTILE_TO_SD
-    return min(ratio, math.exp(-NOISE_SIGMAS * sd)), sd
+    """(threshold, sd): a rail alone is slow below threshold x its best sibling alone. sd is the scatter of
+    ln(rail / sibling) on healthy pairs, read from each group of rail points (one pair, one round) with two rails or
+    more measured as d = ln(fastest / slowest): sd = the groups' lower quartile of d / RAIL_QUARTILE_TO_SD (d of two
+    healthy rails is |N(0, sd)|, whose lower quartile is 0.3186 sd). A slow rail's groups are the large d, and its
+    node's retests may repeat them: the lower quartile stands while they are fewer than three in four. threshold:
+    with fewer than RAIL_NOISE_MIN_GROUPS groups RAIL_SLOW_RATIO (sd None); below RAIL_NOISE_FLEET_GROUPS groups
+    min(RAIL_SLOW_RATIO, exp(-NOISE_SIGMAS x sd)) (on the loaded 2-core virtual cluster one rail alone measured
+    0.05-20x its sibling on healthy pairs); from RAIL_NOISE_FLEET_GROUPS on min(BW_FLOOR_RATIO, exp(-NOISE_SIGMAS x
+    sd raised by MAD_SE_BOUND standard errors)): the fleet's own rail noise decides, so that a rail at 0.5-0.7 of its
+    sibling is named where healthy rails agree within a few percent. host_times (GPU-less nodes, the MPI backend on
+    host memory): RAIL_SLOW_RATIO widened HOST_TIMES_WIDENING-fold, as every pair floor is, and never raised (a
+    4-node fleet with one node left out by the path step kept 2 groups, and a healthy eth0 alone read 0.39 of its
+    sibling twice: a false rail.slow)."""
+    return _ratio_limit(_group_spreads(pairs, "busbw_gbps", True), True, host_times)
+
+
+def rail_small_time_ratio(pairs, host_times=False):
+    """(threshold, sd) of a rail alone's small-message time against its best (lowest) sibling's: slow above
+    threshold x it. The same rule as rail_slow_ratio, mirrored: 1 / RAIL_SLOW_RATIO with few groups, the groups'
+    own scatter of ln(slowest / fastest) from RAIL_NOISE_FLEET_GROUPS on (floor SMALL_TIME_FLOOR_FACTOR). A rail
+    whose small messages take 1.5x its sibling's (a misconfigured NIC or port) is named with the ratio."""
+    return _ratio_limit(_group_spreads(pairs, "small_time_us", False), False, host_times)
 
 
 def _rail_groups(pairs):
@@ -70,29 +112,39 @@ def _rail_groups(pairs):
 
 def judge_rail_points(pairs, host_times=False):
     """The rail points (stage "rail") against their siblings: {index: {"outcome", "ratio", "sibling",
-    "sibling_busbw_gbps", "judged", "threshold"}}. Siblings are the rail points of the same two nodes in the same
-    round; a rail is slow below rail_slow_ratio x its best sibling's bus bandwidth, or when it failed and a sibling
-    ran (ratio None). judged False: no sibling with a value (one rail, or every rail of that pair failed): not a
-    rail finding."""
+    "sibling_busbw_gbps", "judged", "threshold", "small_ratio", "small_threshold", "slow"}}. Siblings are the rail
+    points of the same two nodes in the same round; a rail is slow below rail_slow_ratio x its best sibling's bus
+    bandwidth, or when it failed and a sibling ran (ratio None), or when its small-message time is above
+    rail_small_time_ratio x its best sibling's (small_ratio; None where either has no small time: not judged on
+    it). slow: the metrics it was slow on ("busbw_gbps", "small_time_us"). judged False: no sibling with a value
+    (one rail, or every rail of that pair failed): not a rail finding."""
     threshold, _ = rail_slow_ratio(pairs, host_times)
+    small_threshold, _ = rail_small_time_ratio(pairs, host_times)
     found = {}
     for indices in _rail_groups(pairs).values():
         for index in indices:
-            value = pairs[index].get("busbw_gbps")
-            siblings = [(pairs[other]["busbw_gbps"], pairs[other].get("rail")) for other in indices
-                        if other != index and pairs[other].get("rail") != pairs[index].get("rail")
-                        and positive_number(pairs[other].get("busbw_gbps"))]
+            value, small = pairs[index].get("busbw_gbps"), pairs[index].get("small_time_us")
+            others = [other for other in indices if other != index
+                      and pairs[other].get("rail") != pairs[index].get("rail")]
+            siblings = [(pairs[other]["busbw_gbps"], pairs[other].get("rail")) for other in others
+                        if positive_number(pairs[other].get("busbw_gbps"))]
             if not siblings:
                 found[index] = {"outcome": PAIR_OK if positive_number(value) else PAIR_FAILED, "ratio": None,
-                                "sibling": None, "sibling_busbw_gbps": None, "judged": False, "threshold": threshold}
+                                "sibling": None, "sibling_busbw_gbps": None, "judged": False, "threshold": threshold,
+                                "small_ratio": None, "small_threshold": small_threshold, "slow": []}
                 continue
             best, sibling = max(siblings, key=lambda item: item[0])
             ratio = value / best if positive_number(value) else None
-            slow = ratio is None or ratio < threshold
+            sibling_small = [pairs[other]["small_time_us"] for other in others
+                             if positive_number(pairs[other].get("small_time_us"))]
+            small_ratio = small / min(sibling_small) if positive_number(small) and sibling_small and \
+                positive_number(value) else None
+            slow = (["busbw_gbps"] if ratio is None or ratio < threshold else []) + \
+                (["small_time_us"] if small_ratio is not None and small_ratio > small_threshold else [])
             found[index] = {"outcome": PAIR_SLOW_RAIL if slow else PAIR_OK, "ratio": ratio, "sibling": sibling,
-                            "sibling_busbw_gbps": best, "judged": True, "threshold": threshold}
+                            "sibling_busbw_gbps": best, "judged": True, "threshold": threshold,
+                            "small_ratio": small_ratio, "small_threshold": small_threshold, "slow": slow}
     return found
-
 
 
 def rail_lows(pair, ratio=RAIL_LOW_RATIO):
@@ -154,12 +206,17 @@ def step_rails_alone(state, pairs, paired, excluded, rail_found):
                                     for index in range(len(pairs))], excluded, rows)
 
         def evidence(behind, extra):
-            ratios = [rail_found[i]["ratio"] for i in behind if rail_found[i]["outcome"] == PAIR_SLOW_RAIL]
+            slow = [i for i in behind if rail_found[i]["outcome"] == PAIR_SLOW_RAIL]
+            ratios = [rail_found[i]["ratio"] for i in slow]
             known = [ratio for ratio in ratios if ratio is not None]
+            small = [rail_found[i]["small_ratio"] for i in slow if "small_time_us" in rail_found[i]["slow"]]
             return dict({"rail": rail, "ratio": statistics.median(known) if known else None,
                          "ratios": [None if ratio is None else round(ratio, 4) for ratio in ratios],
                          "sibling": next((rail_found[i]["sibling"] for i in behind if rail_found[i]["sibling"]), None),
-                         "threshold_ratio": rail_found[behind[0]]["threshold"] if behind else RAIL_SLOW_RATIO},
+                         "threshold_ratio": rail_found[behind[0]]["threshold"] if behind else RAIL_SLOW_RATIO,
+                         "slow_on": sorted({metric for i in slow for metric in rail_found[i]["slow"]}),
+                         "small_time_ratio": statistics.median(small) if small else None,
+                         "small_time_threshold": rail_found[behind[0]]["small_threshold"] if behind else None},
                         **extra)
 
         if len(paired) == 2:  # no third node: the link between the two, once the slowness reproduces
@@ -186,6 +243,15 @@ def step_rails_alone(state, pairs, paired, excluded, rail_found):
             behind = [i for key in keys for i in slow_edges[key]["pairs"]]
             state.add_rail(node, rail, SUSPECT, RAIL_SLOW_UNRESOLVED, evidence(behind, {}), behind)
             state.rail_suspects.add(node)
+        for node in found["no_good_partner"]:
+            # Slow alone only with partners whose own rail is slow (two neighbours of one leaf, a leaf's rail): its
+            # failures were explained by theirs, and nothing vouches for its rail. Retested with known-good nodes.
+            behind = [i for key, edge in slow_edges.items() if node in key and edge["failed"] for i in edge["pairs"]]
+            if behind:
+                state.add_rail(node, rail, SUSPECT, RAIL_SLOW_UNRESOLVED, evidence(behind, {"partners_bad": sorted(
+                    {other for i in behind for other in (pairs[i]["a"], pairs[i]["b"]) if other != node})}),
+                    behind)
+                state.rail_suspects.add(node)
         for key in found["links_bad"]:
             state.links.append({"a": key[0], "b": key[1], "verdict": BAD, "reasons": [make_reason(
                 RAIL_SLOW, evidence(slow_edges[key]["pairs"], {"measurements": slow_edges[key]["count"]}),

@@ -27,8 +27,8 @@ from ..model.doctor_checks import path_mtu_ends
 from .screen_attribution import MIN_GOOD_FAILS, attribute, edges_of
 from .screen_bands import (BW_FLOOR_RATIO, EXACT_REFERENCE_WORK, HOST_TIMES_WIDENING, MAD_RELATIVE_SE, MAD_SE_BOUND,
                            MAD_TO_SD, METRICS, MIN_FLEET_VALUES, MIN_SPREAD_VALUES, NOISE_SIGMAS, REFERENCE_FLOOR_RATIO,
-                           SINGLE_VALUE_FLOOR_RATIO, TIME_FLOOR_FACTOR, check_pairs, fleet_band, good_half_spread,
-                           is_rail_point, judge_pairs, positive_number, reference_band)
+                           SINGLE_VALUE_FLOOR_RATIO, SMALL_TIME_FLOOR_FACTOR, TIME_FLOOR_FACTOR, check_pairs,
+                           fleet_band, good_half_spread, is_rail_point, judge_pairs, positive_number, reference_band)
 from .screen_codes import (ACCEPT, BAD, CHECK_ATTRIBUTION, CHECK_FAILURES, CHECK_NODE_SPEED, CHECK_NODE_STAGE,
                            CHECK_PAIR_SPEED, CHECK_PATH_MTU, CHECK_RAIL_BALANCE, CHECK_RAIL_SPEED, CHECKS, EXIT_CODES,
                            LINK_FAILED_PAIR, LINK_NOT_REPRODUCED, LINK_PATH_DOWN, LINK_PATH_MTU, LINK_SLOW_PAIR,
@@ -42,11 +42,12 @@ from .screen_codes import (ACCEPT, BAD, CHECK_ATTRIBUTION, CHECK_FAILURES, CHECK
                            REASON_CODES, REASON_MEANINGS, SUSPECT)
 from .screen_findings import Findings, step_attribution, step_node_stage, worst
 from .screen_node_stage import intra_untimed, node_stage_verdicts, path_mtu_verdicts
-from .screen_rails import (RAIL_LOW_RATIO, RAIL_NOISE_MIN_GROUPS, RAIL_QUARTILE_TO_SD, RAIL_SLOW_RATIO,
-                           judge_rail_points, rail_lows, rail_slow_ratio, step_rail_balance, step_rails_alone)
+from .screen_rails import (RAIL_LOW_RATIO, RAIL_NOISE_FLEET_GROUPS, RAIL_NOISE_MIN_GROUPS, RAIL_QUARTILE_TO_SD,
+                           RAIL_SLOW_RATIO, judge_rail_points, rail_lows, rail_slow_ratio, rail_small_time_ratio,
+                           step_rail_balance, step_rails_alone)
 from .screen_retests import step_retests
 
-SCHEMA_VERSION = "1.4.0"
+SCHEMA_VERSION = "1.5.0"
 
 
 def _judge_and_attribute(pairs, paired, excluded, host_times=False):
@@ -197,6 +198,7 @@ def classify(nodes, node_stage, pairs, path_checks=None, path_mtu=None, timings=
     judged, not_judged = _judged(nodes, paired, node_stage, pairs, intra_band, rail_found, path_checks)
     return {"nodes": node_rows, "links": state.links, "rails": rail_rows, "pair_outcomes": outcomes,
             "references": references, "rail_ratios": {index: entry["ratio"] for index, entry in rail_found.items()},
+            "rail_small_ratios": {index: entry["small_ratio"] for index, entry in rail_found.items()},
             "bands": bands, "judged": judged, "not_judged": not_judged, "result": result,
             "exit_code": EXIT_CODES[result], "retest": retest,
             "path_mtu": None if path_checks is None else list(path_checks)}
@@ -210,13 +212,14 @@ def to_document(schedule, node_stage, pairs, verdicts, tool_version, created_utc
     for index, pair in enumerate(pairs):
         rail_point = is_rail_point(pair)
         ratio = verdicts["rail_ratios"].get(index) if rail_point else None
+        small_ratio = (verdicts.get("rail_small_ratios") or {}).get(index) if rail_point else None
         reference = (verdicts["references"][index] or None) if not rail_point else None
         pair_rows.append({"index": index, "a": pair["a"], "b": pair["b"], "round": pair.get("round"),
                           "stage": pair.get("stage", "pair"), "rail": pair.get("rail") if rail_point else None,
                           "busbw_gbps": pair["busbw_gbps"] if positive_number(pair.get("busbw_gbps")) else None,
                           "small_time_us": pair["small_time_us"] if positive_number(pair.get("small_time_us")) else None,
                           "reason": pair.get("reason"), "outcome": outcome_of[index],
-                          "rail_ratio": ratio,
+                          "rail_ratio": ratio, "rail_small_ratio": small_ratio,
                           "reference": None if reference is None else
                           {key: None if band is None else {"without": band["without"], "median": band["median"],
                                                            "limit": band["limit"], "values": band["values"]}
