@@ -38,13 +38,17 @@ RAIL_NOISE_MIN_GROUPS = 4
 RAIL_QUARTILE_TO_SD = 0.3186
 # From this many groups on the rail ratios' noise alone sets the limit, above RAIL_SLOW_RATIO too (a rail at half or
 # 0.7 of its sibling is named on a quiet fleet: a 400G link trained at 200G, issue 45), up to BW_FLOOR_RATIO. The
-# noise estimate is then an upper bound, raised by MAD_SE_BOUND standard errors of the lower quartile: its relative
-# standard error over n groups is RAIL_QUARTILE_RELATIVE_SE / sqrt(n) (numerically, 4,000 draws each of 4-512
-# half-normal groups: 1.75-1.79). Below it (8 nodes and fewer: 8 groups in their first two rounds) the quartile
-# of so few groups can fall to a fifth of the real scatter by chance (1 fleet in 100 at 8 groups), and only
-# RAIL_SLOW_RATIO and below is slow.
+# noise is then read from the groups' median d (median of |N(0, sd)| = RAIL_MEDIAN_TO_SD sd), which scatters less
+# than the lower quartile: relative standard error RAIL_MEDIAN_RELATIVE_SE / sqrt(n) against the quartile's 1.77
+# (numerically, 4,000 draws each of 16-128 half-normal groups: 1.09-1.17 and 1.73-1.82); the quartile let one
+# 16-node fleet in 128 read its rail noise 1.5x too wide and miss a rail at x0.69 (tests/scale, issue 45's mix).
+# The estimate is raised by MAD_SE_BOUND standard errors into an upper bound; the median stands while fewer than
+# half the groups touch a slow rail. Below RAIL_NOISE_FLEET_GROUPS (8 nodes and fewer: 8 groups in their first
+# two rounds) the quartile of so few groups can fall to a fifth of the real scatter by chance (1 fleet in 100 at 8
+# groups), and only RAIL_SLOW_RATIO and below is slow.
 RAIL_NOISE_FLEET_GROUPS = 16
-RAIL_QUARTILE_RELATIVE_SE = 1.77
+RAIL_MEDIAN_TO_SD = 0.6745
+RAIL_MEDIAN_RELATIVE_SE = 1.15
 
 
 def _group_spreads(pairs, key, higher_is_better):
@@ -68,11 +72,12 @@ def _ratio_limit(spreads, higher_is_better, host_times):
     fixed = RAIL_SLOW_RATIO / widening
     if len(spreads) < RAIL_NOISE_MIN_GROUPS:
         return (fixed if higher_is_better else 1.0 / fixed), None
-    sd = statistics.quantiles(spreads, n=4, method="inclusive")[0] / RAIL_QUARTILE_TO_SD
     if host_times or len(spreads) < RAIL_NOISE_FLEET_GROUPS:
+        sd = statistics.quantiles(spreads, n=4, method="inclusive")[0] / RAIL_QUARTILE_TO_SD
         return (min(fixed, math.exp(-NOISE_SIGMAS * sd)) if higher_is_better
                 else max(1.0 / fixed, math.exp(NOISE_SIGMAS * sd))), sd
-    bound = sd * (1 + MAD_SE_BOUND * RAIL_QUARTILE_RELATIVE_SE / math.sqrt(len(spreads)))
+    sd = statistics.median(spreads) / RAIL_MEDIAN_TO_SD
+    bound = sd * (1 + MAD_SE_BOUND * RAIL_MEDIAN_RELATIVE_SE / math.sqrt(len(spreads)))
     return (min(BW_FLOOR_RATIO, math.exp(-NOISE_SIGMAS * bound)) if higher_is_better
             else max(SMALL_TIME_FLOOR_FACTOR, math.exp(NOISE_SIGMAS * bound))), sd
 
@@ -81,8 +86,9 @@ def rail_slow_ratio(pairs, host_times=False):
     """(threshold, sd): a rail alone is slow below threshold x its best sibling alone. sd is the scatter of
     ln(rail / sibling) on healthy pairs, read from each group of rail points (one pair, one round) with two rails or
     more measured as d = ln(fastest / slowest): sd = the groups' lower quartile of d / RAIL_QUARTILE_TO_SD (d of two
-    healthy rails is |N(0, sd)|, whose lower quartile is 0.3186 sd). A slow rail's groups are the large d, and its
-    node's retests may repeat them: the lower quartile stands while they are fewer than three in four. threshold:
+    healthy rails is |N(0, sd)|, whose lower quartile is 0.3186 sd; from RAIL_NOISE_FLEET_GROUPS groups on, their
+    median d / RAIL_MEDIAN_TO_SD). A slow rail's groups are the large d (the retests' groups are left out): the lower
+    quartile stands while they are fewer than three in four, the median while fewer than half. threshold:
     with fewer than RAIL_NOISE_MIN_GROUPS groups RAIL_SLOW_RATIO (sd None); below RAIL_NOISE_FLEET_GROUPS groups
     min(RAIL_SLOW_RATIO, exp(-NOISE_SIGMAS x sd)) (on the loaded 2-core virtual cluster one rail alone measured
     0.05-20x its sibling on healthy pairs); from RAIL_NOISE_FLEET_GROUPS on min(BW_FLOOR_RATIO, exp(-NOISE_SIGMAS x
