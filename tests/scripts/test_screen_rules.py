@@ -679,6 +679,23 @@ class RealFleetFaults(unittest.TestCase):
         self.assertEqual(rules.rail_slow_ratio(few)[0], rules.RAIL_SLOW_RATIO)
         self.assertEqual({entry["outcome"] for entry in rules.judge_rail_points(few).values()}, {rules.PAIR_OK})
 
+    def test_four_rails_spread_as_four_not_as_two(self):
+        # 32 groups of four rails: three at 10 GB/s, the fourth at 10 x exp(-0.06222) (9.40): the range of four
+        # healthy rails, read as two rails' spread (x median_range(2) / median_range(4) = 0.9539 / 1.9783), is
+        # 0.03 - the two-rail case above: limit 0.77865. Group 31's fourth rail at 7.0 (x0.7) is slow; read as two
+        # rails' spread the noise would be twice as wide (limit 0.60) and hide it.
+        self.assertAlmostEqual(rules.median_range(4), 1.9783, places=3)
+        pairs = []
+        for index in range(32):
+            for rail, busbw in (("r0", 10.0), ("r1", 10.0), ("r2", 10.0),
+                                ("r3", 7.0 if index == 31 else 10.0 * math.exp(-0.03 * 1.9783 / 0.9539))):
+                pairs.append({"a": f"p{index}", "b": f"q{index}", "round": 1, "stage": rules.RAIL_STAGE, "rail": rail,
+                              "busbw_gbps": busbw, "reason": None, "rail_bytes": None, "small_time_us": 5.0})
+        self.assertAlmostEqual(rules.rail_slow_ratio(pairs)[0], 0.77865, places=3)
+        slow = [(pairs[i]["a"], pairs[i]["rail"]) for i, entry in rules.judge_rail_points(pairs).items()
+                if entry["outcome"] == rules.PAIR_SLOW_RAIL]
+        self.assertEqual(slow, [("p31", "r3")])
+
     def test_a_rail_whose_small_messages_are_slow_is_named_on_them(self):
         # Every small time 5 us but eth3 of group 3 at 8 us (1.6x): the small-time spreads' median is 0, so the
         # limit is its floor, 1 / 0.93 = 1.0753; group 5's eth3 at 5.3 us (1.06x) stays inside it.

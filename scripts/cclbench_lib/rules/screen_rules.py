@@ -43,8 +43,8 @@ from .screen_codes import (ACCEPT, BAD, CHECK_ATTRIBUTION, CHECK_FAILURES, CHECK
 from .screen_findings import Findings, step_attribution, step_node_stage, worst
 from .screen_node_stage import intra_untimed, node_stage_verdicts, path_mtu_verdicts
 from .screen_rails import (RAIL_LOW_RATIO, RAIL_NOISE_FLEET_GROUPS, RAIL_NOISE_MIN_GROUPS, RAIL_QUARTILE_TO_SD,
-                           RAIL_SLOW_RATIO, judge_rail_points, rail_lows, rail_slow_ratio, rail_small_time_ratio,
-                           step_rail_balance, step_rails_alone)
+                           RAIL_SLOW_RATIO, judge_rail_points, median_range, rail_lows, rail_slow_ratio,
+                           rail_small_time_ratio, step_rail_balance, step_rails_alone)
 from .screen_retests import step_retests
 
 SCHEMA_VERSION = "1.5.0"
