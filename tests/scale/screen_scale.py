@@ -284,7 +284,8 @@ def _mode_text(mode):
 def choose_defaults(results):
     """{size: {"mode", "recall", "healthy_named_share", "rounds", "modelled_wall_s"} or None}: per fleet size the
     mode with the fewest rounds (with retests, the most any fleet of the cell needed) whose cell at DEFAULT_DENSITY
-    finds DEFAULT_RECALL of bad nodes and whose cells at every density (the healthy control included) name at most
+    finds DEFAULT_RECALL of bad nodes (a bad node left open counts as missed) and of its group faults named as
+    their group, and whose cells at every density (the healthy control included) name at most
     DEFAULT_FALSE_SHARE of healthy nodes; None when no mode ran that does."""
     chosen = {}
     by_cell = {(row["nodes"], row["density"], row["mode"]): row for row in results["cells"] if row["status"] == "ran"}
@@ -294,6 +295,9 @@ def choose_defaults(results):
             cell = by_cell.get((size, DEFAULT_DENSITY, mode))
             if cell is None or (cell["score"]["nodes"]["recall"] or 0) < DEFAULT_RECALL:
                 continue
+            groups = cell["score"].get("groups") or {}
+            if groups.get("truth") and (groups["recall"] or 0) < DEFAULT_RECALL:
+                continue  # a group fault not named as its group
             shares = [row["score"]["nodes"]["healthy_named_share"] for (s, _, m), row in by_cell.items()
                       if s == size and m == mode and row["score"]["nodes"]["healthy_named_share"] is not None]
             if not shares or max(shares) > DEFAULT_FALSE_SHARE:
@@ -311,18 +315,17 @@ def render_table(results):
     lines = [DOC_BEGIN, ""]
     lines.append(f"Commit {results.get('commit')}, {results.get('created_utc')}, {results.get('machine')}, "
                  f"{results.get('total_s')} s in all. Fault mix, dealt in turn: " +
-                 ", ".join(f"{fault['kind']}" + (f" x{fault['factor']:g}" if "factor" in fault else "")
-                           for fault in results["fault_mix"]) + ".")
+                 ", ".join(_fault_text(fault) for fault in results["fault_mix"]) + ".")
     lines.append("")
     lines.append("| nodes | faults | mode | fleets | bad nodes found (recall) | precision | healthy named | "
-                 "links found | rails found | bad pairs met | rounds + retests (max) | modelled wall (max) | rules CPU (max) | "
-                 "peak memory |")
-    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+                 "left open (bad) | groups named | links found | rails found | bad pairs met | rounds + retests (max) | "
+                 "modelled wall (max) | rules CPU (max) | peak memory |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for row in results["cells"]:
         density = "healthy" if row["density"] == 0 else _pct(row["density"], 1)
         if row["status"] != "ran":
             lines.append(f"| {row['nodes']:,} | {density} | {_mode_text(row['mode'])} | - | {row['status']}: "
-                         f"{row.get('why', '')} | | | | | | | | | |")
+                         f"{row.get('why', '')} | | | | | | | | | | | |")
             continue
         nodes, links, rails = row["score"]["nodes"], row["score"]["links"], row["score"]["rails"]
 
@@ -332,13 +335,15 @@ def render_table(results):
         lines.append(f"| {row['nodes']:,} | {density} | {_mode_text(row['mode'])} | {row['fleets']} | {found(nodes)} | "
                      f"{_pct(nodes['precision'])} | "
                      f"{nodes['false_positive']} ({_pct(nodes['healthy_named_share'], 2)}) | "
+                     f"{nodes.get('suspect_bad', '-')} | {found(row['score'].get('groups') or {'truth': 0})} | "
                      f"{found(links)} | {found(rails)} | {row['bad_pairs_met']} | "
                      f"{row['rounds']} + {row['retest_rounds_max']} | {_duration(row['modelled_wall_s_max'])} | "
                      f"{row['rules_cpu_s_max']:.2f} s | {row['peak_rss_mb']:.0f} MB |")
     lines.append("")
     lines.append(f"Defaults (no round flag): the fewest rounds, with retests, that find at least "
-                 f"{_pct(DEFAULT_RECALL, 0)} of bad nodes at {_pct(DEFAULT_DENSITY, 0)} faults and name at most "
-                 f"{_pct(DEFAULT_FALSE_SHARE, 1)} of healthy nodes at any density:")
+                 f"{_pct(DEFAULT_RECALL, 0)} of bad nodes (one left open is missed) and of group faults as their "
+                 f"group at {_pct(DEFAULT_DENSITY, 0)} faults and name at most "
+                 f"{_pct(DEFAULT_FALSE_SHARE, 1)} of healthy nodes at any density that ran:")
     lines.append("")
     lines.append("| nodes | default | recall at 2% | rounds + retests | modelled wall |")
     lines.append("|---|---|---|---|---|")
@@ -351,6 +356,23 @@ def render_table(results):
     lines.append("")
     lines.append(DOC_END)
     return "\n".join(lines) + "\n"
+
+
+def _fault_text(fault):
+    """One fault of the mix in words: its kind and factors (a range drawn per fault: x0.7-0.9)."""
+    def factor(value):
+        return "-".join(f"{bound:g}" for bound in value) if isinstance(value, list) else f"{value:g}"
+    if fault["kind"] == "adjacent":
+        return f"{fault['count']} adjacent nodes ({', '.join(_fault_text(kind) for kind in RUN_KINDS)} in turn)"
+    if fault["kind"] == "group":
+        return (f"a whole leaf of {GROUP_SIZE} nodes (from {GROUP_FAULT_MIN_GROUPS} leaves: "
+                f"{', '.join(_fault_text(kind) for kind in GROUP_KINDS)} in turn)")
+    text = fault["kind"]
+    if "factor" in fault:
+        text += f" x{factor(fault['factor'])}"
+    if "small_factor" in fault:
+        text += f" small messages x{factor(fault['small_factor'])}"
+    return text
 
 
 def _duration(seconds):
