@@ -49,7 +49,7 @@ NOISE_PRESETS = {
     # run-to-run drift: sqrt(1.5^2 + 1.3^2) = 2.0% a measurement (the 64M all_reduce alone scattered 0.26% over the
     # ten baselines of tests/scripts/data/h200_repeat_noise.json: the wider composite is kept). The small size
     # scatters more: the 8K all_reduce (out of place) over the same ten baselines' 30 measurements, sd of ln(time)
-    # 5.1% (tests/scripts/test_screen_simulate.py recomputes it). The rails alone of one pair: the same
+    # 5.1% (tests/scripts/test_screen_simulate.py, Model, recomputes it). The rails alone of one pair: the same
     # instrument, two measurements: sqrt(2) x 2.0% = 2.8%.
     "h200": {"busbw_log_sd": 0.020, "small_time_log_sd": 0.051, "rail_log_sd": 0.028,
              "source": "bus bandwidth: docs/bring-up.md, three single-GPU H200 baselines, 1.5% repeat spread and "
