@@ -33,6 +33,23 @@ class Fleets(unittest.TestCase):
         self.assertEqual(screen_scale.fleet_document(16, 0.0, 0)["faults"], [])
         self.assertEqual(len(screen_scale.fleet_document(16, 0.005, 0)["faults"]), 1)  # at least one
 
+    def test_the_mix_holds_what_real_fleets_break(self):
+        # 256 nodes at 2%: round(5.12) = 5 faults dealt from FAULT_MIX at the seed's place. Seed 7: a rail at
+        # x0.5-0.7, a node slow by latency alone (small messages x1.5-2, no bandwidth factor), a rail slow by
+        # latency alone, then a run of three adjacent nodes (RUN_KINDS from the seed's place).
+        faults = screen_scale.fleet_document(256, 0.02, 7)["faults"]
+        self.assertTrue(0.5 <= faults[0]["factor"] <= 0.7 and faults[0]["kind"] == "slow_rail")
+        self.assertEqual((faults[1]["kind"], "factor" in faults[1]), ("slow_node", False))
+        self.assertTrue(1.5 <= faults[1]["small_factor"] <= 2.0)
+        self.assertEqual((faults[2]["kind"], "factor" in faults[2]), ("slow_rail", False))
+        run = [int(fault["node"][1:]) for fault in faults[3:]]
+        self.assertEqual(run, list(range(run[0], run[0] + 3)))  # adjacent in the host list
+        # Seed 11 starts at the group fault: one fault for a whole leaf of GROUP_SIZE nodes (16 leaves here).
+        group = screen_scale.fleet_document(256, 0.02, 11)["faults"][0]
+        self.assertEqual(set(group) - {"kind", "factor", "small_factor", "rail"}, {"group"})
+        # A fleet of fewer than GROUP_FAULT_MIN_GROUPS leaves gets none: its leaf would be the fleet's reference.
+        self.assertNotIn("group", screen_scale.fleet_document(16, 0.05, 11)["faults"][0])
+
 
 class SmallestRows(unittest.TestCase):
     def test_a_healthy_fleet_of_16_names_nobody(self):

@@ -214,10 +214,15 @@ class Faults(unittest.TestCase):
         reason = next(row for row in verdicts["nodes"] if row["name"] == "node6")["reasons"][0]
         self.assertEqual(reason["code"], rules.NODE_SLOW_WITH_GOOD_PARTNERS)
         self.assertEqual({verdicts["pair_outcomes"][i] for i in reason["pairs"]}, {rules.PAIR_SLOW_SMALL})
-        # 1.8x stays inside the 2.1x floor: not flagged at all.
+        # 1.5x (issue 45: a misconfigured node, bandwidth intact) is named too: the small-message time is judged by
+        # its own measured scatter (5% here), not ClusterKit's fixed 2.1x.
         fleet = Fleet(8, seed=43)
-        fleet.node_latency["node6"] = 1.8
-        self.assertEqual(screen(fleet)[0]["result"], "pass")
+        fleet.node_latency["node6"] = 1.5
+        verdicts = screen(fleet)[0]
+        self.assertEqual(by_verdict(verdicts)["bad"], ["node6"])
+        self.assertEqual(codes(verdicts, "node6"), [rules.NODE_SLOW_WITH_GOOD_PARTNERS])
+        # The same fleet healthy: nothing named.
+        self.assertEqual(screen(Fleet(8, seed=43))[0]["result"], "pass")
 
     def test_eth3_down_names_the_rail(self):
         for quick in (False, True):
@@ -638,6 +643,82 @@ class RailsAlone(unittest.TestCase):
         self.assertEqual((verdicts["result"], verdicts["rails"]), ("pass", []))
         self.assertEqual({verdicts["pair_outcomes"][i] for i, p in enumerate(pairs) if p["stage"] == rules.RAIL_STAGE},
                          {rules.PAIR_OK})
+
+
+class RealFleetFaults(unittest.TestCase):
+    """Issue 45's holes on hand-worked data: a rail at x0.5-0.7, small messages 1.5x slower, bandwidth intact."""
+
+    @staticmethod
+    def rail_groups(eth3_ratios, small=None):
+        """One rail-point group (two rails, one pair, one round) per ratio: eth0 at 10 GB/s, eth3 at 10 x ratio; every
+        small-message time 5 us, but small {group: eth3's small time}."""
+        pairs = []
+        for index, ratio in enumerate(eth3_ratios):
+            for rail, busbw in (("eth0", 10.0), ("eth3", 10.0 * ratio)):
+                pairs.append({"a": f"p{index}", "b": f"q{index}", "round": 1, "stage": rules.RAIL_STAGE, "rail": rail,
+                              "busbw_gbps": busbw, "reason": None, "rail_bytes": None,
+                              "small_time_us": (small or {}).get(index, 5.0) if rail == "eth3" else 5.0})
+        return pairs
+
+    def test_a_rail_at_seven_tenths_is_slow_by_the_fleets_own_rail_noise(self):
+        # 32 groups: 16 at d = ln(best / worst) = 0.01, 14 at 0.05, one eth3 at 0.95 (d 0.0513) and one at 0.7
+        # (d 0.3567). Median d (0.01 + 0.05) / 2 = 0.03; sd = 0.03 / 0.6745 = 0.044477; raised by 2 standard
+        # errors (1.15 / sqrt(32) each): x 1.406586 = 0.062561; limit exp(-4 x 0.062561) = 0.77865.
+        ratios = [math.exp(-0.01)] * 16 + [math.exp(-0.05)] * 14 + [0.95, 0.7]
+        pairs = self.rail_groups(ratios)
+        threshold, sd = rules.rail_slow_ratio(pairs)
+        self.assertAlmostEqual(sd, 0.044477, places=5)
+        self.assertAlmostEqual(threshold, 0.77865, places=4)
+        found = rules.judge_rail_points(pairs)
+        slow = {(pairs[i]["a"], pairs[i]["rail"]): round(entry["ratio"], 3) for i, entry in found.items()
+                if entry["outcome"] == rules.PAIR_SLOW_RAIL}
+        self.assertEqual(slow, {("p31", "eth3"): 0.7})  # the 0.95 rail and every healthy one are not slow
+        self.assertEqual(found[63]["slow"], ["busbw_gbps"])
+        # Eight groups are too few to read the noise from: only RAIL_SLOW_RATIO (half its sibling) is slow.
+        few = self.rail_groups([math.exp(-0.01)] * 7 + [0.7])
+        self.assertEqual(rules.rail_slow_ratio(few)[0], rules.RAIL_SLOW_RATIO)
+        self.assertEqual({entry["outcome"] for entry in rules.judge_rail_points(few).values()}, {rules.PAIR_OK})
+
+    def test_four_rails_spread_as_four_not_as_two(self):
+        # 32 groups of four rails: three at 10 GB/s, the fourth at 10 x exp(-0.06222) (9.40): the range of four
+        # healthy rails, read as two rails' spread (x median_range(2) / median_range(4) = 0.9539 / 1.9783), is
+        # 0.03 - the two-rail case above: limit 0.77865. Group 31's fourth rail at 7.0 (x0.7) is slow; read as two
+        # rails' spread the noise would be twice as wide (limit 0.60) and hide it.
+        self.assertAlmostEqual(rules.median_range(4), 1.9783, places=3)
+        pairs = []
+        for index in range(32):
+            for rail, busbw in (("r0", 10.0), ("r1", 10.0), ("r2", 10.0),
+                                ("r3", 7.0 if index == 31 else 10.0 * math.exp(-0.03 * 1.9783 / 0.9539))):
+                pairs.append({"a": f"p{index}", "b": f"q{index}", "round": 1, "stage": rules.RAIL_STAGE, "rail": rail,
+                              "busbw_gbps": busbw, "reason": None, "rail_bytes": None, "small_time_us": 5.0})
+        self.assertAlmostEqual(rules.rail_slow_ratio(pairs)[0], 0.77865, places=3)
+        slow = [(pairs[i]["a"], pairs[i]["rail"]) for i, entry in rules.judge_rail_points(pairs).items()
+                if entry["outcome"] == rules.PAIR_SLOW_RAIL]
+        self.assertEqual(slow, [("p31", "r3")])
+
+    def test_a_rail_whose_small_messages_are_slow_is_named_on_them(self):
+        # Every small time 5 us but eth3 of group 3 at 8 us (1.6x): the small-time spreads' median is 0, so the
+        # limit is its floor, 1 / 0.93 = 1.0753; group 5's eth3 at 5.3 us (1.06x) stays inside it.
+        pairs = self.rail_groups([math.exp(-0.01)] * 20, small={3: 8.0, 5: 5.3})
+        threshold, _ = rules.rail_small_time_ratio(pairs)
+        self.assertAlmostEqual(threshold, 1 / 0.93)
+        found = rules.judge_rail_points(pairs)
+        slow = {pairs[i]["a"]: (entry["slow"], round(entry["small_ratio"], 3)) for i, entry in found.items()
+                if entry["outcome"] == rules.PAIR_SLOW_RAIL}
+        self.assertEqual(slow, {"p3": (["small_time_us"], 1.6)})
+
+    def test_small_messages_half_again_as_slow_are_judged_by_their_own_scatter(self):
+        # Twelve disjoint pairs, small times 9.9, 10.0, 10.1 us in turn (1% apart), pair 0 at 15 us (1.5x), bandwidth
+        # the same everywhere. Pair 0's reference is the other eleven: median 10.0, their scatter about 1% (MAD of
+        # the logs 0.00995), raised to an upper bound and to the fleet's own, so its limit is 4 sd above: about
+        # 11 us, at least the floor 10.0 / 0.93 = 10.75 us (ClusterKit's fixed 2.1x would allow 21 us).
+        pairs = [{"a": f"x{i}", "b": f"y{i}", "busbw_gbps": 50.0, "rail_bytes": None,
+                  "small_time_us": 15.0 if i == 0 else 10.0 + 0.1 * (i % 3 - 1)} for i in range(12)]
+        outcomes, references = rules.judge_pairs(pairs)
+        self.assertEqual(outcomes[0], rules.PAIR_SLOW_SMALL)
+        self.assertEqual(set(outcomes[1:]), {rules.PAIR_OK})
+        self.assertAlmostEqual(references[0]["small_time_us"]["median"], 10.0)
+        self.assertTrue(10.0 / 0.93 <= references[0]["small_time_us"]["limit"] < 12.0, references[0])
 
 
 class ExplanatoryText(unittest.TestCase):

@@ -22,8 +22,8 @@ from ..plan.launch_pool import pool_span
 from ..plan.launch_time import describe as describe_launch_time, group_s, launch_s
 from ..plan.screen_batches import RELAUNCH_PART_NODES, batch_argv, planned_launches, why_not_batched
 from ..plan.screen_jobs import backend, node_jobs, pair_job, rail_job, rails_alone, stage_env_note
-from ..plan.screen_schedule import (DEFAULT_MAX_CONCURRENT, DEFAULT_ROUNDS, LAUNCH_CAPS, PER_PAIR_S, RETEST_PARTNERS,
-                                   concurrency_cap, default_rounds, rail_point_pairs)
+from ..plan.screen_schedule import (DEFAULT_MAX_CONCURRENT, DEFAULT_ROUNDS, LAUNCH_CAPS, PER_PAIR_S, RETEST_BUDGET_S,
+                                   RETEST_PARTNERS, concurrency_cap, default_rounds, rail_point_pairs)
 from ..render.screen import headline
 
 
@@ -68,6 +68,9 @@ def add_screen_parser(sub, add_launcher_options, positive_int, seconds):
     what.add_argument("--pool", action="store_true",
                       help="one launch a job, in a rolling pool of at most --max-concurrent, instead of one launch a "
                       "stage step (each node's or pair's job a group of coll_perf --split-ranks)")
+    what.add_argument("--retest-budget", type=seconds("--retest-budget"), default=RETEST_BUDGET_S, metavar="S",
+                      help="seconds of targeted retests at most: each suspect meets known-good partners until it is "
+                      f"named or cleared (default {RETEST_BUDGET_S:g}); a suspect still open then is said in the report")
     what.add_argument("--per-pair-s", type=seconds("--per-pair-s"), default=PER_PAIR_S,
                       help=f"one job's wall time for the estimate (default {PER_PAIR_S:g} s)")
     what.add_argument("--sysfs-root", help="coll_perf --sysfs-root for rail counters")
@@ -108,7 +111,7 @@ def screen_inputs(args, launcher_choice, coll_perf_flags, default_bin_dir):
     return {"exported_env": exported, "exported_env_names": exported_names, "hosts": hosts, "gpus_per_node": gpus or 0, "hcas": hcas if gpus else [],
             "netdevs": parse_netdevs(args.netdevs), **rounds_inputs(args, len(hosts)), "seed": args.seed,
             "large_bytes": large, "small_bytes": small, "iterations": args.iters, "warmup": args.warmup_iters,
-            "timeout_s": args.timeout, "launch_timeout_s": args.launch_timeout,
+            "timeout_s": args.timeout, "launch_timeout_s": args.launch_timeout, "retest_budget_s": args.retest_budget,
             **concurrency_inputs(args, decision, hosts),
             "per_pair_s": args.per_pair_s, "launch_mode": "pool" if args.pool else "batched",
             "bin_dir": bin_dir, "mpirun": args.mpirun,
@@ -156,7 +159,8 @@ def simulate_inputs(args, fleet, default_bin_dir):
             "hcas": hcas, "netdevs": netdevs, **rounds_inputs(args, len(fleet["nodes"])), "seed": args.seed,
             "large_bytes": large,
             "small_bytes": small, "iterations": args.iters, "warmup": args.warmup_iters, "timeout_s": args.timeout,
-            "launch_timeout_s": args.launch_timeout, "max_concurrent": args.max_concurrent or SIMULATED_MAX_CONCURRENT,
+            "launch_timeout_s": args.launch_timeout, "retest_budget_s": args.retest_budget,
+            "max_concurrent": args.max_concurrent or SIMULATED_MAX_CONCURRENT,
             "concurrency_choice": {"limit": args.max_concurrent or SIMULATED_MAX_CONCURRENT, "kind": "a simulated fleet",
                                    "source": "--max-concurrent" if args.max_concurrent else "default",
                                    "default": SIMULATED_MAX_CONCURRENT,
@@ -447,10 +451,11 @@ def report_screen(document, run_dir, path, simulated=None):
         if line and not line.endswith(": none"):
             print(f"cclbench: screen: {line.lstrip('# -')}", file=sys.stderr)
     if simulated:
-        for kind in ("nodes", "links", "rails"):
+        for kind in ("nodes", "links", "rails", "groups"):
             block = simulated["score"][kind]
+            left = f", {block['suspect_bad']} left open (a miss)" if block["suspect_bad"] else ""
             print(f"cclbench: simulation: bad {kind}: {block['true_positive']} of {block['truth']} found, "
-                  f"{block['false_positive']} named wrongly (recall {_share(block['recall'])}, precision "
+                  f"{block['false_positive']} named wrongly{left} (recall {_share(block['recall'])}, precision "
                   f"{_share(block['precision'])})", file=sys.stderr)
         print(f"cclbench: simulation: modelled wall time {simulated['modelled_wall_s']:.0f} s, rules "
               f"{sum(simulated['rules_cpu_s'].values()):.2f} s CPU", file=sys.stderr)

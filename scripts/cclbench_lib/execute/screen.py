@@ -29,7 +29,7 @@ from ..model.screen_records import point_values
 from ..plan.launch_pool import FailingNodes, LaunchPool
 from ..plan.screen_batches import why_not_batched
 from ..plan.screen_jobs import backend, node_jobs, pair_job, rail_job, rails_alone
-from ..plan.screen_schedule import node_stage, pair_schedule, rail_point_pairs, retest_rounds
+from ..plan.screen_schedule import RETEST_BUDGET_S, node_stage, pair_schedule, rail_point_pairs, retest_rounds
 from ..render.screen import write_report
 from ..execute.doctor import path_mtu_run_directory, recheck_paths
 from ..execute.screen_batch import BatchedStage
@@ -37,12 +37,16 @@ from ..execute.progress import LaunchProgress, start_allowance_s, watches_progre
 from ..plan.bounds import PROGRESS_GRACE_S
 from ..rules.screen_causes import shared_causes
 from ..rules.dead_paths import NOT_A_PATH_EXITS, dead_ends
+from ..rules.screen_retests import (RETEST_BUDGET, RETEST_NO_PARTNER, RETEST_PASSES_SPENT, RETEST_SETTLED,
+                                    open_suspects)
 from ..rules.screen_rules import classify, node_stage_verdicts, path_mtu_verdicts, to_document
 
 MANIFEST = "screen_manifest.json"
 RESULT = "screen.json"
-# Retest passes: each pass plans rounds of suspects with unmet known-good nodes from the verdicts so far.
-RETEST_PASSES = 3
+# Retest passes: each plans rounds of suspects with unmet known-good nodes from the verdicts so far, until none is
+# left (Screen.retests); a screen spends at most --retest-budget seconds on them (RETEST_BUDGET_S by default), and
+# RETEST_PASSES_MAX passes at most whatever the budget.
+RETEST_PASSES_MAX = 30
 # A node-stage launch that left no output at all is started once more (Screen._run_one).
 LAUNCH_ATTEMPTS = 2
 # While a stage runs, a line on the console (and the manifest saved) this often.
@@ -151,8 +155,12 @@ class Screen:
             return {"doctor": status if status in ("pass", "warn", "fail") else None}
         rails = [] if job["kind"] == "loopback" else list(self.inputs.get("netdevs") or []) + \
             (list(self.inputs["hcas"]) if backend(self.inputs) == "nccl" else [])
-        small = None if job["kind"] == "rail" else self.inputs["small_bytes"]  # a rail point: the large size alone
-        return point_values(document, self.inputs["large_bytes"], small, rails)
+        found = point_values(document, self.inputs["large_bytes"], self.inputs["small_bytes"], rails)
+        if job["kind"] == "rail" and found["busbw_gbps"] is not None and found["small_time_us"] is None:
+            # A rail point is judged at the large size; its small size (run first, for the learned watchdog) is
+            # judged against its sibling's when it has one, and its absence is no failure.
+            found = dict(found, reason=None)
+        return found
 
     def reusable(self, job):
         state = self.manifest["jobs"].get(job["name"]) or {}
@@ -680,13 +688,51 @@ class Screen:
             path_mtu = path_mtu_verdicts(hosts, path_checks)
             blocked = path_mtu[2]
         verdicts = self.judge(hosts, data, pairs, path_checks, path_mtu)
+        pairs, verdicts, retests = self.retests(schedule, hosts, data, pairs, verdicts, (path_checks, path_mtu),
+                                                blocked, rails)
+        document = to_document(schedule, data, pairs, verdicts, TOOL_VERSION, utc_now())
+        document["retests"] = retests
+        for row, pair in zip(document["pairs"], pairs):
+            missing = row["busbw_gbps"] is None or (row["small_time_us"] is None and row["stage"] != "rail")
+            row["reason"] = pair["reason"] if missing else None
+        document["shared_causes"] = shared_causes(document["nodes"], document["rails"], inputs.get("groups") or {},
+                                                  document["pairs"])
+        document["launches"] = {"mode": "pool" if inputs.get("launch_mode") == "pool" else "batched",
+                                "batched": self.launch_count["batched"], "pool": self.launch_count["pool"],
+                                "relaunches": self.launch_count["relaunches"], "pool_reasons": list(self.pool_reasons),
+                                "not_started": dict(self.not_started)}
+        if self.simulator is not None:
+            document["simulation"] = self.simulator.summary(document, self.rules_cpu_s)
+        if self.write_outputs:
+            write_json_atomic(os.path.join(self.run_dir, RESULT), document)
+            self.report_path = write_report(self.run_dir, document)
+        return document
+
+    def retests(self, schedule, hosts, data, pairs, verdicts, path, blocked, rails):
+        """Targeted retests until every suspect is named or cleared: each pass gives each suspect (from its pairs or
+        its rails alone) up to RETEST_PARTNERS known-good partners it has not met, repeats the pairs whose failure
+        is not yet reproduced, and measures a rail suspect's rails alone again with each partner; the verdicts are
+        then judged again. The passes go on while the retest budget (--retest-budget, seconds of retests: modelled
+        ones in a simulation) is not spent; a pass that starts within it runs to its end. Returns (pairs, verdicts,
+        screen.json's "retests": passes, budget, seconds spent, why they stopped, the suspects left open and why)."""
+        budget = self.inputs.get("retest_budget_s")
+        budget = RETEST_BUDGET_S if budget is None else budget
         schedule["retest_rounds"] = []
-        for _ in range(RETEST_PASSES):
+        began = self.clock_s()
+        passes, stopped = 0, RETEST_SETTLED
+        while True:
             retest = verdicts["retest"]
+            if not retest["suspects"] and not retest["repeat_pairs"]:
+                stopped = RETEST_SETTLED
+                break
+            if self.clock_s() - began >= budget:
+                stopped = RETEST_BUDGET
+                break
+            if passes >= RETEST_PASSES_MAX:
+                stopped = RETEST_PASSES_SPENT
+                break
             rounds = retest_rounds(retest["suspects"], retest["known_good"], retest["met"],
                                    repeat_pairs=retest["repeat_pairs"])
-            if not rounds:
-                break
             jobs = []
             for entry in rounds:
                 entry = {key: unblocked(entry[key], blocked) for key in ("pairs", "repeats")}
@@ -701,25 +747,25 @@ class Screen:
                     again = [pair for _, pair in both if set(pair) & set(retest["rail_suspects"])]
                     jobs += self.rail_jobs(again, rails, number)
             if not jobs:
+                stopped = RETEST_NO_PARTNER
                 break
-            title = f"retest ({', '.join(retest['suspects']) or 'repeats'})"
+            passes += 1
+            named = retest["suspects"]
+            title = f"retest {passes} ({', '.join(named) if len(named) <= 8 else f'{len(named)} suspects'}" + \
+                (f", {len(retest['repeat_pairs'])} repeat(s)" if retest["repeat_pairs"] else "") + ")"
             pairs += self.rows(jobs, self.run_batch(jobs, title))
-            verdicts = self.judge(hosts, data, pairs, path_checks, path_mtu)
-        document = to_document(schedule, data, pairs, verdicts, TOOL_VERSION, utc_now())
-        for row, pair in zip(document["pairs"], pairs):
-            missing = row["busbw_gbps"] is None or (row["small_time_us"] is None and row["stage"] != "rail")
-            row["reason"] = pair["reason"] if missing else None
-        document["shared_causes"] = shared_causes(document["nodes"], document["rails"], inputs.get("groups") or {})
-        document["launches"] = {"mode": "pool" if inputs.get("launch_mode") == "pool" else "batched",
-                                "batched": self.launch_count["batched"], "pool": self.launch_count["pool"],
-                                "relaunches": self.launch_count["relaunches"], "pool_reasons": list(self.pool_reasons),
-                                "not_started": dict(self.not_started)}
-        if self.simulator is not None:
-            document["simulation"] = self.simulator.summary(document, self.rules_cpu_s)
-        if self.write_outputs:
-            write_json_atomic(os.path.join(self.run_dir, RESULT), document)
-            self.report_path = write_report(self.run_dir, document)
-        return document
+            verdicts = self.judge(hosts, data, pairs, *path)
+        spent = self.clock_s() - began
+        found = {"passes": passes, "budget_s": budget, "spent_s": round(spent, 3), "stopped": stopped,
+                 "open": open_suspects(verdicts, stopped)}
+        if found["open"]:
+            self.say(f"retests: {len(found['open'])} suspect(s) still open after {passes} pass(es), {spent:.0f} s "
+                     f"({stopped})")
+        return pairs, verdicts, found
+
+    def clock_s(self):
+        """Seconds on the screen's clock: the modelled one in a simulation, else the wall."""
+        return self.simulator.modelled_s if self.simulator is not None else time.monotonic()
 
     def judge(self, hosts, data, pairs, path_checks, path_mtu):
         """classify, with each of its steps' CPU seconds added to self.rules_cpu_s (the simulator reports them); a

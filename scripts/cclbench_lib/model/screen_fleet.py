@@ -4,9 +4,10 @@ The fleet file describes what a real fleet would measure; the screen's planner, 
 on the job results this model writes in place of coll_perf and the doctor (execute/screen_simulate.py).
 
 read_fleet(path) -> the fleet as checked plain data; a bad file is a UsageError (exit 2) naming the field.
-truth(fleet) -> {"bad_nodes", "bad_links", "bad_rails"}: what a correct screen names. A node is bad when it has a
-    node fault (slow_node, fail_start, crash, hang) or a rail fault (slow_rail, dead_rail: the node must be fixed
-    as well as its rail); a link is bad when it has a slow_link fault; a rail when it has a rail fault.
+truth(fleet) -> {"bad_nodes", "bad_links", "bad_rails", "bad_groups"}: what a correct screen names. A node is bad
+    when it has a node fault (slow_node, fail_start, crash, hang) or a rail fault (slow_rail, dead_rail: the node
+    must be fixed as well as its rail); a link is bad when it has a slow_link fault; a rail when it has a rail fault;
+    a group when a fault was given for the group (every node under one switch group).
 job_result(fleet, job, attempt) -> {"exit_code", "elapsed_s", "document" or None}: one launch of one screen job
     (plan/screen_jobs.py: its kind, hosts, rail, argv), deterministic in (fleet seed, job name, attempt).
 
@@ -14,16 +15,24 @@ The model (pure, no I/O):
   pair (kinds pair, retest, repeat; every rail striped evenly, as NCCL stripes its channels):
       busbw = pair_busbw_gbps x min(node factors) x link factor x min(1, rails x the slowest rail factor of
       either end) x noise; a dead rail carries nothing and the pair runs on the others at (rails - 1) / rails;
-      small time = pair_small_time_us x max(small factors) x noise; each rail's bytes: an even share.
+      small time = pair_small_time_us x max(node small factors) x link small factor x the largest rail small
+      factor of either end (a small message striped over the rails waits for the slowest) x noise; each rail's
+      bytes: an even share.
   rail alone (kind rail): pair_busbw_gbps / rails x min(node factors) x link factor x min(rail factor of both
-      ends) x rail noise; a dead rail at either end fails.
-  intra (kind intra): intra_busbw_gbps x the node's intra factor x noise; loopback: loopback_busbw_gbps x that
-      rail's factor x noise (a dead rail fails); doctor: pass (fail with a doctor_fail fault).
+      ends) x rail noise; its small time pair_small_time_us x the node, link and that rail's small factors x
+      noise; a dead rail at either end fails.
+  intra (kind intra): intra_busbw_gbps x the node's intra factor x noise (a slow_node of stage "all"); loopback:
+      loopback_busbw_gbps x that rail's factor x noise (a slow or dead rail of stage "all": a dead one fails);
+      doctor: pass (fail with a doctor_fail fault).
+  Factors: a slow fault's factor (DEFAULT_FACTORS when absent; 1.0 when it gives a small_factor alone: slow by
+      latency alone, bandwidth intact) and small_factor (default 1.0); two faults on one part multiply.
   fail_start: every job with the node leaves no output, exit 255, 1 s (ssh could not reach it). crash: its
       jobs die (exit 137, no output) half-way. hang: its jobs leave no output ("hung": True, exit 4; how long is
-      the simulator's: what one hang costs, plan/bounds.hang_cost_s), the doctor at the launch timeout. A fault's "stage" is "all" (every
-      job) or "pairs" (pair, retest, repeat and rail jobs only: a node that passes alone).
-  noise: lognormal, ln(value) ~ N(0, sd), sd from the fleet's "noise" (a preset name or the numbers).
+      the simulator's: what one hang costs, plan/bounds.hang_cost_s), the doctor at the launch timeout. A fault's
+      "stage" is "all" (every job: the node stage sees it) or "pairs" (pair, retest, repeat and rail jobs only: a
+      node that passes alone); default STAGE_ALL_BY_DEFAULT's kinds "all", the others "pairs".
+  noise: lognormal, ln(value) ~ N(0, sd), sd from the fleet's "noise" (a preset name or the numbers), per size:
+      busbw_log_sd the large size, small_time_log_sd the small one.
 """
 
 import math
@@ -35,15 +44,21 @@ from ..base.files import read_json
 FORMAT = "screen_fleet/1"
 # Healthy noise presets: the spread measured, where it was measured. A fleet file may give its own numbers.
 NOISE_PRESETS = {
-    # docs/bring-up.md ("Noise from repeats" and "Drift"): three back-to-back single-GPU H200 baselines, 112 cases,
-    # three repeats: 1.5% spread of the repeats and 1.3% run-to-run drift: sqrt(1.5^2 + 1.3^2) = 2.0% a
-    # measurement. The rails alone of one pair: the same instrument, two measurements: sqrt(2) x 2.0% = 2.8%.
-    "h200": {"busbw_log_sd": 0.020, "small_time_log_sd": 0.020, "rail_log_sd": 0.028,
-             "source": "docs/bring-up.md: three single-GPU H200 baselines, 1.5% repeat spread and 1.3% drift"},
-    # rules/screen_rules.py (MIN_SPREAD_VALUES): the loaded 2-core virtual cluster's healthy pairs scatter 10-20%
+    # Per size, measured. Bus bandwidth at the large size: docs/bring-up.md ("Noise from repeats" and "Drift"),
+    # three back-to-back single-GPU H200 baselines, 112 cases, three repeats: 1.5% spread of the repeats and 1.3%
+    # run-to-run drift: sqrt(1.5^2 + 1.3^2) = 2.0% a measurement (the 64M all_reduce alone scattered 0.26% over the
+    # ten baselines of tests/scripts/data/h200_repeat_noise.json: the wider composite is kept). The small size
+    # scatters more: the 8K all_reduce (out of place) over the same ten baselines' 30 measurements, sd of ln(time)
+    # 5.1% (tests/scripts/test_screen_simulate.py, Model, recomputes it). The rails alone of one pair: the same
+    # instrument, two measurements: sqrt(2) x 2.0% = 2.8%.
+    "h200": {"busbw_log_sd": 0.020, "small_time_log_sd": 0.051, "rail_log_sd": 0.028,
+             "source": "bus bandwidth: docs/bring-up.md, three single-GPU H200 baselines, 1.5% repeat spread and "
+                       "1.3% drift; small time: the 8K all_reduce of ten H200 baselines "
+                       "(tests/scripts/data/h200_repeat_noise.json), 5.1%"},
+    # rules/screen_bands.py (MIN_SPREAD_VALUES): the loaded 2-core virtual cluster's healthy pairs scatter 10-20%
     # lognormal (its upper end here); tests/scripts/test_screen_rules.py's fleets use the same.
     "vcluster": {"busbw_log_sd": 0.20, "small_time_log_sd": 0.20, "rail_log_sd": 0.20,
-                 "source": "rules/screen_rules.py MIN_SPREAD_VALUES: the loaded 2-core virtual cluster, 10-20% "
+                 "source": "rules/screen_bands.py MIN_SPREAD_VALUES: the loaded 2-core virtual cluster, 10-20% "
                            "lognormal scatter of healthy pairs"},
 }
 DEFAULTS = {"pair_busbw_gbps": 40.0, "pair_small_time_us": 30.0, "intra_busbw_gbps": 300.0,
@@ -53,6 +68,13 @@ RAIL_FAULTS = ("slow_rail", "dead_rail")
 LINK_FAULTS = ("slow_link",)
 FAULT_KINDS = NODE_FAULTS + RAIL_FAULTS + LINK_FAULTS
 PAIR_KINDS = ("pair", "retest", "repeat", "rail")
+# A fault's stage when the file gives none: "all" (the node stage sees it too: a node that cannot start, a failing
+# doctor, a rail slow or dead in its loopback) or "pairs" (a node that passes alone: crash and hang in their pairs, a
+# slow node whose intra-node point is fine).
+STAGE_ALL_BY_DEFAULT = ("fail_start", "doctor_fail", "slow_rail", "dead_rail")
+# A slow node or rail given a small_factor alone is slow by latency alone: its bandwidth is intact. Otherwise the
+# factor's default: a node at 0.3, a rail at 0.1 (several-fold degraded), a link at 0.3.
+DEFAULT_FACTORS = {"slow_node": 0.3, "slow_rail": 0.1, "slow_link": 0.3}
 # A launch that could not reach its node (ssh) ends at once; a crash half-way through the job.
 FAIL_START_S = 1.0
 EXIT_NO_START, EXIT_KILLED, EXIT_TIMEOUT = 255, 137, 4
@@ -135,15 +157,17 @@ def check_fleet(document, path="FLEET"):
         elif not _positive_number(value):
             _fail(path, f"{key} must be a positive number")
         fleet[key] = value
-    fleet["faults"] = _check_faults(path, _by_node(path, document.get("faults", []), groups), set(nodes), rails)
+    faults, fleet["group_faults"] = _by_node(path, document.get("faults", []), groups)
+    fleet["faults"] = _check_faults(path, faults, set(nodes), rails)
     return fleet
 
 
 def _by_node(path, faults, groups):
-    """A node or rail fault given for a "group" (every node under one switch group) as one fault per node."""
+    """A node or rail fault given for a "group" (every node under one switch group) as one fault per node, each
+    marked with its group ("shared_by"); (faults, [{"group", "kind", "rail", "nodes"}] of the group faults)."""
     if not isinstance(faults, list):
         _fail(path, "faults must be a list")
-    expanded = []
+    expanded, shared = [], []
     for index, fault in enumerate(faults):
         if isinstance(fault, dict) and "group" in fault:
             if fault.get("kind") not in NODE_FAULTS + RAIL_FAULTS or "node" in fault:
@@ -153,9 +177,11 @@ def _by_node(path, faults, groups):
                 _fail(path, f"faults[{index}]: no node is in group {fault['group']!r}")
             rest = {key: value for key, value in fault.items() if key != "group"}
             expanded += [dict(rest, node=node) for node in members]
+            shared.append({"group": fault["group"], "kind": fault["kind"], "rail": fault.get("rail"),
+                           "nodes": members})
         else:
             expanded.append(fault)
-    return expanded
+    return expanded, shared
 
 
 def _check_faults(path, faults, nodes, rails):
@@ -182,7 +208,7 @@ def _check_faults(path, faults, nodes, rails):
         for key in ("factor", "small_factor"):
             if key in fault and not _positive_number(fault[key]):
                 _fail(path, f"{where}.{key} must be a positive number")
-        stage = fault.get("stage", "all" if kind in ("fail_start", "doctor_fail") else "pairs")
+        stage = fault.get("stage", "all" if kind in STAGE_ALL_BY_DEFAULT else "pairs")
         if stage not in ("all", "pairs"):
             _fail(path, f"{where}.stage must be all or pairs")
         checked.append(dict(fault, stage=stage))
@@ -200,6 +226,8 @@ def read_fleet(path):
 
 
 def truth(fleet):
+    """{"bad_nodes", "bad_links", "bad_rails", "bad_groups"}: bad_groups the groups a fault was given for (a fault
+    shared by every node of a switch group: a correct screen names the group)."""
     bad_nodes, bad_links, bad_rails = set(), set(), set()
     for fault in fleet["faults"]:
         if fault["kind"] in NODE_FAULTS:
@@ -209,7 +237,16 @@ def truth(fleet):
             bad_rails.add((fault["node"], fault["rail"]))
         else:
             bad_links.add(tuple(sorted((fault["a"], fault["b"]))))
-    return {"bad_nodes": sorted(bad_nodes), "bad_links": sorted(bad_links), "bad_rails": sorted(bad_rails)}
+    return {"bad_nodes": sorted(bad_nodes), "bad_links": sorted(bad_links), "bad_rails": sorted(bad_rails),
+            "bad_groups": sorted({shared["group"] for shared in fleet.get("group_faults") or ()})}
+
+
+def fault_factor(fault):
+    """A slow fault's bandwidth factor: its own, 1.0 when it gives a small_factor alone (latency alone), else
+    DEFAULT_FACTORS."""
+    if "factor" in fault:
+        return fault["factor"]
+    return 1.0 if "small_factor" in fault else DEFAULT_FACTORS[fault["kind"]]
 
 
 class FleetModel:
@@ -217,26 +254,41 @@ class FleetModel:
 
     def __init__(self, fleet):
         self.fleet = fleet
-        self.node_factor, self.small_factor, self.intra_factor = {}, {}, {}
-        self.rail_factor, self.dead_rails, self.link_factor, self.link_small = {}, {}, {}, {}
+        # Bandwidth factors multiply (two faults on one part: both slow it), small-message factors too.
+        self.node_factor, self.small_factor, self.intra_factor, self.intra_small = {}, {}, {}, {}
+        self.rail_factor, self.rail_small, self.dead_rails, self.link_factor, self.link_small = {}, {}, {}, {}, {}
+        self.loopback_factor, self.loopback_small, self.loopback_dead = {}, {}, {}
         self.failing = {}  # node -> [(kind, stage)]
+
+        def times(table, key, value):
+            table[key] = table.get(key, 1.0) * value
+
         for fault in fleet["faults"]:
             kind = fault["kind"]
+            node, rail, alone = fault.get("node"), fault.get("rail"), fault["stage"] == "all"
+            small = fault.get("small_factor", 1.0)
             if kind == "slow_node":
-                self.node_factor[fault["node"]] = fault.get("factor", 0.3)
-                if "small_factor" in fault:
-                    self.small_factor[fault["node"]] = fault["small_factor"]
+                times(self.node_factor, node, fault_factor(fault))
+                times(self.small_factor, node, small)
+                if alone:  # the intra-node point too
+                    times(self.intra_factor, node, fault_factor(fault))
+                    times(self.intra_small, node, small)
             elif kind == "slow_rail":
-                self.rail_factor.setdefault(fault["node"], {})[fault["rail"]] = fault.get("factor", 0.1)
+                times(self.rail_factor, (node, rail), fault_factor(fault))
+                times(self.rail_small, (node, rail), small)
+                if alone:  # its loopback too
+                    times(self.loopback_factor, (node, rail), fault_factor(fault))
+                    times(self.loopback_small, (node, rail), small)
             elif kind == "dead_rail":
-                self.dead_rails.setdefault(fault["node"], set()).add(fault["rail"])
+                self.dead_rails.setdefault(node, set()).add(rail)
+                if alone:
+                    self.loopback_dead.setdefault(node, set()).add(rail)
             elif kind == "slow_link":
                 key = frozenset((fault["a"], fault["b"]))
-                self.link_factor[key] = fault.get("factor", 0.3)
-                if "small_factor" in fault:
-                    self.link_small[key] = fault["small_factor"]
+                times(self.link_factor, key, fault_factor(fault))
+                times(self.link_small, key, small)
             else:
-                self.failing.setdefault(fault["node"], []).append((kind, fault["stage"]))
+                self.failing.setdefault(node, []).append((kind, fault["stage"]))
 
     def _noise(self, rng, key):
         sd = self.fleet["noise"][key]
@@ -284,26 +336,31 @@ class FleetModel:
         if kind == "intra":
             node = hosts[0]
             busbw = fleet["intra_busbw_gbps"] * self.intra_factor.get(node, 1.0) * self._noise(rng, "busbw_log_sd")
-            small = fleet["intra_small_time_us"] * self._noise(rng, "small_time_log_sd")
+            small = fleet["intra_small_time_us"] * self.intra_small.get(node, 1.0) * \
+                self._noise(rng, "small_time_log_sd")
             return {"busbw": busbw, "small": small, "rail_bytes": None}
         if kind == "loopback":
             node, rail = hosts[0], job["rail"]
-            if rail in self.dead_rails.get(node, ()):
+            if rail in self.loopback_dead.get(node, ()):
                 return {"busbw": None, "small": None, "rail_bytes": None}
-            factor = self.rail_factor.get(node, {}).get(rail, 1.0)
-            return {"busbw": fleet["loopback_busbw_gbps"] * factor * self._noise(rng, "busbw_log_sd"),
-                    "small": fleet["intra_small_time_us"] * self._noise(rng, "small_time_log_sd"), "rail_bytes": None}
+            return {"busbw": fleet["loopback_busbw_gbps"] * self.loopback_factor.get((node, rail), 1.0)
+                    * self._noise(rng, "busbw_log_sd"),
+                    "small": fleet["intra_small_time_us"] * self.loopback_small.get((node, rail), 1.0)
+                    * self._noise(rng, "small_time_log_sd"), "rail_bytes": None}
         a, b = hosts
         key = frozenset((a, b))
         factor = min(self.node_factor.get(a, 1.0), self.node_factor.get(b, 1.0)) * self.link_factor.get(key, 1.0)
+        small_factor = max(self.small_factor.get(a, 1.0), self.small_factor.get(b, 1.0)) * \
+            self.link_small.get(key, 1.0)
         if kind == "rail":
             rail = job["rail"]
             if any(rail in self.dead_rails.get(node, ()) for node in hosts):
                 return {"busbw": None, "small": None, "rail_bytes": None}
-            factor *= min(self.rail_factor.get(node, {}).get(rail, 1.0) for node in hosts)
+            factor *= min(self.rail_factor.get((node, rail), 1.0) for node in hosts)
+            small_factor *= max(self.rail_small.get((node, rail), 1.0) for node in hosts)
             share = fleet["pair_busbw_gbps"] / max(len(rails), 1)
             return {"busbw": share * factor * self._noise(rng, "rail_log_sd"),
-                    "small": fleet["pair_small_time_us"] * self._noise(rng, "small_time_log_sd"),
+                    "small": fleet["pair_small_time_us"] * small_factor * self._noise(rng, "small_time_log_sd"),
                     "rail_bytes": {host: {name: (1.0e9 if name == rail else 1.0e4) for name in rails}
                                    for host in hosts} if rails else None}
         dead = {rail for node in hosts for rail in self.dead_rails.get(node, ())}
@@ -311,10 +368,10 @@ class FleetModel:
         if rails and not live:
             return {"busbw": None, "small": None, "rail_bytes": None}
         if rails:
-            slowest = min([1.0] + [self.rail_factor.get(node, {}).get(rail, 1.0) for node in hosts for rail in live])
+            slowest = min([1.0] + [self.rail_factor.get((node, rail), 1.0) for node in hosts for rail in live])
             factor *= min(1.0, len(live) * slowest) * len(live) / len(rails)
-        small_factor = max(self.small_factor.get(a, 1.0), self.small_factor.get(b, 1.0)) * \
-            self.link_small.get(key, 1.0)
+            # A small message striped over the rails waits for the slowest of them.
+            small_factor *= max([1.0] + [self.rail_small.get((node, rail), 1.0) for node in hosts for rail in live])
         rail_bytes = None
         if len(rails) >= 2:
             rail_bytes = {}

@@ -16,7 +16,7 @@ loopback point: the MPI backend has no NCCL_IB_HCA to pin a rail with.
 
 Rail points (kind rail): one pair, one rail alone, judged at the large size (model.rail_binding: NCCL_IB_HCA for RDMA
 rails, NCCL_SOCKET_IFNAME for a socket cluster's interfaces, the TCP BTL's interface for the MPI backend), so that
-a rail at a fraction of its sibling shows (rules.screen_rules.judge_rail_points).
+a rail at a fraction of its sibling shows (rules.screen_rails.judge_rail_points).
 """
 
 import os

@@ -19,6 +19,7 @@ HEATMAP_MAX_NODES = 32
 CODE_TEXT = {
     rules.NODE_DOCTOR_FAIL: "the doctor failed a check",
     rules.NODE_DOCTOR_NO_RESULT: "the doctor left no result",
+    rules.NODE_NOT_STARTED: "the launcher could not start it (its words in the detail); dropped from later launches",
     rules.NODE_PATH_MTU: "packets of the rail's MTU do not get through to its peers",
     rules.LINK_PATH_MTU: "packets of the rail's MTU do not cross this path",
     rules.RAIL_DEAD: "no echo at all on this rail to its peers: down or blocked",
@@ -41,10 +42,11 @@ CODE_TEXT = {
                            "known-good partners",
     rules.RAIL_UNBALANCED_UNRESOLVED: f"the rail carried less than {rules.RAIL_LOW_RATIO:g} x its sibling's bytes, "
                                       "not yet attributed",
-    rules.RAIL_SLOW: f"the rail alone below {rules.RAIL_SLOW_RATIO:g} x its sibling alone on the same pair "
-                     "(ratio in the evidence), with known-good partners or, at two nodes, reproduced",
-    rules.RAIL_SLOW_UNRESOLVED: f"the rail alone below {rules.RAIL_SLOW_RATIO:g} x its sibling alone, not yet "
-                                "attributed (retested with known-good partners)",
+    rules.RAIL_SLOW: f"the rail alone below {rules.RAIL_SLOW_RATIO:g} x its sibling alone on the same pair, or "
+                     "below its fleet's rail noise (ratio and threshold in the evidence; or its small messages slower, "
+                     "small_time_ratio), with known-good partners or, at two nodes, reproduced",
+    rules.RAIL_SLOW_UNRESOLVED: f"the rail alone below {rules.RAIL_SLOW_RATIO:g} x its sibling alone or its fleet's "
+                                "rail noise, not yet attributed (retested with known-good partners)",
 }
 
 CHECK_TEXT = {
@@ -85,17 +87,22 @@ def rules_text():
         f"{rules.MIN_NODES_TO_COMPARE} nodes, the stricter of the pairs without either node): from "
         f"{rules.MIN_SPREAD_VALUES} values on, slow below median x min({rules.BW_FLOOR_RATIO:g}, "
         f"exp(-{rules.NOISE_SIGMAS:g} sd)) (sd: {rules.MAD_TO_SD:g} x MAD of the log values, raised by "
-        f"{rules.MAD_SE_BOUND:g} standard errors), small-message time above median x max({rules.TIME_FLOOR_FACTOR:g}, "
-        f"exp({rules.NOISE_SIGMAS:g} sd)); with fewer values below {rules.REFERENCE_FLOOR_RATIO:g} x their median "
+        f"{rules.MAD_SE_BOUND:g} standard errors), small-message time above median x "
+        f"max({rules.SMALL_TIME_FLOOR_FACTOR:.3g}, exp({rules.NOISE_SIGMAS:g} sd)) (its own scatter at the small size, "
+        f"as the bandwidth's); with fewer values below {rules.REFERENCE_FLOOR_RATIO:g} x their median "
         f"(time above {max(rules.TIME_FLOOR_FACTOR, 1 / rules.REFERENCE_FLOOR_RATIO):g} x). With none (2 nodes) pair "
         "speed is not judged. Pairs of GPU-less nodes (the MPI backend on host memory, whose times are the hosts' "
-        f"load) are judged with every floor widened {rules.HOST_TIMES_WIDENING:g}x.",
+        f"load) are judged with every floor widened {rules.HOST_TIMES_WIDENING:g}x (time: "
+        f"{rules.TIME_FLOOR_FACTOR:g} x {rules.HOST_TIMES_WIDENING:g}).",
         f"- A node is bad when it fails with at least {rules.MIN_GOOD_FAILS} known-good partners and with more of "
         "them than it passes with; a link when one pair alone fails, at least twice, and both nodes pass with others.",
         f"- A rail alone below {rules.RAIL_SLOW_RATIO:g} x its sibling alone on the same pair, and below "
         f"exp(-{rules.NOISE_SIGMAS:g} sd) of the fleet's rail ratios (from {rules.RAIL_NOISE_MIN_GROUPS} pairs on), "
-        "is slow "
-        f"there (rail.slow); a rail carrying less than {rules.RAIL_LOW_RATIO:g} x its sibling's bytes is low "
+        f"is slow there (rail.slow); from {rules.RAIL_NOISE_FLEET_GROUPS} pairs on the rail ratios' own noise alone "
+        f"decides, below min({rules.BW_FLOOR_RATIO:g}, exp(-{rules.NOISE_SIGMAS:g} sd)) (sd raised by "
+        f"{rules.MAD_SE_BOUND:g} standard errors), so that a rail at half its sibling or 0.7 is named; its "
+        "small-message time above its sibling's by the mirror of that limit is slow too. "
+        f"A rail carrying less than {rules.RAIL_LOW_RATIO:g} x its sibling's bytes is low "
         f"(rail.unbalanced); both attributed as pairs are. GPU-less nodes: the rail ratio too is widened "
         f"{rules.HOST_TIMES_WIDENING:g}x.",
         f"- Before the pairs, a don't-fragment echo of each rail's MTU goes from every node to every other: a node "
@@ -112,15 +119,52 @@ def _named(rows, verdict, label):
     return [label(row) + f" ({_codes(row['reasons'])})" for row in rows if row["verdict"] == verdict]
 
 
+def _times(ratio):
+    return f"x{ratio:.2f}"
+
+
 def cause_text(cause):
-    """One shared cause (rules/screen_causes.py) in words."""
+    """One shared cause (rules/screen_causes.py) in words: the group (and its rail) first, then what it measured."""
     codes = ", ".join(cause["codes"])
     if cause["kind"] == "group":
-        where = f" on {', '.join(cause['rails'])}" if cause["rails"] else ""
-        return (f"the {len(cause['nodes'])} of {cause['group_nodes']} nodes under {cause['group']} are bad{where} "
-                f"({codes}): look at what they share (the switch, its uplinks, the rack)")
+        flagged = len(cause["nodes"]) + len(cause.get("suspect") or [])
+        parts = []
+        for rail in cause["rails"]:
+            ratio = (cause.get("rail_ratios") or {}).get(rail)
+            small = (cause.get("rail_small_time_ratios") or {}).get(rail)
+            parts.append(f"{rail}" + (f" at {_times(ratio)} of its sibling" if ratio is not None else "")
+                         + (f", small messages {_times(small)} its sibling's" if small is not None else ""))
+        if cause.get("busbw_ratio") is not None:
+            parts.append(f"pairs at {_times(cause['busbw_ratio'])} of their reference")
+        if cause.get("small_time_ratio") is not None:
+            parts.append(f"small messages {_times(cause['small_time_ratio'])} their reference's")
+        what = "; ".join(parts) or "bad together"
+        return (f"{cause['group']} {what} ({flagged} of {cause['group_nodes']} nodes: {len(cause['nodes'])} bad, "
+                f"{len(cause.get('suspect') or [])} suspect; {codes}): look at what they share (the switch, its "
+                "optics and uplinks, the rack) before the nodes one by one")
     return (f"{len(cause['nodes'])} bad nodes have the same rail bad, {cause['rail']} ({codes}): look at that rail's "
             "fabric and configuration before the nodes one by one")
+
+
+OPEN_TEXT = {
+    "budget": "the retest budget ({budget_s:g} s) was spent",
+    "no_partner": "no known-good node it has not met was left",
+    "passes": "the most retest passes a screen runs were run",
+    "node_stage": "a node-stage value against the fleet, which no pair retest settles",
+}
+
+
+def open_text(retests):
+    """The suspects left open when the retests ended, grouped by why (screen.json "retests")."""
+    by_why = {}
+    for entry in retests["open"]:
+        by_why.setdefault(entry["why"], []).append(entry["node"])
+    parts = []
+    for why, nodes in sorted(by_why.items()):
+        shown = ", ".join(nodes[:12]) + (f" and {len(nodes) - 12} more" if len(nodes) > 12 else "")
+        parts.append(f"{len(nodes)} suspect(s) not named nor cleared ({shown}): "
+                     + OPEN_TEXT.get(why, why).format(**retests))
+    return "; ".join(parts) + f" (after {retests['passes']} retest pass(es), {retests['spent_s']:.0f} s)"
 
 
 def headline(document):
@@ -144,6 +188,9 @@ def headline(document):
     lines.append(f"- Accepted nodes: {accepted} of {len(document['nodes'])}")
     for cause in document.get("shared_causes") or []:
         lines.append(f"- Shared cause: {cause_text(cause)}")
+    retests = document.get("retests")
+    if retests and retests["open"]:
+        lines.append(f"- Still open: {open_text(retests)}")
     if "judged" in document:
         lines.append("- Judged: " + ("; ".join(CHECK_TEXT.get(entry["check"], entry["check"]) + (
             f" ({', '.join(entry['detail']['rails'])})" if entry["detail"].get("rails") else "")
@@ -312,8 +359,8 @@ def simulation_section(simulation):
         return "-" if value is None else f"{value:.1%}"
 
     rows = [[kind, str(block["truth"]), str(block["named"]), str(block["true_positive"]), share(block["recall"]),
-             share(block["precision"]), ", ".join("-".join(item) if isinstance(item, list) else item
-                                                  for item in block["missed"]) or "-"]
+             share(block["precision"]), str(block["suspect_bad"]) if kind != "groups" else "-",
+             ", ".join("-".join(item) if isinstance(item, list) else item for item in block["missed"]) or "-"]
             for kind, block in simulation["score"].items()]
     noise = simulation["noise"]
     return ["## Simulation", "",
@@ -322,7 +369,8 @@ def simulation_section(simulation):
             f"time), {noise['rail_log_sd']:.1%} (a rail alone) from {noise['source']}; modelled wall time "
             f"{simulation['modelled_wall_s']:.0f} s; the rules' CPU time "
             f"{sum(simulation['rules_cpu_s'].values()):.2f} s.", "",
-            md_table(["bad", "in truth", "named bad", "found", "recall", "precision", "missed"], rows), ""]
+            md_table(["bad", "in truth", "named bad", "found", "recall", "precision", "left open (a miss)",
+                      "missed"], rows), ""]
 
 
 def write_report(run_dir, document):

@@ -1,12 +1,14 @@
 """A simulated screen's verdict scored against the fleet's truth (model/screen_fleet.truth): screen.json's
 "simulation.score" block.
 
-For each of nodes, links and rails: named = what the screen called bad; truth = what the fleet file made bad.
+For each of nodes, links, rails and groups: named = what the screen called bad (a group: named as a shared cause,
+rules/screen_causes.py); truth = what the fleet file made bad (a group: a fault given for the group).
   true_positive = |named & truth|, false_positive = |named - truth|, false_negative = |truth - named|;
   recall = true_positive / |truth| (None when the fleet has none of that kind: nothing to find);
   precision = true_positive / |named| (None when nothing was named: no claim to be wrong about);
   healthy_named_share (nodes): false positives / the fleet's healthy nodes (None when none is healthy);
-  suspect: how many of the kind were left suspect (neither named bad nor accepted), and of them how many are bad.
+  suspect: how many of the kind were left suspect (neither named bad nor accepted: open when the retests ended,
+      screen.json "retests.open"), and of them how many are bad - each a miss, in false_negative and recall.
 A link is (a, b) in name order; a rail (node, rail). Pure: plain data in and out.
 """
 
@@ -23,8 +25,9 @@ def _score(named, truth, suspect):
 
 
 def score(document, truth):
-    """{"nodes", "links", "rails"} scores of a screen.json document against truth {"bad_nodes", "bad_links",
-    "bad_rails"} (lists; a link [a, b], a rail [node, rail])."""
+    """{"nodes", "links", "rails", "groups"} scores of a screen.json document against truth {"bad_nodes",
+    "bad_links", "bad_rails", "bad_groups" (optional)} (lists; a link [a, b], a rail [node, rail], a group its
+    name)."""
     def by(rows, verdict, key):
         return [key(row) for row in rows if row["verdict"] == verdict]
 
@@ -41,4 +44,6 @@ def score(document, truth):
     for block in (links, rails):
         block["missed"] = [list(item) for item in block["missed"]]
         block["wrongly_named"] = [list(item) for item in block["wrongly_named"]]
-    return {"nodes": nodes, "links": links, "rails": rails}
+    groups = _score([cause["group"] for cause in document.get("shared_causes") or () if cause["kind"] == "group"],
+                    truth.get("bad_groups") or (), ())
+    return {"nodes": nodes, "links": links, "rails": rails, "groups": groups}
