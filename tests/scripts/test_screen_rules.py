@@ -25,6 +25,7 @@ import unittest
 from helpers import SCHEMA_DIR, VALIDATOR, validate
 
 from cclbench_lib.plan import screen_schedule as schedule
+from cclbench_lib.rules import screen_findings, screen_retests
 from cclbench_lib.render import screen as render
 from cclbench_lib.rules import screen_rules as rules
 
@@ -329,6 +330,21 @@ class Faults(unittest.TestCase):
         self.assertEqual(sorted(by_verdict(verdicts)["suspect"]), ["node2", "node4"])
         self.assertEqual(codes(verdicts, "node2"), [rules.LINK_NOT_REPRODUCED])  # the link is in question, alone
         self.assertEqual((verdicts["result"], verdicts["exit_code"]), ("suspect", 3))
+
+    def test_a_pair_is_repeated_until_measured_twice_not_in_every_pass(self):
+        # Three nodes whose one failing pair stays in question (no known-good partner settles either end): the
+        # retests repeat it to reproduce a failure seen once, and from two measurements on a repeat adds nothing.
+        # Without the bound it was repeated in every retest pass until the passes ran out.
+        nodes = ["node1", "node2", "node3"]
+        rows = [{"name": node} for node in nodes]
+        found = {"good": set()}
+        for count, repeated in ((1, [["node2", "node3"]]), (2, []), (5, [])):
+            state = screen_findings.Findings(nodes)
+            state.repeat_pairs = [["node2", "node3"], ["node2", "node3"]]
+            edges = {("node2", "node3"): {"failed": True, "count": count, "failures": count, "pairs": []}}
+            retest = screen_retests.step_retests(state, rows, [], nodes, edges, found, {})
+            self.assertEqual(retest["repeat_pairs"], repeated, f"measured {count} time(s)")
+        self.assertEqual(screen_retests.REPEAT_MAX_MEASUREMENTS, 2)
 
     def test_two_nodes_pair_failure_blames_the_link_not_a_node(self):
         # Which end failed cannot be told at two nodes: both nodes suspect; the reproduced failure fails the link

@@ -110,6 +110,18 @@ class Simulate(TempDirTest):
         self.assertFalse(row["paired"])
         self.assertEqual(document["simulation"]["score"]["nodes"]["precision"], 1.0)
 
+    def test_a_pair_failing_in_the_first_round_leaves_the_later_rounds_to_run(self):
+        # Three nodes, gpu02 crashing in every launch: the pair of the first round that holds it fails, its rails
+        # alone are settled as not run (their pair failed), and that must not end the rounds: every later round's
+        # pair is still measured (the fault matrix's screen.n3.killed_rank read three suspects after one round).
+        result, document, _ = self.simulate([{"kind": "crash", "node": "gpu02"}], count=3)
+        self.assertEqual(result.returncode, 1, result.stderr)
+        scheduled = {frozenset(pair) for entry in document["schedule"]["rounds"] for pair in entry["pairs"]}
+        self.assertEqual(len(scheduled), 3, document["schedule"]["rounds"])
+        measured = {frozenset((row["a"], row["b"])) for row in document["pairs"] if row["stage"] == "pair"}
+        self.assertEqual(measured, scheduled)
+        self.assertEqual(self.bad(document, "nodes"), ["gpu02"])
+
     def test_a_node_hanging_in_its_pairs_costs_its_learned_deadline_and_is_dropped(self):
         result, document, run_dir = self.simulate([{"kind": "hang", "node": "gpu05"}], "--quick", "3",
                                                   "--launch-timeout", "300")

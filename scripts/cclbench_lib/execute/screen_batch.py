@@ -102,14 +102,18 @@ class BatchedStage:
         if room <= 0:
             return []
         fresh, lost, alone = {}, {}, []
-        for job in pool.startable():
-            if self._excluded(job, results, failing):
-                pool.finish(job)
-                continue
-            if job["name"] in self.alone:
-                alone.append([job])
-            else:
-                (lost if job["name"] in self.lost else fresh).setdefault(shape(job), []).append(job)
+        settled = True
+        while settled:  # a job settled here frees its hosts' next jobs (the next round's): they may start now too
+            settled = False
+            for job in pool.startable():
+                if self._excluded(job, results, failing):
+                    pool.finish(job)
+                    settled = True
+                    continue
+                if job["name"] in self.alone:
+                    alone.append([job])
+                else:
+                    (lost if job["name"] in self.lost else fresh).setdefault(shape(job), []).append(job)
         launches = [members for members in fresh.values()] + \
             [part for members in lost.values() for part in parts(members)] + alone
         started = []

@@ -21,6 +21,12 @@ OPEN_NODE_STAGE = "node_stage"        # a suspicion of the node stage alone (one
 RETEST_STOPS = (RETEST_SETTLED, RETEST_BUDGET, RETEST_NO_PARTNER, RETEST_PASSES_SPENT)
 OPEN_WHYS = (RETEST_BUDGET, RETEST_NO_PARTNER, RETEST_PASSES_SPENT, OPEN_NODE_STAGE)
 
+# A pair is repeated to reproduce a failure seen once: from this many measurements of it on, a repeat adds nothing
+# (it failed each time, or not), and its nodes are settled by known-good partners or left open. Without the bound a
+# pair whose failure never resolves was repeated in every pass until RETEST_PASSES_MAX (a virtual-cluster node whose
+# rank was killed in every launch: 27 passes, past the fault matrix cell's limit).
+REPEAT_MAX_MEASUREMENTS = 2
+
 
 def step_retests(state, node_rows, pairs, paired, edges, found, rail_found):
     """What the next retest pass needs (plan.screen_schedule.retest_rounds): the suspects from their pairs or their
@@ -47,7 +53,8 @@ def step_retests(state, node_rows, pairs, paired, edges, found, rail_found):
     unique_repeats = []
     seen = set()
     for pair in state.repeat_pairs:
-        if tuple(pair) not in seen:
+        measured = (edges.get(tuple(sorted(pair))) or {}).get("count", 0)
+        if tuple(pair) not in seen and measured < REPEAT_MAX_MEASUREMENTS:
             seen.add(tuple(pair))
             unique_repeats.append(pair)
     return {"suspects": suspects, "known_good": known_good,
