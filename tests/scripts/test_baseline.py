@@ -142,6 +142,152 @@ class LocalRuns(BaselineRuns):
         self.assertIn("the launcher said: The value of the MCA parameter \"plm_rsh_agent\" was set to a path / that "
                       "could not be found: / plm_rsh_agent: ssh : rsh", result.stderr)
 
+    def test_default_repeats_on_one_gpu(self):
+        """One GPU: a real one-rank point three times (the default), the emulated check once."""
+        log = os.path.join(self.tmp, "coll.log")
+        result = run_cli(["baseline"] + SMALL + self.fake_args("G1"), env={"CCLBENCH_FAKE_GPU_COUNT": "1",
+                                                                          "FAKE_COLL_LOG": log})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(self.invocations(log), ["sanity", "local.gpu1.rep1", "local.gpu1.rep2", "local.gpu1.rep3",
+                                                 "local.share-gpu4"] + SMOKE_COLL_LAUNCHES)
+        self.assertEqual(self.manifest("G1")["mode"], "local_share_gpu")
+        text = read_text(os.path.join(self.results, "G1", "report.md"))
+        anomalies = text[text.index("## Anomalies"):text.index("## Environment")]
+        self.assertIn("None found", anomalies)
+        self.assertIn("### all_reduce", text, "the one-rank point has the tables of a multi-GPU point")
+        self.assertIn("| size | local.gpu1 |", text)
+        self.assertNotIn("| size | local.gpu1 | local.share-gpu4 |", text, "the emulated point feeds no table")
+        # 7 collectives x 3 sizes x 2 placements; coll_perf (and its double) skips in-place alltoall and sendrecv
+        # at 4 ranks: no in-place result to check.
+        self.assertIn("| local.share-gpu4 | emulated: correctness only | 1 | 42 | 36 | 6 | 0 | 0 |", text)
+        # 24 cases of the one-rank point and the smoke's 4 (AllReduce 16M, 32M, 64M; 8K in a graph) pass the repeat gate.
+        self.assertIn("28 ok.", text)
+
+    def test_one_gpu_report_shows_what_one_gpu_measures(self):
+        """One GPU: no self-inflicted anomaly, busbw '- (1 rank)' (never 0.00), algbw instead, no ceiling where
+        no link is crossed, the local device copy instead of 1 x 1 matrices, summary.csv's busbw_reason."""
+        result = run_cli(["baseline"] + SMALL + self.fake_args("G1"), env={"CCLBENCH_FAKE_GPU_COUNT": "1", "FAKE_GPUS": "1"})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        run = os.path.join(self.results, "G1")
+        text = read_text(os.path.join(run, "report.md"))
+        anomalies = text[text.index("## Anomalies"):text.index("## Environment")]
+        self.assertIn("None found", anomalies)
+        self.assertNotIn("cases skipped", text)
+        # Listed once, with coll_perf's reason, for the two collectives NCCL defines no in-place result for.
+        self.assertEqual(text.count("## Not verifiable by design"), 1)
+        self.assertIn("| alltoall in-place | local.share-gpu4 | 3 | 8K, 128K, 2M | in-place AlltoAll overwrites data it "
+                      "still has to send (NCCL defines no in-place result), so it cannot be verified", text)
+        self.assertIn("| sendrecv in-place | local.share-gpu4 | 3 |", text)
+        results = text[text.index("## Results per collective"):text.index("## Repeatability")]
+        self.assertNotIn("0.00", results, "busbw at one rank is no number")
+        self.assertEqual(results.count("busbw (GB/s): - (1 rank) at every size"), 4, results)
+        self.assertIn("(coll_perf: 1 rank: no link is crossed)", results)
+        self.assertNotIn("| 128K |", results, "the emulated check's sizes are not rows of the one-rank tables")
+        # algbw = bytes / time: the double's 8K time is 10 + 8192 / 1e4 us (x 1.000, 1.001, 1.002 over -n 3).
+        self.assertIn("algbw (GB/s), bytes / time: what local.gpu1 measures at one rank:", results)
+        self.assertIn(f"| 8K | {8192 / (10.8192 * 1.001) / 1e3:.2f} |", results)
+        # The P2P section of one GPU: the local copy (the double: 1950 CE, 1700 SM; diagonal 1900), no matrix.
+        p2p = text[text.index("## P2P"):]
+        self.assertIn("Local device copy (nvbandwidth's device_local_copy; bytes copied / time, the GPU memory moves "
+                      "twice that): CE 1,950 GB/s (device_local_copy_ce), SM 1,700 GB/s (device_local_copy_sm).", p2p)
+        self.assertIn("| d2d_ce_write_uni | 256M | 1,900 GB/s |", p2p)
+        self.assertNotIn("src \\ dst", p2p, "no 1 x 1 matrix")
+        # summary.csv: busbw empty with coll_perf's reason at one rank, as in coll_perf's --csv.
+        with open(os.path.join(run, "summary.csv")) as handle:
+            rows = list(csv.DictReader(handle))
+        alone = [row for row in rows if row["nranks"] == "1" and row["status"] == "ok"]
+        self.assertTrue(alone)
+        self.assertTrue(all(row["busbw_gbps"] == "" and row["busbw_reason"] == "1 rank: no link is crossed" for row in alone))
+        self.assertTrue(all(row["busbw_reason"] == "" for row in rows if row["nranks"] == "4"))
+        # The plots as data (matplotlib is not needed to know what would be drawn): algbw for the one-rank point with
+        # no ceiling line, no busbw plot at all (every timed point has one rank).
+        sys.path.insert(0, os.path.join(os.path.dirname(CCLBENCH)))
+        from cclbench_lib.model.run_dir import RunData
+        from cclbench_lib.render.report import plot_specs
+        specs = {name: (series, ceilings) for name, _title, _ylabel, series, _logy, ceilings in plot_specs(RunData(run))}
+        self.assertEqual(sorted(specs), sorted(f"{c}_{m}.png" for c in ("all_gather", "all_reduce", "alltoall",
+                                                                         "reduce_scatter") for m in ("algbw", "latency")))
+        series, ceilings = specs["all_reduce_algbw.png"]
+        self.assertEqual(ceilings, [])
+        self.assertEqual([label for label, _points in series], ["local.gpu1", "smoke.collective", "smoke.graph"])
+        self.assertAlmostEqual(dict(series[0][1])[8192], 8192 / (10.8192 * 1.001) / 1e3, places=6)
+
+    def test_old_one_rank_records_render_no_busbw(self):
+        """Records before schema 1.4 said busbw 0.0 at one rank (the ten H200 runs): '- (1 rank)' too, judged by nranks."""
+        result = run_cli(["baseline"] + SMALL + ONCE + self.fake_args("O1"), env={"CCLBENCH_FAKE_GPU_COUNT": "1"})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        run = os.path.join(self.results, "O1")
+        records = read_jsonl(os.path.join(run, "cases.jsonl"))
+        with open(os.path.join(run, "cases.jsonl"), "w") as handle:
+            for record in records:
+                if record["nranks"] == 1:
+                    record.pop("busbw_reason", None)
+                    record.update(schema_version="1.3.0", busbw_gbps=0.0)
+                handle.write(json.dumps(record) + "\n")
+        report = run_cli(["report", run], env={"CCLBENCH_NO_MATPLOTLIB": "1"})
+        self.assertEqual(report.returncode, 0, report.stderr)
+        text = read_text(os.path.join(run, "report.md"))
+        results = text[text.index("## Results per collective"):text.index("## Repeatability")]
+        self.assertNotIn("0.00", results)
+        self.assertEqual(results.count("busbw (GB/s): - (1 rank) at every size: one rank crosses no link, so busbw "
+                                       "has no meaning."), 4)
+
+    def test_repeat_cv_gate(self):
+        gpus = {"CCLBENCH_FAKE_GPU_COUNT": "2"}
+        result = self.baseline("C", "--repeat", "2", env=dict(gpus, FAKE_COLL_JITTER="1"))
+        # 4 collectives x 3 sizes x 2 placements, less in-place alltoall (3): not verifiable by design at 2 ranks.
+        # Repeats at 1.1 and 1.2 x at every case: CV = 0.05 x sqrt(2) / 1.15 = 6.15% each, so the point's median
+        # CV is 6.15% > max(3%, 5%): the spread is systematic, the point is not reproducible.
+        self.assertRunError(result, 1, "FAILED (")
+        self.assertIn("repeat.systematic_spread", result.stderr)
+        gates = self.manifest("C")["gates"]["repeatability"]
+        # The smoke's own points (FAKE_COLL_JITTER leaves them alone) pass: AllReduce at 16M, 32M, 64M; 8K in a graph.
+        self.assertEqual([(g["point"], g["status"], g["code"], g["judged_cases"]) for g in gates],
+                         [("local.gpus2", "fail", "repeat.systematic_spread", 4 * 3 * 2 - 3),
+                          ("smoke.collective", "pass", None, 3), ("smoke.graph", "pass", None, 1)])
+        self.assertTrue(6.1 < gates[0]["median_cv_pct"] < 6.2)
+        ok, errors = validate("run_manifest.schema.json", os.path.join(self.results, "C", "run_manifest.json"))
+        self.assertTrue(ok, errors)
+        ok, errors = validate("verdict.schema.json", os.path.join(self.results, "C", "verdict.json"))
+        self.assertTrue(ok, errors)
+        # A gate of 10% takes the spread limit to 10%: every case is within its target, the run is healthy.
+        relaxed = self.baseline("C2", "--repeat", "2", "--cv-gate", "10%", env=dict(gpus, FAKE_COLL_JITTER="1"))
+        self.assertEqual(relaxed.returncode, 0, relaxed.stderr)
+        self.assertIn("cclbench: HEALTHY", relaxed.stderr.strip().splitlines()[-1])
+        report = run_cli(["report", os.path.join(self.results, "C")], env={"CCLBENCH_NO_MATPLOTLIB": "1"})
+        self.assertEqual(report.returncode, 0, report.stderr)
+        self.assertIn("cclbench: FAILED (", report.stderr.strip().splitlines()[-1])
+        text = read_text(os.path.join(self.results, "C", "report.md"))
+        self.assertTrue(text.startswith("# FAILED ("), text[:200])
+        self.assertIn("| systematic spread (point not reproducible) | local.gpus2 |", text)
+        self.assertNotIn("per-iteration CV above gate", text)
+
+    def test_host_bound_cases_get_a_wider_gate_not_a_pass(self):
+        # The host needs 2x the GPU time per launch: host-bound, so 3 x the gate (9%) applies to each case's
+        # robust dispersion (6.45%, as above): each case is host-bound jitter, a note. But the spread is
+        # systematic (median CV 6.15% > 5%): the point fails; host-bound is no exemption for a whole point.
+        env = {"CCLBENCH_FAKE_GPU_COUNT": "2", "FAKE_COLL_JITTER": "1", "FAKE_COLL_HOST_FACTOR": "2"}
+        result = self.baseline("H", "--repeat", "2", env=env)
+        self.assertRunError(result, 1, "repeat.systematic_spread")
+        text = read_text(os.path.join(self.results, "H", "report.md"))
+        self.assertIn("21 above target (host-bound).", text)  # 24 cases less in-place alltoall, not verifiable by design
+        # Listed once for the point (its two repeats are one point, each case once).
+        self.assertIn("| alltoall in-place | local.gpus2 | 3 | 8K, 16K, 32K | in-place AlltoAll overwrites", text)
+        self.assertRegex(text, r"\| local\.gpus2 \| all_reduce\.float\.sum\.out\.8K \| 2 \| [0-9.]+ \| 6\.15 \| 6\.45 \| "
+                               r"0\.10 \| above target \(host-bound\) \|")
+
+    def test_mpi_backend_never_gates(self):
+        result = self.baseline("M", "--repeat", "2", env={"FAKE_COLL_JITTER": "1"})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(self.manifest("M")["gates"]["repeatability"], [])
+        text = read_text(os.path.join(self.results, "M", "report.md"))
+        self.assertNotIn("repeat.", text)
+        self.assertNotIn("## Repeatability", text)
+
+
+class LocalStops(BaselineRuns):
+    """One machine: a launch that hangs or freezes, a stop from outside (SIGINT, SIGTERM, SIGKILL), the resume."""
+
     def test_hung_launch_ends_at_its_bound_naming_the_point_and_the_case(self):
         """A launch that hangs, its process stopped (SIGSTOP) on top: the runner's bound ends it with SIGCONT then
         SIGTERM to its process group (a stopped process holds a SIGTERM until it runs again: without SIGCONT only
@@ -458,148 +604,6 @@ class LocalRuns(BaselineRuns):
         manifest = self.manifest("D")
         self.assertEqual((manifest["status"], manifest["invocations"][-1]["signal"]), ("interrupted", "SIGINT"))
         self.assertEqual(manifest["points"]["local.mpi4"]["status"], "interrupted")
-
-    def test_default_repeats_on_one_gpu(self):
-        """One GPU: a real one-rank point three times (the default), the emulated check once."""
-        log = os.path.join(self.tmp, "coll.log")
-        result = run_cli(["baseline"] + SMALL + self.fake_args("G1"), env={"CCLBENCH_FAKE_GPU_COUNT": "1",
-                                                                          "FAKE_COLL_LOG": log})
-        self.assertEqual(result.returncode, 0, result.stderr)
-        self.assertEqual(self.invocations(log), ["sanity", "local.gpu1.rep1", "local.gpu1.rep2", "local.gpu1.rep3",
-                                                 "local.share-gpu4"] + SMOKE_COLL_LAUNCHES)
-        self.assertEqual(self.manifest("G1")["mode"], "local_share_gpu")
-        text = read_text(os.path.join(self.results, "G1", "report.md"))
-        anomalies = text[text.index("## Anomalies"):text.index("## Environment")]
-        self.assertIn("None found", anomalies)
-        self.assertIn("### all_reduce", text, "the one-rank point has the tables of a multi-GPU point")
-        self.assertIn("| size | local.gpu1 |", text)
-        self.assertNotIn("| size | local.gpu1 | local.share-gpu4 |", text, "the emulated point feeds no table")
-        # 7 collectives x 3 sizes x 2 placements; coll_perf (and its double) skips in-place alltoall and sendrecv
-        # at 4 ranks: no in-place result to check.
-        self.assertIn("| local.share-gpu4 | emulated: correctness only | 1 | 42 | 36 | 6 | 0 | 0 |", text)
-        # 24 cases of the one-rank point and the smoke's 4 (AllReduce 16M, 32M, 64M; 8K in a graph) pass the repeat gate.
-        self.assertIn("28 ok.", text)
-
-    def test_one_gpu_report_shows_what_one_gpu_measures(self):
-        """One GPU: no self-inflicted anomaly, busbw '- (1 rank)' (never 0.00), algbw instead, no ceiling where
-        no link is crossed, the local device copy instead of 1 x 1 matrices, summary.csv's busbw_reason."""
-        result = run_cli(["baseline"] + SMALL + self.fake_args("G1"), env={"CCLBENCH_FAKE_GPU_COUNT": "1", "FAKE_GPUS": "1"})
-        self.assertEqual(result.returncode, 0, result.stderr)
-        run = os.path.join(self.results, "G1")
-        text = read_text(os.path.join(run, "report.md"))
-        anomalies = text[text.index("## Anomalies"):text.index("## Environment")]
-        self.assertIn("None found", anomalies)
-        self.assertNotIn("cases skipped", text)
-        # Listed once, with coll_perf's reason, for the two collectives NCCL defines no in-place result for.
-        self.assertEqual(text.count("## Not verifiable by design"), 1)
-        self.assertIn("| alltoall in-place | local.share-gpu4 | 3 | 8K, 128K, 2M | in-place AlltoAll overwrites data it "
-                      "still has to send (NCCL defines no in-place result), so it cannot be verified", text)
-        self.assertIn("| sendrecv in-place | local.share-gpu4 | 3 |", text)
-        results = text[text.index("## Results per collective"):text.index("## Repeatability")]
-        self.assertNotIn("0.00", results, "busbw at one rank is no number")
-        self.assertEqual(results.count("busbw (GB/s): - (1 rank) at every size"), 4, results)
-        self.assertIn("(coll_perf: 1 rank: no link is crossed)", results)
-        self.assertNotIn("| 128K |", results, "the emulated check's sizes are not rows of the one-rank tables")
-        # algbw = bytes / time: the double's 8K time is 10 + 8192 / 1e4 us (x 1.000, 1.001, 1.002 over -n 3).
-        self.assertIn("algbw (GB/s), bytes / time: what local.gpu1 measures at one rank:", results)
-        self.assertIn(f"| 8K | {8192 / (10.8192 * 1.001) / 1e3:.2f} |", results)
-        # The P2P section of one GPU: the local copy (the double: 1950 CE, 1700 SM; diagonal 1900), no matrix.
-        p2p = text[text.index("## P2P"):]
-        self.assertIn("Local device copy (nvbandwidth's device_local_copy; bytes copied / time, the GPU memory moves "
-                      "twice that): CE 1,950 GB/s (device_local_copy_ce), SM 1,700 GB/s (device_local_copy_sm).", p2p)
-        self.assertIn("| d2d_ce_write_uni | 256M | 1,900 GB/s |", p2p)
-        self.assertNotIn("src \\ dst", p2p, "no 1 x 1 matrix")
-        # summary.csv: busbw empty with coll_perf's reason at one rank, as in coll_perf's --csv.
-        with open(os.path.join(run, "summary.csv")) as handle:
-            rows = list(csv.DictReader(handle))
-        alone = [row for row in rows if row["nranks"] == "1" and row["status"] == "ok"]
-        self.assertTrue(alone)
-        self.assertTrue(all(row["busbw_gbps"] == "" and row["busbw_reason"] == "1 rank: no link is crossed" for row in alone))
-        self.assertTrue(all(row["busbw_reason"] == "" for row in rows if row["nranks"] == "4"))
-        # The plots as data (matplotlib is not needed to know what would be drawn): algbw for the one-rank point with
-        # no ceiling line, no busbw plot at all (every timed point has one rank).
-        sys.path.insert(0, os.path.join(os.path.dirname(CCLBENCH)))
-        from cclbench_lib.model.run_dir import RunData
-        from cclbench_lib.render.report import plot_specs
-        specs = {name: (series, ceilings) for name, _title, _ylabel, series, _logy, ceilings in plot_specs(RunData(run))}
-        self.assertEqual(sorted(specs), sorted(f"{c}_{m}.png" for c in ("all_gather", "all_reduce", "alltoall",
-                                                                         "reduce_scatter") for m in ("algbw", "latency")))
-        series, ceilings = specs["all_reduce_algbw.png"]
-        self.assertEqual(ceilings, [])
-        self.assertEqual([label for label, _points in series], ["local.gpu1", "smoke.collective", "smoke.graph"])
-        self.assertAlmostEqual(dict(series[0][1])[8192], 8192 / (10.8192 * 1.001) / 1e3, places=6)
-
-    def test_old_one_rank_records_render_no_busbw(self):
-        """Records before schema 1.4 said busbw 0.0 at one rank (the ten H200 runs): '- (1 rank)' too, judged by nranks."""
-        result = run_cli(["baseline"] + SMALL + ONCE + self.fake_args("O1"), env={"CCLBENCH_FAKE_GPU_COUNT": "1"})
-        self.assertEqual(result.returncode, 0, result.stderr)
-        run = os.path.join(self.results, "O1")
-        records = read_jsonl(os.path.join(run, "cases.jsonl"))
-        with open(os.path.join(run, "cases.jsonl"), "w") as handle:
-            for record in records:
-                if record["nranks"] == 1:
-                    record.pop("busbw_reason", None)
-                    record.update(schema_version="1.3.0", busbw_gbps=0.0)
-                handle.write(json.dumps(record) + "\n")
-        report = run_cli(["report", run], env={"CCLBENCH_NO_MATPLOTLIB": "1"})
-        self.assertEqual(report.returncode, 0, report.stderr)
-        text = read_text(os.path.join(run, "report.md"))
-        results = text[text.index("## Results per collective"):text.index("## Repeatability")]
-        self.assertNotIn("0.00", results)
-        self.assertEqual(results.count("busbw (GB/s): - (1 rank) at every size: one rank crosses no link, so busbw "
-                                       "has no meaning."), 4)
-
-    def test_repeat_cv_gate(self):
-        gpus = {"CCLBENCH_FAKE_GPU_COUNT": "2"}
-        result = self.baseline("C", "--repeat", "2", env=dict(gpus, FAKE_COLL_JITTER="1"))
-        # 4 collectives x 3 sizes x 2 placements, less in-place alltoall (3): not verifiable by design at 2 ranks.
-        # Repeats at 1.1 and 1.2 x at every case: CV = 0.05 x sqrt(2) / 1.15 = 6.15% each, so the point's median
-        # CV is 6.15% > max(3%, 5%): the spread is systematic, the point is not reproducible.
-        self.assertRunError(result, 1, "FAILED (")
-        self.assertIn("repeat.systematic_spread", result.stderr)
-        gates = self.manifest("C")["gates"]["repeatability"]
-        # The smoke's own points (FAKE_COLL_JITTER leaves them alone) pass: AllReduce at 16M, 32M, 64M; 8K in a graph.
-        self.assertEqual([(g["point"], g["status"], g["code"], g["judged_cases"]) for g in gates],
-                         [("local.gpus2", "fail", "repeat.systematic_spread", 4 * 3 * 2 - 3),
-                          ("smoke.collective", "pass", None, 3), ("smoke.graph", "pass", None, 1)])
-        self.assertTrue(6.1 < gates[0]["median_cv_pct"] < 6.2)
-        ok, errors = validate("run_manifest.schema.json", os.path.join(self.results, "C", "run_manifest.json"))
-        self.assertTrue(ok, errors)
-        ok, errors = validate("verdict.schema.json", os.path.join(self.results, "C", "verdict.json"))
-        self.assertTrue(ok, errors)
-        # A gate of 10% takes the spread limit to 10%: every case is within its target, the run is healthy.
-        relaxed = self.baseline("C2", "--repeat", "2", "--cv-gate", "10%", env=dict(gpus, FAKE_COLL_JITTER="1"))
-        self.assertEqual(relaxed.returncode, 0, relaxed.stderr)
-        self.assertIn("cclbench: HEALTHY", relaxed.stderr.strip().splitlines()[-1])
-        report = run_cli(["report", os.path.join(self.results, "C")], env={"CCLBENCH_NO_MATPLOTLIB": "1"})
-        self.assertEqual(report.returncode, 0, report.stderr)
-        self.assertIn("cclbench: FAILED (", report.stderr.strip().splitlines()[-1])
-        text = read_text(os.path.join(self.results, "C", "report.md"))
-        self.assertTrue(text.startswith("# FAILED ("), text[:200])
-        self.assertIn("| systematic spread (point not reproducible) | local.gpus2 |", text)
-        self.assertNotIn("per-iteration CV above gate", text)
-
-    def test_host_bound_cases_get_a_wider_gate_not_a_pass(self):
-        # The host needs 2x the GPU time per launch: host-bound, so 3 x the gate (9%) applies to each case's
-        # robust dispersion (6.45%, as above): each case is host-bound jitter, a note. But the spread is
-        # systematic (median CV 6.15% > 5%): the point fails; host-bound is no exemption for a whole point.
-        env = {"CCLBENCH_FAKE_GPU_COUNT": "2", "FAKE_COLL_JITTER": "1", "FAKE_COLL_HOST_FACTOR": "2"}
-        result = self.baseline("H", "--repeat", "2", env=env)
-        self.assertRunError(result, 1, "repeat.systematic_spread")
-        text = read_text(os.path.join(self.results, "H", "report.md"))
-        self.assertIn("21 above target (host-bound).", text)  # 24 cases less in-place alltoall, not verifiable by design
-        # Listed once for the point (its two repeats are one point, each case once).
-        self.assertIn("| alltoall in-place | local.gpus2 | 3 | 8K, 16K, 32K | in-place AlltoAll overwrites", text)
-        self.assertRegex(text, r"\| local\.gpus2 \| all_reduce\.float\.sum\.out\.8K \| 2 \| [0-9.]+ \| 6\.15 \| 6\.45 \| "
-                               r"0\.10 \| above target \(host-bound\) \|")
-
-    def test_mpi_backend_never_gates(self):
-        result = self.baseline("M", "--repeat", "2", env={"FAKE_COLL_JITTER": "1"})
-        self.assertEqual(result.returncode, 0, result.stderr)
-        self.assertEqual(self.manifest("M")["gates"]["repeatability"], [])
-        text = read_text(os.path.join(self.results, "M", "report.md"))
-        self.assertNotIn("repeat.", text)
-        self.assertNotIn("## Repeatability", text)
 
 
 class TwoNodeRuns(BaselineRuns):
