@@ -114,6 +114,8 @@ struct PerDevice {
   Event joint_stop;  // concurrent copies: recorded once every copy of the sample has finished
   DeviceBuffer counter;
   DeviceBuffer chase_position;
+  DeviceBuffer delay_cycles;  // the slowdown test knob's spin length (kernels::launch_delay)
+  double cycles_per_us;       // the SM clock's nominal rate: the calibration's first guess
   int fill_blocks;
   int copy_blocks;
 
@@ -125,6 +127,8 @@ struct PerDevice {
         joint_stop(d),
         counter(d, sizeof(unsigned long long)),
         chase_position(d, sizeof(std::uint64_t)),
+        delay_cycles(d, sizeof(unsigned long long)),
+        cycles_per_us(clock_cycles_per_us(d)),
         fill_blocks(sm_count * 4),
         copy_blocks(sm_blocks_override) {
     if (copy_blocks == 0) {
@@ -135,6 +139,15 @@ struct PerDevice {
     }
   }
 };
+
+double clock_cycles_per_us(int device) {
+  int khz = 0;
+  if (cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, device) != cudaSuccess || khz <= 0) {
+    (void)cudaGetLastError();
+    khz = 1'500'000;  // only the first guess of a calibration that corrects itself by measurement
+  }
+  return khz / 1000.0;
+}
 
 void* mapped_pointer(int device, void* host) {
   DeviceScope scope(device);
@@ -158,6 +171,7 @@ struct Engine::State {
   std::vector<std::vector<bool>> can_access;
   std::uint32_t next_seed = 1;  // every sample of the run gets a fresh pattern
   std::optional<ProgressWriter> progress;  // --progress
+  bool delay_on = false;  // the slowdown test knob: a spin kernel after each transfer's copies
 
   // --progress: one measurement (a pair or GPU at one size) begins. None takes a minute on a healthy
   // GPU (the largest default copies, 1 GiB staged through the host, take well under a second each).
@@ -309,6 +323,7 @@ struct Engine::State {
       for (const Transfer& t : transfers) {
         DeviceScope scope(t.issuer);
         for (int c = 0; c < copies_per_sample; ++c) issue(t, dev(t.issuer).lanes[t.lane].get());
+        if (delay_on) CUDA_CHECK(kernels::launch_delay(delay_cycles_of(t.issuer), dev(t.issuer).lanes[t.lane].get()));
       }
       for (const Transfer& t : transfers) {
         DeviceScope scope(t.issuer);
@@ -333,6 +348,7 @@ struct Engine::State {
         CUDA_CHECK(kernels::launch_blocker(gate.word(0), const_cast<int*>(gate.word(1)), timeout_ns, stream));
         CUDA_CHECK(cudaEventRecord(pd.starts[t.lane].get(), stream));
         for (int c = 0; c < copies_per_sample; ++c) issue(t, stream);
+        if (delay_on) CUDA_CHECK(kernels::launch_delay(delay_cycles_of(t.issuer), stream));
         CUDA_CHECK(cudaEventRecord(pd.stops[t.lane].get(), stream));
       }
       if (transfers.size() > 1) {
@@ -377,6 +393,37 @@ struct Engine::State {
     return outcome;
   }
 
+  const unsigned long long* delay_cycles_of(int gpu) {
+    return static_cast<const unsigned long long*>(dev(gpu).delay_cycles.get());
+  }
+
+  // The slowdown test knob (bench/core/slowdown_injection.hpp): the spin after each transfer's copies
+  // is calibrated on this measurement's own time per copy (medians of three samples), then left on
+  // for its warm-up and timed samples; details.injected_slowdown records what was set and reached.
+  // Calibration samples are verified like any other and never timed into the result.
+  void calibrate_slowdown(Measurement& m, const std::vector<Transfer>& transfers, int copies_per_sample, Timing timing) {
+    const double units_per_us = dev(transfers.front().issuer).cycles_per_us;
+    const DelayProbe probe = [&](int every, double units) {
+      delay_on = every > 0;
+      const auto cycles = static_cast<unsigned long long>(units);
+      for (const Transfer& t : transfers) {
+        DeviceScope scope(t.issuer);
+        CUDA_CHECK(cudaMemcpy(dev(t.issuer).delay_cycles.get(), &cycles, sizeof cycles, cudaMemcpyHostToDevice));
+      }
+      std::vector<double> times;
+      for (int k = 0; k < 3; ++k) times.push_back(run_sample(transfers, copies_per_sample, timing).time_us / copies_per_sample);
+      std::sort(times.begin(), times.end());
+      return times[1];
+    };
+    const InjectedDelay delay = calibrate_delay(options.slowdown->pct, 1, units_per_us, probe);
+    probe(1, delay.delay_units);  // leaves the calibrated spin on
+    m.details["injected_slowdown"] = {{"pct", delay.pct}, {"spin_cycles", delay.delay_units},
+                                      {"base_time_us", delay.base_us}, {"kernel_overhead_us", delay.overhead_us},
+                                      {"calibrated_pct", delay.achieved_pct},
+                                      {"method", "test knob CCLBENCH_INJECT_SLOWDOWN: a spin kernel after the copies of "
+                                                 "each sample, inside the timed region"}};
+  }
+
   // Warm-up then timed samples of one measurement; fills m's samples, stats and status.
   void sample_loop(Measurement& m, const std::vector<Transfer>& transfers, int copies_per_sample, Metric metric,
                    std::uint64_t bytes_counted, Timing timing = Timing::gated_events) {
@@ -385,6 +432,11 @@ struct Engine::State {
                               ? "CUDA events after a host-released start gate; concurrent copies: from the first "
                                 "stream's start until all copies have finished (and at least the longest stream)"
                               : "host clock around issue + synchronize (driver-staged copies need the host thread)";
+    if (options.slowdown) calibrate_slowdown(m, transfers, copies_per_sample, timing);
+    struct DelayOff {
+      bool& flag;
+      ~DelayOff() { flag = false; }
+    } delay_off{delay_on};
     std::uint64_t wrong_total = 0;
     const int total = options.warmup + options.repetitions;
     for (int i = 0; i < total; ++i) {
