@@ -106,6 +106,15 @@ struct SampleOutcome {
   bool gate_timed_out = false;
 };
 
+double clock_cycles_per_us(int device) {
+  int khz = 0;
+  if (cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, device) != cudaSuccess || khz <= 0) {
+    (void)cudaGetLastError();
+    khz = 1'500'000;  // only the first guess of a calibration that corrects itself by measurement
+  }
+  return khz / 1000.0;
+}
+
 struct PerDevice {
   int device;
   Stream lanes[2];
@@ -139,15 +148,6 @@ struct PerDevice {
     }
   }
 };
-
-double clock_cycles_per_us(int device) {
-  int khz = 0;
-  if (cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, device) != cudaSuccess || khz <= 0) {
-    (void)cudaGetLastError();
-    khz = 1'500'000;  // only the first guess of a calibration that corrects itself by measurement
-  }
-  return khz / 1000.0;
-}
 
 void* mapped_pointer(int device, void* host) {
   DeviceScope scope(device);
