@@ -12,6 +12,7 @@
 
 #include "bench/core/errors.hpp"
 #include "bench/core/progress.hpp"
+#include "bench/core/slowdown_injection.hpp"
 #include "bench/core/units.hpp"
 #include "bench/p2p/cuda_check.hpp"
 #include "bench/cuda/cuda_handles.hpp"
@@ -106,15 +107,6 @@ struct SampleOutcome {
   bool gate_timed_out = false;
 };
 
-double clock_cycles_per_us(int device) {
-  int khz = 0;
-  if (cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, device) != cudaSuccess || khz <= 0) {
-    (void)cudaGetLastError();
-    khz = 1'500'000;  // only the first guess of a calibration that corrects itself by measurement
-  }
-  return khz / 1000.0;
-}
-
 struct PerDevice {
   int device;
   Stream lanes[2];
@@ -123,8 +115,6 @@ struct PerDevice {
   Event joint_stop;  // concurrent copies: recorded once every copy of the sample has finished
   DeviceBuffer counter;
   DeviceBuffer chase_position;
-  DeviceBuffer delay_cycles;  // the slowdown test knob's spin length (kernels::launch_delay)
-  double cycles_per_us;       // the SM clock's nominal rate: the calibration's first guess
   int fill_blocks;
   int copy_blocks;
 
@@ -136,8 +126,6 @@ struct PerDevice {
         joint_stop(d),
         counter(d, sizeof(unsigned long long)),
         chase_position(d, sizeof(std::uint64_t)),
-        delay_cycles(d, sizeof(unsigned long long)),
-        cycles_per_us(clock_cycles_per_us(d)),
         fill_blocks(sm_count * 4),
         copy_blocks(sm_blocks_override) {
     if (copy_blocks == 0) {
@@ -171,7 +159,21 @@ struct Engine::State {
   std::vector<std::vector<bool>> can_access;
   std::uint32_t next_seed = 1;  // every sample of the run gets a fresh pattern
   std::optional<ProgressWriter> progress;  // --progress
-  bool delay_on = false;  // the slowdown test knob: a spin kernel after each transfer's copies
+  // The slowdown test knob: every copy of the measurement being sampled moves this many bytes beyond the ones it
+  // reports (buffers carry the slack: buffer_bytes), calibrated so that its time grows by the percentage asked for.
+  std::uint64_t extra_bytes = 0;
+
+  // The bytes to allocate for a buffer of `bytes` copied: with the slowdown knob, room for the extra bytes a
+  // calibration may ask for (three times the percentage: a copy's fixed cost means a little more than pct of the
+  // bytes gives pct of the time), rounded up to 4 KiB.
+  std::uint64_t buffer_bytes(std::uint64_t bytes) const {
+    if (!options.slowdown) return bytes;
+    return bytes + max_extra_bytes(bytes) + 4096;
+  }
+  std::uint64_t max_extra_bytes(std::uint64_t bytes) const {
+    const double slack = std::min(1.0, 3.0 * options.slowdown->pct / 100.0);
+    return (static_cast<std::uint64_t>(static_cast<double>(bytes) * slack) + 4095) / 4096 * 4096;
+  }
 
   // --progress: one measurement (a pair or GPU at one size) begins. None takes a minute on a healthy
   // GPU (the largest default copies, 1 GiB staged through the host, take well under a second each).
@@ -273,21 +275,22 @@ struct Engine::State {
   }
 
   void issue(const Transfer& t, cudaStream_t stream) {
+    const std::uint64_t bytes = t.bytes + extra_bytes;  // extra_bytes: the slowdown test knob, else 0
     switch (t.op) {
       case Op::ce_peer:
-        CUDA_CHECK(cudaMemcpyPeerAsync(t.dst, t.dst_gpu, t.src, t.src_gpu, t.bytes, stream));
+        CUDA_CHECK(cudaMemcpyPeerAsync(t.dst, t.dst_gpu, t.src, t.src_gpu, bytes, stream));
         break;
       case Op::ce_local:
-        CUDA_CHECK(cudaMemcpyAsync(t.dst, t.src, t.bytes, cudaMemcpyDeviceToDevice, stream));
+        CUDA_CHECK(cudaMemcpyAsync(t.dst, t.src, bytes, cudaMemcpyDeviceToDevice, stream));
         break;
       case Op::ce_h2d:
-        CUDA_CHECK(cudaMemcpyAsync(t.dst, t.src, t.bytes, cudaMemcpyHostToDevice, stream));
+        CUDA_CHECK(cudaMemcpyAsync(t.dst, t.src, bytes, cudaMemcpyHostToDevice, stream));
         break;
       case Op::ce_d2h:
-        CUDA_CHECK(cudaMemcpyAsync(t.dst, t.src, t.bytes, cudaMemcpyDeviceToHost, stream));
+        CUDA_CHECK(cudaMemcpyAsync(t.dst, t.src, bytes, cudaMemcpyDeviceToHost, stream));
         break;
       case Op::sm_copy:
-        CUDA_CHECK(kernels::launch_sm_copy(t.dst, t.src, t.bytes, dev(t.issuer).copy_blocks, stream));
+        CUDA_CHECK(kernels::launch_sm_copy(t.dst, t.src, bytes, dev(t.issuer).copy_blocks, stream));
         break;
     }
   }
@@ -323,7 +326,6 @@ struct Engine::State {
       for (const Transfer& t : transfers) {
         DeviceScope scope(t.issuer);
         for (int c = 0; c < copies_per_sample; ++c) issue(t, dev(t.issuer).lanes[t.lane].get());
-        if (delay_on) CUDA_CHECK(kernels::launch_delay(delay_cycles_of(t.issuer), dev(t.issuer).lanes[t.lane].get()));
       }
       for (const Transfer& t : transfers) {
         DeviceScope scope(t.issuer);
@@ -348,7 +350,6 @@ struct Engine::State {
         CUDA_CHECK(kernels::launch_blocker(gate.word(0), const_cast<int*>(gate.word(1)), timeout_ns, stream));
         CUDA_CHECK(cudaEventRecord(pd.starts[t.lane].get(), stream));
         for (int c = 0; c < copies_per_sample; ++c) issue(t, stream);
-        if (delay_on) CUDA_CHECK(kernels::launch_delay(delay_cycles_of(t.issuer), stream));
         CUDA_CHECK(cudaEventRecord(pd.stops[t.lane].get(), stream));
       }
       if (transfers.size() > 1) {
@@ -393,35 +394,35 @@ struct Engine::State {
     return outcome;
   }
 
-  const unsigned long long* delay_cycles_of(int gpu) {
-    return static_cast<const unsigned long long*>(dev(gpu).delay_cycles.get());
-  }
-
-  // The slowdown test knob (bench/core/slowdown_injection.hpp): the spin after each transfer's copies
-  // is calibrated on this measurement's own time per copy (medians of three samples), then left on
-  // for its warm-up and timed samples; details.injected_slowdown records what was set and reached.
+  // The slowdown test knob (bench/core/slowdown_injection.hpp) for copies: each copy moves extra_bytes more than it
+  // reports, calibrated on this measurement's own time per copy (medians of three samples, three corrections from
+  // measurement), then left on for its warm-up and timed samples; details.injected_slowdown records it. No kernel
+  // is added (a spin kernel after a 40 us copy costs 2-4 us of its own, more than 5% of it: measured on an H100).
   // Calibration samples are verified like any other and never timed into the result.
   void calibrate_slowdown(Measurement& m, const std::vector<Transfer>& transfers, int copies_per_sample, Timing timing) {
-    const double units_per_us = dev(transfers.front().issuer).cycles_per_us;
-    const DelayProbe probe = [&](int every, double units) {
-      delay_on = every > 0;
-      const auto cycles = static_cast<unsigned long long>(units);
-      for (const Transfer& t : transfers) {
-        DeviceScope scope(t.issuer);
-        CUDA_CHECK(cudaMemcpy(dev(t.issuer).delay_cycles.get(), &cycles, sizeof cycles, cudaMemcpyHostToDevice));
-      }
+    const auto probe = [&](std::uint64_t extra) {
+      extra_bytes = extra;
       std::vector<double> times;
       for (int k = 0; k < 3; ++k) times.push_back(run_sample(transfers, copies_per_sample, timing).time_us / copies_per_sample);
       std::sort(times.begin(), times.end());
       return times[1];
     };
-    const InjectedDelay delay = calibrate_delay(options.slowdown->pct, 1, units_per_us, probe);
-    probe(1, delay.delay_units);  // leaves the calibrated spin on
-    m.details["injected_slowdown"] = {{"pct", delay.pct}, {"spin_cycles", delay.delay_units},
-                                      {"base_time_us", delay.base_us}, {"kernel_overhead_us", delay.overhead_us},
-                                      {"calibrated_pct", delay.achieved_pct},
-                                      {"method", "test knob CCLBENCH_INJECT_SLOWDOWN: a spin kernel after the copies of "
-                                                 "each sample, inside the timed region"}};
+    const std::uint64_t bytes = transfers.front().bytes;
+    const std::uint64_t limit = max_extra_bytes(bytes);
+    const double base_us = probe(0);
+    const double wanted_us = base_us * (1.0 + options.slowdown->pct / 100.0);
+    const double bytes_per_us = static_cast<double>(bytes) / base_us;
+    double extra = static_cast<double>(bytes) * options.slowdown->pct / 100.0;
+    for (int round = 0; round < 3; ++round) {
+      const double measured = probe(std::min<std::uint64_t>(limit, static_cast<std::uint64_t>(extra) / 16 * 16));
+      extra = corrected_delay(extra, 1, bytes_per_us, wanted_us, measured);
+    }
+    const std::uint64_t chosen = std::min<std::uint64_t>(limit, static_cast<std::uint64_t>(extra) / 16 * 16);
+    const double achieved = (probe(chosen) / base_us - 1.0) * 100.0;
+    m.details["injected_slowdown"] = {{"pct", options.slowdown->pct}, {"extra_bytes_per_copy", chosen},
+                                      {"base_time_us", base_us}, {"calibrated_pct", achieved},
+                                      {"method", "test knob CCLBENCH_INJECT_SLOWDOWN: each copy moves extra bytes "
+                                                 "beyond the ones counted, calibrated to the percentage asked for"}};
   }
 
   // Warm-up then timed samples of one measurement; fills m's samples, stats and status.
@@ -432,11 +433,11 @@ struct Engine::State {
                               ? "CUDA events after a host-released start gate; concurrent copies: from the first "
                                 "stream's start until all copies have finished (and at least the longest stream)"
                               : "host clock around issue + synchronize (driver-staged copies need the host thread)";
+    struct ExtraOff {
+      std::uint64_t& extra;
+      ~ExtraOff() { extra = 0; }
+    } extra_off{extra_bytes};
     if (options.slowdown) calibrate_slowdown(m, transfers, copies_per_sample, timing);
-    struct DelayOff {
-      bool& flag;
-      ~DelayOff() { flag = false; }
-    } delay_off{delay_on};
     std::uint64_t wrong_total = 0;
     const int total = options.warmup + options.repetitions;
     for (int i = 0; i < total; ++i) {
@@ -509,13 +510,13 @@ struct Engine::State {
                     test.id == d2d_sm_read_bi;
     const Op op = sm ? Op::sm_copy : (src == dst ? Op::ce_local : Op::ce_peer);
 
-    DeviceBuffer forward_src(src, bytes);
-    DeviceBuffer forward_dst(dst, bytes);
+    DeviceBuffer forward_src(src, buffer_bytes(bytes));
+    DeviceBuffer forward_dst(dst, buffer_bytes(bytes));
     std::vector<Transfer> transfers{device_transfer(op, read ? dst : src, 0, forward_dst, forward_src, bytes)};
     std::optional<DeviceBuffer> backward_src, backward_dst;
     if (bi) {
-      backward_src.emplace(dst, bytes);
-      backward_dst.emplace(src, bytes);
+      backward_src.emplace(dst, buffer_bytes(bytes));
+      backward_dst.emplace(src, buffer_bytes(bytes));
       transfers.push_back(device_transfer(op, read ? src : dst, 0, *backward_dst, *backward_src, bytes));
     }
     m.details["issued_by"] = read ? "destination" : "source";
@@ -621,8 +622,8 @@ struct Engine::State {
   void measure_device(const TestInfo& test, int d, std::uint64_t bytes, Measurement& m) {
     using enum TestId;
     if (test.id == device_local_copy_ce || test.id == device_local_copy_sm) {
-      DeviceBuffer src(d, bytes);
-      DeviceBuffer dst(d, bytes);
+      DeviceBuffer src(d, buffer_bytes(bytes));
+      DeviceBuffer dst(d, buffer_bytes(bytes));
       const Op op = test.id == device_local_copy_sm ? Op::sm_copy : Op::ce_local;
       if (op == Op::sm_copy) m.details["sm_copy_blocks"] = dev(d).copy_blocks;
       // Bytes copied / time, as nvbandwidth's device_local_copy (and the pair tests' diagonal).
@@ -654,8 +655,8 @@ struct Engine::State {
       m.details["gpu_numa_node"] = *info.numa_node;
     }
     m.host_numa_node = node;
-    PinnedNumaBuffer host_a(*topology, node, bytes);
-    DeviceBuffer device_a(d, bytes);
+    PinnedNumaBuffer host_a(*topology, node, buffer_bytes(bytes));
+    DeviceBuffer device_a(d, buffer_bytes(bytes));
     std::optional<PinnedNumaBuffer> host_b;
     std::optional<DeviceBuffer> device_b;
     std::vector<Transfer> transfers;
@@ -671,8 +672,8 @@ struct Engine::State {
                       d,          device.get(), d,    mapped};
     };
     if (bi) {
-      host_b.emplace(*topology, node, bytes);
-      device_b.emplace(d, bytes);
+      host_b.emplace(*topology, node, buffer_bytes(bytes));
+      device_b.emplace(d, buffer_bytes(bytes));
       transfers.push_back(h2d(host_a, device_a, 0));
       transfers.push_back(d2h(*host_b, *device_b, 1));
     } else {

@@ -11,8 +11,10 @@ under OUT, bounded by --budget-s.
    runs that inject a slowdown into one part (smoke --parts PART --inject-slowdown PART=PCT, the test knob:
    CCLBENCH_TESTING=1 is set for those alone): --inject-runs per part at 5%, --inject10-runs per part at 10%.
    A clean run passes when it exits 0 (a false alarm otherwise); an injected run is caught when it exits 1 with a
-   finding of the injected part or of the whole GPU.
-3. OUT/summary.json and OUT/summary.md: false alarms, caught counts, the slowdowns the smoke measured in the injected
+   slowdown of a case of the injected part beyond its band or a slower whole GPU (an unstable finding alone does not
+   count: it is reported beside).
+3. OUT/summary.json and OUT/summary.md (rewritten after every run, so a run cut short still says what it saw):
+   false alarms, caught counts, the slowdowns the smoke measured in the injected
    part, the calibration each tool reported, every run's wall time. --raw: OUT/raw.tar.gz, the capture's run
    directories and two judged runs (samples included), for offline analysis.
 Runs past the budget are recorded as not run. Exit 0 when every run that ran met its expectation, 1 otherwise.
@@ -123,7 +125,7 @@ def schedule(args):
     return jobs
 
 
-def summarize(runs, capture, reference, out):
+def summarize(runs, capture, reference, out, quiet=False):
     clean = [r for r in runs if r["kind"] == "clean" and r["status"] == "ran"]
     summary = {"capture": capture, "clean": {"runs": len(clean), "false_alarms": sum(1 for r in clean if r["exit"] != 0),
                                             "exits": [r["exit"] for r in clean],
@@ -151,6 +153,7 @@ def summarize(runs, capture, reference, out):
                         diffs.setdefault(case, []).append(item["diff_pct"])
             summary["injected"][f"{part}@{pct:g}"] = {
                 "runs": len(chosen), "caught": sum(1 for r in chosen if r["caught"]),
+                "unstable_too": sum(1 for r in chosen if r["unstable"]),
                 "exits": [r["exit"] for r in chosen], "wall_s": [round(r["wall_s"], 1) for r in chosen],
                 "measured_diff_pct": {case: {"median": round(statistics.median(v), 2), "min": round(min(v), 2),
                                              "max": round(max(v), 2)} for case, v in diffs.items()},
@@ -167,7 +170,8 @@ def summarize(runs, capture, reference, out):
     for key, item in summary["injected"].items():
         measured = "; ".join(f"{case.split('/', 1)[1]} {v['median']:+.2f} ({v['min']:+.2f}..{v['max']:+.2f})"
                              for case, v in item["measured_diff_pct"].items())
-        lines.append(f"| {key}% | {item['runs']} | {item['caught']} | {item['wall_s']} | {measured} |")
+        lines.append(f"| {key}% | {item['runs']} | {item['caught']} (unstable too: {item['unstable_too']}) | "
+                     f"{item['wall_s']} | {measured} |")
     not_run = [f"{r['kind']} {r['part'] or ''} {r['pct'] or ''}".strip() for r in runs if r["status"] != "ran"]
     lines += ["", f"not run (budget): {len(not_run)} {not_run[:12]}"]
     if reference:
@@ -177,7 +181,8 @@ def summarize(runs, capture, reference, out):
                 lines.append(f"- {key}: {c}")
     with open(os.path.join(out, "summary.md"), "w", encoding="utf-8") as handle:
         handle.write("\n".join(lines) + "\n")
-    log("\n".join(lines))
+    if not quiet:
+        log("\n".join(lines))
     return summary
 
 
@@ -238,11 +243,14 @@ def main():
                        cases=cases, shift=shift, parts_s=part_seconds(run_dir),
                        last_line=(result.stderr.strip().splitlines() or [""])[-1][:400])
             if kind == "inject":
+                slower = re.compile(rf"^smoke\.{part} \S+: \+[\d.]+% \(A ")
                 run["caught"] = result.returncode == 1 and any(
-                    f.startswith(f"smoke.{part} ") or f.startswith("whole GPU") for f in findings)
+                    slower.match(f) or f.startswith("whole GPU") for f in findings)
+                run["unstable"] = any(": unstable: " in f for f in findings)
                 run["calibrations"] = calibrations(run_dir)
             log(f"[{time.monotonic() - started:6.1f}s] {run_id}: exit {result.returncode} in {seconds:.1f}s"
                 + (f" caught={run['caught']}" if kind == "inject" else "") + f" {run['last_line'][:240]}")
+            summarize(runs, capture, reference, out, quiet=True)
     summary = summarize(runs, capture, reference, out)
     if args.raw:
         with tarfile.open(os.path.join(out, "raw.tar.gz"), "w:gz") as tar:

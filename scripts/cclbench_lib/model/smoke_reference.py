@@ -40,18 +40,22 @@ IDENTITY_FIELDS = (("gpu_model", "GPU model"), ("gpu_count", "GPU count"), ("nvi
 _REPEAT_FILE_RE = re.compile(r"^smoke\.copy\.rep(\d+)\.json$")
 SAMPLES_SUFFIX = ".samples.jsonl"  # coll_perf --samples beside each smoke collective launch: smoke/<launch>.samples.jsonl
 
-# How one launch of a case becomes one number (its repeat's time_us), per smoke point. Chosen for the measurement:
-#   smoke.copy        "trimmed_mean": the mean of the per-copy times after dropping the fastest and slowest
-#                     TRIM_FRACTION of the samples. A 64 MiB copy within the GPU takes ~36 us, under 100 event-timer
-#                     ticks (~0.5 us), so a median or best-of-N sits on the tick grid while a mean averages the ticks
-#                     away; trimming keeps one stalled or unusually fast sample from moving it.
-#   smoke.collective  "gated": coll_perf's gated time, one event pair around the launch's 50 back-to-back collectives
-#                     behind a blocker: already the mean of 50 with no per-iteration timer cost.
-#   smoke.graph       "gated": the same around 10 replays of a 50-collective graph (500 collectives).
+# How one launch of a case becomes one number (its repeat's time_us), per smoke point. Chosen for the measurement,
+# by the launch-to-launch spread measured on an H100 (5 runs x 3 launches, 2026-12-05; docs/ci.md):
+#   smoke.copy        "best": the fastest of the launch's per-copy times (best of N). A copy has a floor, the link's
+#                     or HBM's speed, and anything else only adds time, so the fastest sample is the steadiest:
+#                     launch-to-launch 0.09% host-to-device, 0.06% device-to-host, 0.17% local CE, 0.41% local SM,
+#                     against 0.26%, 0.13%, 0.21%, 0.43% for a 20% trimmed mean and 0.28-0.50% for the median.
+#                     Interference that spares some samples cannot move it: that is the unstable finding's to see.
+#   smoke.collective  "gated": coll_perf's gated time, one event pair around the launch's back-to-back collectives
+#                     behind a blocker: the mean of them all with no per-iteration timer cost (0.2-0.6%, against
+#                     0.3-0.5% for the median of per-iteration times, which carry their events' cost).
+#   smoke.graph       "gated": the same around 10 replays of a 50-collective graph (500 collectives): 0.08%, against
+#                     1.5-1.8% for any statistic of the per-iteration times of an 8K AllReduce (~1 us each).
 # Samples kept for the unstable finding: the per-copy times (p2p_matrix sample_time_us) and the per-iteration times
 # of the instrumented pass (coll_perf --samples).
 TRIM_FRACTION = 0.2
-ESTIMATORS = {SMOKE_COPY_POINT: "trimmed_mean", "smoke.collective": "gated", "smoke.graph": "gated"}
+ESTIMATORS = {SMOKE_COPY_POINT: "best", "smoke.collective": "gated", "smoke.graph": "gated"}
 ESTIMATOR_NAMES = ("trimmed_mean", "median", "best", "mean", "gated")
 
 
@@ -68,6 +72,21 @@ def estimate(estimator, samples):
     cut = int(len(values) * TRIM_FRACTION) if estimator == "trimmed_mean" else 0
     kept = values[cut:len(values) - cut] or values
     return sum(kept) / len(kept)
+
+
+def sample_se_pct(estimator, samples):
+    """How precisely one launch's samples fix its value, percent: the standard error of their mean (gated: the mean
+    of the back-to-back iterations the per-iteration samples stand for; mean, trimmed_mean, median), or for best
+    the gap between the two fastest samples (the best of N can be no finer than the spacing at the bottom). None
+    with fewer than two samples."""
+    values = sorted(v for v in samples or [] if is_finite(v) and v > 0)
+    if len(values) < 2:
+        return None
+    if estimator == "best":
+        return (values[1] / values[0] - 1) * 100
+    cut = int(len(values) * TRIM_FRACTION) if estimator == "trimmed_mean" else 0
+    kept = values[cut:len(values) - cut] if len(values) - 2 * cut >= 2 else values
+    return statistics.stdev(kept) / math.sqrt(len(kept)) / statistics.fmean(kept) * 100
 
 
 def excursions_pct(samples):
@@ -251,9 +270,10 @@ CAPTURE_RUNS_DEFAULT = 10
 # capture judged against the old before it replaces it (docs/ci.md), so a slow regression is seen, not absorbed.
 MAX_AGE_DAYS_DEFAULT = 90
 CAPTURE_METHOD = ("smoke --capture: N smoke runs back to back on the idle runner, each with the plan's launches of "
-                  "every timed part (repeats interleaved); a run's value of a case is the geometric mean of its "
-                  "launches' values, the case's spread the larger of the runs' spread and the launches' spread within "
-                  "a run over sqrt(repeats)")
+                  "every timed part; a run's value of a case is the geometric mean of its launches' values (each by "
+                  "the case's estimator), the case's spread the standard deviation of the runs' ln values, floored by "
+                  "the launches' spread within a run and by their samples' own standard error, each over "
+                  "sqrt(repeats)")
 
 
 def _run_key(reference):
@@ -281,7 +301,7 @@ def merge_capture(references, created_utc, tool_version, run_id, host, max_age_d
         base = _run_key(first)[key]
         merged = {name: base[name] for name in ("point", "case_id", "collective", "bytes", "mode")}
         merged["repeats"] = []
-        run_logs, launch_logs, excursions = [], [], []
+        run_logs, launch_logs, excursions, errors = [], [], [], []
         for number, reference in enumerate(references, 1):
             case = _run_key(reference)[key]
             if case["mode"] != base["mode"]:
@@ -299,12 +319,15 @@ def merge_capture(references, created_utc, tool_version, run_id, host, max_age_d
             launch_logs.append(logs)
             run_logs.append(statistics.fmean(logs))
             for entry in case["repeats"]:
+                error = sample_se_pct(ESTIMATORS.get(key[0], "gated"), entry.get("samples_us"))
+                if error is not None:
+                    errors.append(error)
                 launch_excursions = excursions_pct(entry.get("samples_us"))
                 excursions += launch_excursions
                 kept = {name: value for name, value in entry.items() if name != "samples_us"}
                 kept.update(run=number, excursion_pct=max(launch_excursions) if launch_excursions else None)
                 merged["repeats"].append(kept)
-        merged["measured"] = measured_spread(run_logs, launch_logs, excursions, ESTIMATORS.get(key[0], "gated"))
+        merged["measured"] = measured_spread(run_logs, launch_logs, excursions, errors, ESTIMATORS.get(key[0], "gated"))
         cases.append(merged)
     created = [reference.get("created_utc") for reference in references if reference.get("created_utc")]
     return {"schema_version": REFERENCE_SCHEMA_VERSION, "kind": REFERENCE_KIND, "created_utc": created_utc,
@@ -315,22 +338,27 @@ def merge_capture(references, created_utc, tool_version, run_id, host, max_age_d
             "cases": cases}
 
 
-def measured_spread(run_logs, launch_logs, excursions, estimator):
+def measured_spread(run_logs, launch_logs, excursions, errors, estimator):
     """A case's `measured` from its runs: run_logs[k] = mean ln of run k's launch values, launch_logs[k] = those ln
-    values. The spread used (spread_pct) is the run-to-run standard deviation of ln values, floored by the within-run
-    spread of launches over sqrt(repeats): no run mean can scatter less than its own launches allow, and that floor
-    has N x (repeats - 1) degrees of freedom where the runs' spread has N - 1."""
+    values, errors = each launch's sample_se_pct. The spread used (spread_pct) is the run-to-run standard deviation of
+    ln values (N - 1 degrees of freedom), floored by what no run can scatter less than, measured inside the runs: the
+    spread of launches within a run over sqrt(repeats) (N x (repeats - 1) degrees of freedom), and the launches' own
+    sampling error (the root mean square of sample_se_pct) over sqrt(repeats)."""
     runs = len(run_logs)
     repeats = len(launch_logs[0])
     run_spread = statistics.stdev(run_logs) * 100
     dof = runs * (repeats - 1)
     within = sum((value - statistics.fmean(logs)) ** 2 for logs in launch_logs for value in logs)
     launch_spread = math.sqrt(within / dof) * 100 if dof else None
-    floor = launch_spread / math.sqrt(repeats) if launch_spread is not None else 0.0
+    sample_se = math.sqrt(statistics.fmean([e * e for e in errors])) if errors else None
+    floors = {"launches": launch_spread / math.sqrt(repeats) if launch_spread is not None else 0.0,
+              "samples": sample_se / math.sqrt(repeats) if sample_se is not None else 0.0}
+    floor_from = max(floors, key=floors.get)
+    spread_from = "runs" if run_spread >= floors[floor_from] else floor_from
     return {"estimator": estimator, "runs": runs, "repeats": repeats,
             "run_values_us": [math.exp(value) for value in run_logs], "center_us": math.exp(statistics.fmean(run_logs)),
             "run_spread_pct": run_spread, "launch_spread_pct": launch_spread, "launch_dof": dof,
-            "spread_pct": max(run_spread, floor), "spread_from": "runs" if run_spread >= floor else "launches",
+            "sample_se_pct": sample_se, "spread_pct": max(run_spread, floors[floor_from]), "spread_from": spread_from,
             "excursion_max_pct": max(excursions) if excursions else None, "samples": len(excursions)}
 
 

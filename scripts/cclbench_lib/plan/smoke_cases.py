@@ -10,8 +10,9 @@ What CI needs to see move, in about half a minute on one GPU:
   smoke.graph       coll_perf, one rank, --backend nccl, CUDA-graph mode (-G SMOKE_GRAPH_LAUNCHES): AllReduce of
                     SMOKE_GRAPH_BYTES, the GPU time per collective in a replayed graph: graph-mode launch latency.
 Each runs SMOKE_REPEATS times as separate launches, interleaved (rep1 of each, then rep2, ...): a run's value of a
-case averages its launches (a fresh process each: allocation, clocks), and their scatter is judged against the
-reference's (rules/smoke_bands.py: unstable). The coll_perf launches also write their per-iteration times (--samples).
+case is the geometric mean of its launches; with more than one, their scatter is judged against the reference's
+(rules/smoke_bands.py: unstable). The coll_perf launches also write their per-iteration times (--samples): the
+unstable finding's samples.
 
 One part can run alone (smoke --parts): PARTS names them. The slowdown test knob (smoke --inject-slowdown, tests only)
 is put into the environment of the chosen part's launches alone (injection_env).
@@ -22,27 +23,35 @@ from ..base.values import format_size, sweep_sizes
 from ..model.smoke_reference import SAMPLES_SUFFIX, SMOKE_COPY_DIR, SMOKE_COPY_POINT
 
 
-SMOKE_REPEATS = 3
+# One launch of each part a run. A launch costs 1-2 s of process start (CUDA, NCCL) and milliseconds of measuring
+# (H100, 2026-12-05), so the time goes into samples inside a launch, where they are cheap, and the run-to-run spread
+# is measured by the reference's runs (smoke --capture), not by repeats inside a run.
+SMOKE_REPEATS = 1
 SMOKE_COLLECTIVE_POINT = "smoke.collective"
 SMOKE_GRAPH_POINT = "smoke.graph"
 SMOKE_POINTS = (SMOKE_COPY_POINT, SMOKE_COLLECTIVE_POINT, SMOKE_GRAPH_POINT)
 SMOKE_COPY_TESTS = ("device_local_copy_ce", "device_local_copy_sm", "h2d_ce_local_numa", "d2h_ce_local_numa")
 # 64 MiB: tens of microseconds per copy within an H200 (well above the launch cost), a few milliseconds over PCIe.
 SMOKE_COPY_BYTES = 64 << 20
-# 20 samples a copy launch: a host-to-device copy of 64 MiB takes ~1.2 ms, so twenty cost ~0.1 s of a launch's ~1 s,
-# and they are where the copies' noise is (PCIe); the extra samples of the ~36 us local copies cost nothing.
-SMOKE_COPY_ITERATIONS = 20
+# 40 samples a copy launch, best of them judged: a host-to-device copy of 64 MiB takes ~1.2 ms, so forty cost ~0.2 s
+# of a launch's ~1 s, and the copies over PCIe are where a best-of-N needs its N; those of the ~45 us local copies
+# cost nothing.
+SMOKE_COPY_ITERATIONS = 40
 SMOKE_COPY_WARMUP = 2
 # 16M, 32M, 64M: a one-rank collective below about 16 MB is bound by the host's launch rate on an H200
 # (docs/results.md); the gated GPU time judged here is the GPU's at every size, and these sizes keep it so.
 SMOKE_COLLECTIVE_SIZES = (16 << 20, 64 << 20, 2)
 SMOKE_GRAPH_SIZES = (8 << 10, 8 << 10, 2)  # 8K alone
 SMOKE_GRAPH_LAUNCHES = 10
-SMOKE_COLL_ITERATIONS = 50
+# 200 iterations for the eager sizes: their gated time spans 3-10 ms instead of 0.7-2.4 ms (a 16M AllReduce takes
+# ~14 us on an H100), for ~50 ms more of a 2 s launch; 200 is the most the blocker holds (kMaxGatedIterations). The
+# graph's 50 iterations, replayed 10 times, already time 500 collectives.
+SMOKE_COLL_ITERATIONS = 200
+SMOKE_GRAPH_ITERATIONS = 50
 SMOKE_COLL_WARMUP = 5
-# The one-rank points: (point, (-b, -e, -f), extra coll_perf flags).
-SMOKE_COLL_POINTS = ((SMOKE_COLLECTIVE_POINT, SMOKE_COLLECTIVE_SIZES, []),
-                     (SMOKE_GRAPH_POINT, SMOKE_GRAPH_SIZES, ["-G", str(SMOKE_GRAPH_LAUNCHES)]))
+# The one-rank points: (point, (-b, -e, -f), iterations, extra coll_perf flags).
+SMOKE_COLL_POINTS = ((SMOKE_COLLECTIVE_POINT, SMOKE_COLLECTIVE_SIZES, SMOKE_COLL_ITERATIONS, []),
+                     (SMOKE_GRAPH_POINT, SMOKE_GRAPH_SIZES, SMOKE_GRAPH_ITERATIONS, ["-G", str(SMOKE_GRAPH_LAUNCHES)]))
 # The parts `smoke --parts` names: the timed ones (their points) and the rest of a full smoke.
 TIMED_PARTS = {"copy": SMOKE_COPY_POINT, "collective": SMOKE_COLLECTIVE_POINT, "graph": SMOKE_GRAPH_POINT}
 PARTS = ("topology", "copy", "collective", "graph", "emulated")
@@ -65,9 +74,9 @@ def copy_launch(planner, host, repeat, env=None):
     return planner.launch(f"{SMOKE_COPY_POINT}.rep{repeat}", "p2p", argv, hosts=[host], outputs=[out], env=env)
 
 
-def collective_launch(planner, host, point, sizes, extra, repeat, env=None):
+def collective_launch(planner, host, point, sizes, iterations, extra, repeat, env=None):
     name = f"{point}.rep{repeat}"
-    argv = planner.coll_args(name, sizes=sizes, collectives=["all_reduce"], iterations=SMOKE_COLL_ITERATIONS,
+    argv = planner.coll_args(name, sizes=sizes, collectives=["all_reduce"], iterations=iterations,
                              warmup=SMOKE_COLL_WARMUP) + ["--placement", "out"] + extra
     if planner.has_flag("--samples"):
         argv += ["--samples", planner.path(SMOKE_COPY_DIR, name + SAMPLES_SUFFIX)]
@@ -84,6 +93,7 @@ def smoke_reference_launches(planner, host, parts=tuple(TIMED_PARTS), inject=Non
     for repeat in range(1, SMOKE_REPEATS + 1):
         if "copy" in parts:
             launches.append(copy_launch(planner, host, repeat, injection_env(inject, SMOKE_COPY_POINT)))
-        launches += [collective_launch(planner, host, point, sizes, extra, repeat, injection_env(inject, point))
-                     for point, sizes, extra in SMOKE_COLL_POINTS if point.split(".", 1)[1] in parts]
+        launches += [collective_launch(planner, host, point, sizes, iterations, extra, repeat,
+                                       injection_env(inject, point))
+                     for point, sizes, iterations, extra in SMOKE_COLL_POINTS if point.split(".", 1)[1] in parts]
     return launches

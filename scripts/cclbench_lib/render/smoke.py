@@ -13,8 +13,8 @@ from ..rules.smoke_bands import (CASE_ALPHA, GPU_SHIFT_POINT, SHIFT_AGREEMENT, S
 SMOKE_RULE = (
     f"Per case: the run's value is the geometric mean of its launches' values (each launch by the case's estimator); "
     f"diff = value / the reference's centre (the geometric mean of its N runs) - 1; band = exp(t x s x sqrt(1 + 1/N)) - "
-    f"1, s = the reference's measured run-to-run spread (floored by its launches' spread within a run over "
-    f"sqrt(repeats)), t = Student's t at {CASE_ALPHA:g} one-sided with N - 1 degrees of freedom. Slower beyond the "
+    f"1, s = the reference's measured run-to-run spread (floored by what its runs cannot scatter less than: its "
+    f"launches' spread within a run and their samples' standard error, each over sqrt(repeats)), t = Student's t at {CASE_ALPHA:g} one-sided with N - 1 degrees of freedom. Slower beyond the "
     f"band (and above --fail-above) is a regression. Unstable (a failure): the run's launches scatter beyond the "
     f"reference's (F test at {UNSTABLE_ALPHA:g}), or more of its samples lie above their launch's median than the "
     f"reference's largest such excursion allows (P < {UNSTABLE_ALPHA:g}); the run's own scatter never widens a band. "
@@ -56,22 +56,24 @@ def smoke_case_text(case):
 
 
 def sensitivity_rows(reference):
-    """Per case of a measured reference: point, case, estimator, centre, run spread, launch spread / sqrt(r), the
-    spread used, the band, the smallest slowdown caught in 99% of runs."""
+    """Per case of a measured reference: point, case, estimator, centre, run spread, the two floors (launches within a
+    run, samples' standard error, each over sqrt(r)), the spread used, the band, the smallest slowdown caught in 99%
+    of runs."""
     runs = reference["capture"]["runs"]
     rows = []
     for case in reference["cases"]:
         measured = case["measured"]
-        floor = (measured["launch_spread_pct"] / math.sqrt(measured["repeats"])
-                 if measured.get("launch_spread_pct") is not None else None)
+        root = math.sqrt(measured["repeats"])
+        floors = [measured.get(key) / root if measured.get(key) is not None else None
+                  for key in ("launch_spread_pct", "sample_se_pct")]
         rows.append([case["point"], case["case_id"], measured["estimator"], fmt_number(measured["center_us"]),
-                     f"{measured['run_spread_pct']:.2f}", f"{floor:.2f}" if floor is not None else "-",
-                     f"{measured['spread_pct']:.2f}", f"{slower_band_pct(measured['spread_pct'], runs):.2f}",
-                     f"{smallest_caught_pct(measured['spread_pct'], runs):.2f}"])
+                     f"{measured['run_spread_pct']:.3f}"] + [f"{value:.3f}" if value is not None else "-" for value in floors]
+                    + [f"{measured['spread_pct']:.3f}", f"{slower_band_pct(measured['spread_pct'], runs):.2f}",
+                       f"{smallest_caught_pct(measured['spread_pct'], runs):.2f}"])
     return rows
 
 
-SENSITIVITY_HEADER = ["point", "case", "estimator", "centre us", "run spread %", "launch spread / sqrt(r) %",
+SENSITIVITY_HEADER = ["point", "case", "estimator", "centre us", "run spread %", "launches floor %", "samples floor %",
                       "spread used %", "band %", "smallest slowdown caught (99% of runs) %"]
 
 
