@@ -92,10 +92,10 @@ def sensitivity_table(reference):
 def smoke_compare_document(judged, comparable, source, mine, fail_above_pct, created_utc, reference, inject, age_days):
     """compare.json of a smoke judged against a measured reference: compare's document, each case's unstable tests,
     and the smoke section (the rule, the capture, the whole-GPU index, the test knob when it was on)."""
-    document = compare_document(judged, source, mine, 0.0, fail_above_pct, False, created_utc, comparable)
+    document = compare_document(judged, source, mine, 0.0, fail_above_pct, False, created_utc, comparable,
+                                smoke_regression_text)
     for item, case in zip(document["cases"], judged["cases"]):
         item["unstable"] = case.get("unstable")
-    document["regressions"] = [smoke_regression_text(item) for item in judged["regressions"]]
     document["smoke"] = {"rule": SMOKE_RULE, "case_alpha": CASE_ALPHA, "unstable_alpha": UNSTABLE_ALPHA,
                          "shift_alpha": SHIFT_ALPHA, "capture": reference["capture"], "reference_age_days": age_days,
                          "gpu_shift": judged["shifts"][0] if judged["shifts"] else None,
