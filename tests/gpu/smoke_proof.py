@@ -230,7 +230,7 @@ def main():
         log(f"capture exit {result.returncode} in {seconds:.1f}s: {capture['stderr_tail']}")
         reference = read_json(os.path.join(ref_dir, "smoke_reference.json"))
     for name in ("smoke_reference.json", "capture.md"):
-        if os.path.exists(os.path.join(ref_dir, name)) and not args.reference:
+        if os.path.exists(os.path.join(ref_dir, name)):
             shutil.copy(os.path.join(ref_dir, name), os.path.join(out, name))
     runs = []
     if reference and result.returncode == 0:
