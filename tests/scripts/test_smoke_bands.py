@@ -6,16 +6,20 @@ import copy
 import json
 import math
 import os
+import sys
 import unittest
 
-from helpers import TempDirTest, run_cli, validate
+from helpers import SOURCE_DIR, TempDirTest, run_cli, validate
 from cclbench_lib.base.distributions import f_quantile_upper, t_quantile_upper, t_upper_tail
 from cclbench_lib.base.errors import CclbenchError
+from cclbench_lib.execute.smoke import judge_against
 from cclbench_lib.model.smoke_reference import (excursions_pct, estimate, measured_problem, merge_capture,
                                                 read_reference, reference_age_days)
 from cclbench_lib.rules.smoke_bands import (exceedance_probability, judge_smoke, slower_band_pct)
 
 MODE = {"backend": "nccl", "nranks": 1, "emulated": False, "graph_launches": 0}
+sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "gpu"))
+import proof_table  # noqa: E402  (tests/gpu/proof_table.py: docs/ci.md's figures from the GPU proof's output)
 
 
 def run_reference(launches, created="2026-12-05T10:00:00Z", point="smoke.collective", samples=None):
@@ -200,6 +204,32 @@ class Unstable(unittest.TestCase):
                                        exceedance_probability(beyond, 20, 100), places=15)
 
 
+class Findings(TempDirTest):
+    def test_compare_json_and_junit_name_an_unstable_case(self):
+        # The run of the launch test above (100 and 110 us: unstable, +4.9% within the 11.95% band) through what the
+        # smoke writes: compare.json's regressions and the JUnit case say "unstable", the exit is 1, and a run made
+        # with the test knob says so in compare.json.
+        reference = capture_of(HAND)
+        case = "all_reduce.float.sum.out.16M"
+        own = run_reference({case: [100.0, 110.0]})
+        options = {"fail_above_pct": 0.0, "other_hardware": "refuse"}
+        results, findings, _comparable, code = judge_against(self.tmp, reference, "ref.json", own, options,
+                                                             ("collective", 5.0))
+        self.assertEqual(code, 1)
+        self.assertEqual(len(findings), 1)
+        self.assertRegex(findings[0], r"^smoke\.collective all_reduce\.float\.sum\.out\.16M: unstable: its launches "
+                                      r"spread 6\.74% \(the reference's within a run 0\.28%; F 567\.\d > 124\.\d\)$")
+        with open(os.path.join(self.tmp, "compare.json"), encoding="utf-8") as handle:
+            document = json.load(handle)
+        self.assertEqual(document["regressions"], findings)
+        self.assertEqual(document["exit_code"], 1)
+        self.assertEqual(document["smoke"]["injected_slowdown"], {"part": "collective", "pct": 5.0})
+        self.assertTrue(document["cases"][0]["unstable"]["launches"]["unstable"])
+        failed = [r for r in results if r["outcome"] == "failed"]
+        self.assertEqual([r["name"] for r in failed], [f"against:smoke.collective/{case}"])
+        self.assertEqual(failed[0]["message"], findings[0])
+
+
 class WholeGpu(unittest.TestCase):
     CASES = [f"case{c}" for c in range(8)]
 
@@ -293,6 +323,76 @@ class ReferenceFile(TempDirTest):
                          env={"CCLBENCH_TESTING": ""})
         self.assertOneLineError(result, 2, "--inject-slowdown is a test knob")
         self.assertFalse(os.path.exists(os.path.join(self.results, "K")), "nothing measured")
+
+
+class ProofTable(TempDirTest):
+    """tests/gpu/proof_table.py on a hand-made proof output: what docs/ci.md's generated part says."""
+
+    def proof(self):
+        def run(kind, exit_code, wall, cases, part=None, pct=None, caught=None, unstable=False, full=False, shift=None):
+            item = {"kind": kind, "status": "ran", "exit": exit_code, "wall_s": wall, "full": full, "part": part,
+                    "pct": pct, "shift": shift,
+                    "cases": {key: {"diff_pct": diff, "band_pct": band} for key, (diff, band) in cases.items()}}
+            if kind == "inject":
+                item.update(caught=caught, unstable=unstable)
+            return item
+        runs = [run("clean", 0, 20.0, {"smoke.copy/A": (0.1, 1.0)}, full=True, shift={"diff": 0.05, "band": 0.5}),
+                run("clean", 1, 8.0, {"smoke.copy/A": (-0.3, 1.0)}),
+                run("inject", 1, 4.0, {"smoke.copy/A": (5.2, 1.0)}, "copy", 5.0, True),
+                run("inject", 0, 5.0, {"smoke.copy/A": (4.8, 1.0)}, "copy", 5.0, False),
+                run("inject", 1, 6.0, {"smoke.collective/B": (10.1, 0.6)}, "collective", 10.0, True, True),
+                {"kind": "clean", "status": "not run", "part": None, "pct": None}]
+        measured = {"runs": 10, "repeats": 1}
+        reference = {"capture": {"runs": 10, "first_utc": "2026-12-06T03:00:00Z", "last_utc": "2026-12-06T03:02:00Z"},
+                     "identity": {"gpu_model": "NVIDIA H200", "nvidia_driver": "580.1", "cuda_runtime": "13.0",
+                                  "nccl": "2.28.9"},
+                     "cases": [{"point": "smoke.copy", "case_id": "A", "measured": dict(measured, estimator="best",
+                                                                                       spread_pct=0.2)},
+                               {"point": "smoke.collective", "case_id": "B",
+                                "measured": dict(measured, estimator="gated", spread_pct=0.1)}]}
+        env = "GPU 0: NVIDIA H200\nname, driver_version, clocks.sm\nNVIDIA H200, 580.159.04, 1980 MHz\n"
+        return {"runs": runs}, reference, env
+
+    def test_the_figures_are_those_of_the_runs(self):
+        section = proof_table.markdown([self.proof()])
+        lines = section.splitlines()
+        self.assertEqual((lines[0], lines[-1]), (proof_table.BEGIN, proof_table.END))
+        self.assertIn("Measured on one NVIDIA H200 (driver 580.159.04, CUDA 13.0, NCCL 2.28.9), 2026-12-06", section)
+        self.assertIn("- Clean runs against the reference: 2, false alarms: 1; the largest whole-GPU index was 0.10 of "
+                      "its band.", lines)
+        self.assertIn("- Wall time of one smoke: full (every part) 20.0 s; the timed parts alone 8.0-8.0 s; one "
+                      "injected part 4.0-6.0 s.", lines)
+        self.assertIn("- Slowdown of 5% injected into one part (the test knob), caught: copy 1 of 2.", lines)
+        self.assertIn("- Slowdown of 10% injected into one part (the test knob), caught: collective 1 of 1 (1 also "
+                      "unstable).", lines)
+        # Band and smallest caught by hand, t(9) at 1e-4 = 6.0101, x sqrt(1.1) = 6.3035: A (s 0.2%):
+        # exp(6.3035 x 0.002) - 1 = 1.27%, exp((6.3035 + 2.326) x 0.002) - 1 = 1.74%; B (0.1%): 0.63%, 0.87%.
+        # A's clean diffs +0.1 and -0.3 (median -0.1, the largest |diff| / band 0.30); its 5% runs +5.2 and +4.8.
+        self.assertIn("| smoke.copy | A | best | 0.200 | 1.27 | 1.74 | -0.10 (-0.30..+0.10) | 0.30 | "
+                      "+5.00 (+4.80..+5.20) | - |", lines)
+        self.assertIn("| smoke.collective | B | gated | 0.100 | 0.63 | 0.87 | - | - | - | +10.10 (+10.10..+10.10) |",
+                      lines)
+        self.assertIn("Scheduled but not run (the device budget ran out): 1 run(s).", lines)
+
+    def test_the_page_is_rewritten_between_its_markers_and_checked(self):
+        directory = os.path.join(self.tmp, "proof")
+        os.makedirs(directory)
+        summary, reference, env = self.proof()
+        for name, content in (("summary.json", json.dumps(summary)), ("smoke_reference.json", json.dumps(reference)),
+                              ("env.txt", env)):
+            with open(os.path.join(directory, name), "w", encoding="utf-8") as handle:
+                handle.write(content)
+        page = os.path.join(self.tmp, "ci.md")
+        with open(page, "w", encoding="utf-8") as handle:
+            handle.write(f"# CI\n\nbefore\n\n{proof_table.BEGIN}\nold figures\n{proof_table.END}\n\nafter\n")
+        self.assertEqual(proof_table.main([directory, "--docs", page, "--check"]), 1, "stale")
+        self.assertEqual(proof_table.main([directory, "--docs", page]), 0)
+        self.assertEqual(proof_table.main([directory, "--docs", page, "--check"]), 0)
+        with open(page, encoding="utf-8") as handle:
+            text = handle.read()
+        self.assertTrue(text.startswith("# CI\n\nbefore\n\n" + proof_table.BEGIN), text)
+        self.assertTrue(text.endswith(proof_table.END + "\n\nafter\n"), text)
+        self.assertNotIn("old figures", text)
 
 
 if __name__ == "__main__":
