@@ -324,6 +324,30 @@ class ReferenceFile(TempDirTest):
         self.assertOneLineError(result, 2, "--inject-slowdown is a test knob")
         self.assertFalse(os.path.exists(os.path.join(self.results, "K")), "nothing measured")
 
+    def test_the_knob_reaches_the_part_it_slows_alone_and_the_run_says_so(self):
+        # A user's environment that holds the knob (and the flag) reaches no launch: cclbench strips both, and puts
+        # them back into the injected part's launches alone. The doubles scale their times by the knob they see.
+        env = {"CCLBENCH_FAKE_GPU_COUNT": "1", "FAKE_GPUS": "1", "CCLBENCH_TESTING": "1",
+               "CCLBENCH_INJECT_SLOWDOWN": "50"}
+        result = run_cli(["smoke", "--parts", "copy,collective", "--inject-slowdown", "copy=5"]
+                         + self.fake_args("K"), env=env, timeout=300)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        run_dir = os.path.join(self.results, "K")
+        with open(os.path.join(run_dir, "run.log"), encoding="utf-8") as handle:
+            log = handle.read()
+        self.assertIn("p2p_matrix: warning: CCLBENCH_INJECT_SLOWDOWN='5' is set (test knob)", log)
+        self.assertNotIn("coll_perf: warning: CCLBENCH_INJECT_SLOWDOWN", log)
+        self.assertNotIn("='50'", log)
+        with open(os.path.join(run_dir, "run_manifest.json"), encoding="utf-8") as handle:
+            notes = json.load(handle)["notes"]
+        self.assertTrue(any(note.startswith("test run: the slowdown test knob injected 5% into smoke.copy")
+                            for note in notes), notes)
+        with open(os.path.join(run_dir, "smoke_reference.json"), encoding="utf-8") as handle:
+            own = json.load(handle)
+        self.assertEqual(own["injected_slowdown"], {"part": "copy", "pct": 5.0})
+        with self.assertRaisesRegex(CclbenchError, "slowdown test knob"):
+            read_reference(os.path.join(run_dir, "smoke_reference.json"))
+
 
 class ProofTable(TempDirTest):
     """tests/gpu/proof_table.py on a hand-made proof output: what docs/ci.md's generated part says."""
