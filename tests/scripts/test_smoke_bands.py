@@ -14,7 +14,7 @@ from cclbench_lib.base.distributions import f_quantile_upper, t_quantile_upper, 
 from cclbench_lib.base.errors import CclbenchError
 from cclbench_lib.execute.smoke import judge_against
 from cclbench_lib.model.smoke_reference import (excursions_pct, estimate, measured_problem, merge_capture,
-                                                read_reference, reference_age_days)
+                                                read_reference, reference_age_days, sample_se_pct)
 from cclbench_lib.rules.smoke_bands import (exceedance_probability, judge_smoke, slower_band_pct)
 
 MODE = {"backend": "nccl", "nranks": 1, "emulated": False, "graph_launches": 0}
@@ -97,6 +97,24 @@ class Estimators(unittest.TestCase):
         self.assertIsNone(estimate("median", []))
         for got, expected in zip(excursions_pct([10.0, 10.0, 12.0]), [0.0, 0.0, 20.0]):
             self.assertAlmostEqual(got, expected, places=9)
+
+    def test_samples_that_time_the_timer_give_a_gated_launch_no_floor(self):
+        # Gated value 1.0 us. Samples 1.0 and 1.2 us (mean 1.1, within 25% of it): their standard error of the mean,
+        # 0.1414 / sqrt(2) / 1.1 = 9.09%. Samples 3.0 and 4.0 us (mean 3.5: the per-iteration timer's cost, as the
+        # H100's 8K graph AllReduce, 3.56 against 1.00 us): no floor. A best-of-N launch keeps its own rule.
+        self.assertAlmostEqual(sample_se_pct("gated", [1.0, 1.2], 1.0), 0.1 / 1.1 * 100, places=9)
+        self.assertIsNone(sample_se_pct("gated", [3.0, 4.0], 1.0))
+        self.assertAlmostEqual(sample_se_pct("best", [3.0, 4.0], 1.0), 100 / 3, places=9)
+        # Through a capture: the hand-worked reference with such samples in every launch keeps its runs' spread.
+        case = "all_reduce.float.sum.out.16M"
+        timer = [[300.0, 400.0]] * 2
+        runs = [run_reference(launches, created=f"2026-12-05T10:{k:02d}:00Z", samples={case: timer})
+                for k, launches in enumerate(HAND)]
+        measured = merge_capture(runs, "2026-12-05T11:00:00Z", "test", "ref", "gpu-node", 90,
+                                 ["collective"])["cases"][0]["measured"]
+        self.assertIsNone(measured["sample_se_pct"])
+        self.assertEqual(measured["spread_from"], "runs")
+        self.assertAlmostEqual(measured["spread_pct"], 0.79057, places=4)
 
 
 class Band(unittest.TestCase):
