@@ -436,6 +436,14 @@ class ProofTable(TempDirTest):
         self.assertTrue(text.endswith(proof_table.END + "\n\nafter\n"), text)
         self.assertNotIn("old figures", text)
 
+    def test_docs_ci_md_holds_what_the_committed_proof_gives(self):
+        # docs/ci.md's generated parts against the raw outputs committed beside it (docs/data/smoke_proof).
+        data = os.path.join(SOURCE_DIR, "docs", "data", "smoke_proof")
+        page = os.path.join(SOURCE_DIR, "docs", "ci.md")
+        self.assertEqual(proof_table.main([os.path.join(data, "h100-2026-12-06"), "--docs", page, "--check"]), 0)
+        self.assertEqual(proof_table.main([os.path.join(data, "h100-2026-12-06-rejudged"), "--docs", page, "--check",
+                                           "--section", "rejudged"]), 0)
+
 
 if __name__ == "__main__":
     unittest.main()
