@@ -20,6 +20,7 @@ from cclbench_lib.rules.smoke_bands import (exceedance_probability, judge_smoke,
 MODE = {"backend": "nccl", "nranks": 1, "emulated": False, "graph_launches": 0}
 sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "gpu"))
 import proof_table  # noqa: E402  (tests/gpu/proof_table.py: docs/ci.md's figures from the GPU proof's output)
+import rejudge  # noqa: E402  (tests/gpu/rejudge.py: a proof's measurements judged again, no GPU)
 
 
 def run_reference(launches, created="2026-12-05T10:00:00Z", point="smoke.collective", samples=None):
@@ -435,6 +436,20 @@ class ProofTable(TempDirTest):
         self.assertTrue(text.startswith("# CI\n\nbefore\n\n" + proof_table.BEGIN), text)
         self.assertTrue(text.endswith(proof_table.END + "\n\nafter\n"), text)
         self.assertNotIn("old figures", text)
+
+    def test_rejudge_gives_the_committed_rejudged_summary(self):
+        # tests/gpu/rejudge.py on the committed H100 proof (its raw capture and judged runs) with this checkout's
+        # rules: the committed rejudged summary, run by run (the graph's 8K AllReduce caught in all 11 runs).
+        data = os.path.join(SOURCE_DIR, "docs", "data", "smoke_proof")
+        out = os.path.join(self.tmp, "rejudged")
+        self.assertEqual(rejudge.main([os.path.join(data, "h100-2026-12-06"), out]), 0)
+        with open(os.path.join(out, "summary.json"), encoding="utf-8") as handle:
+            runs = json.load(handle)["runs"]
+        with open(os.path.join(data, "h100-2026-12-06-rejudged", "summary.json"), encoding="utf-8") as handle:
+            committed = json.load(handle)["runs"]
+        self.assertEqual(runs, committed)
+        graph = [run for run in runs if run.get("part") == "graph" and run["status"] == "ran"]
+        self.assertEqual((len(graph), sum(run["caught"] for run in graph)), (11, 11))
 
     def test_docs_ci_md_holds_what_the_committed_proof_gives(self):
         # docs/ci.md's generated parts against the raw outputs committed beside it (docs/data/smoke_proof).
