@@ -80,6 +80,16 @@ __global__ void blocker_kernel(const volatile int* flag, int* timed_out, std::ui
   }
 }
 
+// The slowdown test knob's spin (bench/core/slowdown_injection.hpp): one thread, *cycles SM clock
+// cycles read at run time, so a captured graph follows a new calibration without a new capture.
+__global__ void delay_kernel(const unsigned long long* cycles) {
+  const unsigned long long wait = *cycles;
+  if (wait == 0) return;
+  const long long start = clock64();
+  while (static_cast<unsigned long long>(clock64() - start) < wait) {
+  }
+}
+
 __global__ void pointer_chase_kernel(const unsigned char* base, std::uint64_t* position, std::uint64_t loads) {
   std::uint64_t offset = *position;
   for (std::uint64_t i = 0; i < loads; ++i) {
@@ -129,6 +139,11 @@ cudaError_t sm_copy_blocks_per_sm(int* blocks_per_sm) {
 
 cudaError_t launch_blocker(const volatile int* flag, int* timed_out, std::uint64_t timeout_ns, cudaStream_t stream) {
   blocker_kernel<<<1, 1, 0, stream>>>(flag, timed_out, timeout_ns);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_delay(const unsigned long long* cycles, cudaStream_t stream) {
+  delay_kernel<<<1, 1, 0, stream>>>(cycles);
   return cudaGetLastError();
 }
 

@@ -49,6 +49,11 @@ class BlockerRelease {
   volatile int* flag_;
 };
 
+// One thread spins for *cycles (device memory) SM clock cycles: the slowdown test knob's delay
+// (bench/core/slowdown_injection.hpp), put on a timed stream. Zero returns at once (its launch cost
+// alone). The count is read when the kernel runs, so a captured graph node follows later values.
+cudaError_t launch_delay(const unsigned long long* cycles, cudaStream_t stream);
+
 // Flips the lowest bit of the byte at data + offset (one thread): a deliberate corruption, used by
 // p2p_matrix --inject-corruption to prove that verification catches a wrong copy.
 cudaError_t launch_flip_bit(void* data, std::uint64_t offset, cudaStream_t stream);

@@ -31,6 +31,7 @@ constexpr std::string_view kExactNames[] = {
     "SLURM_GPUS",                "SLURM_GPUS_PER_NODE",       "SLURM_GPUS_PER_TASK",   "SLURM_CPU_BIND",
     "SLURM_DISTRIBUTION",        "UCX_NET_DEVICES",           "UCX_TLS",
     "CCLBENCH_INJECT_WRONG",  // the test hook that corrupts results on purpose: a run must say so
+    "CCLBENCH_INJECT_SLOWDOWN",  // the test knob that slows timed cases on purpose: likewise
 };
 
 std::string upper(std::string_view text) {
@@ -188,7 +189,8 @@ nlohmann::json build_manifest(const ManifestInput& input) {
   manifest["environment"] = allowed_environment(input.environment);
   manifest["environment_policy"] =
       "allowlist: NCCL_*, CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER, OMPI_COMM_WORLD_* launch geometry, SLURM job "
-      "geometry, UCX_NET_DEVICES, UCX_TLS, CCLBENCH_INJECT_WRONG; secret-looking names are redacted";
+      "geometry, UCX_NET_DEVICES, UCX_TLS, CCLBENCH_INJECT_WRONG, CCLBENCH_INJECT_SLOWDOWN; secret-looking names are "
+      "redacted";
   if (input.extra.is_object()) {
     for (const auto& [key, value] : input.extra.items()) {
       if (!manifest.contains(key)) manifest[key] = value;

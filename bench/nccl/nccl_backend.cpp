@@ -24,6 +24,7 @@
 #include "bench/core/errors.hpp"
 #include "bench/core/fault_injection.hpp"
 #include "bench/core/pattern.hpp"
+#include "bench/core/slowdown_injection.hpp"
 #include "bench/cuda/cuda_handles.hpp"
 #include "bench/nccl/group_launch.hpp"
 #include "kernels/p2p_kernels.hpp"
@@ -148,6 +149,8 @@ struct LocalGpu {
   ncclWindow_t recv_window = nullptr;
 #endif
   DeviceBuffer scratch;  // wrong-element counter
+  DeviceBuffer delay_cycles;  // the slowdown test knob's spin length (kernels::launch_delay)
+  double cycles_per_us = 0;   // the SM clock's nominal rate: the calibration's first guess
   std::vector<Event> starts;
   std::vector<Event> stops;
 };
@@ -255,7 +258,8 @@ class Communicators {
 
 class NcclBackend final : public Backend {
  public:
-  NcclBackend(const Config& config, const MpiContext& mpi, std::optional<FaultInjection> injection);
+  NcclBackend(const Config& config, const MpiContext& mpi, std::optional<FaultInjection> injection,
+              std::optional<SlowdownInjection> slowdown);
   ~NcclBackend() override;
   NcclBackend(const NcclBackend&) = delete;
   NcclBackend& operator=(const NcclBackend&) = delete;
@@ -307,6 +311,11 @@ class NcclBackend final : public Backend {
   void register_buffers(const std::string& who);
   void release_registrations() noexcept;
   void inject_faults(const CaseSpec& spec);
+  // The slowdown test knob: calibrates the spin for this case (every rank agrees on the times).
+  void calibrate_slowdown(const CaseSpec& spec, int iterations);
+  // The GPU time per collective of one uninstrumented timed batch (eager behind the blocker, or the
+  // -G replays), the max over ranks: the probe of the calibration.
+  double probe_time_us(const CaseSpec& spec, int iterations);
 
   Config config_;
   MpiContext mpi_;
@@ -328,12 +337,15 @@ class NcclBackend final : public Backend {
   GroupLauncher launcher_;  // built once the communicators and buffers exist
   PinnedBuffer wrong_host_;
   std::optional<FaultInjection> injection_;  // test hook (CCLBENCH_INJECT_WRONG), off when empty
+  std::optional<SlowdownInjection> slowdown_;  // test knob (CCLBENCH_INJECT_SLOWDOWN), off when empty
+  int delay_every_ = 0;  // > 0: a spin kernel after every delay_every_-th iteration (the knob, calibrated)
   PinnedBuffer gate_words_;  // [0]: release flag for the blocker kernel, [1]: set by it on timeout
   Communicators comms_;  // declared last: destroyed (or aborted) before the buffers and streams
 };
 
-NcclBackend::NcclBackend(const Config& config, const MpiContext& mpi, std::optional<FaultInjection> injection)
-    : config_(config), mpi_(mpi), injection_(std::move(injection)) {
+NcclBackend::NcclBackend(const Config& config, const MpiContext& mpi, std::optional<FaultInjection> injection,
+                         std::optional<SlowdownInjection> slowdown)
+    : config_(config), mpi_(mpi), injection_(std::move(injection)), slowdown_(std::move(slowdown)) {
   prepare_nccl_environment(config_, mpi_);
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
   if (int version = 0; ncclGetVersion(&version) == ncclSuccess && version >= NCCL_VERSION(2, 28, 0)) native_alltoall_ = true;
@@ -565,6 +577,17 @@ NcclBackend::NcclBackend(const Config& config, const MpiContext& mpi, std::optio
   }
   wrong_host_ = PinnedBuffer(gpus_.size() * sizeof(unsigned long long), who);
   gate_words_ = PinnedBuffer(2 * sizeof(int), who);  // pinned host memory is device-visible under UVA
+  if (slowdown_) {
+    for (LocalGpu& gpu : gpus_) {
+      gpu.delay_cycles = DeviceBuffer(gpu.device, sizeof(unsigned long long), who);
+      int khz = 0;
+      if (cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, gpu.device) != cudaSuccess || khz <= 0) {
+        (void)cudaGetLastError();
+        khz = 1'500'000;  // only the first guess of a calibration that corrects itself by measurement
+      }
+      gpu.cycles_per_us = khz / 1000.0;
+    }
+  }
   register_buffers(who);
   std::vector<LaunchTarget> targets;
   for (std::size_t i = 0; i < gpus_.size(); ++i) {
@@ -790,6 +813,15 @@ void NcclBackend::launch(const CaseSpec& spec, int iteration, int ops) {
     fail(ExitCode::runtime_error, std::string(result.call) + ": " + ncclGetErrorString(result.result) +
                                       (last_error.empty() ? "" : ": " + last_error) + " (" + where(spec, "launch") + ")");
   }
+  // The slowdown test knob: real GPU time on the timed stream, inside whatever is timed around it
+  // (captured into a graph as a kernel node that reads its length when it runs).
+  if (delay_every_ > 0 && iteration % delay_every_ == delay_every_ - 1) {
+    for (const LocalGpu& gpu : gpus_) {
+      cuda_or_fail(cudaSetDevice(gpu.device), "cudaSetDevice", spec, "launch");
+      cuda_or_fail(kernels::launch_delay(static_cast<const unsigned long long*>(gpu.delay_cycles.get()), gpu.stream.get()),
+                   "slowdown spin kernel launch", spec, "launch");
+    }
+  }
 }
 
 // Polls instead of blocking so that an NCCL async error ends the wait. The -T watchdog of the
@@ -948,6 +980,7 @@ TimedIterations NcclBackend::run_timed(const CaseSpec& spec, int iterations) {
   using Clock = std::chrono::steady_clock;
   const auto count = static_cast<std::size_t>(iterations);
   ensure_events(count);
+  if (slowdown_) calibrate_slowdown(spec, iterations);
   if (config_.graph_launches > 0) return run_timed_graph(spec, iterations);
   // -m: every time below covers `ops` collectives per iteration and is reported per collective.
   const int ops = config_.ops_per_launch;
@@ -1116,6 +1149,72 @@ TimedIterations NcclBackend::run_timed_graph(const CaseSpec& spec, int iteration
   return timed;
 }
 
+double NcclBackend::probe_time_us(const CaseSpec& spec, int iterations) {
+  const int ops = config_.ops_per_launch;
+  double per_collective = 0;
+  wait_for_completion(spec, "slowdown calibration");
+  if (config_.graph_launches > 0) {
+    const std::vector<Graph> graphs = capture(spec, iterations, ops, false);
+    mpi_check(MPI_Barrier(mpi_.world), "MPI_Barrier(slowdown calibration)", mpi_);
+    record(&LocalGpu::starts, 0, spec, 0);
+    replay(graphs, config_.graph_launches, spec, "slowdown calibration");
+    record(&LocalGpu::stops, 0, spec, 0);
+    wait_for_completion(spec, "slowdown calibration");
+    per_collective = max_elapsed_us(0, spec) / (static_cast<double>(config_.graph_launches) * iterations * ops);
+  } else if (can_gate(static_cast<std::size_t>(iterations))) {
+    mpi_check(MPI_Barrier(mpi_.world), "MPI_Barrier(slowdown calibration)", mpi_);
+    run_gated(spec, static_cast<std::size_t>(iterations), false);
+    per_collective = max_elapsed_us(0, spec) / (static_cast<double>(iterations) * ops);
+  } else {
+    mpi_check(MPI_Barrier(mpi_.world), "MPI_Barrier(slowdown calibration)", mpi_);
+    record(&LocalGpu::starts, 0, spec, 0);
+    for (int iteration = 0; iteration < iterations; ++iteration) launch(spec, iteration, ops);
+    record(&LocalGpu::stops, 0, spec, 0);
+    wait_for_completion(spec, "slowdown calibration");
+    per_collective = max_elapsed_us(0, spec) / (static_cast<double>(iterations) * ops);
+  }
+  // Every rank takes the same decisions from the same numbers: a collective ends with its slowest rank.
+  double agreed = 0;
+  mpi_check(MPI_Allreduce(&per_collective, &agreed, 1, MPI_DOUBLE, MPI_MAX, mpi_.world), "MPI_Allreduce(slowdown probe)",
+            mpi_);
+  return agreed;
+}
+
+// The slowdown test knob (bench/core/slowdown_injection.hpp): the spin's spacing and length from this
+// case's own time per collective, each probe the median of three uninstrumented timed batches; then
+// the case is measured as usual, slowed. Rank 0 says what was set and reached (run.log keeps it).
+void NcclBackend::calibrate_slowdown(const CaseSpec& spec, int iterations) {
+  const DelayProbe probe = [&](int every, double units) {
+    delay_every_ = every;
+    const auto cycles = static_cast<unsigned long long>(units);
+    for (const LocalGpu& gpu : gpus_) {
+      cuda_or_fail(cudaSetDevice(gpu.device), "cudaSetDevice", spec, "slowdown calibration");
+      cuda_or_fail(cudaMemcpy(gpu.delay_cycles.get(), &cycles, sizeof cycles, cudaMemcpyHostToDevice), "cudaMemcpy",
+                   spec, "slowdown calibration");
+    }
+    double times[3];
+    for (double& time : times) time = probe_time_us(spec, iterations);
+    std::sort(times, times + 3);
+    return times[1];
+  };
+  InjectedDelay delay;
+  try {
+    delay = calibrate_delay(slowdown_->pct, iterations, gpus_.front().cycles_per_us, probe);
+  } catch (const std::runtime_error& error) {
+    fail(ExitCode::runtime_error, std::string(error.what()) + " (" + where(spec, "slowdown calibration") + ")");
+  }
+  probe(delay.every, delay.delay_units);  // leaves the calibrated spin on for the timed phases
+  if (mpi_.world_rank == 0) {
+    char line[512];
+    std::snprintf(line, sizeof line,
+                  "coll_perf: injected slowdown (test knob): %s: +%g%% asked, +%.2f%% calibrated (%.0f cycles of spin "
+                  "after every %d collective(s); %.2f us a collective without it, %.2f us for a zero-length spin)\n",
+                  spec.case_id().c_str(), delay.pct, delay.achieved_pct, delay.delay_units, delay.every, delay.base_us,
+                  delay.overhead_us);
+    std::fputs(line, stderr);
+  }
+}
+
 void NcclBackend::run_once(const CaseSpec& spec) {
   // Iteration 0, one collective: no rotation, the data fill() wrote. With -G the checked
   // collective runs from a captured graph too, as in nccl-tests.
@@ -1215,8 +1314,9 @@ void prepare_nccl_environment(const Config& config, const MpiContext& mpi) {
 }
 
 std::unique_ptr<Backend> make_nccl_backend(const Config& config, const MpiContext& mpi,
-                                           std::optional<FaultInjection> injection) {
-  return std::make_unique<NcclBackend>(config, mpi, std::move(injection));
+                                           std::optional<FaultInjection> injection,
+                                           std::optional<SlowdownInjection> slowdown) {
+  return std::make_unique<NcclBackend>(config, mpi, std::move(injection), std::move(slowdown));
 }
 
 std::vector<LocalGpuBinding> local_gpu_bindings(const Backend& backend) {

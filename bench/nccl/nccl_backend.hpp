@@ -20,6 +20,7 @@
 #include "bench/core/backend.hpp"
 #include "bench/core/config.hpp"
 #include "bench/core/fault_injection.hpp"
+#include "bench/core/slowdown_injection.hpp"
 #include "bench/core/mpi_context.hpp"
 
 namespace cclbench {
@@ -30,8 +31,11 @@ namespace cclbench {
 // failures. Every rank throws the same message (the lowest failing rank's), so none is left
 // waiting in a collective. With `injection` (tests only), count_wrong() first flips the chosen
 // received elements on the chosen rank and GPU.
+// With `slowdown` (the CCLBENCH_INJECT_SLOWDOWN test knob, bench/core/slowdown_injection.hpp) every
+// timed case is slowed by a calibrated spin kernel after every k-th collective.
 std::unique_ptr<Backend> make_nccl_backend(const Config& config, const MpiContext& mpi,
-                                           std::optional<FaultInjection> injection = std::nullopt);
+                                           std::optional<FaultInjection> injection = std::nullopt,
+                                           std::optional<SlowdownInjection> slowdown = std::nullopt);
 
 // For --share-gpu: sets NCCL_HOSTID=<hostname>-cclbench-rank<world_rank> (overwriting), and
 // NCCL_SOCKET_IFNAME=lo and NCCL_NET=Socket unless the user set them. Must run before the first NCCL call of the

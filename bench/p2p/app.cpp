@@ -48,6 +48,7 @@ nlohmann::json settings_json(const Options& options) {
                      "(1 per sample from 32 MiB, up to 256 below); concurrent copies: longest stream; staged copies "
                      "(P2P disabled): host clock, see each result's details.timing"},
           {"inject_corruption", options.inject_corruption},
+          {"inject_slowdown", options.slowdown ? nlohmann::json(options.slowdown->text) : nlohmann::json(nullptr)},
           {"verification", "every sample (warm-up included), outside the timed region: pattern of (source, sample) "
                            "checked on the destination after the sample's last copy"}};
 }
@@ -165,6 +166,7 @@ int run_p2p_matrix(int argc, const char* const argv[]) {
   report.repetitions = options.repetitions;
   report.warmup = options.warmup;
   report.settings = settings_json(options);
+  if (options.slowdown) std::cerr << slowdown_injection_warning(*options.slowdown, "p2p_matrix") << std::endl;
 
   std::string json_path = expand_host(options.json_path, report.host);
   std::string csv_path = expand_host(options.csv_path, report.host);

@@ -12,6 +12,7 @@
 
 #include "bench/core/errors.hpp"
 #include "bench/core/progress.hpp"
+#include "bench/core/slowdown_injection.hpp"
 #include "bench/core/units.hpp"
 #include "bench/p2p/cuda_check.hpp"
 #include "bench/cuda/cuda_handles.hpp"
@@ -158,6 +159,21 @@ struct Engine::State {
   std::vector<std::vector<bool>> can_access;
   std::uint32_t next_seed = 1;  // every sample of the run gets a fresh pattern
   std::optional<ProgressWriter> progress;  // --progress
+  // The slowdown test knob: every copy of the measurement being sampled moves this many bytes beyond the ones it
+  // reports (buffers carry the slack: buffer_bytes), calibrated so that its time grows by the percentage asked for.
+  std::uint64_t extra_bytes = 0;
+
+  // The bytes to allocate for a buffer of `bytes` copied: with the slowdown knob, room for the extra bytes a
+  // calibration may ask for (three times the percentage: a copy's fixed cost means a little more than pct of the
+  // bytes gives pct of the time), rounded up to 4 KiB.
+  std::uint64_t buffer_bytes(std::uint64_t bytes) const {
+    if (!options.slowdown) return bytes;
+    return bytes + max_extra_bytes(bytes) + 4096;
+  }
+  std::uint64_t max_extra_bytes(std::uint64_t bytes) const {
+    const double slack = std::min(1.0, 3.0 * options.slowdown->pct / 100.0);
+    return (static_cast<std::uint64_t>(static_cast<double>(bytes) * slack) + 4095) / 4096 * 4096;
+  }
 
   // --progress: one measurement (a pair or GPU at one size) begins. None takes a minute on a healthy
   // GPU (the largest default copies, 1 GiB staged through the host, take well under a second each).
@@ -259,21 +275,22 @@ struct Engine::State {
   }
 
   void issue(const Transfer& t, cudaStream_t stream) {
+    const std::uint64_t bytes = t.bytes + extra_bytes;  // extra_bytes: the slowdown test knob, else 0
     switch (t.op) {
       case Op::ce_peer:
-        CUDA_CHECK(cudaMemcpyPeerAsync(t.dst, t.dst_gpu, t.src, t.src_gpu, t.bytes, stream));
+        CUDA_CHECK(cudaMemcpyPeerAsync(t.dst, t.dst_gpu, t.src, t.src_gpu, bytes, stream));
         break;
       case Op::ce_local:
-        CUDA_CHECK(cudaMemcpyAsync(t.dst, t.src, t.bytes, cudaMemcpyDeviceToDevice, stream));
+        CUDA_CHECK(cudaMemcpyAsync(t.dst, t.src, bytes, cudaMemcpyDeviceToDevice, stream));
         break;
       case Op::ce_h2d:
-        CUDA_CHECK(cudaMemcpyAsync(t.dst, t.src, t.bytes, cudaMemcpyHostToDevice, stream));
+        CUDA_CHECK(cudaMemcpyAsync(t.dst, t.src, bytes, cudaMemcpyHostToDevice, stream));
         break;
       case Op::ce_d2h:
-        CUDA_CHECK(cudaMemcpyAsync(t.dst, t.src, t.bytes, cudaMemcpyDeviceToHost, stream));
+        CUDA_CHECK(cudaMemcpyAsync(t.dst, t.src, bytes, cudaMemcpyDeviceToHost, stream));
         break;
       case Op::sm_copy:
-        CUDA_CHECK(kernels::launch_sm_copy(t.dst, t.src, t.bytes, dev(t.issuer).copy_blocks, stream));
+        CUDA_CHECK(kernels::launch_sm_copy(t.dst, t.src, bytes, dev(t.issuer).copy_blocks, stream));
         break;
     }
   }
@@ -377,6 +394,37 @@ struct Engine::State {
     return outcome;
   }
 
+  // The slowdown test knob (bench/core/slowdown_injection.hpp) for copies: each copy moves extra_bytes more than it
+  // reports, calibrated on this measurement's own time per copy (medians of three samples, three corrections from
+  // measurement), then left on for its warm-up and timed samples; details.injected_slowdown records it. No kernel
+  // is added (a spin kernel after a 40 us copy costs 2-4 us of its own, more than 5% of it: measured on an H100).
+  // Calibration samples are verified like any other and never timed into the result.
+  void calibrate_slowdown(Measurement& m, const std::vector<Transfer>& transfers, int copies_per_sample, Timing timing) {
+    const auto probe = [&](std::uint64_t extra) {
+      extra_bytes = extra;
+      std::vector<double> times;
+      for (int k = 0; k < 3; ++k) times.push_back(run_sample(transfers, copies_per_sample, timing).time_us / copies_per_sample);
+      std::sort(times.begin(), times.end());
+      return times[1];
+    };
+    const std::uint64_t bytes = transfers.front().bytes;
+    const std::uint64_t limit = max_extra_bytes(bytes);
+    const double base_us = probe(0);
+    const double wanted_us = base_us * (1.0 + options.slowdown->pct / 100.0);
+    const double bytes_per_us = static_cast<double>(bytes) / base_us;
+    double extra = static_cast<double>(bytes) * options.slowdown->pct / 100.0;
+    for (int round = 0; round < 3; ++round) {
+      const double measured = probe(std::min<std::uint64_t>(limit, static_cast<std::uint64_t>(extra) / 16 * 16));
+      extra = corrected_delay(extra, 1, bytes_per_us, wanted_us, measured);
+    }
+    const std::uint64_t chosen = std::min<std::uint64_t>(limit, static_cast<std::uint64_t>(extra) / 16 * 16);
+    const double achieved = (probe(chosen) / base_us - 1.0) * 100.0;
+    m.details["injected_slowdown"] = {{"pct", options.slowdown->pct}, {"extra_bytes_per_copy", chosen},
+                                      {"base_time_us", base_us}, {"calibrated_pct", achieved},
+                                      {"method", "test knob CCLBENCH_INJECT_SLOWDOWN: each copy moves extra bytes "
+                                                 "beyond the ones counted, calibrated to the percentage asked for"}};
+  }
+
   // Warm-up then timed samples of one measurement; fills m's samples, stats and status.
   void sample_loop(Measurement& m, const std::vector<Transfer>& transfers, int copies_per_sample, Metric metric,
                    std::uint64_t bytes_counted, Timing timing = Timing::gated_events) {
@@ -385,6 +433,11 @@ struct Engine::State {
                               ? "CUDA events after a host-released start gate; concurrent copies: from the first "
                                 "stream's start until all copies have finished (and at least the longest stream)"
                               : "host clock around issue + synchronize (driver-staged copies need the host thread)";
+    struct ExtraOff {
+      std::uint64_t& extra;
+      ~ExtraOff() { extra = 0; }
+    } extra_off{extra_bytes};
+    if (options.slowdown) calibrate_slowdown(m, transfers, copies_per_sample, timing);
     std::uint64_t wrong_total = 0;
     const int total = options.warmup + options.repetitions;
     for (int i = 0; i < total; ++i) {
@@ -457,13 +510,13 @@ struct Engine::State {
                     test.id == d2d_sm_read_bi;
     const Op op = sm ? Op::sm_copy : (src == dst ? Op::ce_local : Op::ce_peer);
 
-    DeviceBuffer forward_src(src, bytes);
-    DeviceBuffer forward_dst(dst, bytes);
+    DeviceBuffer forward_src(src, buffer_bytes(bytes));
+    DeviceBuffer forward_dst(dst, buffer_bytes(bytes));
     std::vector<Transfer> transfers{device_transfer(op, read ? dst : src, 0, forward_dst, forward_src, bytes)};
     std::optional<DeviceBuffer> backward_src, backward_dst;
     if (bi) {
-      backward_src.emplace(dst, bytes);
-      backward_dst.emplace(src, bytes);
+      backward_src.emplace(dst, buffer_bytes(bytes));
+      backward_dst.emplace(src, buffer_bytes(bytes));
       transfers.push_back(device_transfer(op, read ? src : dst, 0, *backward_dst, *backward_src, bytes));
     }
     m.details["issued_by"] = read ? "destination" : "source";
@@ -569,8 +622,8 @@ struct Engine::State {
   void measure_device(const TestInfo& test, int d, std::uint64_t bytes, Measurement& m) {
     using enum TestId;
     if (test.id == device_local_copy_ce || test.id == device_local_copy_sm) {
-      DeviceBuffer src(d, bytes);
-      DeviceBuffer dst(d, bytes);
+      DeviceBuffer src(d, buffer_bytes(bytes));
+      DeviceBuffer dst(d, buffer_bytes(bytes));
       const Op op = test.id == device_local_copy_sm ? Op::sm_copy : Op::ce_local;
       if (op == Op::sm_copy) m.details["sm_copy_blocks"] = dev(d).copy_blocks;
       // Bytes copied / time, as nvbandwidth's device_local_copy (and the pair tests' diagonal).
@@ -602,8 +655,8 @@ struct Engine::State {
       m.details["gpu_numa_node"] = *info.numa_node;
     }
     m.host_numa_node = node;
-    PinnedNumaBuffer host_a(*topology, node, bytes);
-    DeviceBuffer device_a(d, bytes);
+    PinnedNumaBuffer host_a(*topology, node, buffer_bytes(bytes));
+    DeviceBuffer device_a(d, buffer_bytes(bytes));
     std::optional<PinnedNumaBuffer> host_b;
     std::optional<DeviceBuffer> device_b;
     std::vector<Transfer> transfers;
@@ -619,8 +672,8 @@ struct Engine::State {
                       d,          device.get(), d,    mapped};
     };
     if (bi) {
-      host_b.emplace(*topology, node, bytes);
-      device_b.emplace(d, bytes);
+      host_b.emplace(*topology, node, buffer_bytes(bytes));
+      device_b.emplace(d, buffer_bytes(bytes));
       transfers.push_back(h2d(host_a, device_a, 0));
       transfers.push_back(d2h(*host_b, *device_b, 1));
     } else {

@@ -117,6 +117,8 @@ Options parse_options(int argc, const char* const argv[]) {
       throw UsageError("unknown option '" + shown + "' (see --help)");
     }
   }
+  // The slowdown test knob (environment, refused outside tests): read once, here, with the flags.
+  if (!options.help && !options.list) options.slowdown = slowdown_injection_from_environment();
   if (options.min_bytes && options.max_bytes && *options.min_bytes > *options.max_bytes) {
     throw UsageError("-b " + format_size(*options.min_bytes) + " is larger than -e " + format_size(*options.max_bytes));
   }

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench/core/slowdown_injection.hpp"
 #include "bench/p2p/test_registry.hpp"
 
 namespace cclbench::p2p {
@@ -28,6 +29,7 @@ struct Options {
   int sm_blocks = 0;                          // --sm-blocks (0: SMs x resident blocks per SM)
   double blocker_timeout_s = 10;              // --blocker-timeout
   bool inject_corruption = false;             // --inject-corruption (tests the verifier)
+  std::optional<SlowdownInjection> slowdown;  // CCLBENCH_INJECT_SLOWDOWN (test knob, tests only)
   bool quiet = false;                         // -q: no text matrices on stdout
   bool progress = false;                      // --progress: each measurement begun, on stderr, for a runner
   bool list = false;                          // --list

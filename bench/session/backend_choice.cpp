@@ -6,6 +6,7 @@
 
 #include "bench/core/errors.hpp"
 #include "bench/core/fault_injection.hpp"
+#include "bench/core/slowdown_injection.hpp"
 #include "bench/mpi/mpi_backend.hpp"
 #if defined(CCLBENCH_WITH_NCCL)
 #include "bench/nccl/nccl_backend.hpp"
@@ -45,12 +46,14 @@ void refuse_unfit_backend(const Config& config, const BackendChoice& choice) {
 }
 
 std::unique_ptr<Backend> make_backend(BackendKind kind, const Config& config, const MpiContext& context,
-                                      const std::vector<CaseSpec>& cases, const std::optional<FaultInjection>& injection) {
+                                      const std::vector<CaseSpec>& cases, const std::optional<FaultInjection>& injection,
+                                      const std::optional<SlowdownInjection>& slowdown) {
 #if defined(CCLBENCH_WITH_NCCL)
-  if (kind == BackendKind::nccl) return make_nccl_backend(config, context, injection);
+  if (kind == BackendKind::nccl) return make_nccl_backend(config, context, injection, slowdown);
 #else
   (void)config;
   (void)kind;
+  (void)slowdown;
 #endif
   return make_mpi_backend(context, cases, injection);
 }
@@ -101,7 +104,17 @@ std::unique_ptr<Backend> open_backend(const BackendChoice& choice, const Config&
     check_fault_injection_target(*injection, context.job_size, choice.kind == BackendKind::nccl ? config.gpus_per_process : 1);
     if (context.world_rank == 0) std::cerr << program << ": " << fault_injection_warning(*injection) << "\n";
   }
-  return make_backend(choice.kind, config, context, cases, injection);
+  // The slowdown test knob: refused outside tests (slowdown_injection_from_environment throws), and
+  // only where there is GPU work to slow.
+  const std::optional<SlowdownInjection> slowdown = slowdown_injection_from_environment();
+  if (slowdown) {
+    if (choice.kind != BackendKind::nccl) {
+      throw UsageError(std::string(kSlowdownVariable) + " slows GPU work: it needs the NCCL backend (" +
+                       (choice.note.empty() ? std::string("--backend mpi") : choice.note) + ")");
+    }
+    if (context.world_rank == 0) std::cerr << slowdown_injection_warning(*slowdown, program) << "\n";
+  }
+  return make_backend(choice.kind, config, context, cases, injection, slowdown);
 }
 
 void announce_backend(const BackendChoice& choice, const Backend& backend, const MpiContext& context,

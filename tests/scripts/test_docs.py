@@ -174,7 +174,8 @@ class FrontPage(unittest.TestCase):
             for heading in re.findall(r"^#+ (.+)$", text, re.M):
                 found.add(re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-"))
             return found
-        pages = [os.path.join(REPO, "README.md")] + [os.path.join(DOCS, name) for name in sorted(os.listdir(DOCS))]
+        pages = [os.path.join(REPO, "README.md")] + [os.path.join(DOCS, name) for name in sorted(os.listdir(DOCS))
+                                                     if name.endswith(".md")]  # docs/data: measured outputs
         for page in pages:
             for target in re.findall(r"\]\(([^)\s]+)\)", read(page)):
                 if target.startswith(("http://", "https://")):

@@ -11,7 +11,8 @@ import xml.etree.ElementTree as ElementTree
 
 from helpers import TempDirTest, run_cli, validate
 
-GPU_SMOKE_PARTS = (["topology"] + [f"smoke.{name}.rep{k}" for k in (1, 2, 3) for name in ("copy", "collective", "graph")]
+# One launch of each timed part a run (plan/smoke_cases.py SMOKE_REPEATS): the samples are inside the launch.
+GPU_SMOKE_PARTS = (["topology"] + [f"smoke.{name}.rep1" for name in ("copy", "collective", "graph")]
                    + ["local.share-gpu4"])
 # The smoke's cases on the doubles (plan/smoke_cases.py): AllReduce 16M, 32M, 64M and 8K in a graph; the copies of
 # fake_bin/p2p_matrix's FAKE_GPUS GPUs (1 here): by copy engine and SM, host to device and device to host.
@@ -56,7 +57,7 @@ class Smoke(TempDirTest):
         # The launches, the verdict's points (their repeats judged together) and its judged checks (verdict.json).
         self.assertEqual((suite.get("failures"), suite.get("skipped")), ("0", "0"))
         self.assertEqual(sorted(cases), sorted(GPU_SMOKE_PARTS + ["smoke.collective", "smoke.graph", "check.data",
-                                                                  "check.outliers", "check.repeatability"]))
+                                                                  "check.outliers"]))
         ok, errors = validate("verdict.schema.json", os.path.join(self.results, "S1", "verdict.json"))
         self.assertTrue(ok, errors)
         with open(os.path.join(self.results, "S1", "run.log")) as handle:
@@ -64,7 +65,7 @@ class Smoke(TempDirTest):
         self.assertIn("--share-gpu", log)
         # Every coll_perf launch of a GPU smoke is told its backend: none may fall back to host memory.
         launches = [line for line in log.splitlines() if line.startswith("$ ") and "/coll_perf " in line]
-        self.assertEqual(len(launches), 7)
+        self.assertEqual(len(launches), 3)
         self.assertTrue(all(" --backend nccl " in line for line in launches), launches)
         reference = os.path.join(self.results, "S1", "smoke_reference.json")
         ok, errors = validate("smoke_reference.schema.json", reference)
@@ -98,6 +99,12 @@ class Against(TempDirTest):
     def smoke(self, run_id, *extra, env=None):
         return run_cli(["smoke", "--time-limit", "600"] + self.fake_args(run_id) + list(extra), env=env, timeout=900)
 
+    def capture(self, run_id, env):
+        """A measured reference of the doubles: smoke --capture 5 (the fewest it takes)."""
+        result = self.smoke(run_id, "--capture", "5", env=env)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return os.path.join(self.results, run_id, "smoke_reference.json")
+
     def junit(self, run_id):
         suite = ElementTree.parse(os.path.join(self.results, run_id, "smoke.junit.xml")).getroot().find("testsuite")
         return {case.get("name"): case for case in suite.findall("testcase")}
@@ -112,18 +119,22 @@ class Against(TempDirTest):
         ok, errors = validate("smoke_reference.schema.json", reference)
         self.assertTrue(ok, errors)
         document = self.load(reference)
-        # The baseline recorded the smoke's cases under the smoke's ids, three repeats each: no extra step.
+        # The baseline recorded the smoke's cases under the smoke's ids, one launch each: a run's own reference,
+        # which compare reads and smoke --against refuses (one run shows no run-to-run spread).
         self.assertEqual(sorted((c["point"], c["case_id"]) for c in document["cases"]), SMOKE_CASES)
-        self.assertEqual({len(c["repeats"]) for c in document["cases"]}, {3})
+        self.assertEqual({len(c["repeats"]) for c in document["cases"]}, {1})
         self.assertEqual((document["identity"]["gpu_model"], document["identity"]["gpu_count"],
                           document["identity"]["nccl"]), ("Fake GPU", 1, "2.28.9"))
+        self.assertOneLineError(self.smoke("S1", "--against", base, env=ONE_FAKE_GPU), 2, "it holds one run")
 
-        same = self.smoke("S", "--against", base, env=ONE_FAKE_GPU)
+        reference = self.capture("REF", ONE_FAKE_GPU)
+        same = self.smoke("S", "--against", reference, env=ONE_FAKE_GPU)
         self.assertEqual(same.returncode, 0, same.stderr)
         self.assertIn(f"against {reference}: {len(SMOKE_CASES)} case(s), no regression", same.stderr)
         cases = self.junit("S")
         judged = sorted(name for name in cases if name.startswith("against:"))
-        self.assertEqual(judged, sorted(f"against:{point}/{case}" for point, case in SMOKE_CASES))
+        # One JUnit case per case, and one for the whole GPU (the shift of every timed case together).
+        self.assertEqual(judged, sorted([f"against:{point}/{case}" for point, case in SMOKE_CASES] + ["against:gpu"]))
         self.assertTrue(all(cases[name].find("failure") is None for name in judged + ["against"]))
         compared = os.path.join(self.results, "S", "compare.json")
         ok, errors = validate("compare.schema.json", compared)
@@ -139,7 +150,7 @@ class Against(TempDirTest):
         # The GPU 30% slower for collectives, copies 25% slower: every case is a regression, named with both values.
         slowed = self.smoke("SLOW", "--against", reference,
                             env=dict(ONE_FAKE_GPU, FAKE_COLL_TIME_SCALE="1.3", FAKE_P2P_TIME_SCALE="1.25"))
-        self.assertRunError(slowed, 1, "regression(s) beyond noise")
+        self.assertRunError(slowed, 1, "finding(s) beyond the reference's measured noise")
         cases = self.junit("SLOW")
         for point, case in SMOKE_CASES:
             failure = cases[f"against:{point}/{case}"].find("failure")
@@ -162,10 +173,10 @@ class Against(TempDirTest):
     def test_gpu_less_smoke_against_a_gpu_less_reference_is_not_comparable(self):
         base = self.baseline("B0", {"CCLBENCH_FAKE_GPU_COUNT": "0"})
         self.assertEqual(self.load(base, "smoke_reference.json")["cases"], [])
-        result = self.smoke("S0", "--against", base)
-        self.assertRunError(result, 3, "NOT COMPARABLE: A and B hold no case to compare")
-        failure = self.junit("S0")["against"].find("failure")
-        self.assertIn("no case to compare", failure.get("message"))
+        # smoke --against refuses it before measuring: one run, no measured spread (and no case).
+        self.assertOneLineError(self.smoke("S0", "--against", base), 2, "not a measured smoke reference")
+        self.assertFalse(os.path.exists(os.path.join(self.results, "S0")), "nothing measured")
+        self.assertEqual(run_cli(["smoke"] + self.fake_args("S0")).returncode, 0)
         # compare of the two run directories: nothing matched, exit 3, and the reason names what did not match.
         both = run_cli(["compare", base, os.path.join(self.results, "S0")])
         self.assertRunError(both, 3, "0 of the smaller run's 48 case(s) matched")
@@ -178,8 +189,7 @@ class Against(TempDirTest):
                          (3, "not comparable", "compare.nothing_comparable"))
 
     def test_a_reference_of_other_hardware_is_refused_or_compared_with_a_warning(self):
-        self.assertEqual(self.smoke("R", env=ONE_FAKE_GPU).returncode, 0)
-        document = self.load(self.results, "R", "smoke_reference.json")
+        document = self.load(self.capture("R", ONE_FAKE_GPU))
         # A field one side does not know (cuda_runtime null here) is no evidence of other hardware: not listed.
         document["identity"].update(gpu_model="NVIDIA A100-SXM4-80GB", nccl="2.21.5", cuda_runtime=None)
         other = os.path.join(self.tmp, "a100.json")

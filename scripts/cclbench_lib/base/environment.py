@@ -3,11 +3,17 @@
 import os
 
 
+# The slowdown test knob and the flag that allows it (bench/core/slowdown_injection.hpp): never inherited by a launch;
+# only `smoke --inject-slowdown` (tests only) puts them into the environment of the part it slows.
+TEST_KNOB_VARIABLES = ("CCLBENCH_INJECT_SLOWDOWN", "CCLBENCH_TESTING")
+
+
 # --- environment allowlist --------------------------------------------------------------------
 
 _SECRET_WORDS = ("TOKEN", "SECRET", "KEY", "PASSWORD", "PASSWD", "CREDENTIAL")
 _EXACT_ALLOWED = {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "UCX_NET_DEVICES", "UCX_TLS",
-                  "CCLBENCH_INJECT_WRONG"}  # the test hook that corrupts results on purpose: a run must say so
+                  "CCLBENCH_INJECT_WRONG",  # the test hook that corrupts results on purpose: a run must say so
+                  "CCLBENCH_INJECT_SLOWDOWN"}  # the test knob that slows the timed cases on purpose: likewise
 _OMPI_GEOMETRY = {"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
                   "OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_COMM_WORLD_NODE_RANK"}
 _SLURM_GEOMETRY = {"SLURM_JOB_ID", "SLURM_JOB_NODELIST", "SLURM_NODELIST", "SLURM_JOB_NUM_NODES",

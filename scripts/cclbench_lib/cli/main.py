@@ -20,10 +20,12 @@ from ..cli.doctor import add_doctor_parser
 from ..cli.screen import add_screen_parser, cmd_screen
 from ..execute.doctor import run_doctor_command
 from ..execute.runner import Baseline
-from ..execute.smoke import run_smoke, smoke_launches, write_smoke_reference
+from ..execute.smoke import capture_reference, run_smoke, smoke_launches, write_smoke_reference
 from ..model.hosts import check_resolvable, hosts_and_slots, local_gpu_count, local_hostname
 from ..model.launcher import LAUNCHER_CHOICES, choose_launcher, launcher_of
-from ..model.smoke_reference import read_reference
+from ..model.smoke_reference import (CAPTURE_RUNS_DEFAULT, MAX_AGE_DAYS_DEFAULT, MIN_CAPTURE_RUNS, measured_problem,
+                                     read_reference)
+from ..plan.smoke_cases import PARTS, TESTING_VARIABLE, TIMED_PARTS
 from ..plan.baseline import DEFAULT_EXPECT, Planner, by_design_note, format_launch, mode_notes, once_note, plan_mode
 from ..plan.decode import AB_MAX_VARIANTS, parse_ab, parse_decode, plan_notes
 from ..plan.estimate import estimate_line
@@ -180,15 +182,27 @@ def build_parser():
     smoke.add_argument("--junit", help="JUnit XML path (default RUN_DIR/smoke.junit.xml)")
     smoke.add_argument("--time-limit", type=seconds("--time-limit"), default=60.0, help="whole-test budget (default 60 s)")
     smoke.add_argument("--against", metavar="REFERENCE",
-                       help="judge the smoke's cases against a reference: a baseline or smoke run directory, or its "
-                            "smoke_reference.json kept anywhere (docs/ci.md); exit 1 on a regression beyond noise, "
+                       help="judge the smoke's cases against a measured reference: the run directory of smoke "
+                            "--capture, or its smoke_reference.json kept anywhere (docs/ci.md); exit 1 on a slowdown "
+                            "beyond a case's measured band, an unstable case or a shift of the whole GPU, "
                             f"{NOT_COMPARABLE_EXIT} when nothing is comparable")
     smoke.add_argument("--other-hardware", choices=OTHER_HARDWARE_CHOICES, default="refuse",
                        help="a reference measured on another GPU model or count, NVIDIA driver, CUDA or NCCL version: "
                             f"refuse it (refuse, the default: exit {NOT_COMPARABLE_EXIT}) or compare with a warning (warn)")
-    smoke.add_argument("--threshold", default="2%", help="as compare's (default 2%%)")
-    smoke.add_argument("--fail-above", default="5%", help="as compare's: a slowdown above this is a regression "
-                       "(default 5%%)")
+    smoke.add_argument("--fail-above", default="0%", help="a slowdown beyond its measured band is a regression only "
+                       "above this too (default 0%%: the band decides)")
+    smoke.add_argument("--parts", default=",".join(PARTS),
+                       help=f"the parts to run, comma-separated: {', '.join(PARTS)} (default all; --against judges the "
+                            "timed parts it ran: copy, collective, graph)")
+    smoke.add_argument("--capture", metavar="N", type=positive_int("--capture", MIN_CAPTURE_RUNS, 1000),
+                       help=f"make a measured smoke reference instead: N runs of the timed parts on this (idle) machine, "
+                            f"merged into RUN_DIR/smoke_reference.json with their measured spread (at least "
+                            f"{MIN_CAPTURE_RUNS}; {CAPTURE_RUNS_DEFAULT} recommended; docs/ci.md)")
+    smoke.add_argument("--max-age-days", type=positive_int("--max-age-days", 0, 36500), default=MAX_AGE_DAYS_DEFAULT,
+                       help=f"with --capture: days the reference is trusted before --against refuses it (exit "
+                            f"{NOT_COMPARABLE_EXIT}; default {MAX_AGE_DAYS_DEFAULT}, 0: no limit)")
+    # The slowdown test knob (tests only, refused otherwise): not shown in --help.
+    smoke.add_argument("--inject-slowdown", metavar="PART=PCT", help=argparse.SUPPRESS)
     smoke.add_argument("--verbose", action="store_true")
     add_doctor_parser(sub)
     add_screen_parser(sub, add_launcher_options, positive_int, seconds)
@@ -387,16 +401,47 @@ def cmd_compare(args):
     return code
 
 
+def parse_parts(text):
+    parts = [part.strip() for part in text.split(",") if part.strip()]
+    unknown = [part for part in parts if part not in PARTS]
+    if unknown or not parts:
+        raise UsageError(f"--parts: {', '.join(unknown) or 'nothing'} is not a smoke part ({', '.join(PARTS)})")
+    return tuple(part for part in PARTS if part in parts)
+
+
+def parse_injection(text, parts):
+    """--inject-slowdown PART=PCT: the slowdown test knob. Refused unless CCLBENCH_TESTING=1 (set by cclbench's tests
+    only), so it can never reach a user's results."""
+    if os.environ.get(TESTING_VARIABLE) != "1":
+        raise UsageError(f"--inject-slowdown is a test knob (it slows the measurement on purpose): refused outside "
+                         f"cclbench's tests, which set {TESTING_VARIABLE}=1")
+    part, _, pct = text.partition("=")
+    if part not in TIMED_PARTS:
+        raise UsageError(f"--inject-slowdown: {part!r} is not a timed part ({', '.join(TIMED_PARTS)})")
+    if part not in parts:
+        raise UsageError(f"--inject-slowdown: part {part} is not among --parts")
+    value = parse_percent(pct, "--inject-slowdown")
+    if not 0 < value <= 100:
+        raise UsageError("--inject-slowdown: the slowdown must be above 0% and at most 100%")
+    return part, value
+
+
 def cmd_smoke(args, argv):
     run_dir = run_dir_for(args, args.run_id or default_run_id("smoke-"))
     if os.path.lexists(run_dir):
         raise UsageError(f"{run_dir} already exists: choose another --run-id")
+    parts = parse_parts(args.parts)
+    inject = parse_injection(args.inject_slowdown, parts) if args.inject_slowdown else None
+    if args.capture and (args.against or inject):
+        raise UsageError("--capture makes a reference: it takes neither --against nor --inject-slowdown")
     against = None
     if args.against:
         # Read and checked first: a reference that is not one is refused (exit 2) before anything is measured.
         reference, source = read_reference(args.against)
+        problem = measured_problem(reference)
+        if problem:
+            raise UsageError(f"--against {source}: not a measured smoke reference: {problem}")
         against = {"reference": reference, "source": source, "other_hardware": args.other_hardware,
-                   "threshold_pct": parse_percent(args.threshold, "--threshold"),
                    "fail_above_pct": parse_percent(args.fail_above, "--fail-above")}
     have_gpu = local_gpu_count() > 0
     inputs = {"hosts": [], "local_host": local_hostname(), "gpus_per_node": 1 if have_gpu else 0, "hcas": [],
@@ -407,9 +452,12 @@ def cmd_smoke(args, argv):
               "cpu_count": os.cpu_count() or 1, "time_limit_s": args.time_limit, "tuning_probe": False,
               "sysfs_root": None, "launcher": launcher_choice(args)}
     inputs["coll_perf_flags"] = coll_perf_flags(inputs["bin_dir"])
-    check_tools(inputs, smoke_launches(inputs, run_dir, have_gpu)[0])
+    check_tools(inputs, smoke_launches(inputs, run_dir, have_gpu, parts, inject)[0])
     junit = os.path.abspath(args.junit) if args.junit else os.path.join(run_dir, "smoke.junit.xml")
-    return run_smoke(inputs, run_dir, junit, have_gpu, argv, args.verbose, against)
+    if args.capture:
+        return capture_reference(inputs, run_dir, junit, have_gpu, argv, args.verbose,
+                                 {"runs": args.capture, "max_age_days": args.max_age_days})
+    return run_smoke(inputs, run_dir, junit, have_gpu, argv, args.verbose, against, parts, inject)
 
 
 def main(argv=None):

@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 
+from ..base.environment import TEST_KNOB_VARIABLES
 from ..base.errors import CclbenchError
 from ..base.files import make_dirs, open_append, read_json, terminate_last_line, write_atomic
 from ..base.values import utc_now, variant_text
@@ -217,6 +218,8 @@ class Baseline:
         argv = self.runnable_argv(launch)
         self.log_line("$ " + shlex.join(argv))
         env = dict(os.environ)
+        for name in TEST_KNOB_VARIABLES:  # a test knob reaches a launch only where the plan put it (smoke's tests)
+            env.pop(name, None)
         env.update(launch.get("env") or {})
         timeout = self.launch_bound(launch)
         timed_out = threading.Event()

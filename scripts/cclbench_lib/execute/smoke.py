@@ -20,18 +20,22 @@ import time
 import xml.etree.ElementTree as ElementTree
 
 from ..base.errors import CclbenchError
-from ..base.files import write_atomic, write_json_atomic
+from ..base.files import make_dirs, write_atomic, write_json_atomic
 from ..base.values import sweep_sizes, utc_now
 from ..base.version import TOOL_VERSION
 from ..execute.runner import Baseline, Progress
 from ..model.records import cases_path, describe_problem, latest_by_case, load_cases, record_is_sound, was_skipped
-from ..model.smoke_reference import (REFERENCE_FILE, read_nvidia_driver, reference_from_run, reference_groups)
+from ..model.smoke_reference import (REFERENCE_FILE, identity_differences, merge_capture, read_nvidia_driver,
+                                     reference_age_days, reference_from_run)
 from ..plan.baseline import EMULATED_RANKS, Planner
-from ..plan.smoke_cases import SMOKE_POINTS, smoke_reference_launches
-from ..render.compare import compare_document, compare_markdown, comparable_text, judge_sides, regression_text
+from ..plan.smoke_cases import PARTS, SMOKE_POINTS, TIMED_PARTS, smoke_reference_launches
+from ..render.compare import comparable_text
 from ..render.report import write_verdict
+from ..render.smoke import (sensitivity_table, smoke_case_text, smoke_compare_document, smoke_markdown,
+                            smoke_regression_text)
 from ..render.verdict import reason_text
-from ..rules.compare import NOT_COMPARABLE_EXIT, REGRESSION_EXIT, compare_exit
+from ..rules.compare import NOT_COMPARABLE_EXIT, REGRESSION_EXIT, comparability, compare_exit
+from ..rules.smoke_bands import GPU_SHIFT_POINT, judge_smoke
 from ..rules.verdict import FAIL
 
 
@@ -43,20 +47,27 @@ NO_GPU_REASON = "no GPU visible (nvidia-smi -L found none)"
 # A tool's own one-line error ("coll_perf: error: --backend nccl: CUDA sees no device: ..."), carried into the JUnit.
 TOOL_ERROR_RE = re.compile(r"^[\w.-]+: error: .+")
 AGAINST_MARKDOWN = "against.md"
+CAPTURE_MARKDOWN = "capture.md"
+EXPIRED_CODE = "smoke.reference_expired"
 
 
-def smoke_launches(inputs, run_dir, have_gpu):
+def smoke_launches(inputs, run_dir, have_gpu, parts=PARTS, inject=None):
+    """(launches, skipped parts) of a smoke: with a GPU the chosen parts (PARTS) in run order, the slowdown test knob
+    in the environment of the injected part's launches alone; without one the MPI-backend collectives."""
     planner = Planner(inputs, run_dir)
     host = inputs["local_host"]
     launches = []
     skipped = []
-    topo_out = planner.path("topology", f"{host}.json")
-    launches.append(planner.launch("topology", "topology", [planner.tool("topo_map"), "--json", topo_out],
-                                   hosts=[host], outputs=[topo_out]))
+    if "topology" in parts:
+        topo_out = planner.path("topology", f"{host}.json")
+        launches.append(planner.launch("topology", "topology", [planner.tool("topo_map"), "--json", topo_out],
+                                       hosts=[host], outputs=[topo_out]))
     cpus = inputs.get("cpu_count") or 1
     if have_gpu:
-        launches += smoke_reference_launches(planner, host)
-        launches.append(planner.emulated_check(host, oversubscribe=EMULATED_RANKS > cpus))
+        launches += smoke_reference_launches(planner, host, tuple(part for part in parts if part in TIMED_PARTS),
+                                             inject)
+        if "emulated" in parts:
+            launches.append(planner.emulated_check(host, oversubscribe=EMULATED_RANKS > cpus))
         return launches, skipped
     sizes = list(SMOKE_SIZES)
     size_list = sweep_sizes(*sizes)
@@ -160,32 +171,40 @@ def verdict_results(results, verdict):
     return cases
 
 
-def write_smoke_reference(run_dir):
+def write_smoke_reference(run_dir, inject=None):
     """RUN_DIR/smoke_reference.json of a finished run (a baseline's too: its smoke.* points), the NVIDIA driver read
-    here where the run was measured. Returns the reference."""
+    here where the run was measured; a run made with the slowdown test knob says so (and is never a reference).
+    Returns the reference."""
     reference = reference_from_run(run_dir, utc_now(), TOOL_VERSION, read_nvidia_driver())
+    if inject:
+        reference["injected_slowdown"] = {"part": inject[0], "pct": inject[1]}
     write_json_atomic(os.path.join(run_dir, REFERENCE_FILE), reference)
     return reference
 
 
 def against_results(judged, comparable):
     """JUnit test cases of the comparison with the reference: one per case both have ('against:POINT/CASE', failed on a
-    regression, with both values and the band), and 'against' itself (failed when nothing is comparable)."""
+    regression or an unstable run, with both values and the band), one for the whole GPU ('against:gpu'), and
+    'against' itself (failed when nothing is comparable)."""
     results = []
-    regressions = {(item["point"], item.get("case_id")): regression_text(item) for item in judged["regressions"]}
+    found = {}
+    for item in judged["regressions"]:
+        if "case_id" in item:
+            found.setdefault((item["point"], item["case_id"]), []).append(smoke_regression_text(item))
     for case in judged["cases"]:
         key = (case["point"], case["case_id"])
         name = f"against:{case['point']}/{case['case_id']}"
-        if key in regressions:
-            results.append({"name": name, "outcome": "failed", "seconds": 0.0, "message": regressions[key]})
+        if key in found:
+            results.append({"name": name, "outcome": "failed", "seconds": 0.0, "message": found[key][0],
+                            "cases": found[key][1:]})
         else:
-            detail = (f"{case['diff']:+.1f}% (band {case['band']:.1f}%): {case['verdict']}" if case["timed"] else
-                      case["verdict"])
-            results.append({"name": name, "outcome": "passed", "seconds": 0.0, "message": detail})
-    for item in judged["regressions"]:
-        if "collective" in item:  # a point-wide shift
-            results.append({"name": f"against:{item['point']}/{item['collective']}", "outcome": "failed",
-                            "seconds": 0.0, "message": regression_text(item)})
+            results.append({"name": name, "outcome": "passed", "seconds": 0.0, "message": smoke_case_text(case)})
+    for shift in judged["shifts"]:
+        text = (f"{shift['sizes']} timed cases {shift['diff']:+.2f}% together (band {shift['band']:.2f}%, "
+                f"{shift['agree']:.0%} that way): {shift['verdict']}")
+        failing = [item for item in judged["regressions"] if item.get("point") == GPU_SHIFT_POINT]
+        results.append({"name": f"against:{GPU_SHIFT_POINT}", "outcome": "failed" if failing else "passed",
+                        "seconds": 0.0, "message": smoke_regression_text(failing[0]) if failing else text})
     said = comparable_text(comparable)
     failed = not comparable["comparable"] or comparable["refused"]
     results.append({"name": "against", "outcome": "failed" if failed else "passed", "seconds": 0.0,
@@ -193,33 +212,43 @@ def against_results(judged, comparable):
     return results
 
 
-def judge_against(run_dir, reference, source, own, options):
-    """Judges the smoke's own reference against the stored one: writes compare.json and against.md into the run
-    directory; returns (JUnit results, regression lines, comparability, exit status)."""
-    judged, comparable = judge_sides(reference_groups(reference), reference["identity"], reference_groups(own),
-                                     own["identity"], options["threshold_pct"], options["fail_above_pct"],
-                                     other_hardware=options["other_hardware"])
+def judge_against(run_dir, reference, source, own, options, inject=None):
+    """Judges the smoke's own reference against a measured one (rules/smoke_bands.py): writes compare.json and
+    against.md into the run directory; returns (JUnit results, finding lines, comparability, exit status). A
+    reference older than its capture's max_age_days is not comparable (exit 3): docs/ci.md says why."""
+    judged = judge_smoke(reference, own, options["fail_above_pct"])
+    sizes = [{(case["point"], case["case_id"]): case.get("bytes") for case in side["cases"]} for side in (reference, own)]
+    differences = identity_differences(reference["identity"], own["identity"])
+    comparable = comparability(judged, sizes[0], sizes[1], differences, options["other_hardware"])
+    age = reference_age_days(reference, utc_now())
+    limit = reference["capture"].get("max_age_days")
+    if limit and age is not None and age > limit:
+        comparable.update(comparable=False, refused=True, code=EXPIRED_CODE,
+                          reasons=comparable["reasons"] + [
+                              f"the reference was captured {age:.0f} days ago, past its max_age_days {limit}: capture "
+                              "again on the idle runner and judge the new capture against this one before it replaces "
+                              "it (docs/ci.md)"])
     mine = os.path.join(run_dir, REFERENCE_FILE)
     write_json_atomic(os.path.join(run_dir, "compare.json"),
-                      compare_document(judged, source, mine, options["threshold_pct"], options["fail_above_pct"],
-                                       False, utc_now(), comparable))
+                      smoke_compare_document(judged, comparable, source, mine, options["fail_above_pct"], utc_now(),
+                                             reference, inject, age))
     write_atomic(os.path.join(run_dir, AGAINST_MARKDOWN),
-                 compare_markdown(judged, comparable, source, mine, options["threshold_pct"],
-                                  options["fail_above_pct"], False))
-    return (against_results(judged, comparable), [regression_text(item) for item in judged["regressions"]],
+                 smoke_markdown(judged, comparable, source, mine, options["fail_above_pct"], reference, inject, age))
+    return (against_results(judged, comparable), [smoke_regression_text(item) for item in judged["regressions"]],
             comparable, compare_exit(judged, comparable))
 
 
-def run_smoke(inputs, run_dir, junit_path, have_gpu, argv, verbose=False, against=None):
-    """against: None, or {'reference', 'source', 'threshold_pct', 'fail_above_pct', 'other_hardware'} (the reference
-    already read and checked by the caller, so a bad one is refused before anything is measured)."""
+def run_parts(inputs, run_dir, have_gpu, argv, verbose, parts, inject):
+    """Runs one smoke's launches into run_dir: (JUnit results of its parts and checks, the skipped parts, the runner,
+    the run's own smoke reference). Raises what the runner raises, after recording the run as interrupted."""
     started = time.monotonic()
-    launches, skipped = smoke_launches(inputs, run_dir, have_gpu)
-    if not have_gpu:
-        print("cclbench: no GPU visible: running the MPI-backend smoke only; GPU parts are marked skipped",
-              file=sys.stderr)
+    launches, skipped = smoke_launches(inputs, run_dir, have_gpu, parts, inject)
     runner = Baseline(inputs, run_dir, resume=False, verbose=verbose, argv=argv, launches=launches, mode="smoke")
     runner.prepare()
+    if inject:
+        runner.manifest["notes"].append(f"test run: the slowdown test knob injected {inject[1]:g}% into smoke."
+                                        f"{inject[0]} (CCLBENCH_INJECT_SLOWDOWN in its launches' env): these numbers "
+                                        "are not the GPU's")
     for name, reason in skipped:
         runner.manifest["points"][name] = {"kind": "skipped", "status": "skipped", "exit_code": None, "reason": reason,
                                            "attempts": 0, "started_utc": None, "finished_utc": None, "elapsed_s": None}
@@ -261,11 +290,64 @@ def run_smoke(inputs, run_dir, junit_path, have_gpu, argv, verbose=False, agains
         print(f"cclbench: verdict.json not written: {error}", file=sys.stderr)
         verdict = None
     results = verdict_results(results, verdict)
-    own = write_smoke_reference(run_dir)
+    own = write_smoke_reference(run_dir, inject)
+    return results, skipped, runner, own
+
+
+def capture_reference(inputs, run_dir, junit_path, have_gpu, argv, verbose, capture):
+    """smoke --capture N: N smoke runs of the timed parts into RUN_DIR/capture/runNN, merged into RUN_DIR's
+    smoke_reference.json (model/smoke_reference.merge_capture) with capture.md, the table of the smallest change each
+    case can catch. Exit 0 once the reference is written; a failed run stops the capture (exit 1)."""
+    started = time.monotonic()
+    if not have_gpu:
+        raise CclbenchError("smoke --capture needs a GPU: the smoke's reference cases are GPU measurements", 2)
+    make_dirs(os.path.join(run_dir, "capture"))
+    parts = tuple(TIMED_PARTS)
+    references, results = [], []
+    for number in range(1, capture["runs"] + 1):
+        sub = os.path.join(run_dir, "capture", f"run{number:02d}")
+        step = time.monotonic()
+        own_results, _skipped, runner, own = run_parts(inputs, sub, have_gpu, argv, verbose, parts, None)
+        failed = [r for r in own_results if r["outcome"] == "failed"]
+        runner.finish("failed" if failed else "complete")
+        results.append({"name": f"capture.run{number:02d}", "outcome": "failed" if failed else "passed",
+                        "seconds": time.monotonic() - step,
+                        "message": f"{failed[0]['name']}: {failed[0]['message']}" if failed else
+                        f"{len(own['cases'])} case(s)", "cases": [f"{r['name']}: {r['message']}" for r in failed[1:]]})
+        print(f"cclbench: capture run {number} of {capture['runs']}: {'FAILED' if failed else 'ok'} "
+              f"({time.monotonic() - step:.1f}s)", file=sys.stderr)
+        if failed:
+            write_junit(junit_path, results, time.monotonic() - started)
+            raise CclbenchError(f"smoke --capture: run {number} failed ({failed[0]['name']}: {failed[0]['message']}); "
+                                f"a reference is made of healthy runs only (see {os.path.join(sub, 'run.log')})")
+        references.append(own)
+    reference = merge_capture(references, utc_now(), TOOL_VERSION, os.path.basename(run_dir), inputs["local_host"],
+                              capture["max_age_days"], parts)
+    write_json_atomic(os.path.join(run_dir, REFERENCE_FILE), reference)
+    write_atomic(os.path.join(run_dir, CAPTURE_MARKDOWN),
+                 "# cclbench smoke reference\n\n" + sensitivity_table(reference) + "\n")
+    results.append({"name": "capture", "outcome": "passed", "seconds": 0.0,
+                    "message": f"{len(reference['cases'])} case(s) from {capture['runs']} runs"})
+    write_junit(junit_path, results, time.monotonic() - started)
+    print(f"cclbench: smoke reference of {capture['runs']} runs written in {time.monotonic() - started:.1f}s: "
+          f"{os.path.join(run_dir, REFERENCE_FILE)} (the smallest change each case can catch: "
+          f"{os.path.join(run_dir, CAPTURE_MARKDOWN)}); JUnit: {junit_path}", file=sys.stderr)
+    return 0
+
+
+def run_smoke(inputs, run_dir, junit_path, have_gpu, argv, verbose=False, against=None, parts=PARTS, inject=None):
+    """against: None, or {'reference', 'source', 'fail_above_pct', 'other_hardware'} (a measured reference, already
+    read and checked by the caller, so a bad one is refused before anything is measured). parts: the parts to run
+    (PARTS); inject: (part, pct) of the slowdown test knob (tests only; the caller checked it is allowed)."""
+    started = time.monotonic()
+    if not have_gpu:
+        print("cclbench: no GPU visible: running the MPI-backend smoke only; GPU parts are marked skipped",
+              file=sys.stderr)
+    results, skipped, runner, own = run_parts(inputs, run_dir, have_gpu, argv, verbose, parts, inject)
     compared, regressions, comparable, compare_status = [], [], None, 0
     if against:
         compared, regressions, comparable, compare_status = judge_against(run_dir, against["reference"],
-                                                                          against["source"], own, against)
+                                                                          against["source"], own, against, inject)
     total = time.monotonic() - started
     failed = [r for r in results if r["outcome"] == "failed"]
     runner.finish("failed" if failed or compare_status else "complete")
@@ -277,13 +359,16 @@ def run_smoke(inputs, run_dir, junit_path, have_gpu, argv, verbose=False, agains
     if compare_status == NOT_COMPARABLE_EXIT:
         raise CclbenchError(f"smoke against {against['source']}: {comparable_text(comparable)} "
                             f"({os.path.join(run_dir, AGAINST_MARKDOWN)})", NOT_COMPARABLE_EXIT)
+    test_run = f" (test run: {inject[1]:g}% injected into smoke.{inject[0]})" if inject else ""
     if compare_status == REGRESSION_EXIT:
         more = f" (and {len(regressions) - 1} more)" if len(regressions) > 1 else ""
-        raise CclbenchError(f"smoke against {against['source']}: {len(regressions)} regression(s) beyond noise, first "
-                            f"{regressions[0]}{more} ({os.path.join(run_dir, AGAINST_MARKDOWN)})", REGRESSION_EXIT)
+        raise CclbenchError(f"smoke against {against['source']}{test_run}: {len(regressions)} finding(s) beyond the "
+                            f"reference's measured noise, first {regressions[0]}{more} "
+                            f"({os.path.join(run_dir, AGAINST_MARKDOWN)})", REGRESSION_EXIT)
     if comparable and comparable["identity"]:
         print(f"cclbench: {comparable_text(comparable)}", file=sys.stderr)
-    judged_text = f"; against {against['source']}: {comparable['matched']} case(s), no regression" if against else ""
+    judged_text = (f"; against {against['source']}{test_run}: {comparable['matched']} case(s), no regression, none "
+                   "unstable" if against else "")
     print(f"cclbench: smoke passed in {total:.1f}s ({len(results) - len(skipped)} part(s) run, {len(skipped)} "
           f"skipped{judged_text}); JUnit: {junit_path}", file=sys.stderr)
     return 0

@@ -6,20 +6,29 @@ that file, from a file kept anywhere, or build it from a run directory's own fil
 smoke/smoke.copy.repN.json, the tools' manifests). A case of the reference is one measurement, a list of repeats;
 the rules see each repeat as a case record (reference_groups), so the noise rule of rules/noise.py judges it as any
 other case.
+
+A measured reference (`smoke --capture N`, schema 1.1) is N such runs merged (merge_capture): every launch of every
+run, and per case what rules/smoke_bands.py judges a smoke with: each run's value, their centre, the run-to-run spread
+and the within-run spread of launches (its floor), and the largest excursion of one sample from its launch's median.
+A launch's value comes from its samples by the case's estimator (ESTIMATORS: why each one).
 """
 
+import datetime
 import glob
+import json
+import math
 import os
 import re
+import statistics
 
 from ..base.errors import CclbenchError
 from ..base.files import read_json
-from ..base.numbers import is_finite, positive
+from ..base.numbers import is_finite, median, positive
 from ..model.records import base_point_of, bandwidth_time_us, cases_path, latest_by_case, load_cases, was_skipped
 
 REFERENCE_FILE = "smoke_reference.json"
 REFERENCE_KIND = "smoke_reference"
-REFERENCE_SCHEMA_VERSION = "1.0.0"
+REFERENCE_SCHEMA_VERSION = "1.1.0"  # 1.1: capture (several runs) and each case's measured spread
 # The smoke's points (plan/smoke_cases.py launches them): their records are the reference's cases.
 SMOKE_POINT_PREFIX = "smoke."
 SMOKE_COPY_POINT = "smoke.copy"
@@ -29,6 +38,73 @@ SMOKE_COPY_DIR = "smoke"
 IDENTITY_FIELDS = (("gpu_model", "GPU model"), ("gpu_count", "GPU count"), ("nvidia_driver", "NVIDIA driver"),
                    ("cuda_driver", "CUDA driver"), ("cuda_runtime", "CUDA runtime"), ("nccl", "NCCL version"))
 _REPEAT_FILE_RE = re.compile(r"^smoke\.copy\.rep(\d+)\.json$")
+SAMPLES_SUFFIX = ".samples.jsonl"  # coll_perf --samples beside each smoke collective launch: smoke/<launch>.samples.jsonl
+
+# How one launch of a case becomes one number (its repeat's time_us), per smoke point. Chosen for the measurement,
+# by the launch-to-launch spread measured on an H100 (5 runs x 3 launches, 2026-12-05; docs/ci.md):
+#   smoke.copy        "best": the fastest of the launch's per-copy times (best of N). A copy has a floor, the link's
+#                     or HBM's speed, and anything else only adds time, so the fastest sample is the steadiest:
+#                     launch-to-launch 0.09% host-to-device, 0.06% device-to-host, 0.17% local CE, 0.41% local SM,
+#                     against 0.26%, 0.13%, 0.21%, 0.43% for a 20% trimmed mean and 0.28-0.50% for the median.
+#                     Interference that spares some samples cannot move it: that is the unstable finding's to see.
+#   smoke.collective  "gated": coll_perf's gated time, one event pair around the launch's back-to-back collectives
+#                     behind a blocker: the mean of them all with no per-iteration timer cost (0.2-0.6%, against
+#                     0.3-0.5% for the median of per-iteration times, which carry their events' cost).
+#   smoke.graph       "gated": the same around 10 replays of a 50-collective graph (500 collectives): 0.08%, against
+#                     1.5-1.8% for any statistic of the per-iteration times of an 8K AllReduce (~1 us each).
+# Samples kept for the unstable finding: the per-copy times (p2p_matrix sample_time_us) and the per-iteration times
+# of the instrumented pass (coll_perf --samples).
+TRIM_FRACTION = 0.2
+ESTIMATORS = {SMOKE_COPY_POINT: "best", "smoke.collective": "gated", "smoke.graph": "gated"}
+ESTIMATOR_NAMES = ("trimmed_mean", "median", "best", "mean", "gated")
+
+
+def estimate(estimator, samples):
+    """One launch's value from its samples (microseconds): trimmed_mean, median, best (the smallest) or mean. None
+    without samples."""
+    values = sorted(v for v in samples or [] if is_finite(v) and v > 0)
+    if not values:
+        return None
+    if estimator == "best":
+        return values[0]
+    if estimator == "median":
+        return median(values)
+    cut = int(len(values) * TRIM_FRACTION) if estimator == "trimmed_mean" else 0
+    kept = values[cut:len(values) - cut] or values
+    return sum(kept) / len(kept)
+
+
+# A gated launch's per-iteration samples (the instrumented pass, an event pair per iteration) stand for its gated
+# value only where the timer's own cost is small against the operation: their mean within this fraction of the gated
+# value. Beyond it they time the timer (an 8K AllReduce in a graph on an H100: samples 3.56 us, gated 1.00 us, their
+# scatter 9.9%, against 0.08% run to run for the gated value: docs/data/smoke_proof/h100-2026-12-06), and give no floor.
+GATED_SAMPLES_AGREEMENT = 0.25
+
+
+def sample_se_pct(estimator, samples, value=None):
+    """How precisely one launch's samples fix its value, percent: the standard error of their mean (gated: the mean
+    of the back-to-back iterations the per-iteration samples stand for; mean, trimmed_mean, median), or for best
+    the gap between the two fastest samples (the best of N can be no finer than the spacing at the bottom). None
+    with fewer than two samples, and for a gated launch (value: its gated time) whose samples' mean lies more than
+    GATED_SAMPLES_AGREEMENT above its value: they time something else (the per-iteration timer)."""
+    values = sorted(v for v in samples or [] if is_finite(v) and v > 0)
+    if len(values) < 2:
+        return None
+    if estimator == "gated" and value and statistics.fmean(values) > value * (1 + GATED_SAMPLES_AGREEMENT):
+        return None
+    if estimator == "best":
+        return (values[1] / values[0] - 1) * 100
+    cut = int(len(values) * TRIM_FRACTION) if estimator == "trimmed_mean" else 0
+    kept = values[cut:len(values) - cut] if len(values) - 2 * cut >= 2 else values
+    return statistics.stdev(kept) / math.sqrt(len(kept)) / statistics.fmean(kept) * 100
+
+
+def excursions_pct(samples):
+    """Each sample's excursion above its launch's median, percent (x / median - 1) x 100: what an unstable launch
+    shows, whatever its value."""
+    values = [v for v in samples or [] if is_finite(v) and v > 0]
+    centre = median(values)
+    return [(v / centre - 1) * 100 for v in values] if centre else []
 
 
 def _endpoint(value):
@@ -47,25 +123,52 @@ def copy_repeats(document):
         bandwidth = result.get("bandwidth_gbps") if isinstance(result.get("bandwidth_gbps"), dict) else {}
         verification = result.get("verification") if isinstance(result.get("verification"), dict) else {}
         ok = result.get("status") == "ok"
-        time_us = positive(stats.get("median")) if ok else None
+        samples = [v for v in result.get("sample_time_us") or [] if is_finite(v) and v > 0]
+        time_us = (estimate(ESTIMATORS[SMOKE_COPY_POINT], samples) or positive(stats.get("median"))) if ok else None
         found[case_id] = {"status": result.get("status") if isinstance(result.get("status"), str) else "error",
                           "reason": None if ok else (result.get("reason") or "no reason given"),
                           "time_us": time_us, "bandwidth_gbps": positive(bandwidth.get("median")) if ok else None,
                           "wrong": verification.get("wrong_words") if is_finite(verification.get("wrong_words")) else None,
                           "bytes": result.get("bytes") if isinstance(result.get("bytes"), int) else None}
+        if ok and samples:
+            found[case_id]["samples_us"] = samples
         if ok and time_us is None:
             found[case_id].update(status="error", reason="time_us.median is missing")
     return found
 
 
-def _coll_repeat(record):
-    """A repeat entry of one coll_perf case record: its bandwidth time (gated_time_us where there is one)."""
+def _coll_repeat(record, samples=None):
+    """A repeat entry of one coll_perf case record: its bandwidth time (gated_time_us where there is one), and its
+    per-iteration samples where coll_perf --samples wrote them."""
     ok = record.get("status") == "ok"
     time_us = bandwidth_time_us(record) if ok else None
-    return {"status": record.get("status") or "error", "reason": None if ok else (record.get("reason") or None),
-            "time_us": time_us, "bandwidth_gbps": positive(record.get("algbw_gbps")) if ok else None,
-            "wrong": record.get("wrong") if isinstance(record.get("wrong"), int) else None,
-            "bytes": record.get("requested_bytes")}
+    entry = {"status": record.get("status") or "error", "reason": None if ok else (record.get("reason") or None),
+             "time_us": time_us, "bandwidth_gbps": positive(record.get("algbw_gbps")) if ok else None,
+             "wrong": record.get("wrong") if isinstance(record.get("wrong"), int) else None,
+             "bytes": record.get("requested_bytes")}
+    kept = [v for v in samples or [] if is_finite(v) and v > 0]
+    if ok and kept:
+        entry["samples_us"] = kept
+    return entry
+
+
+def _coll_samples(run_dir):
+    """{(launch point, case_id): per-iteration times} of the smoke's coll_perf --samples files."""
+    found = {}
+    for path in sorted(glob.glob(os.path.join(run_dir, SMOKE_COPY_DIR, SMOKE_POINT_PREFIX + "*" + SAMPLES_SUFFIX))):
+        try:
+            with open(path, encoding="utf-8") as handle:
+                lines = handle.read().splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            try:
+                item = json.loads(line)
+            except ValueError:
+                continue  # a torn last line of a launch that was stopped
+            if isinstance(item, dict) and isinstance(item.get("case_id"), str) and isinstance(item.get("samples_us"), list):
+                found[(item.get("point"), item["case_id"])] = item["samples_us"]
+    return found
 
 
 def _smoke_manifests(run_dir):
@@ -146,6 +249,7 @@ def reference_from_run(run_dir, created_utc, tool_version, nvidia_driver=None):
                 "mode": {"backend": "cuda", "nranks": 1, "emulated": False, "graph_launches": 0}, "repeats": []})
             case["repeats"].append(dict(entry, repeat=int(match.group(1))))
     records_file = cases_path(run_dir)
+    samples = _coll_samples(run_dir)
     if os.path.exists(records_file):
         records, _ = load_cases(records_file, "case records")
         for (point, case_id), record in sorted(latest_by_case(records).items()):
@@ -159,12 +263,143 @@ def reference_from_run(run_dir, created_utc, tool_version, nvidia_driver=None):
                 "mode": {"backend": record.get("backend") or "?", "nranks": record.get("nranks") or 1,
                          "emulated": bool(record.get("emulated")), "graph_launches": record.get("graph_launches") or 0},
                 "repeats": []})
-            case["repeats"].append(dict(_coll_repeat(record), repeat=repeat))
+            case["repeats"].append(dict(_coll_repeat(record, samples.get((point, case_id))), repeat=repeat))
     for case in cases.values():
         case["repeats"].sort(key=lambda entry: entry["repeat"])
     return {"schema_version": REFERENCE_SCHEMA_VERSION, "kind": REFERENCE_KIND, "created_utc": created_utc,
             "tool": {"name": "cclbench", "version": tool_version}, "run_id": os.path.basename(os.path.abspath(run_dir)),
             "identity": run_identity(run_dir, copies, nvidia_driver), "cases": [cases[key] for key in sorted(cases)]}
+
+
+# A measured reference: at least this many runs (a spread from fewer has too few degrees of freedom: at 4 runs the
+# t quantile of the band is 13, at 10 runs 6); `smoke --capture` defaults to CAPTURE_RUNS_DEFAULT.
+MIN_CAPTURE_RUNS = 5
+CAPTURE_RUNS_DEFAULT = 10
+# How long a measured reference is trusted (days; 0: no limit). Its spread was measured over minutes, the smoke has
+# no measurement of how a machine drifts over months: after a quarter it is captured again on purpose, and the new
+# capture judged against the old before it replaces it (docs/ci.md), so a slow regression is seen, not absorbed.
+MAX_AGE_DAYS_DEFAULT = 90
+CAPTURE_METHOD = ("smoke --capture: N smoke runs back to back on the idle runner, each with the plan's launches of "
+                  "every timed part; a run's value of a case is the geometric mean of its launches' values (each by "
+                  "the case's estimator), the case's spread the standard deviation of the runs' ln values, floored by "
+                  "the launches' spread within a run and by their samples' own standard error, each over "
+                  "sqrt(repeats)")
+
+
+def _run_key(reference):
+    return {(case["point"], case["case_id"]): case for case in reference["cases"]}
+
+
+def merge_capture(references, created_utc, tool_version, run_id, host, max_age_days, parts):
+    """The measured reference of N single-run references of one capture (smoke_reference.schema.json 1.1): every
+    launch of every run (without its samples), and per case `measured`. Raises CclbenchError when the runs cannot
+    make one (a failed launch, other hardware between runs, different cases or repeats)."""
+    if len(references) < MIN_CAPTURE_RUNS:
+        raise CclbenchError(f"a measured reference needs at least {MIN_CAPTURE_RUNS} runs, got {len(references)}", 2)
+    first = references[0]
+    keys = sorted(_run_key(first))
+    if not keys:
+        raise CclbenchError("the capture measured no smoke case (no GPU?): nothing to make a reference of")
+    for number, reference in enumerate(references, 1):
+        if reference["identity"] != first["identity"]:
+            raise CclbenchError(f"capture run {number} was measured on other hardware or software than run 1")
+        if sorted(_run_key(reference)) != keys:
+            raise CclbenchError(f"capture run {number} measured other cases than run 1")
+    cases = []
+    repeats_per_run = None
+    for key in keys:
+        base = _run_key(first)[key]
+        merged = {name: base[name] for name in ("point", "case_id", "collective", "bytes", "mode")}
+        merged["repeats"] = []
+        run_logs, launch_logs, excursions, errors = [], [], [], []
+        for number, reference in enumerate(references, 1):
+            case = _run_key(reference)[key]
+            if case["mode"] != base["mode"]:
+                raise CclbenchError(f"capture run {number}: {key[0]} {key[1]} was measured in another mode")
+            bad = [entry for entry in case["repeats"] if entry["status"] != "ok" or entry.get("wrong")]
+            if bad:
+                raise CclbenchError(f"capture run {number}: {key[0]} {key[1]} repeat {bad[0]['repeat']} is not ok "
+                                    f"({bad[0].get('reason') or 'wrong data'}): a reference is made of healthy runs only")
+            if repeats_per_run is None:
+                repeats_per_run = len(case["repeats"])
+            if len(case["repeats"]) != repeats_per_run:
+                raise CclbenchError(f"capture run {number}: {key[0]} {key[1]} has {len(case['repeats'])} repeats, "
+                                    f"run 1 {repeats_per_run}")
+            logs = [math.log(entry["time_us"]) for entry in case["repeats"]]
+            launch_logs.append(logs)
+            run_logs.append(statistics.fmean(logs))
+            for entry in case["repeats"]:
+                error = sample_se_pct(ESTIMATORS.get(key[0], "gated"), entry.get("samples_us"), entry.get("time_us"))
+                if error is not None:
+                    errors.append(error)
+                launch_excursions = excursions_pct(entry.get("samples_us"))
+                excursions += launch_excursions
+                kept = {name: value for name, value in entry.items() if name != "samples_us"}
+                kept.update(run=number, excursion_pct=max(launch_excursions) if launch_excursions else None)
+                merged["repeats"].append(kept)
+        merged["measured"] = measured_spread(run_logs, launch_logs, excursions, errors, ESTIMATORS.get(key[0], "gated"))
+        cases.append(merged)
+    created = [reference.get("created_utc") for reference in references if reference.get("created_utc")]
+    return {"schema_version": REFERENCE_SCHEMA_VERSION, "kind": REFERENCE_KIND, "created_utc": created_utc,
+            "tool": {"name": "cclbench", "version": tool_version}, "run_id": run_id, "identity": first["identity"],
+            "capture": {"runs": len(references), "repeats": repeats_per_run, "first_utc": min(created) if created else None,
+                        "last_utc": max(created) if created else None, "host": host, "parts": list(parts),
+                        "max_age_days": max_age_days, "method": CAPTURE_METHOD},
+            "cases": cases}
+
+
+def measured_spread(run_logs, launch_logs, excursions, errors, estimator):
+    """A case's `measured` from its runs: run_logs[k] = mean ln of run k's launch values, launch_logs[k] = those ln
+    values, errors = each launch's sample_se_pct. The spread used (spread_pct) is the run-to-run standard deviation of
+    ln values (N - 1 degrees of freedom), floored by what no run can scatter less than, measured inside the runs: the
+    spread of launches within a run over sqrt(repeats) (N x (repeats - 1) degrees of freedom), and the launches' own
+    sampling error (the root mean square of sample_se_pct) over sqrt(repeats)."""
+    runs = len(run_logs)
+    repeats = len(launch_logs[0])
+    run_spread = statistics.stdev(run_logs) * 100
+    dof = runs * (repeats - 1)
+    within = sum((value - statistics.fmean(logs)) ** 2 for logs in launch_logs for value in logs)
+    launch_spread = math.sqrt(within / dof) * 100 if dof else None
+    sample_se = math.sqrt(statistics.fmean([e * e for e in errors])) if errors else None
+    floors = {"launches": launch_spread / math.sqrt(repeats) if launch_spread is not None else 0.0,
+              "samples": sample_se / math.sqrt(repeats) if sample_se is not None else 0.0}
+    floor_from = max(floors, key=floors.get)
+    spread_from = "runs" if run_spread >= floors[floor_from] else floor_from
+    return {"estimator": estimator, "runs": runs, "repeats": repeats,
+            "run_values_us": [math.exp(value) for value in run_logs], "center_us": math.exp(statistics.fmean(run_logs)),
+            "run_spread_pct": run_spread, "launch_spread_pct": launch_spread, "launch_dof": dof,
+            "sample_se_pct": sample_se, "spread_pct": max(run_spread, floors[floor_from]), "spread_from": spread_from,
+            "excursion_max_pct": max(excursions) if excursions else None, "samples": len(excursions)}
+
+
+def measured_problem(reference):
+    """Why a reference cannot judge a smoke with measured bands, or None: it must hold a capture of at least
+    MIN_CAPTURE_RUNS runs and every case its measured spread."""
+    capture = reference.get("capture")
+    if not isinstance(capture, dict):
+        return ("it holds one run: its repeats' spread is not a run-to-run spread. Capture a reference on the idle "
+                "runner: cclbench smoke --capture 10 --run-id ref (docs/ci.md)")
+    runs = capture.get("runs")
+    if not isinstance(runs, int) or runs < MIN_CAPTURE_RUNS:
+        return f"its capture holds {runs} run(s), fewer than {MIN_CAPTURE_RUNS}"
+    for case in reference["cases"]:
+        measured = case.get("measured")
+        if not isinstance(measured, dict) or not is_finite(measured.get("spread_pct")) or \
+                not is_finite(measured.get("center_us")) or measured["center_us"] <= 0 or \
+                not isinstance(measured.get("run_values_us"), list) or len(measured["run_values_us"]) != runs:
+            return f"case {case.get('point')} {case.get('case_id')} has no measured spread of {runs} runs"
+    return None
+
+
+def reference_age_days(reference, now_utc):
+    """Days since the reference's capture ended (its created_utc when it has no capture), or None."""
+    stamp = (reference.get("capture") or {}).get("last_utc") or reference.get("created_utc")
+    try:
+        then = datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ")
+        now = datetime.datetime.strptime(now_utc, "%Y-%m-%dT%H:%M:%SZ")
+    except (TypeError, ValueError):
+        return None
+    return (now - then).total_seconds() / 86400.0
 
 
 def reference_problem(document):
@@ -231,6 +466,8 @@ def read_reference(path):
     problem = reference_problem(document)
     if problem:
         raise CclbenchError(f"{path} is not a smoke reference (results_schema/smoke_reference.schema.json): {problem}", 2)
+    if document.get("injected_slowdown"):
+        raise CclbenchError(f"{path} was measured with the slowdown test knob (injected_slowdown): never a reference", 2)
     return document, path
 
 

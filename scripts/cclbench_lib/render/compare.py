@@ -61,8 +61,10 @@ def comparable_text(comparable):
     return "NOT COMPARABLE: " + "; ".join(comparable["reasons"])
 
 
-def compare_document(judged, path_a, path_b, threshold_pct, fail_above_pct, host_times, created_utc, comparable):
-    """compare.json (results_schema/compare.schema.json) from rules/compare.judge_runs' data, as it is."""
+def compare_document(judged, path_a, path_b, threshold_pct, fail_above_pct, host_times, created_utc, comparable,
+                     describe=regression_text):
+    """compare.json (results_schema/compare.schema.json) from rules/compare.judge_runs' data, as it is. describe: one
+    regression as its line (the smoke's findings have shapes of their own: render/smoke.smoke_regression_text)."""
     verdict = compare_verdict(judged)
     cases = []
     for case in judged["cases"]:
@@ -78,7 +80,7 @@ def compare_document(judged, path_a, path_b, threshold_pct, fail_above_pct, host
     shifts = [{"point": shift["point"], "collective": shift["collective"], "sizes": shift["sizes"],
                "diff_pct": shift["diff"], "band_pct": shift["band"], "verdict": shift["verdict"],
                "regression": shift["regression"]} for shift in judged["shifts"]]
-    regressions = [regression_text(item) for item in judged["regressions"]]
+    regressions = [describe(item) for item in judged["regressions"]]
     return {"schema_version": COMPARE_SCHEMA_VERSION, "kind": "compare",
             "tool": {"name": "cclbench", "version": TOOL_VERSION}, "created_utc": created_utc,
             "run_a": os.path.abspath(path_a), "run_b": os.path.abspath(path_b), "threshold_pct": threshold_pct,
