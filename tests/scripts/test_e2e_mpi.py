@@ -78,10 +78,14 @@ class RealTools(TempDirTest):
         self.assertEqual(result.returncode, 0, result.stderr + log[-4000:])
         # smoke.copy, smoke.collective, smoke.graph and local.share-gpu4 need the GPU.
         self.assertIn('skipped="4"', read_text(os.path.join(run, "smoke.junit.xml")))
-        # Nothing on host memory is a smoke reference: its own has no case, so against itself nothing is comparable.
+        # A run's own reference is one run: refused as a reference (its repeats' spread is no run-to-run spread).
         against = run_cli(["smoke", "--time-limit", "300", "--against", run] + self.common("SM2"), timeout=600)
-        self.assertEqual(against.returncode, 3, against.stderr)
-        self.assertIn("NOT COMPARABLE: A and B hold no case to compare", against.stderr)
+        self.assertEqual(against.returncode, 2, against.stderr)
+        self.assertIn("not a measured smoke reference: it holds one run", against.stderr)
+        # Nothing on host memory is a smoke reference: a capture needs a GPU, and says so.
+        capture = run_cli(["smoke", "--time-limit", "300", "--capture", "5"] + self.common("CAP"), timeout=600)
+        self.assertEqual(capture.returncode, 2, capture.stderr)
+        self.assertIn("smoke --capture needs a GPU", capture.stderr)
 
 
 if __name__ == "__main__":

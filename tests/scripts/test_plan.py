@@ -312,15 +312,15 @@ class LocalPlan(TempDirTest):
         launches = self.plan(1)
         coll = [argv for argv in launches if "/b/coll_perf" in argv]
         points = [argv[argv.index("--point") + 1] for argv in coll]
-        # Then the smoke's own cases, three interleaved repeats (plan/smoke_cases.py): every GPU baseline is a
-        # smoke reference.
+        # Then the smoke's own cases, once each (plan/smoke_cases.py: the samples inside one launch; the run-to-run
+        # spread comes from the runs a reference captures, smoke --capture).
         self.assertEqual(points, ["sanity", "local.gpu1.rep1", "local.gpu1.rep2", "local.gpu1.rep3", "local.share-gpu4"]
-                         + [f"smoke.{name}.rep{k}" for k in (1, 2, 3) for name in ("collective", "graph")])
+                         + [f"smoke.{name}.rep1" for name in ("collective", "graph")])
         self.assertTrue(any("/b/p2p_matrix" in argv and "--json" in argv and "-t" not in argv for argv in launches),
                         "the copy/host matrix stays")
         copies = [argv for argv in launches if "/b/p2p_matrix" in argv and "-t" in argv]
         self.assertEqual([argv[argv.index("--json") + 1].rsplit("/", 2)[1:] for argv in copies],
-                         [["smoke", f"smoke.copy.rep{k}.json"] for k in (1, 2, 3)])
+                         [["smoke", "smoke.copy.rep1.json"]])
         self.assertEqual(copies[0][copies[0].index("-t") + 1],
                          "device_local_copy_ce,device_local_copy_sm,h2d_ce_local_numa,d2h_ce_local_numa")
         for argv in coll:
@@ -331,7 +331,7 @@ class LocalPlan(TempDirTest):
                           if f in graph], ["8K", "8K", "10", "all_reduce", "out"], "one rank: no mpirun")
         collective = coll[-2]
         self.assertEqual([collective[collective.index(f) + 1] for f in ("-b", "-e", "-f", "-n", "--coll")],
-                         ["16M", "64M", "2", "50", "all_reduce"])
+                         ["16M", "64M", "2", "200", "all_reduce"])  # 200: a gated time of 3-10 ms on an H100
         self.assertNotIn("-G", collective)
         for argv in coll[:4]:
             # The sanity pass and the timed point: one real rank on the GPU, never emulated.
