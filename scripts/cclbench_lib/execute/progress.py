@@ -11,6 +11,7 @@ ranks other than 0 wait the writer's 10 s grace, then MPI_Abort, then the launch
 
 import json
 import re
+import subprocess
 import threading
 import time
 
@@ -203,3 +204,35 @@ class LaunchProgress:
                     f"{event.get('phase')} did not finish within its deadline of {event.get('deadline_s')} s"
                     for _, event in sorted(events.items()))
             return found
+
+
+def wait_watching(child, log_path, watch, limit_s, began, stop, over_limit):
+    """(exit code, problem) of a started launch: once a second its log's new whole lines of progress (coll_perf
+    --progress) feed watch (a LaunchProgress; None: not watched); a launch whose every rank reports nothing past its
+    latest deadline plus the grace is stopped (stop(child)), and so is one still running limit_s after began (its
+    problem: over_limit)."""
+    offset = 0
+    while True:
+        try:
+            return child.wait(timeout=1.0), None
+        except subprocess.TimeoutExpired:
+            pass
+        if watch is not None:
+            try:
+                with open(log_path, "rb") as handle:
+                    handle.seek(offset)
+                    chunk = handle.read()
+                complete = chunk.rfind(b"\n") + 1  # whole lines only; the rest is read next time
+                offset += complete
+                for line in chunk[:complete].decode("utf-8", "replace").splitlines():
+                    watch.feed(line)
+            except OSError:
+                pass
+            if watch.expired():
+                hang = watch.describe()
+                stop(child)
+                return child.wait(), (f"stopped: no progress past its deadline ({watch.largest_deadline_s():.0f} s, "
+                                      f"learned from the run, + {PROGRESS_GRACE_S} s grace): {hang['text']}")
+        if limit_s and time.monotonic() - began >= limit_s:
+            stop(child)
+            return child.wait(), over_limit

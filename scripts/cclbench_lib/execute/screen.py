@@ -33,8 +33,7 @@ from ..plan.screen_schedule import RETEST_BUDGET_S, node_stage, pair_schedule, r
 from ..render.screen import write_report
 from ..execute.doctor import path_mtu_run_directory, recheck_paths
 from ..execute.screen_batch import BatchedStage
-from ..execute.progress import LaunchProgress, start_allowance_s, watches_progress
-from ..plan.bounds import PROGRESS_GRACE_S
+from ..execute.progress import LaunchProgress, start_allowance_s, wait_watching, watches_progress
 from ..rules.screen_causes import shared_causes
 from ..rules.dead_paths import NOT_A_PATH_EXITS, dead_ends
 from ..rules.screen_retests import (RETEST_BUDGET, RETEST_NO_PARTNER, RETEST_PASSES_SPENT, RETEST_SETTLED,
@@ -521,32 +520,8 @@ class Screen:
         stopped (a partner frozen whole, a node that locked up), and so is one past --launch-timeout."""
         limit = self.inputs.get("launch_timeout_s")
         watch = LaunchProgress(start_allowance_s(job["hosts"])) if watches_progress(job["argv"]) else None
-        began = time.monotonic()
-        offset = 0
-        while True:
-            try:
-                return child.wait(timeout=1.0), None
-            except subprocess.TimeoutExpired:
-                pass
-            if watch is not None:
-                try:
-                    with open(log_path, "rb") as handle:
-                        handle.seek(offset)
-                        chunk = handle.read()
-                    complete = chunk.rfind(b"\n") + 1  # whole lines only; the rest is read next time
-                    offset += complete
-                    for line in chunk[:complete].decode("utf-8", "replace").splitlines():
-                        watch.feed(line)
-                except OSError:
-                    pass
-                if watch.expired():
-                    hang = watch.describe()
-                    self._stop(child)
-                    return child.wait(), f"stopped: no progress past its deadline ({watch.largest_deadline_s():.0f} s, " \
-                                         f"learned from the run, + {PROGRESS_GRACE_S} s grace): {hang['text']}"
-            if limit and time.monotonic() - began >= limit:
-                self._stop(child)
-                return child.wait(), f"launch exceeded --launch-timeout {limit}s"
+        return wait_watching(child, log_path, watch, limit, time.monotonic(), self._stop,
+                             f"launch exceeded --launch-timeout {limit}s")
 
     def _simulated_launch(self, job, attempt):
         """The fleet model's launch: its output written where coll_perf or the doctor writes it (keep_files) and

@@ -28,10 +28,10 @@ from ..base.errors import CclbenchError
 from ..base.files import make_dirs, read_json, write_json_atomic
 from ..base.values import utc_now
 from ..model.launcher import launch_failure
-from ..plan.bounds import PROGRESS_GRACE_S, TOOL_BOUND_S
+from ..plan.bounds import TOOL_BOUND_S
 from ..plan.launch_pool import LaunchPool
 from ..plan.screen_batches import batch_argv, parts, rank_hosts, settle, shape, split_points
-from .progress import LaunchProgress, start_allowance_s
+from .progress import LaunchProgress, start_allowance_s, wait_watching
 
 NODE_STAGE_KINDS = ("doctor", "intra", "loopback")
 PAIR_KINDS = ("pair", "retest", "repeat")
@@ -292,28 +292,5 @@ class BatchedStage:
     def _wait(self, child, log_path, watch, limit, began):
         """(exit code, problem) of a launch: its progress read once a second (a launch whose every rank reports
         nothing past its latest deadline plus the grace is stopped), and its bound."""
-        offset = 0
-        while True:
-            try:
-                return child.wait(timeout=1.0), None
-            except subprocess.TimeoutExpired:
-                pass
-            if watch is not None:
-                try:
-                    with open(log_path, "rb") as handle:
-                        handle.seek(offset)
-                        chunk = handle.read()
-                    complete = chunk.rfind(b"\n") + 1
-                    offset += complete
-                    for line in chunk[:complete].decode("utf-8", "replace").splitlines():
-                        watch.feed(line)
-                except OSError:
-                    pass
-                if watch.expired():
-                    hang = watch.describe()
-                    self.screen.stop(child)
-                    return child.wait(), (f"stopped: no progress past its deadline ({watch.largest_deadline_s():.0f}"
-                                          f" s, learned from the run, + {PROGRESS_GRACE_S} s grace): {hang['text']}")
-            if limit and time.monotonic() - began >= limit:
-                self.screen.stop(child)
-                return child.wait(), f"launch exceeded its bound of {limit:.0f} s"
+        return wait_watching(child, log_path, watch, limit, began, self.screen.stop,
+                             f"launch exceeded its bound of {limit:.0f} s" if limit else None)
