@@ -52,12 +52,25 @@ class VirtualCluster(unittest.TestCase):
         lines = result.stdout.split()
         self.assertEqual(lines[0], "node7")
         names = {line.split("=", 1)[0] for line in lines if "=" in line}
-        login = {"PATH", "HOME", "USER", "LOGNAME", "LANG", "SHELL", "PWD"}
+        login = {"PATH", "HOME", "USER", "LOGNAME", "LANG", "SHELL", "PWD", "TMPDIR"}
         if os.environ.get("CCLBENCH_VC_NODE_LD_LIBRARY_PATH"):  # a machine whose MPI/CUDA live off the default path
             login.add("LD_LIBRARY_PATH")
         self.assertEqual(names, login)
         self.assertEqual([line for line in lines if "=" not in line][1:], ["eth0", "eth3", "lo", "mgmt0"])
         self.assertIn("198.18.0.7", self.agent("node7", "cat", "/etc/hosts").stdout)
+
+    def test_each_node_keeps_its_open_mpi_session_folders_in_its_own_temporary_folder(self):
+        # As each real host has its own /tmp: two clusters up at once with a node of one name must not share Open MPI's
+        # TMPDIR/ompi.<host>.<uid>, which the last job there removes (an orted of the other then fails its mkdir).
+        # Where Open MPI put them comes from the ranks' own environment, which mpirun and the orted set.
+        result = self.run_on("node5", mpirun_argv(self.cluster, "node5:1,node7:1",
+                                                  ["sh", "-c", "echo $(uname -n) $OMPI_MCA_orte_top_session_dir"], 2))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        folders = dict(line.split() for line in result.stdout.splitlines() if line.startswith("node"))
+        self.assertEqual(set(folders), {"node5", "node7"}, result.stdout)
+        for node, folder in folders.items():
+            self.assertEqual(os.path.dirname(folder), self.cluster.tmp_dir(node), folders)
+            self.assertTrue(os.path.basename(folder).startswith(f"ompi.{node}."), folders)
 
     def test_agent_unknown_host_fails_like_ssh(self):
         result = self.agent("node9", "uname", "-n")

@@ -11,8 +11,14 @@ Address plan (198.18.0.0/15, the benchmarking range; nothing in the root namespa
 N is the node name's trailing number when those are unique and 1..254 (node5 -> 198.18.0.5), else
 the node's position + 1. Names: instance `cclvc-<tag>`, namespaces `cclvc-<tag>-<node>` and
 `cclvc-<tag>-sw`, state in /run/cclbench-vc/cclvc-<tag>/ (state.json, the agent wrapper `ssh`, the
-UTS namespace files), host names in /etc/netns/<ns>/hosts (bind-mounted by `ip netns exec`; the
-root /etc/hosts is never touched).
+UTS namespace files, each node's temporary folder <node>.tmp), host names in /etc/netns/<ns>/hosts
+(bind-mounted by `ip netns exec`; the root /etc/hosts is never touched).
+
+Each node has its own temporary folder, as each real host has its own /tmp: every command run on a
+node gets TMPDIR=STATE_DIR/<node>.tmp. Open MPI keeps its session folders under
+TMPDIR/ompi.<hostname>.<uid> and removes that folder when its last job there ends; nodes of two
+clusters up at once with one name (node7) would otherwise share it, and one cluster's cleanup removed
+it under the other's orted ("A call to mkdir was unable to create the desired directory").
 
 Per link (node, rail or mgmt0): the node side MTU and the switch port MTU separately (a path MTU
 mismatch: hosts 9000, ports 1500), up/down on either side, a `tbf` rate limit, and a throttle of
@@ -245,6 +251,10 @@ class Cluster:
     def uts_file(self, node):
         return os.path.join(self.state_dir, f"{node}.uts")
 
+    def tmp_dir(self, node):
+        """The node's own temporary folder (its TMPDIR; see the module's notes)."""
+        return os.path.join(self.state_dir, f"{node}.tmp")
+
     def port(self, node, link):
         """The switch-side end of a node's link (<= 15 characters)."""
         return f"p{self.nodes.index(node)}-{link}"
@@ -288,8 +298,8 @@ class Cluster:
         """argv running `argv` on the node; env: the environment it will be started with."""
         prefix = self.enter_argv(node)
         if clean_env:
-            return prefix + ["env", "-i"] + node_login_env(self.tools, node) + list(argv)
-        restore = ["env"]
+            return prefix + ["env", "-i"] + node_login_env(self.tools, self.tmp_dir(node)) + list(argv)
+        restore = ["env", f"TMPDIR={self.tmp_dir(node)}"]
         original = (os.environ if env is None else env).get("LD_LIBRARY_PATH")
         if self.tools.get("tool_ld_library_path"):
             restore += [f"LD_LIBRARY_PATH={original}"] if original else ["-u", "LD_LIBRARY_PATH"]
@@ -345,6 +355,8 @@ class Cluster:
                 self.ip("-n", sw, "link", "set", port, "up")
                 self.ip("-n", ns, "addr", "add", f"{self.address(node, link)}/24", "dev", link)
                 self.ip("-n", ns, "link", "set", link, "up")
+            os.makedirs(self.tmp_dir(node), exist_ok=True)
+            os.chmod(self.tmp_dir(node), 0o1777)  # as /tmp: any user's processes on the node write there
             uts = self.uts_file(node)
             write_file(uts, "")
             # Python sets the name: a minimal image may have no hostname(1).
@@ -475,12 +487,14 @@ def _exit_on_signal(signum, _frame):
     raise SystemExit(128 + signum)
 
 
-def node_login_env(tools, node):
-    """The environment sshd would give a root login on the node (env -i NAME=VALUE words)."""
+def node_login_env(tools, tmp_dir):
+    """The environment sshd would give a root login on the node (env -i NAME=VALUE words), with the
+    node's own temporary folder as TMPDIR."""
     import pwd
     entry = pwd.getpwuid(os.getuid())
     env = [f"PATH={tools.get('node_path') or DEFAULT_NODE_PATH}", f"HOME={entry.pw_dir}",
-           f"USER={entry.pw_name}", f"LOGNAME={entry.pw_name}", "LANG=C.UTF-8", "SHELL=/bin/sh"]
+           f"USER={entry.pw_name}", f"LOGNAME={entry.pw_name}", "LANG=C.UTF-8", "SHELL=/bin/sh",
+           f"TMPDIR={tmp_dir}"]
     if tools.get("node_ld_library_path"):
         env.append(f"LD_LIBRARY_PATH={tools['node_ld_library_path']}")
     return env
