@@ -8,7 +8,7 @@
 // --share-gpu runs several ranks on one GPU (correctness only): each rank becomes its own NCCL
 // "host" (NCCL_HOSTID) and ranks connect over NET/Socket on loopback.
 // Thread safety: abort_communication() may be called from the -T watchdog thread while the main
-// thread is inside any other method (see Communicators in the .cpp).
+// thread is inside any other method (see Communicators, nccl_communicators.hpp).
 #include <memory>
 #include <optional>
 #include <string>

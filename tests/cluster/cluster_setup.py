@@ -1,9 +1,10 @@
 """What the virtual-cluster tests share: where the build and the tools are, why a test must skip, the launch through
 the ssh-like agent (mpirun's arguments and environment), bin-dir wrappers over the real tools, the fail codes a fake
-node's RDMA ports leave, opening and closing a cluster around a test class, and the exit status CTest reads (77
-when everything skipped)."""
+node's RDMA ports leave, opening and closing a cluster around a test class (with a scratch folder kept when a test
+fails), `cclbench screen` run on the cluster, and the exit status CTest reads (77 when everything skipped)."""
 import json
 import os
+import shutil
 import stat
 import sys
 import tempfile
@@ -119,6 +120,32 @@ def close_cluster(test_class):
     test_class.cluster.__exit__(None, None, None)
     leftovers = [ns for ns in vcluster.list_netns(test_class.cluster.tools) if ns.startswith(test_class.cluster.id)]
     assert not leftovers, leftovers
+
+
+def close_cluster_keeping_work(test_class, keep, what):
+    """tearDownClass of a class whose scratch folder test_class.work holds its runs: the cluster down, and the
+    folder removed, or kept and named ("<what> kept in <folder>") when `keep` (a test failed: its logs)."""
+    test_class.cluster.__exit__(None, None, None)
+    if keep:
+        print(f"\n  {what} kept in {test_class.work}", file=sys.stderr)
+    else:
+        shutil.rmtree(test_class.work, ignore_errors=True)
+
+
+def run_screen(cluster, hosts, results, run_id, screen_args, bin_dir=APPS, agent=None, timeout=600):
+    """`cclbench screen` over `hosts` from node1, its results under `results/run_id`, launched through the cluster's
+    agent (or `agent`, a wrapper of it) with mpi_yield_when_idle (more ranks than cores here); the CompletedProcess
+    (stdout and stderr captured as text)."""
+    launch_args = mpirun_args(cluster)
+    if agent:
+        launch_args = launch_args.replace(cluster.agent, agent)
+    launch_args += " --mca mpi_yield_when_idle 1"
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               PYTHONDONTWRITEBYTECODE="1")
+    return cluster.exec("node1", [sys.executable, CCLBENCH, "screen", "--hosts", ",".join(hosts),
+                                  "--bin-dir", bin_dir, "--mpirun", MPIRUN, "--results", results,
+                                  "--run-id", run_id, f"--mpirun-args={launch_args}"] + list(screen_args),
+                        env=env, capture_output=True, text=True, timeout=timeout)
 
 
 def main():

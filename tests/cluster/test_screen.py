@@ -17,17 +17,15 @@ what a healthy pair moves here (~100 MB/s): 8 Mbit/s.
 """
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import vcluster  # noqa: E402
-from cluster_setup import APPS, CCLBENCH, MPIRUN, SOURCE_DIR, main, mpirun_args, skip_reason  # noqa: E402
+from cluster_setup import SOURCE_DIR, close_cluster_keeping_work, main, open_cluster, run_screen  # noqa: E402
 
 VALIDATOR = os.path.join(SOURCE_DIR, "tests", "tools", "validate_json.py")
 SCHEMA = os.path.join(SOURCE_DIR, "results_schema", "screen.schema.json")
@@ -40,21 +38,13 @@ SCREEN_ARGS = ["--large", "512K", "--small", "8K", "-n", "8", "-w", "1", "--max-
 class Fleet(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        reason = skip_reason("coll_perf")
-        if reason:
-            raise unittest.SkipTest(reason)
-        cls.cluster = vcluster.Cluster(NODES)
-        cls.cluster.__enter__()
-        cls.results = tempfile.mkdtemp(prefix="cclbench-screen-")  # kept when a test fails, for its logs
+        # cls.work: the screens' results, kept when a test fails, for its logs
+        open_cluster(cls, NODES, work_prefix="cclbench-screen-", tools=("coll_perf",))
         cls.failed = False
 
     @classmethod
     def tearDownClass(cls):
-        cls.cluster.__exit__(None, None, None)
-        if cls.failed:
-            print(f"\n  screen runs kept in {cls.results}", file=sys.stderr)
-        else:
-            shutil.rmtree(cls.results, ignore_errors=True)
+        close_cluster_keeping_work(cls, cls.failed, "screen runs")
 
     def run(self, result=None):
         outcome = super().run(result)
@@ -70,15 +60,9 @@ class Fleet(unittest.TestCase):
 
     def screen(self, run_id, *extra):
         """Runs cclbench screen from node1 over the agent; (exit code, screen.json, screen.md, stderr)."""
-        launch_args = mpirun_args(self.cluster) + " --mca mpi_yield_when_idle 1"
-        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-                   PYTHONDONTWRITEBYTECODE="1")
         started = time.monotonic()
-        result = self.cluster.exec("node1", [sys.executable, CCLBENCH, "screen", "--hosts", ",".join(NODES),
-                                             "--bin-dir", APPS, "--mpirun", MPIRUN, "--results", self.results,
-                                             "--run-id", run_id, f"--mpirun-args={launch_args}"]
-                                   + SCREEN_ARGS + list(extra), env=env, capture_output=True, text=True, timeout=600)
-        run_dir = os.path.join(self.results, run_id)
+        result = run_screen(self.cluster, NODES, self.work, run_id, SCREEN_ARGS + list(extra))
+        run_dir = os.path.join(self.work, run_id)
         print(f"\n  {run_id}: exit {result.returncode} in {time.monotonic() - started:.0f}s", file=sys.stderr)
         self.assertIn(result.returncode, (0, 1, 3), result.stdout[-2000:] + result.stderr[-3000:])
         checked = subprocess.run(["/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable,

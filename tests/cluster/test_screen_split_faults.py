@@ -21,20 +21,16 @@ pair's record is kept from the launch in which the crash ended the others, and e
 time model of plan/launch_time.py on the virtual cluster (its start-up and teardown at its node count) plus its
 groups' allowance. The figures (each launch's nodes, seconds and what it settled) are printed.
 """
-import glob
 import json
 import os
-import shutil
 import stat
 import sys
-import tempfile
 import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import vcluster  # noqa: E402
-from cluster_setup import APPS, CCLBENCH, MPIRUN, SOURCE_DIR, main, mpirun_args, skip_reason  # noqa: E402
+from cluster_setup import APPS, SOURCE_DIR, close_cluster_keeping_work, main, open_cluster, run_screen  # noqa: E402
 
 sys.path.insert(0, os.path.join(SOURCE_DIR, "scripts"))
 from cclbench_lib.plan.bounds import PROGRESS_GRACE_S, STOP_GRACE_S  # noqa: E402
@@ -62,20 +58,12 @@ def write_executable(path, text):
 class SplitRoundFaults(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        reason = skip_reason("coll_perf")
-        if reason:
-            raise unittest.SkipTest(reason)
-        cls.work = tempfile.mkdtemp(prefix="cclbench-split-faults-")  # kept when the test fails, for its logs
-        cls.cluster = vcluster.Cluster(NODES)
-        cls.cluster.__enter__()
+        # cls.work: kept when the test fails, for its logs
+        open_cluster(cls, NODES, work_prefix="cclbench-split-faults-", tools=("coll_perf",))
 
     @classmethod
     def tearDownClass(cls):
-        cls.cluster.__exit__(None, None, None)
-        if cls.passed:
-            shutil.rmtree(cls.work, ignore_errors=True)
-        else:
-            print(f"\n  screen run kept in {cls.work}", file=sys.stderr)
+        close_cluster_keeping_work(cls, not cls.passed, "screen run")
 
     passed = False
 
@@ -134,14 +122,9 @@ os.execv({self.cluster.agent!r}, [{self.cluster.agent!r}] + sys.argv[1:])
         results = os.path.join(self.work, "results")
         run_dir = os.path.join(results, "split-faults")
         bin_dir, agent = self.tools(run_dir)
-        launch_args = mpirun_args(self.cluster).replace(self.cluster.agent, agent) + " --mca mpi_yield_when_idle 1"
-        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-                   PYTHONDONTWRITEBYTECODE="1")
         started = time.monotonic()
-        result = self.cluster.exec("node1", [sys.executable, CCLBENCH, "screen", "--hosts", ",".join(NODES),
-                                             "--bin-dir", bin_dir, "--mpirun", MPIRUN, "--results", results,
-                                             "--run-id", "split-faults", f"--mpirun-args={launch_args}"]
-                                   + SCREEN_ARGS, env=env, capture_output=True, text=True, timeout=400)
+        result = run_screen(self.cluster, NODES, results, "split-faults", SCREEN_ARGS, bin_dir=bin_dir, agent=agent,
+                            timeout=400)
         wall = time.monotonic() - started
         self.assertIn(result.returncode, (0, 1, 3), result.stdout[-2000:] + result.stderr[-3000:])
         with open(os.path.join(run_dir, "screen.json"), encoding="utf-8") as handle:

@@ -18,7 +18,7 @@ output line is timestamped as it arrives; per launch:
 
 Modes:
   ssh   mpirun --mca plm rsh over real OpenSSH from a launcher namespace to N node namespaces, one sshd each
-        (tests/scale/launch_fanout.py's SshFleet: 198.19.0.0/16), --hostfile FILE --map-by seq
+        (tests/scale/launch_harness.py's SshFleet: 198.19.0.0/16), --hostfile FILE --map-by seq
   srun  srun --mpi=pmix -m arbitrary (SLURM_HOSTFILE) inside `salloc -N 16 --exclusive` on Slurm across the virtual
         cluster (tests/cluster/vslurm.py: slurmctld and one slurmd a node namespace)
 
@@ -47,8 +47,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "cluster"))
-import launch_fanout  # noqa: E402
+from launch_harness import (allocation_rows, emit_row, fleet_rows, inner_mode, node_address, parse_counts,  # noqa: E402
+                            ssh_mpirun_options, tear_down_on_signals, wait_for_sshd, write_results)
 
 SOURCE_DIR = os.environ.get("CCLBENCH_SOURCE_DIR") or os.path.dirname(os.path.dirname(HERE))
 BINARY_DIR = os.environ.get("CCLBENCH_BINARY_DIR") or os.path.join(SOURCE_DIR, "build")
@@ -157,33 +157,25 @@ def order(counts, repeats):
 # --- ssh ------------------------------------------------------------------------------------------------------------
 
 def ssh_inner(args):
-    counts = launch_fanout.parse_counts(args.counts)
-    launch_fanout.wait_for_sshd([launch_fanout.node_address(i) for i in range(max(counts))])
+    counts = parse_counts(args.counts)
+    wait_for_sshd([node_address(i) for i in range(max(counts))])
     node_pids = [int(pid) for pid in args.node_pids.split(",")] if args.node_pids else []
-    options = ["--mca", "plm", "rsh", "--mca", "plm_rsh_agent", args.agent, "--mca", "oob_tcp_if_include", "mgmt0",
-               "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "mgmt0", "--bind-to", "none",
-               "--mca", "mpi_yield_when_idle", "1"] + launch_fanout.root_flag()
+    options = ssh_mpirun_options(args.agent, ["--mca", "mpi_yield_when_idle", "1"])
     for number, count in enumerate(order(counts, args.repeats)):
         work = os.path.join(args.work, f"ssh.{number}")
-        hosts_path, points = job_files(work, [launch_fanout.node_address(i) for i in range(count)])
+        hosts_path, points = job_files(work, [node_address(i) for i in range(count)])
         argv = ["mpirun"] + options + ["-np", str(count), "--hostfile", hosts_path, "--map-by", "seq", COLL_PERF] + \
             JOB_FLAGS + ["--split-ranks", "1", "--split-points", points]
         row = measure(argv, work, count, node_pids=node_pids)
-        print(json.dumps(dict(row, launcher="mpirun-ssh")), flush=True)
-        time.sleep(args.settle_s)
+        emit_row(dict(row, launcher="mpirun-ssh"), args.settle_s)
     return 0
 
 
 def ssh_rows(args):
-    counts = launch_fanout.parse_counts(args.counts)
-    ip = launch_fanout.tool("ip")
-    launch_fanout.cleanup_stale(ip)
-    with launch_fanout.SshFleet(max(counts)) as fleet:
-        argv = [ip, "netns", "exec", fleet.launcher, sys.executable, os.path.abspath(__file__), "--mode", "ssh-inner",
-                "--counts", args.counts, "--repeats", str(args.repeats), "--agent", fleet.agent(),
-                "--settle-s", str(args.settle_s), "--work", args.work,
-                "--node-pids", ",".join(str(daemon.pid) for daemon in fleet.daemons)]
-        return launch_fanout.inner_rows(argv)
+    counts = parse_counts(args.counts)
+    return fleet_rows(__file__, max(counts), lambda fleet: [
+        "--counts", args.counts, "--repeats", str(args.repeats), "--settle-s", str(args.settle_s), "--work", args.work,
+        "--node-pids", ",".join(str(daemon.pid) for daemon in fleet.daemons)])
 
 
 # --- srun -----------------------------------------------------------------------------------------------------------
@@ -192,43 +184,29 @@ def srun_inner(args):
     nodes = os.environ["CCLBENCH_LAUNCH_NODES"].split(",")
     host_pids = [int(pid) for pid in args.node_pids.split(",")] if args.node_pids else []  # slurmctld
     env = dict(os.environ)
-    for number, count in enumerate(order(launch_fanout.parse_counts(args.counts), args.repeats)):
+    for number, count in enumerate(order(parse_counts(args.counts), args.repeats)):
         work = os.path.join(args.work, f"srun.{number}")
         hosts_path, points = job_files(work, nodes[:count])
         argv = ["env", f"SLURM_HOSTFILE={hosts_path}", "srun", "--mpi=pmix", "--kill-on-bad-exit=1", "-n", str(count),
                 "--nodes", str(count), "--distribution", "arbitrary", COLL_PERF] + JOB_FLAGS + \
             ["--split-ranks", "1", "--split-points", points]
         row = measure(argv, work, count, env=env, host_pids=host_pids)
-        print(json.dumps(dict(row, launcher="srun", node_cpu_reason="slurmd's step daemons are not its children")),
-              flush=True)
-        time.sleep(args.settle_s)
+        emit_row(dict(row, launcher="srun", node_cpu_reason="slurmd's step daemons are not its children"),
+                 args.settle_s)
     return 0
 
 
 def srun_rows(args):
-    import unittest  # noqa: E402 (vslurm says why Slurm cannot start with unittest.SkipTest)
-    import vcluster  # noqa: E402
-    import vslurm  # noqa: E402
     nodes = [f"node{i}" for i in range(1, SRUN_NODES + 1)]
-    with vcluster.Cluster(nodes) as cluster:
-        try:
-            slurm = vslurm.VirtualSlurm(cluster).start()
-        except unittest.SkipTest as reason:
-            raise SystemExit(f"launch_time: {reason}")
-        try:
-            controller = next(process.pid for process in slurm.processes
-                              if "slurmctld" in " ".join(process.args if isinstance(process.args, list) else []))
-            # The process that is slurmctld itself: the last of the chain ip netns exec ... exec's into it.
-            env = slurm.env(CCLBENCH_LAUNCH_NODES=",".join(nodes), OMPI_MCA_btl="tcp,self",
-                            OMPI_MCA_btl_tcp_if_include="198.18.0.0/24", OMPI_MCA_mpi_yield_when_idle="1",
-                            OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-            argv = cluster.exec_argv(nodes[0], [
-                "salloc", "-N", str(len(nodes)), "--exclusive", sys.executable, os.path.abspath(__file__),
-                "--mode", "srun-inner", "--counts", args.counts, "--repeats", str(args.repeats),
-                "--settle-s", str(args.settle_s), "--work", args.work, "--node-pids", str(controller)], env=env)
-            return launch_fanout.inner_rows(argv, env=env)
-        finally:
-            slurm.stop()
+
+    def inner_args(slurm):
+        controller = next(process.pid for process in slurm.processes
+                          if "slurmctld" in " ".join(process.args if isinstance(process.args, list) else []))
+        # The process that is slurmctld itself: the last of the chain ip netns exec ... exec's into it.
+        return ["--counts", args.counts, "--repeats", str(args.repeats), "--settle-s", str(args.settle_s),
+                "--work", args.work, "--node-pids", str(controller)]
+    return allocation_rows(__file__, "launch_time", nodes, inner_args, CCLBENCH_LAUNCH_NODES=",".join(nodes),
+                           OMPI_MCA_mpi_yield_when_idle="1")
 
 
 # --- the table ------------------------------------------------------------------------------------------------------
@@ -315,18 +293,16 @@ def main(argv=None):
         with open(args.table, encoding="utf-8") as handle:
             print(table(json.load(handle)))
         return 0
-    if args.mode == "ssh-inner":
-        return ssh_inner(args)
-    if args.mode == "srun-inner":
-        return srun_inner(args)
+    inner = inner_mode(args, ssh_inner, srun_inner)
+    if inner is not None:
+        return inner
     if not args.out:
         parser.error("--out is required")
     if os.geteuid() != 0:
         raise SystemExit("launch_time: needs root (network namespaces)")
     if not os.access(COLL_PERF, os.X_OK):
         raise SystemExit(f"launch_time: {COLL_PERF} is not built")
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, launch_fanout.end_on_signal)
+    tear_down_on_signals()
     # Under /var/tmp: every node of the ssh fleet sees a /tmp of its own, and all of them this folder.
     args.work = tempfile.mkdtemp(prefix="cclbench-launch-time-", dir="/var/tmp" if os.path.isdir("/var/tmp") else None)
     try:
@@ -344,10 +320,7 @@ def main(argv=None):
                 "srun": subprocess.run(["srun", "--version"], capture_output=True, text=True,
                                        check=False).stdout.strip() if shutil.which("srun") else None,
                 "rows": rows, "summary": summary(rows)}
-    with open(args.out + ".tmp", "w", encoding="utf-8") as handle:
-        json.dump(document, handle, indent=1)
-        handle.write("\n")
-    os.replace(args.out + ".tmp", args.out)
+    write_results(args.out, document)
     return 0
 
 

@@ -2,7 +2,7 @@
 launch asks for them (one --placement covers every collective of a launch), so they are neither an anomaly nor
 a warning; the report lists them once. Everything else coll_perf skips stays a finding (rules/anomalies.py).
 
-By design (bench/nccl/nccl_backend.cpp, bench/mpi/mpi_backend.cpp):
+By design (bench/nccl/nccl_case_support.cpp, bench/mpi/mpi_backend.cpp):
   NCCL backend, more than one rank, results checked: in-place alltoall and sendrecv overwrite data they still
       have to send (NCCL defines no in-place result), so no result can be checked;
   MPI backend: sendrecv has no in-place form, MPI_Bcast no out-of-place one.
