@@ -163,6 +163,25 @@ class Simulate(TempDirTest):
         self.assertGreaterEqual(document["simulation"]["modelled_wall_s"], 2 * hang_s)
         self.assertLess(document["simulation"]["modelled_wall_s"], 3 * 300)
 
+    def test_a_hung_suspect_shown_bad_by_its_retests_skips_its_repeat(self):
+        # One round (--quick 1): gpu05 hangs with its partner P, so both are suspects; the retest pass gives each two
+        # known-good partners, then the repeat of (P, gpu05) - planned after them, its failure having left no values.
+        # gpu05 hangs with both of its partners: two known-good nodes failed with it and it measured with nobody,
+        # bad by the rules' test, so its repeat (a third hang, held to its deadline) is not run.
+        result, document, _ = self.simulate([{"kind": "hang", "node": "gpu05"}], "--quick", "1",
+                                            "--launch-timeout", "300")
+        self.assertEqual(result.returncode, 1, result.stderr)
+        first = [row for row in document["pairs"] if row["stage"] == "pair" and "gpu05" in (row["a"], row["b"])]
+        self.assertEqual(len(first), 1)
+        partner = first[0]["a"] if first[0]["b"] == "gpu05" else first[0]["b"]
+        retests = document["schedule"]["retest_rounds"]
+        self.assertEqual([entry["repeats"] for entry in retests], [[], [], [sorted([partner, "gpu05"])]])
+        hung = [row for row in document["pairs"] if row["stage"] == "retest" and "gpu05" in (row["a"], row["b"])]
+        self.assertEqual(len(hung), 2, hung)  # its two known-good partners; no row of the repeat
+        self.assertTrue(all(row["reason"].startswith("timeout in its group") for row in hung))
+        self.assertEqual(self.bad(document, "nodes"), ["gpu05"])
+        self.assertEqual([row["name"] for row in document["nodes"] if row["verdict"] == "suspect"], [])
+
     def test_bad_fleet_files_are_one_line_errors_and_nothing_is_run(self):
         cases = [
             ({"format": "screen_fleet/1", "nodes": ["a"]}, "at least two nodes"),
