@@ -33,7 +33,7 @@ SCALE_NODE_COUNTS = (2, 16, 128, 1024)
 # fleet size: (quick rounds, None for full; the recall measured there). A fleet between two sizes takes the larger
 # of their rounds; fewer nodes than the smallest size: full (the fault matrix proves 2-8 nodes); more than the
 # largest: the largest's.
-DEFAULT_ROUNDS = {16: (3, 1.0), 64: (3, 1.0), 256: (1, 1.0), 1024: (3, 1.0), 4096: (1, 0.995)}
+DEFAULT_ROUNDS = {16: (3, 1.0), 64: (3, 1.0), 256: (2, 1.0), 1024: (3, 1.0), 4096: (3, 1.0)}
 # Launches at once by default, for each way the screen starts its jobs (model.launcher.launch_kind); --max-concurrent
 # overrides. Measured by tests/scale/launch_fanout.py on one 2-core host shared with other work (docs/scale.md,
 # "Launching at scale"); the second field is the measurement, one line, that the dry run prints.
