@@ -4,7 +4,7 @@ Expected orders and spans are worked out by hand from the jobs each test lists, 
 import unittest
 
 import helpers  # noqa: F401 (scripts/ on the path)
-from cclbench_lib.plan.launch_pool import FailingNodes, LaunchPool, pool_span
+from cclbench_lib.plan.launch_pool import DecisiveSuspects, FailingNodes, LaunchPool, pool_span
 
 
 def jobs_of(*pairs):
@@ -95,6 +95,38 @@ class Failing(unittest.TestCase):
         for job in jobs_of("ab", "xb", "ac", "xc"):
             watch.record(job, False)
         self.assertEqual(sorted(watch.dropped), ["a", "x"])
+
+class Decisive(unittest.TestCase):
+    def test_a_suspect_failing_with_two_known_good_nodes_is_dropped_from_the_pass(self):
+        # Before the pass: h failed with g1 (known good) and with s (measured elsewhere, but no known-good node:
+        # a partner slow in its own right is no witness); g1 measured with g2. One known-good failure: not yet.
+        rows = [{"a": "h", "b": "g1", "rail": None, "reason": "timeout in its group"},
+                {"a": "h", "b": "s", "rail": None, "reason": "timeout in its group"},
+                {"a": "s", "b": "g2", "rail": None, "reason": None},
+                {"a": "g1", "b": "g2", "rail": None, "reason": None},
+                {"a": "h", "b": "g3", "rail": "mlx5_0:1", "reason": "no values"}]  # a rail alone: not a pair
+        watch = DecisiveSuspects(["g1", "g2", "g3", "g4"], rows)
+        self.assertEqual(watch.dropped, {})
+        self.assertFalse(watch.check_paths)
+        retest_g3, retest_g4, repeat = jobs_of("hx", "hy", "hz")
+        for job, hosts in ((retest_g3, ["h", "g3"]), (retest_g4, ["h", "g4"]), (repeat, ["h", "g1"])):
+            job["hosts"] = hosts
+        # The first retest fails too: g1 and g3, two known-good partners, and h measured with nobody.
+        self.assertEqual(watch.record(retest_g3, False), ["h"])
+        self.assertEqual(watch.dropped, {"h": ["g1", "g3"]})
+        self.assertEqual(watch.record(retest_g4, False), [])  # once
+
+    def test_a_suspect_that_measured_or_failed_with_suspects_only_stays(self):
+        watch = DecisiveSuspects(["g1", "g2"], [{"a": "h", "b": "g1", "rail": None, "reason": None}])
+        ha, hb = jobs_of("ha", "hb")
+        ha["hosts"], hb["hosts"] = ["h", "g2"], ["h", "s"]
+        self.assertEqual(watch.record(ha, False), [])  # failed with g2, but measured with g1 before
+        self.assertEqual(watch.record(hb, False), [])
+        other = DecisiveSuspects(["g1"], [])
+        xs, xt = jobs_of("xs", "xt")
+        self.assertEqual(other.record(xs, False) + other.record(xt, False), [])  # s and t are no known-good nodes
+        self.assertEqual(other.dropped, {})
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -161,6 +161,29 @@ class Retest(unittest.TestCase):
         self.assertEqual(rounds[0]["pairs"], [])  # a and b are busy with their repeat
         self.assertEqual(sorted(pair[0] for entry in rounds[1:] for pair in entry["pairs"]), ["a", "b"])
 
+    def test_a_repeat_that_left_no_values_waits_for_its_suspects_new_partners(self):
+        # a and b hung together once: each meets a known-good partner first (g1, g2: the good nodes in turn), then
+        # their repeat runs - by then a node its partners show bad has its repeat dropped (DecisiveSuspects).
+        rounds = schedule.retest_rounds(["a", "b"], ["g1", "g2", "g3"], {"a": ["b"], "b": ["a"]},
+                                        partners=1, repeat_pairs=[["a", "b"]], after_partners=[["b", "a"]])
+        self.assertEqual(rounds, [{"pairs": [["a", "g1"], ["b", "g2"]], "repeats": []},
+                                  {"pairs": [], "repeats": [["a", "b"]]}])
+        # A repeat whose nodes wait for no partner (c and d are no suspects) runs in the first round, beside them.
+        rounds = schedule.retest_rounds(["a"], ["g1", "g2"], {}, partners=2, repeat_pairs=[["c", "d"]],
+                                        after_partners=[["c", "d"]])
+        self.assertEqual(rounds, [{"pairs": [["a", "g1"]], "repeats": [["c", "d"]]},
+                                  {"pairs": [["a", "g2"]], "repeats": []}])
+        # b is free in the first round but its partner is taken (one good node, g1, partners a first): its repeat
+        # waits until b has met g1, although b and y are both free at once.
+        rounds = schedule.retest_rounds(["a", "b"], ["g1"], {}, partners=1, repeat_pairs=[["b", "y"]],
+                                        after_partners=[["b", "y"]])
+        self.assertEqual(rounds, [{"pairs": [["a", "g1"]], "repeats": []}, {"pairs": [["b", "g1"]], "repeats": []},
+                                  {"pairs": [], "repeats": [["b", "y"]]}])
+        # A repeat of a suspect whose partners cannot all be placed (one good node, two wanted) still runs.
+        rounds = schedule.retest_rounds(["a"], ["g1"], {}, partners=2, repeat_pairs=[["a", "x"]],
+                                        after_partners=[["a", "x"]])
+        self.assertEqual(rounds, [{"pairs": [["a", "g1"]], "repeats": []}, {"pairs": [], "repeats": [["a", "x"]]}])
+
 
 class ScaleTable(unittest.TestCase):
     def test_figures(self):

@@ -134,17 +134,22 @@ class Simulate(TempDirTest):
         # largest (start-up 60.32 s, finish 45 s, 64M's timed phase 20 + 10 x 20 x 63 MiB at 40 GB/s = 51.5 s);
         # then the runner's 25 s grace and 10 s stop: 98.60192 s - not the 300 s launch timeout, nor -T.
         hang_s = 20 + 40 + 0.02 * 16 + 5 * (0.02 * 2 * 16 + 2 * 8192 / 1e6) + 25 + 10
-        # One launch a round: a hung pair holds its round's launch (4 pairs on 8 nodes) that long plus the launch's
-        # start-up beyond a pair's own (plan/launch_time.py: the launching host's 5.8 ms a node beyond 2, mpirun
-        # over ssh); its group is named by the timeout, the launch's other groups are kept.
-        hung = [row for row in document["pairs"] if "gpu05" in (row["a"], row["b"])]
+        # One launch a round: the first hung pair holds its round's launch (4 pairs on 8 nodes) that long plus the
+        # launch's start-up beyond a pair's own (plan/launch_time.py: the launching host's 5.8 ms a node beyond 2,
+        # mpirun over ssh); its group is named by the timeout, the launch's other groups are kept. Its two nodes are
+        # then quarantined: gpu05's next pair runs in a launch of its own (1 group on 2 nodes: no start-up beyond
+        # the pair's own), and its second hang holds only that launch - the round's 3 other pairs are not in it.
+        hung = [row for row in document["pairs"] if "gpu05" in (row["a"], row["b"]) and row["stage"] == "pair"]
         launches = [re.search(r"\(see logs/(launch\.pairs\.\d+)\.log\)", row["reason"] or "") for row in hung]
         self.assertTrue(all(launches), [row["reason"] for row in hung])
-        launch_s = hang_s + LAUNCH_TIME["mpirun-ssh"]["host_s_per_node"] * (8 - 2)
-        for row, found in zip(hung, launches):
+        first_s = hang_s + LAUNCH_TIME["mpirun-ssh"]["host_s_per_node"] * (8 - 2)
+        expected = [f"(simulated launch of 4 group(s): exit 4, {round(first_s, 3):g} s)",
+                    f"(simulated launch of 1 group(s): exit 4, {round(hang_s, 3):g} s)"]
+        for row, found, words in zip(hung, launches, expected):
             self.assertTrue(row["reason"].startswith("timeout in its group: (simulated) "), row["reason"])
             with open(os.path.join(run_dir, "logs", found.group(1) + ".log"), encoding="utf-8") as handle:
-                self.assertIn(f"(simulated launch of 4 group(s): exit 4, {round(launch_s, 3):g} s)", handle.read())
+                self.assertIn(words, handle.read())
+        self.assertEqual(len(hung), 2)
         # After failing with two partners that measured with other nodes, gpu05 is dropped from the rounds: its
         # third round's pair (and any rail-alone job after it) never runs, so no partner waits on it again.
         dropped = document["schedule"]["dropped"]
@@ -157,6 +162,25 @@ class Simulate(TempDirTest):
         # beside them: at least 2 hangs, far less than 3 rounds of the launch timeout.
         self.assertGreaterEqual(document["simulation"]["modelled_wall_s"], 2 * hang_s)
         self.assertLess(document["simulation"]["modelled_wall_s"], 3 * 300)
+
+    def test_a_hung_suspect_shown_bad_by_its_retests_skips_its_repeat(self):
+        # One round (--quick 1): gpu05 hangs with its partner P, so both are suspects; the retest pass gives each two
+        # known-good partners, then the repeat of (P, gpu05) - planned after them, its failure having left no values.
+        # gpu05 hangs with both of its partners: two known-good nodes failed with it and it measured with nobody,
+        # bad by the rules' test, so its repeat (a third hang, held to its deadline) is not run.
+        result, document, _ = self.simulate([{"kind": "hang", "node": "gpu05"}], "--quick", "1",
+                                            "--launch-timeout", "300")
+        self.assertEqual(result.returncode, 1, result.stderr)
+        first = [row for row in document["pairs"] if row["stage"] == "pair" and "gpu05" in (row["a"], row["b"])]
+        self.assertEqual(len(first), 1)
+        partner = first[0]["a"] if first[0]["b"] == "gpu05" else first[0]["b"]
+        retests = document["schedule"]["retest_rounds"]
+        self.assertEqual([entry["repeats"] for entry in retests], [[], [], [sorted([partner, "gpu05"])]])
+        hung = [row for row in document["pairs"] if row["stage"] == "retest" and "gpu05" in (row["a"], row["b"])]
+        self.assertEqual(len(hung), 2, hung)  # its two known-good partners; no row of the repeat
+        self.assertTrue(all(row["reason"].startswith("timeout in its group") for row in hung))
+        self.assertEqual(self.bad(document, "nodes"), ["gpu05"])
+        self.assertEqual([row["name"] for row in document["nodes"] if row["verdict"] == "suspect"], [])
 
     def test_bad_fleet_files_are_one_line_errors_and_nothing_is_run(self):
         cases = [

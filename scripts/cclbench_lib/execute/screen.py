@@ -26,13 +26,13 @@ from ..base.files import make_dirs, open_append, read_json, write_json_atomic
 from ..base.values import utc_now
 from ..base.version import TOOL_VERSION
 from ..model.screen_records import point_values
-from ..plan.launch_pool import FailingNodes, LaunchPool
+from ..plan.launch_pool import DecisiveSuspects, FailingNodes, LaunchPool
 from ..plan.screen_batches import why_not_batched
 from ..plan.screen_jobs import backend, node_jobs, pair_job, rail_job, rails_alone
 from ..plan.screen_schedule import RETEST_BUDGET_S, node_stage, pair_schedule, rail_point_pairs, retest_rounds
 from ..render.screen import write_report
 from ..execute.doctor import path_mtu_run_directory, recheck_paths
-from ..execute.screen_batch import BatchedStage
+from ..execute.screen_batch import PAIR_KINDS, BatchedStage
 from ..execute.progress import LaunchProgress, start_allowance_s, wait_watching, watches_progress
 from ..rules.screen_causes import shared_causes
 from ..rules.dead_paths import NOT_A_PATH_EXITS, dead_ends
@@ -101,6 +101,9 @@ class Screen:
         self.path_checker = recheck_paths
         self.run_path_checks = []  # what those checks found: joined to the path MTU step's for the retests and rules
         self.not_started = {}  # host -> the launcher's words: it could not be started (execute/screen_batch.py)
+        # hosts of a pair group that failed in a batched launch (hung, crashed, timed out): their later jobs run in
+        # launches apart (execute/screen_batch.py), so that a second failure holds only them
+        self.quarantined = set()
         self.attempts = {}  # job name -> its starts so far (the fleet model's answers depend on it)
         self.launch_count = {"batched": 0, "pool": 0, "relaunches": 0}
         self.pool_reasons = []
@@ -189,10 +192,10 @@ class Screen:
             self.say(f"{title}: {len(jobs) - len(todo)} of {len(jobs)} job(s) already complete")
         if not todo:
             return results
-        failing = FailingNodes() if drop_failing else None
+        failing = (FailingNodes() if drop_failing is True else drop_failing) or None
         if failing is not None:
             for job in jobs:
-                if job["name"] in results and job["kind"] == "pair":
+                if job["name"] in results and job["kind"] in PAIR_KINDS:
                     failing.record(job, True)
         began = time.monotonic()
         span = 0.0
@@ -236,15 +239,23 @@ class Screen:
         """A finished job's bookkeeping: the pool moves on; in the pair rounds, a node that failed with two good
         partners is dropped (its later pairs skipped, said in screen.log and in the schedule)."""
         pool.finish(job)
-        if failing is None or job["kind"] != "pair":
+        if failing is None or job["kind"] not in PAIR_KINDS:
             return
         ok = results[job["name"]]["reason"] is None
         for node in failing.record(job, ok):
-            self._dropped(node, failing.dropped[node], len(pool.drop(node)))
-        if not ok:
+            self._dropped(node, failing.dropped[node], len(pool.drop(node)), text=self._drop_text(node, failing))
+        if not ok and failing.check_paths:
             code = ((self.manifest or {}).get("jobs", {}).get(job["name"]) or {}).get("exit_code")
             for node, partner, subject, text in self._check_paths_after(job, failing, code):
                 self._dropped(node, [partner], len(pool.drop(node)), dead_paths=subject, text=text)
+
+    @staticmethod
+    def _drop_text(node, failing):
+        """Why a node is dropped: from the rounds, or from the rest of a retest pass (plan.launch_pool)."""
+        if isinstance(failing, DecisiveSuspects):
+            return (f"{node} failed its pairs with {' and '.join(failing.dropped[node])}, known good: bad by the "
+                    f"rules' own test, its further retests of this pass not run")
+        return None
 
     def _dropped(self, node, partners, skipped=0, dead_paths=None, text=None):
         entry = {"node": node, "failed_with": partners, "skipped": skipped}
@@ -306,8 +317,8 @@ class Screen:
         ok = results[job["name"]]["reason"] is None
         dropped = failing.record(job, ok)
         for node in dropped:
-            self._dropped(node, failing.dropped[node])
-        if not ok:
+            self._dropped(node, failing.dropped[node], text=self._drop_text(node, failing))
+        if not ok and failing.check_paths:
             for node, partner, subject, text in self._check_paths_after(job, failing, None):
                 self._dropped(node, [partner], dead_paths=subject, text=text)
                 dropped.append(node)
@@ -706,8 +717,10 @@ class Screen:
             if passes >= RETEST_PASSES_MAX:
                 stopped = RETEST_PASSES_SPENT
                 break
+            no_values = {frozenset((row["a"], row["b"])) for row in pairs if row.get("rail") is None and row["reason"]}
             rounds = retest_rounds(retest["suspects"], retest["known_good"], retest["met"],
-                                   repeat_pairs=retest["repeat_pairs"])
+                                   repeat_pairs=retest["repeat_pairs"],
+                                   after_partners=[pair for pair in retest["repeat_pairs"] if frozenset(pair) in no_values])
             jobs = []
             for entry in rounds:
                 entry = {key: unblocked(entry[key], blocked) for key in ("pairs", "repeats")}
@@ -728,7 +741,8 @@ class Screen:
             named = retest["suspects"]
             title = f"retest {passes} ({', '.join(named) if len(named) <= 8 else f'{len(named)} suspects'}" + \
                 (f", {len(retest['repeat_pairs'])} repeat(s)" if retest["repeat_pairs"] else "") + ")"
-            pairs += self.rows(jobs, self.run_batch(jobs, title))
+            decisive = DecisiveSuspects(retest["known_good"], pairs)
+            pairs += self.rows(jobs, self.run_batch(jobs, title, drop_failing=decisive))
             verdicts = self.judge(hosts, data, pairs, *path)
         spent = self.clock_s() - began
         found = {"passes": passes, "budget_s": budget, "spent_s": round(spent, 3), "stopped": stopped,

@@ -12,6 +12,14 @@ not be started is started once more alone (the second opinion the pool gives the
 launch that settles nothing (a launcher error naming no host) leaves its jobs to be started one at a time; a job
 that settles nothing alone fails with the launcher's words.
 
+A failing node costs the launches it is in once: a hang holds its whole launch to its deadline (the others' groups
+finish and are kept, but their hosts' next jobs wait for the launch's end), a crash ends it and its unfinished
+groups run again. So the hosts of a pair-stage group that failed (hung, crashed, timed out; not a host that was not
+started: it is dropped) are quarantined for the rest of the screen: each later job on them runs in a launch of its
+own, in the rounds and in the retests alike, where a second hang holds only that job's two hosts. Both hosts of the
+group are quarantined (the timeout words name both the hung rank and the one that waited on it); a healthy partner
+costs nothing by it but launches of its own beside the others'.
+
 Files of a launch: launches/<name>.hosts (rank i on line i), launches/<name>.points.json (its --split-points),
 logs/<name>.log (the launcher's output); the manifest's "launches" holds its command, exit and what it settled.
 """
@@ -101,7 +109,7 @@ class BatchedStage:
         alone alone); jobs that are not to run are settled here."""
         if room <= 0:
             return []
-        fresh, lost, alone = {}, {}, []
+        fresh, lost, alone, apart = {}, {}, [], []
         settled = True
         while settled:  # a job settled here frees its hosts' next jobs (the next round's): they may start now too
             settled = False
@@ -112,9 +120,11 @@ class BatchedStage:
                     continue
                 if job["name"] in self.alone:
                     alone.append([job])
+                elif job["name"] not in self.lost and self.screen.quarantined.intersection(job["hosts"]):
+                    apart.append([job])
                 else:
                     (lost if job["name"] in self.lost else fresh).setdefault(shape(job), []).append(job)
-        launches = [members for members in fresh.values()] + \
+        launches = [members for members in fresh.values()] + apart + \
             [part for members in lost.values() for part in parts(members)] + alone
         started = []
         for index, part in enumerate(launches):
@@ -162,6 +172,8 @@ class BatchedStage:
                 self.screen.name_not_started(host, settled["unreachable"][host])
             if job["kind"] in PAIR_KINDS:
                 self.failed_pairs[(frozenset(job["hosts"]), job.get("round"))] = reason
+                if not lost:  # hung, crashed or timed out in its group: later jobs on its hosts run apart
+                    self.screen.quarantined.update(job["hosts"])
             self._finished(job, results, None, reason, name, pool, failing)
         if not settled["resolved"]:
             self.screen.log_line(f"# {utc_now()} {name}: settled no group (exit {outcome['exit_code']}"
@@ -184,7 +196,7 @@ class BatchedStage:
             reason = found["reason"]
         self.screen.record(job, results, found, reason, launch=launch)
         pool.finish(job)
-        if failing is not None and job["kind"] == "pair":
+        if failing is not None and job["kind"] in PAIR_KINDS:
             for node in self.screen.after_pair(job, results, failing):
                 for skipped in pool.drop(node):
                     self.screen.skipped(skipped)

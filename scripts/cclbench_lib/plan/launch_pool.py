@@ -113,6 +113,13 @@ class FailingNodes:
         self.ok = set()  # nodes with a pair that measured
         self.dropped = {}  # node -> the partners it failed with, in the order they proved good
 
+    # After a failed pair, the paths between its nodes are checked again (execute/screen.py); not in a retest pass.
+    check_paths = True
+
+    def vouched(self, partner):
+        """Whether a failure with this partner counts toward dropping the node: the partner measured elsewhere."""
+        return partner in self.ok
+
     def drop_now(self, node, partner):
         """A node the path check after its failed pair with `partner` found dead at its own end (execute/screen.py):
         dropped at once, after its first failed job; True when it was not dropped before."""
@@ -134,11 +141,36 @@ class FailingNodes:
         for node in sorted(touched):
             if node in self.dropped:
                 continue
-            good = sorted(partner for partner in self.failed_with.get(node, ()) if partner in self.ok)
+            good = sorted(partner for partner in self.failed_with.get(node, ()) if self.vouched(partner))
             if len(good) >= self.PARTNERS and node not in self.ok:
                 self.dropped[node] = good
                 drop.append(node)
         return drop
+
+
+class DecisiveSuspects(FailingNodes):
+    """FailingNodes for one retest pass (execute/screen.Screen.retests): a suspect whose pairs failed (no values)
+    with PARTNERS distinct nodes that the rules hold known good, and that measured with nobody, is bad by the rules'
+    own test (rules/screen_attribution.py, 4.: MIN_GOOD_FAILS known-good partners failed, more than passed) - its
+    further retests of the pass (its later partners, its repeats, its rails alone) are dropped: each would only cost
+    its partner a launch, a hung node's up to hang_cost_s. Only the pass's known-good nodes vouch (not any node that
+    measured: a partner slow in its own right is no witness), and the pairs measured before the pass count.
+
+    earlier_rows: screen.json pair rows so far ({"a", "b", "rail", "reason"}: a row of a pair - not of a rail alone -
+    with a reason failed)."""
+
+    check_paths = False
+
+    def __init__(self, known_good, earlier_rows=()):
+        super().__init__()
+        self.good = set(known_good)
+        for row in earlier_rows:
+            if row.get("rail") is None:
+                self.record({"hosts": [row["a"], row["b"]]}, row.get("reason") is None)
+        self.dropped = {}  # what the rounds already showed drops nothing here: the pass retests its suspects
+
+    def vouched(self, partner):
+        return partner in self.good
 
 
 def pool_span(jobs, limit, job_s):

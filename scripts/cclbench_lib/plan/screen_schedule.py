@@ -33,7 +33,7 @@ SCALE_NODE_COUNTS = (2, 16, 128, 1024)
 # fleet size: (quick rounds, None for full; the recall measured there). A fleet between two sizes takes the larger
 # of their rounds; fewer nodes than the smallest size: full (the fault matrix proves 2-8 nodes); more than the
 # largest: the largest's.
-DEFAULT_ROUNDS = {16: (3, 1.0), 64: (3, 1.0), 256: (1, 1.0), 1024: (3, 1.0), 4096: (1, 0.995)}
+DEFAULT_ROUNDS = {16: (3, 1.0), 64: (3, 1.0), 256: (2, 1.0), 1024: (3, 1.0), 4096: (3, 1.0)}
 # Launches at once by default, for each way the screen starts its jobs (model.launcher.launch_kind); --max-concurrent
 # overrides. Measured by tests/scale/launch_fanout.py on one 2-core host shared with other work (docs/scale.md,
 # "Launching at scale"); the second field is the measurement, one line, that the dry run prints.
@@ -167,13 +167,17 @@ def pair_schedule(nodes, quick=False, repeats=1, seed=0):
             "concurrent_jobs": max((len(entry["pairs"]) for entry in rounds), default=0)}
 
 
-def retest_rounds(suspects, known_good, met=None, partners=RETEST_PARTNERS, repeat_pairs=()):
+def retest_rounds(suspects, known_good, met=None, partners=RETEST_PARTNERS, repeat_pairs=(), after_partners=()):
     """Retest rounds: [{"pairs": [[suspect, good], ...], "repeats": [[a, b], ...]}]. Each suspect meets up to
     `partners` nodes of known_good it has not met before (met: {node: iterable of nodes it was paired with; the
     failing partner among them}); in one round every node is in at most one pair and a good node partners one
-    suspect. repeat_pairs: pairs to run again (a failure seen once), placed first, in the earliest round where both
-    of their nodes are free. Suspects are never paired with each other. A suspect that runs out of unmet good
-    nodes gets fewer partners (its verdict then stays unclear). Cost: O(suspects x good nodes) at worst."""
+    suspect. repeat_pairs: pairs to run again (a failure seen once), each in the earliest round where both of its
+    nodes are free. after_partners: those of them whose failure left no values (hung, crashed): such a repeat also
+    waits until neither of its nodes still waits for a new partner - a suspect meets its known-good partners first,
+    so that a node they already show bad (plan.launch_pool.DecisiveSuspects) skips the repeat, which would hold its
+    launch to the deadline once more for nothing the rules still need. A repeat no new partner can precede runs as
+    soon as its nodes are free. Suspects are never paired with each other. A suspect that runs out of unmet
+    good nodes gets fewer partners (its verdict then stays unclear). Cost: O(suspects x good nodes) at worst."""
     suspects = _check_nodes(suspects) if suspects else []
     suspect_set = set(suspects)
     good = [node for node in _check_nodes(known_good) if node not in suspect_set] if known_good else []
@@ -181,19 +185,26 @@ def retest_rounds(suspects, known_good, met=None, partners=RETEST_PARTNERS, repe
     needed = {node: partners for node in suspects}
     rounds = []
     repeats = [list(pair) for pair in repeat_pairs]
+    late = {frozenset(pair) for pair in after_partners}
     cursor = 0  # where the next round starts looking among the good nodes, to spread the load over them
     while repeats or any(needed.values()):
         busy = set()
         entry = {"pairs": [], "repeats": []}
-        waiting = []
-        for pair in repeats:
-            if pair[0] in busy or pair[1] in busy:
-                waiting.append(pair)
-            else:
-                entry["repeats"].append(pair)
-                busy.update(pair)
-        repeats = waiting
-        progressed = bool(entry["repeats"])
+        progressed = False
+
+        def place_repeats(which):  # the repeats `which` admits whose nodes are free, in order
+            nonlocal repeats, progressed
+            waiting = []
+            for pair in repeats:
+                if pair[0] in busy or pair[1] in busy or not which(pair):
+                    waiting.append(pair)
+                else:
+                    entry["repeats"].append(pair)
+                    busy.update(pair)
+                    progressed = True
+            repeats = waiting
+
+        place_repeats(lambda pair: frozenset(pair) not in late)  # first, as they always were
         for suspect in suspects:
             if not needed[suspect] or suspect in busy:
                 continue
@@ -211,6 +222,9 @@ def retest_rounds(suspects, known_good, met=None, partners=RETEST_PARTNERS, repe
             else:
                 if not any(partner not in seen for partner in good):
                     needed[suspect] = 0  # no unmet good node is left for it
+        place_repeats(lambda pair: not any(needed.get(node) for node in pair))  # late ones: after the partners
+        if not progressed:
+            place_repeats(lambda pair: True)  # no partner can come first any more
         if not progressed:
             break
         if entry["pairs"] or entry["repeats"]:
