@@ -50,7 +50,15 @@ Faults (FAULTS below; any node of the fleet, any rail, any rate):
                                                        rails stop forwarding (bridge port state disabled; the node's
                                                        carrier stays up), for the rest of the cell: a path that dies
                                                        mid-run. The row's fault_to_end_s: from the fault to the tool's
-                                                       end
+                                                       end. when "connect" (a connect hang): not as the launch starts
+                                                       but once every rank of it has started (the launch's world of
+                                                       coll_perf --point AT processes, mpirun's daemons having reached
+                                                       every host over mgmt0: the bootstrap is done, MPI's wire-up
+                                                       over mgmt0 still works) and while none of them has a TCP
+                                                       connection over a rail (Open MPI's TCP transport connects on
+                                                       first use): the launch hangs connecting. A rank already
+                                                       connected over a rail when they had all started: not fired
+                                                       (the cell is "not injected", with why)
 
 Expectation keys (all optional; every one given must hold):
 
@@ -196,6 +204,8 @@ def apply_fault(cluster, fault):
         unknown = [rail for rail in fault.get("rails") or () if rail not in vcluster.RAILS]
         if unknown:
             raise MatrixError(f"paths_die: no rail {', '.join(unknown)} (the rails are {', '.join(vcluster.RAILS)})")
+        if fault.get("when", "start") not in ("start", "connect"):
+            raise MatrixError(f"paths_die: 'when' is start or connect, not {fault['when']!r}")
 
 
 def clear_faults(cluster):
@@ -278,9 +288,43 @@ def coll_perf_point(pid):
     return argv[argv.index(b"--point") + 1].decode(errors="replace") if b"--point" in argv[:-1] else None
 
 
+def world_size(pid):
+    """OMPI_COMM_WORLD_SIZE of a rank (None when it is gone or has none)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            variables = dict(item.split(b"=", 1) for item in handle.read().split(b"\0") if b"=" in item)
+        return int(variables[b"OMPI_COMM_WORLD_SIZE"])
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def rail_connections(tcp_table, rail_patterns=None):
+    """The established TCP connections (state 01) from an address on a rail in a /proc/net/tcp table's text."""
+    rail_patterns = RAIL_TCP_PATTERNS if rail_patterns is None else rail_patterns
+    found = 0
+    for line in tcp_table.splitlines()[1:]:
+        fields = line.split()
+        if len(fields) > 3 and fields[3] == "01" and fields[1][2:8] in rail_patterns:
+            found += 1
+    return found
+
+
+def connect_moment(points, sizes, tables, at, rail_patterns=None):
+    """when "connect": whether every rank of the launch `at` has started, and how many rail connections are open.
+    points/sizes: pid -> --point / OMPI_COMM_WORLD_SIZE of the fleet's coll_perf processes; tables: the
+    /proc/net/tcp texts of the namespaces they run in. (started, world, rail connections): started is None while
+    the launch's world has not all started."""
+    ranks = [pid for pid, point in points.items() if point == at]
+    world = max((sizes.get(pid) or 0 for pid in ranks), default=0)
+    if not ranks or len(ranks) < world or world == 0:
+        return None, world, None
+    return len(ranks), world, sum(rail_connections(table, rail_patterns) for table in tables)
+
+
 class PathKiller(threading.Thread):
-    """paths_die: once a coll_perf of the launch whose point is `at` runs anywhere in the fleet, the node's switch
-    ports on the fault's rails stop forwarding (vcluster set_port_forwarding); fired_at is when (time.monotonic)."""
+    """paths_die: once a coll_perf of the launch whose point is `at` runs anywhere in the fleet (when "connect":
+    once all its ranks run and none has a rail connection yet), the node's switch ports on the fault's rails stop
+    forwarding (vcluster set_port_forwarding); fired_at is when (time.monotonic); missed says why it did not fire."""
 
     def __init__(self, cluster, fault, netns_inodes, marks):
         super().__init__(daemon=True)
@@ -288,12 +332,45 @@ class PathKiller(threading.Thread):
         self.done = threading.Event()
         self.fired_at = None
         self.error = None
+        self.missed = None
+        self.when = fault.get("when", "start")
+        if self.when not in ("start", "connect"):
+            raise MatrixError(f"paths_die: 'when' is start or connect, not {self.when!r}")
+
+    def _tcp_tables(self, pids):
+        tables = {}
+        for pid in pids:
+            try:
+                inode = os.stat(f"/proc/{pid}/ns/net").st_ino
+                if inode not in tables:
+                    tables[inode] = _read_text(f"/proc/{pid}/net/tcp")
+            except OSError:
+                continue
+        return list(tables.values())
+
+    def _ready(self):
+        pids = coll_perf_pids(self.inodes)
+        points = {pid: coll_perf_point(pid) for pid in pids}
+        if self.when == "start":
+            return any(point == self.fault["at"] for point in points.values())
+        ranks = [pid for pid, point in points.items() if point == self.fault["at"]]
+        started, world, connected = connect_moment(points, {pid: world_size(pid) for pid in ranks},
+                                                   self._tcp_tables(ranks), self.fault["at"])
+        if started is None:
+            return False
+        if connected:
+            self.missed = (f"{self.fault['at']}: {connected} rail connection(s) already open when its {world} "
+                           "ranks had all started: too late for a connect hang, not fired")
+            self.done.set()
+            return False
+        self.started_ranks = started
+        return True
 
     def run(self):
         while not self.done.is_set():
-            if any(coll_perf_point(pid) == self.fault["at"] for pid in coll_perf_pids(self.inodes)):
+            if self._ready():
                 break
-            time.sleep(0.05)
+            time.sleep(0.05 if self.when == "start" else 0.01)
         else:
             return
         rails = list(self.fault.get("rails") or vcluster.RAILS)
@@ -304,9 +381,11 @@ class PathKiller(threading.Thread):
             self.error = str(error)
             return
         self.fired_at = time.monotonic()
+        moment = (f"once {self.started_ranks} rank(s) of {self.fault['at']} had started, before any rail connection"
+                  if self.when == "connect" else f"as {self.fault['at']} started")
         with open(self.marks, "a") as handle:
-            handle.write(f"{self.fault['node']} {','.join(rails)}: switch ports stopped forwarding (carrier up) as "
-                         f"{self.fault['at']} started, at {self.fired_at:.1f}\n")
+            handle.write(f"{self.fault['node']} {','.join(rails)}: switch ports stopped forwarding (carrier up) "
+                         f"{moment}, at {self.fired_at:.1f}\n")
 
     def stop(self):
         self.done.set()
@@ -763,6 +842,7 @@ class Runner:
                 if killer.error:
                     raise MatrixError(f"paths_die: {killer.error}")
                 observed["fault_to_end_s"] = round(ended - killer.fired_at, 1) if killer.fired_at else None
+                observed["injector_missed"] = killer.missed
             time.sleep(1.0)  # mpirun's last kills land
             if freezer is not None:
                 # The node comes back: its launcher daemon finds its launcher gone and ends its ranks.
@@ -894,8 +974,9 @@ class Runner:
         problems = judge(cell["expect"], observed)
         if cell["fault"]["fault"] in INJECTED_FAULTS and not observed["injected"]:
             status = "not injected"
-            problems.insert(0, "the injector never fired (coll_perf ended or never started on "
-                               f"{cell['fault']['node']} in a cross-host launch)")
+            problems.insert(0, f"the injector never fired: {observed['injector_missed']}" if observed.get("injector_missed")
+                            else "the injector never fired (coll_perf ended or never started on "
+                                 f"{cell['fault']['node']} in a cross-host launch)")
         else:
             status = "fail" if problems else "pass"
         self.say(f"  {cell['id']}: {status.upper()} exit {observed['exit']} in {observed['elapsed_s']} s; "
