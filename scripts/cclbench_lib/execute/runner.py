@@ -617,6 +617,21 @@ class Baseline:
         self.log_line(f"# {utc_now()} skip {launch['name']}: {reason}")
         progress.report(launch, "not run", 0.0, reason)
 
+    def sanity_failed(self, launch, reason):
+        """A failed sanity pass ends the run. One across hosts that failed as a dead path fails (a path that died
+        after the doctor's check, e.g. between the launch's bootstrap and its connect: it hangs connecting) gets its
+        path check first, so that the verdict names the dead path (path.dead, 'sanity first met it') and the error
+        leads with it. Returns the error to raise."""
+        self.note_failure(launch)
+        self.settle_paths()
+        self.finish("failed")
+        verdict = self.write_report()
+        dead = [item for item in (verdict or {}).get("reasons") or [] if item["code"] == PATH_DEAD]
+        lead = f"{reason_text(dead[0])}; " if dead else ""
+        return CclbenchError(f"{lead}sanity pass failed, nothing else was run: {reason} "
+                             f"(see {os.path.join(self.run_dir, 'run.log')})"
+                             + ("" if dead or "the doctor found on" in (reason or "") else self.doctor_diagnosis()))
+
     def doctor_diagnosis(self):
         """What the doctor already found that explains a hung or failed sanity pass (a path MTU
         mismatch hangs NCCL's init): '; the doctor found: ...' or ''."""
@@ -655,11 +670,7 @@ class Baseline:
                 if not ok:
                     reason = self.manifest["points"][launch["name"]]["reason"]
                     if launch["kind"] == "sanity":
-                        self.finish("failed")
-                        self.write_report()
-                        raise CclbenchError(f"sanity pass failed, nothing else was run: {reason} "
-                                            f"(see {os.path.join(self.run_dir, 'run.log')})"
-                                            + ("" if "the doctor found on" in (reason or "") else self.doctor_diagnosis()))
+                        raise self.sanity_failed(launch, reason)
                     self.note_failure(launch)
                     if launch.get("ab"):
                         # A forced NCCL_* variant NCCL refuses is an A/B finding (the report names it with
