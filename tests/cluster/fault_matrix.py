@@ -50,13 +50,15 @@ Faults (FAULTS below; any node of the fleet, any rail, any rate):
                                                        rails stop forwarding (bridge port state disabled; the node's
                                                        carrier stays up), for the rest of the cell: a path that dies
                                                        mid-run. The row's fault_to_end_s: from the fault to the tool's
-                                                       end. when "connect" (a connect hang): not as the launch starts
-                                                       but once every rank of it has started (the launch's world of
+                                                       end
+    connect_hang        node, at, rails (all)          paths_die at another moment: not as the launch `at` starts but
+                                                       once every rank of it has started (the launch's world of
                                                        coll_perf --point AT processes, mpirun's daemons having reached
                                                        every host over mgmt0: the bootstrap is done, MPI's wire-up
                                                        over mgmt0 still works) and while none of them has a TCP
                                                        connection over a rail (Open MPI's TCP transport connects on
-                                                       first use): the launch hangs connecting. A rank already
+                                                       first use): a path that dies between the bootstrap and its
+                                                       connect, the launch hangs connecting. A rank already
                                                        connected over a rail when they had all started: not fired
                                                        (the cell is "not injected", with why)
 
@@ -73,7 +75,7 @@ Expectation keys (all optional; every one given must hold):
                  ("node3:eth3") in screen.json
     within_s     the tool ended within this many seconds   says   regexes the tool's own words must match
                  (stdout, stderr, report.md / screen.md)
-    fault_to_end_within_s   paths_die: the tool ended (its verdict written) within this many seconds of the fault
+    fault_to_end_within_s   paths_die, connect_hang: the tool ended (its verdict written) within this many seconds of the fault
     note         the cell's note: what cannot be judged at this size or backend (the cell still checks
                  `says` etc. where the tool prints such a note; with nothing else to check it is not run)
 
@@ -122,7 +124,7 @@ DEFAULT_LIMIT_S = 180
 RESULTS_FORMAT = "cclbench-fault-matrix/1"
 FAULT_ORDER = ("none", "dead_rail", "slow_rail", "slow_node", "slow_link", "env_differs", "path_mtu",
                "transport_fallback", "killed_rank", "hung_rank", "hung_case", "frozen_launch", "frozen_node",
-               "paths_die")
+               "paths_die", "connect_hang")
 FAULT_TITLES = {
     "none": "healthy (control)", "dead_rail": "dead rail", "slow_rail": "slow rail", "slow_node": "slow node",
     "slow_link": "slow link (one pair)", "env_differs": "environment differs across hosts",
@@ -132,6 +134,7 @@ FAULT_TITLES = {
     "frozen_launch": "frozen launch (every rank of it)",
     "frozen_node": "frozen node",
     "paths_die": "paths die mid-run (switch ports stop forwarding)",
+    "connect_hang": "a path dies between the bootstrap and its connect (connect hang)",
 }
 
 
@@ -198,14 +201,12 @@ def apply_fault(cluster, fault):
     elif kind == "hung_case":
         _need(fault, "node", "case")
         _check_nodes(cluster, fault, "node")
-    elif kind == "paths_die":
+    elif kind in PATH_FAULTS:
         _need(fault, "node", "at")
         _check_nodes(cluster, fault, "node")
         unknown = [rail for rail in fault.get("rails") or () if rail not in vcluster.RAILS]
         if unknown:
-            raise MatrixError(f"paths_die: no rail {', '.join(unknown)} (the rails are {', '.join(vcluster.RAILS)})")
-        if fault.get("when", "start") not in ("start", "connect"):
-            raise MatrixError(f"paths_die: 'when' is start or connect, not {fault['when']!r}")
+            raise MatrixError(f"{kind}: no rail {', '.join(unknown)} (the rails are {', '.join(vcluster.RAILS)})")
 
 
 def clear_faults(cluster):
@@ -224,7 +225,9 @@ def clear_faults(cluster):
 INJECTOR_SIGNALS = {"killed_rank": "KILL", "hung_rank": "STOP"}
 # Faults whose injection is recorded (marks, or coll_perf's own words in run.log): a cell where none fired is
 # "not injected", never a pass.
-INJECTED_FAULTS = ("killed_rank", "hung_rank", "hung_case", "frozen_launch", "frozen_node", "paths_die")
+INJECTED_FAULTS = ("killed_rank", "hung_rank", "hung_case", "frozen_launch", "frozen_node", "paths_die",
+                   "connect_hang")
+PATH_FAULTS = ("paths_die", "connect_hang")  # the switch ports stop forwarding mid-run (PathKiller)
 STALL_WORDS = "test stall (CCLBENCH_TEST_STALL)"
 
 
@@ -310,7 +313,7 @@ def rail_connections(tcp_table, rail_patterns=None):
 
 
 def connect_moment(points, sizes, tables, at, rail_patterns=None):
-    """when "connect": whether every rank of the launch `at` has started, and how many rail connections are open.
+    """connect_hang: whether every rank of the launch `at` has started, and how many rail connections are open.
     points/sizes: pid -> --point / OMPI_COMM_WORLD_SIZE of the fleet's coll_perf processes; tables: the
     /proc/net/tcp texts of the namespaces they run in. (started, world, rail connections): started is None while
     the launch's world has not all started."""
@@ -322,8 +325,8 @@ def connect_moment(points, sizes, tables, at, rail_patterns=None):
 
 
 class PathKiller(threading.Thread):
-    """paths_die: once a coll_perf of the launch whose point is `at` runs anywhere in the fleet (when "connect":
-    once all its ranks run and none has a rail connection yet), the node's switch ports on the fault's rails stop
+    """paths_die: once a coll_perf of the launch whose point is `at` runs anywhere in the fleet (connect_hang: once
+    all its ranks run and none has a rail connection yet), the node's switch ports on the fault's rails stop
     forwarding (vcluster set_port_forwarding); fired_at is when (time.monotonic); missed says why it did not fire."""
 
     def __init__(self, cluster, fault, netns_inodes, marks):
@@ -333,9 +336,7 @@ class PathKiller(threading.Thread):
         self.fired_at = None
         self.error = None
         self.missed = None
-        self.when = fault.get("when", "start")
-        if self.when not in ("start", "connect"):
-            raise MatrixError(f"paths_die: 'when' is start or connect, not {self.when!r}")
+        self.when = "connect" if fault["fault"] == "connect_hang" else "start"
 
     def _tcp_tables(self, pids):
         tables = {}
@@ -820,7 +821,7 @@ class Runner:
         if cell["fault"]["fault"] == "frozen_node":
             freezer = NodeFreezer(cluster, cell["fault"]["node"], float(cell["fault"].get("after_s", 1.0)), marks)
             freezer.start()
-        if cell["fault"]["fault"] == "paths_die":
+        if cell["fault"]["fault"] in PATH_FAULTS:
             killer = PathKiller(cluster, cell["fault"], netns_inodes, marks)
             killer.start()
         started = time.monotonic()
@@ -840,7 +841,7 @@ class Runner:
             if killer is not None:
                 killer.stop()
                 if killer.error:
-                    raise MatrixError(f"paths_die: {killer.error}")
+                    raise MatrixError(f"{cell['fault']['fault']}: {killer.error}")
                 observed["fault_to_end_s"] = round(ended - killer.fired_at, 1) if killer.fired_at else None
                 observed["injector_missed"] = killer.missed
             time.sleep(1.0)  # mpirun's last kills land

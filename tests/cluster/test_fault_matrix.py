@@ -163,7 +163,7 @@ class FleetOfTwo:
 
 
 class ConnectMoment(unittest.TestCase):
-    """paths_die when "connect": fire once every rank of the launch has started and none is connected over a rail.
+    """connect_hang: fire once every rank of the launch has started and none is connected over a rail.
     /proc/net/tcp lines written by hand: 198.18.10.10 is 0A0A12C6 (the address's bytes, little-endian), the rail
     eth0's /24 is its last six digits 0A12C6; eth3 (198.18.13.x) 0D12C6; mgmt0 10.99.0.x is xx00630A."""
     HEADER = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
@@ -193,9 +193,12 @@ class ConnectMoment(unittest.TestCase):
         self.assertEqual(fault_matrix.connect_moment(points, sizes, [quiet, connected], "inter.mpi"), (4, 4, 1))
         self.assertEqual(fault_matrix.connect_moment(points, sizes, [quiet], "sanity"), (None, 0, None))
 
-    def test_when_is_start_or_connect(self):
-        with self.assertRaisesRegex(fault_matrix.MatrixError, "'when' is start or connect"):
-            fault_matrix.apply_fault(FleetOfTwo, {"fault": "paths_die", "node": "node2", "at": "sanity", "when": "bootstrap"})
+    def test_a_connect_hang_needs_its_launch_and_known_rails(self):
+        with self.assertRaisesRegex(fault_matrix.MatrixError, "'connect_hang' needs at"):
+            fault_matrix.apply_fault(FleetOfTwo, {"fault": "connect_hang", "node": "node2"})
+        with self.assertRaisesRegex(fault_matrix.MatrixError, "connect_hang: no rail eth9"):
+            fault_matrix.apply_fault(FleetOfTwo, {"fault": "connect_hang", "node": "node2", "at": "sanity",
+                                                  "rails": ["eth9"]})
 
 
 class Judgement(unittest.TestCase):
