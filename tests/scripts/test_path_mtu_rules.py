@@ -487,6 +487,15 @@ class RunnerPathCheck(unittest.TestCase):
         runner.settle_paths()
         self.assertEqual(self.calls, [("inter.mpi.rail-eth3", list(NODES3))])
 
+    def test_the_eta_leaves_out_what_a_pending_check_may_leave_out_then_only_what_it_found_dead(self):
+        runner = self.runner(path_checks(NODES3, dead={("node3", "eth3")}))
+        names = ["intra.node3", "inter.mpi.rail-eth0", "inter.mpi.rail-eth3"]
+        self.assertEqual(runner.eta_outlook(names), (set(), 0.0), "nothing failed: everything runs")
+        self.failed(runner, "inter.mpi", 4)  # hung: a check is pending, every launch across its hosts may be left out
+        self.assertEqual(runner.eta_outlook(names), ({"inter.mpi.rail-eth0", "inter.mpi.rail-eth3"}, 5.0))
+        runner.settle_paths()  # node3 eth3 dead: only the launch over eth3 is left out, no check pending
+        self.assertEqual(runner.eta_outlook(names), ({"inter.mpi.rail-eth3"}, 0.0))
+
     def sanity_failed(self, runner, code, dead):
         """A sanity pass across hosts failed with `code`; the report's verdict from the path checks the runner made
         (rules/verdict through DeadPathVerdict's helper, on the stand-in's results)."""
