@@ -6,10 +6,12 @@ Every progress line's ETA ("cclbench: [i/N] NAME: ...; elapsed XmYYs, ETA XmYYs"
 against the real end (the tool's exit):
 
     left_s      the real time left at the line (end - the line's arrival)
-    error       (ETA - left_s) / left_s: the ETA against the time really left
+    error       (ETA - left_s) / left_s: the ETA against the time really left (the worst over lines with 10 s or
+                more left; with less, the seconds it is off: whole seconds and the report's writing)
     end_error   (elapsed + ETA - total) / total: the end it predicts against the real end, from the start
 
-"After sanity": the lines from sanity's own line on (it is printed when sanity ends). Not a CI test (minutes of
+"After sanity": the lines from sanity's own line on (it is printed when sanity ends); where a launch failed, the
+lines from its line on (those before it predicted a healthy run: nothing had shown the fault yet). Not a CI test (minutes of
 CPU): run by hand, root, a build in CCLBENCH_BINARY_DIR (default ./build):
 
     eta_measure.py --out DIR [--scenario healthy|rails_die ...]
@@ -35,6 +37,7 @@ SCENARIOS = {"healthy": {"fault": "none"},
              "rails_die": {"fault": "paths_die", "node": "node2", "at": "intra.node1"}}
 LINE = re.compile(r"cclbench: \[(\d+)/(\d+)\] (\S+): (.*?); elapsed (\S+), ETA (\S+)")
 CLOCK = re.compile(r"(?:(\d+)h)?(\d+)m(\d+)s")
+SHORT_S = 10.0
 
 
 def clock_seconds(text):
@@ -64,9 +67,19 @@ def judge_lines(lines, total_s, after="sanity"):
                "error": None if eta_s is None or left_s <= 0 else round((eta_s - left_s) / left_s, 3),
                "end_error": None if eta_s is None else round((arrived + eta_s - total_s) / total_s, 3)}
         rows.append(row)
-    judged = [row for row in rows if row["after_sanity"]]
-    worst = {key: max((abs(row[key]) for row in judged if row[key] is not None), default=None)
-             for key in ("error", "end_error")}
+    failed = next((index for index, row in enumerate(rows) if row["status"] == "failed"), None)
+    for index, row in enumerate(rows):
+        row["after_failure"] = failed is not None and index >= failed
+    # With a launch that failed, the lines before it predicted a healthy run (nothing had shown the fault yet):
+    # judged are the lines from the failure on.
+    judged = [row for row in rows if row["after_sanity"] and (failed is None or row["after_failure"])]
+    # Under SHORT_S really left the ETA's whole seconds and the report's own writing are the error: those lines are
+    # judged by their seconds, the others by their share of the time left.
+    worst = {"error": max((abs(row["error"]) for row in judged if row["error"] is not None
+                           and row["left_s"] >= SHORT_S), default=None),
+             "end_error": max((abs(row["end_error"]) for row in judged if row["end_error"] is not None), default=None),
+             "short_s": max((round(abs(row["eta_s"] - row["left_s"]), 1) for row in judged
+                             if row["eta_s"] is not None and row["left_s"] < SHORT_S), default=None)}
     return rows, worst
 
 
@@ -117,8 +130,9 @@ def run_scenario(cluster, name, out_dir):
 def markdown(result):
     out = [f"{result['scenario']}: exit {result['exit']}, {result['total_s']} s"
            + (f", fault at {result['fault_at_s']} s" if result.get("fault_at_s") is not None else "")
-           + f"; worst after sanity: ETA vs time left {result['worst_after_sanity']['error']}, "
-             f"predicted end vs real end {result['worst_after_sanity']['end_error']}", "",
+           + f"; worst after sanity: ETA vs time left {result['worst_after_sanity']['error']} (lines with "
+             f"{SHORT_S:g} s or more left), predicted end vs real end {result['worst_after_sanity']['end_error']}, "
+             f"seconds off with less left {result['worst_after_sanity'].get('short_s')}", "",
            "| line | status | at (s) | ETA (s) | really left (s) | error | end error |", "|---|---|--:|--:|--:|--:|--:|"]
     for row in result["lines"]:
         out.append(f"| {row['line']} | {row['status']} | {row['at_s']} | {row['eta_s'] if row['eta_s'] is not None else '-'} "
@@ -127,11 +141,48 @@ def markdown(result):
     return "\n".join(out)
 
 
+def replay(results_path, manifest_path, scenario="healthy"):
+    """The ETA this cclbench's estimate gives at each line of a healthy run measured with another (its launches'
+    elapsed_s through plan/estimate.calibrated_eta), against the time that run really had left."""
+    sys.path.insert(0, os.path.join(fault_matrix.SOURCE_DIR, "scripts"))
+    from cclbench_lib.plan.estimate import calibrated_eta, launch_kind, launch_parts
+    with open(results_path) as handle:
+        result = next(item for item in json.load(handle)["scenarios"] if item["scenario"] == scenario)
+    with open(manifest_path) as handle:
+        manifest = json.load(handle)
+    remaining = {launch["name"]: (launch_kind(launch),) + tuple(launch_parts(launch)) for launch in manifest["plan"]}
+    measured, lines = [], []
+    for launch, row in zip(manifest["plan"], result["lines"]):
+        measured.append(remaining.pop(launch["name"]) + (manifest["points"][launch["name"]]["elapsed_s"],))
+        eta = round(calibrated_eta(measured, list(remaining.values())))
+        lines.append((row["at_s"], f"cclbench: {row['line']}: {row['status']}; elapsed 0m00s, ETA {eta // 60}m{eta % 60:02d}s"))
+    result = dict(result, scenario=f"{scenario} (replayed)")
+    result["lines"], result["worst_after_sanity"] = judge_lines(lines, result["total_s"])
+    print(markdown(result) + "\n")
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True)
     parser.add_argument("--scenario", action="append", choices=sorted(SCENARIOS))
+    parser.add_argument("--rejudge", metavar="JSON", help="judge an eta_measure.json's lines again, print its tables")
+    parser.add_argument("--replay", nargs=2, metavar=("JSON", "MANIFEST"),
+                        help="this cclbench's ETA at each line of a healthy run measured before (its eta_measure.json "
+                             "and its run_manifest.json: the plan and each launch's elapsed_s)")
     args = parser.parse_args(argv)
+    if args.replay:
+        return replay(*args.replay)
+    if args.rejudge:
+        with open(args.rejudge) as handle:
+            document = json.load(handle)
+        for result in document["scenarios"]:
+            lines = [(row["at_s"], f"cclbench: {row['line']}: {row['status']}; elapsed 0m00s, ETA "
+                                   + ("-" if row["eta_s"] is None else f"{row['eta_s'] // 60}m{row['eta_s'] % 60:02d}s"))
+                     for row in result["lines"]]
+            result["lines"], result["worst_after_sanity"] = judge_lines(lines, result["total_s"])
+            print(markdown(result) + "\n")
+        return 0
     try:
         vcluster.check_supported()
     except vcluster.Unsupported as error:
