@@ -8,8 +8,11 @@ A cell is data: fleet size x tool (baseline or screen) x fault spec x expectatio
     {"defaults": {"screen": [ARGS...], "baseline": [ARGS...]},    per tool, before the cell's own "args"
      "cells": [{"id": "screen.n4.slow_node", "nodes": 4, "tool": "screen",
                 "fault": {"fault": "slow_node", "node": "node3", "rate": "2mbit"},
-                "args": [...], "limit_s": 240,
+                "args": [...], "limit_s": 240, "expected_s": 35,
                 "expect": {...}}]}
+
+expected_s: what the cell took measured alone, for a cell newer than the committed results (the CTest parts are
+dealt by expected times: a new cell counted at its limit_s would unbalance them).
 
 Faults (FAULTS below; any node of the fleet, any rail, any rate):
 
@@ -732,12 +735,15 @@ def judge(expect, observed):
 # ---------------------------------------------------------------------------------------------- runner
 
 def lane_order(cells, expected_s):
-    """The order the lanes take cells in: longest expected first (a committed run's elapsed_s, else the cell's
-    limit_s), so that the last cells to start are short ones and the lanes end together; ties by fleet size, then
+    """The order the lanes take cells in: longest expected first (cell_cost), so that the last cells to start are short ones and the lanes end together; ties by fleet size, then
     id, so the same cells give the same order."""
-    def cost(cell):
-        return float(expected_s.get(cell["id"], cell.get("limit_s", DEFAULT_LIMIT_S)))
-    return sorted(cells, key=lambda cell: (-cost(cell), int(cell["nodes"]), cell["id"]))
+    return sorted(cells, key=lambda cell: (-cell_cost(cell, expected_s), int(cell["nodes"]), cell["id"]))
+
+
+def cell_cost(cell, expected_s):
+    """A cell's expected seconds: the committed run's elapsed_s, else (a cell newer than that run) its own
+    expected_s, measured alone, else its limit_s."""
+    return float(expected_s.get(cell["id"], cell.get("expected_s", cell.get("limit_s", DEFAULT_LIMIT_S))))
 
 
 def part_of(cells, part, parts, expected_s):
@@ -748,7 +754,7 @@ def part_of(cells, part, parts, expected_s):
     chosen = set()
     for cell in lane_order([cell for cell in cells if runnable(cell)], expected_s):
         least = min(range(parts), key=lambda index: (loads[index], index))
-        loads[least] += float(expected_s.get(cell["id"], cell.get("limit_s", DEFAULT_LIMIT_S)))
+        loads[least] += cell_cost(cell, expected_s)
         if least == part - 1:
             chosen.add(cell["id"])
     return [cell for cell in cells if cell["id"] in chosen or (part == 1 and not runnable(cell))]

@@ -280,6 +280,13 @@ class Parts(unittest.TestCase):
         self.assertEqual([cell["id"] for cell in first], ["a", "d", "note"], "the note cell goes with part 1")
         self.assertEqual([cell["id"] for cell in second], ["b", "c", "e"])
 
+    def test_a_cell_newer_than_the_results_costs_its_own_expected_s(self):
+        cells = [dict(self.CELLS[0]), dict(self.CELLS[1], limit_s=100, expected_s=30), dict(self.CELLS[2], limit_s=50)]
+        # a 100 (the results), c 50 (no time: its limit), b 30 (its own): a -> 1 (100); c -> 2 (50); b -> 2 (80).
+        # Counted at its limit (100), b would have part 2 to itself: a -> 1, b -> 2, c -> 1 (ties to part 1).
+        self.assertEqual([cell["id"] for cell in fault_matrix.lane_order(cells, {"a": 100.0})], ["a", "c", "b"])
+        self.assertEqual([cell["id"] for cell in fault_matrix.part_of(cells, 2, 2, {"a": 100.0})], ["b", "c"])
+
     def test_a_ctest_cpu_allocation_is_read_and_nothing_else(self):
         environ = {"CTEST_RESOURCE_GROUP_COUNT": "1", "CTEST_RESOURCE_GROUP_0": "cpus",
                    "CTEST_RESOURCE_GROUP_0_CPUS": "id:1,slots:1"}
