@@ -496,6 +496,15 @@ class RunnerPathCheck(unittest.TestCase):
         runner.settle_paths()  # node3 eth3 dead: only the launch over eth3 is left out, no check pending
         self.assertEqual(runner.eta_outlook(names), ({"inter.mpi.rail-eth3"}, 0.0))
 
+    def test_after_a_failed_sanity_pass_the_eta_is_its_path_check_only(self):
+        names = ["intra.node1", "intra.node3", "inter.mpi", "inter.mpi.rail-eth0"]
+        runner = self.runner(path_checks(NODES3))
+        self.failed(runner, "sanity", 4)  # hung: the check is pending, and nothing else will run
+        self.assertEqual(runner.eta_outlook(names), (set(names), 5.0))
+        runner = self.runner(path_checks(NODES3))
+        self.failed(runner, "sanity", 1)  # wrong data: no path check, nothing else runs
+        self.assertEqual(runner.eta_outlook(names), (set(names), 0.0))
+
     def sanity_failed(self, runner, code, dead):
         """A sanity pass across hosts failed with `code`; the report's verdict from the path checks the runner made
         (rules/verdict through DeadPathVerdict's helper, on the stand-in's results)."""

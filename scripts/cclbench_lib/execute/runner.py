@@ -571,9 +571,15 @@ class Baseline:
         check is pending after a launch that failed as a dead path fails, every launch across hosts sharing a host
         with it - the check, seconds away, leaves those out when the path is dead, the commonest cause of such a
         failure (on the 2-core VM the ETA said 58 s with 5.5 s left, after inter.mpi hung on node2's dead rails).
-        A hang on live paths: the ETA is short by those launches until the next line."""
+        A hang on live paths: the ETA is short by those launches until the next line. After a failed sanity pass
+        nothing else runs."""
         by_name = {launch["name"]: launch for launch in self.launches}
         suspect = self.path_suspect
+        pending_s = PATH_CHECK_S if suspect else 0.0
+        points = (self.manifest or {}).get("points") or {}
+        if any(launch["kind"] == "sanity" and (points.get(launch["name"]) or {}).get("status") == "failed"
+               for launch in self.launches):
+            return set(names), pending_s  # a failed sanity pass ends the run (sanity_failed)
         left_out = set()
         for name in names:
             launch = by_name.get(name)
@@ -583,7 +589,7 @@ class Baseline:
                 left_out.add(name)
             elif self.blocked_by_doctor(launch) or self.blocked_by_run_paths(launch):
                 left_out.add(name)
-        return left_out, (PATH_CHECK_S if suspect else 0.0)
+        return left_out, pending_s
 
     def note_failure(self, launch):
         """A launch across hosts that failed as a dead path fails (rules/dead_paths.may_be_a_path) leaves a suspicion
