@@ -8,8 +8,11 @@ A cell is data: fleet size x tool (baseline or screen) x fault spec x expectatio
     {"defaults": {"screen": [ARGS...], "baseline": [ARGS...]},    per tool, before the cell's own "args"
      "cells": [{"id": "screen.n4.slow_node", "nodes": 4, "tool": "screen",
                 "fault": {"fault": "slow_node", "node": "node3", "rate": "2mbit"},
-                "args": [...], "limit_s": 240,
+                "args": [...], "limit_s": 240, "expected_s": 35,
                 "expect": {...}}]}
+
+expected_s: what the cell took measured alone, for a cell newer than the committed results (the CTest parts are
+dealt by expected times: a new cell counted at its limit_s would unbalance them).
 
 Faults (FAULTS below; any node of the fleet, any rail, any rate):
 
@@ -51,6 +54,16 @@ Faults (FAULTS below; any node of the fleet, any rail, any rate):
                                                        carrier stays up), for the rest of the cell: a path that dies
                                                        mid-run. The row's fault_to_end_s: from the fault to the tool's
                                                        end
+    connect_hang        node, at, rails (all)          paths_die at another moment: not as the launch `at` starts but
+                                                       once every rank of it has started (the launch's world of
+                                                       coll_perf --point AT processes, mpirun's daemons having reached
+                                                       every host over mgmt0: the bootstrap is done, MPI's wire-up
+                                                       over mgmt0 still works) and while none of them has a TCP
+                                                       connection over a rail (Open MPI's TCP transport connects on
+                                                       first use): a path that dies between the bootstrap and its
+                                                       connect, the launch hangs connecting. A rank already
+                                                       connected over a rail when they had all started: not fired
+                                                       (the cell is "not injected", with why)
 
 Expectation keys (all optional; every one given must hold):
 
@@ -65,7 +78,7 @@ Expectation keys (all optional; every one given must hold):
                  ("node3:eth3") in screen.json
     within_s     the tool ended within this many seconds   says   regexes the tool's own words must match
                  (stdout, stderr, report.md / screen.md)
-    fault_to_end_within_s   paths_die: the tool ended (its verdict written) within this many seconds of the fault
+    fault_to_end_within_s   paths_die, connect_hang: the tool ended (its verdict written) within this many seconds of the fault
     note         the cell's note: what cannot be judged at this size or backend (the cell still checks
                  `says` etc. where the tool prints such a note; with nothing else to check it is not run)
 
@@ -114,7 +127,7 @@ DEFAULT_LIMIT_S = 180
 RESULTS_FORMAT = "cclbench-fault-matrix/1"
 FAULT_ORDER = ("none", "dead_rail", "slow_rail", "slow_node", "slow_link", "env_differs", "path_mtu",
                "transport_fallback", "killed_rank", "hung_rank", "hung_case", "frozen_launch", "frozen_node",
-               "paths_die")
+               "paths_die", "connect_hang")
 FAULT_TITLES = {
     "none": "healthy (control)", "dead_rail": "dead rail", "slow_rail": "slow rail", "slow_node": "slow node",
     "slow_link": "slow link (one pair)", "env_differs": "environment differs across hosts",
@@ -124,6 +137,7 @@ FAULT_TITLES = {
     "frozen_launch": "frozen launch (every rank of it)",
     "frozen_node": "frozen node",
     "paths_die": "paths die mid-run (switch ports stop forwarding)",
+    "connect_hang": "a path dies between the bootstrap and its connect (connect hang)",
 }
 
 
@@ -190,12 +204,12 @@ def apply_fault(cluster, fault):
     elif kind == "hung_case":
         _need(fault, "node", "case")
         _check_nodes(cluster, fault, "node")
-    elif kind == "paths_die":
+    elif kind in PATH_FAULTS:
         _need(fault, "node", "at")
         _check_nodes(cluster, fault, "node")
         unknown = [rail for rail in fault.get("rails") or () if rail not in vcluster.RAILS]
         if unknown:
-            raise MatrixError(f"paths_die: no rail {', '.join(unknown)} (the rails are {', '.join(vcluster.RAILS)})")
+            raise MatrixError(f"{kind}: no rail {', '.join(unknown)} (the rails are {', '.join(vcluster.RAILS)})")
 
 
 def clear_faults(cluster):
@@ -214,7 +228,9 @@ def clear_faults(cluster):
 INJECTOR_SIGNALS = {"killed_rank": "KILL", "hung_rank": "STOP"}
 # Faults whose injection is recorded (marks, or coll_perf's own words in run.log): a cell where none fired is
 # "not injected", never a pass.
-INJECTED_FAULTS = ("killed_rank", "hung_rank", "hung_case", "frozen_launch", "frozen_node", "paths_die")
+INJECTED_FAULTS = ("killed_rank", "hung_rank", "hung_case", "frozen_launch", "frozen_node", "paths_die",
+                   "connect_hang")
+PATH_FAULTS = ("paths_die", "connect_hang")  # the switch ports stop forwarding mid-run (PathKiller)
 STALL_WORDS = "test stall (CCLBENCH_TEST_STALL)"
 
 
@@ -278,9 +294,43 @@ def coll_perf_point(pid):
     return argv[argv.index(b"--point") + 1].decode(errors="replace") if b"--point" in argv[:-1] else None
 
 
+def world_size(pid):
+    """OMPI_COMM_WORLD_SIZE of a rank (None when it is gone or has none)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            variables = dict(item.split(b"=", 1) for item in handle.read().split(b"\0") if b"=" in item)
+        return int(variables[b"OMPI_COMM_WORLD_SIZE"])
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def rail_connections(tcp_table, rail_patterns=None):
+    """The established TCP connections (state 01) from an address on a rail in a /proc/net/tcp table's text."""
+    rail_patterns = RAIL_TCP_PATTERNS if rail_patterns is None else rail_patterns
+    found = 0
+    for line in tcp_table.splitlines()[1:]:
+        fields = line.split()
+        if len(fields) > 3 and fields[3] == "01" and fields[1][2:8] in rail_patterns:
+            found += 1
+    return found
+
+
+def connect_moment(points, sizes, tables, at, rail_patterns=None):
+    """connect_hang: whether every rank of the launch `at` has started, and how many rail connections are open.
+    points/sizes: pid -> --point / OMPI_COMM_WORLD_SIZE of the fleet's coll_perf processes; tables: the
+    /proc/net/tcp texts of the namespaces they run in. (started, world, rail connections): started is None while
+    the launch's world has not all started."""
+    ranks = [pid for pid, point in points.items() if point == at]
+    world = max((sizes.get(pid) or 0 for pid in ranks), default=0)
+    if not ranks or len(ranks) < world or world == 0:
+        return None, world, None
+    return len(ranks), world, sum(rail_connections(table, rail_patterns) for table in tables)
+
+
 class PathKiller(threading.Thread):
-    """paths_die: once a coll_perf of the launch whose point is `at` runs anywhere in the fleet, the node's switch
-    ports on the fault's rails stop forwarding (vcluster set_port_forwarding); fired_at is when (time.monotonic)."""
+    """paths_die: once a coll_perf of the launch whose point is `at` runs anywhere in the fleet (connect_hang: once
+    all its ranks run and none has a rail connection yet), the node's switch ports on the fault's rails stop
+    forwarding (vcluster set_port_forwarding); fired_at is when (time.monotonic); missed says why it did not fire."""
 
     def __init__(self, cluster, fault, netns_inodes, marks):
         super().__init__(daemon=True)
@@ -288,12 +338,43 @@ class PathKiller(threading.Thread):
         self.done = threading.Event()
         self.fired_at = None
         self.error = None
+        self.missed = None
+        self.when = "connect" if fault["fault"] == "connect_hang" else "start"
+
+    def _tcp_tables(self, pids):
+        tables = {}
+        for pid in pids:
+            try:
+                inode = os.stat(f"/proc/{pid}/ns/net").st_ino
+                if inode not in tables:
+                    tables[inode] = _read_text(f"/proc/{pid}/net/tcp")
+            except OSError:
+                continue
+        return list(tables.values())
+
+    def _ready(self):
+        pids = coll_perf_pids(self.inodes)
+        points = {pid: coll_perf_point(pid) for pid in pids}
+        if self.when == "start":
+            return any(point == self.fault["at"] for point in points.values())
+        ranks = [pid for pid, point in points.items() if point == self.fault["at"]]
+        started, world, connected = connect_moment(points, {pid: world_size(pid) for pid in ranks},
+                                                   self._tcp_tables(ranks), self.fault["at"])
+        if started is None:
+            return False
+        if connected:
+            self.missed = (f"{self.fault['at']}: {connected} rail connection(s) already open when its {world} "
+                           "ranks had all started: too late for a connect hang, not fired")
+            self.done.set()
+            return False
+        self.started_ranks = started
+        return True
 
     def run(self):
         while not self.done.is_set():
-            if any(coll_perf_point(pid) == self.fault["at"] for pid in coll_perf_pids(self.inodes)):
+            if self._ready():
                 break
-            time.sleep(0.05)
+            time.sleep(0.05 if self.when == "start" else 0.01)
         else:
             return
         rails = list(self.fault.get("rails") or vcluster.RAILS)
@@ -304,9 +385,11 @@ class PathKiller(threading.Thread):
             self.error = str(error)
             return
         self.fired_at = time.monotonic()
+        moment = (f"once {self.started_ranks} rank(s) of {self.fault['at']} had started, before any rail connection"
+                  if self.when == "connect" else f"as {self.fault['at']} started")
         with open(self.marks, "a") as handle:
-            handle.write(f"{self.fault['node']} {','.join(rails)}: switch ports stopped forwarding (carrier up) as "
-                         f"{self.fault['at']} started, at {self.fired_at:.1f}\n")
+            handle.write(f"{self.fault['node']} {','.join(rails)}: switch ports stopped forwarding (carrier up) "
+                         f"{moment}, at {self.fired_at:.1f}\n")
 
     def stop(self):
         self.done.set()
@@ -652,12 +735,15 @@ def judge(expect, observed):
 # ---------------------------------------------------------------------------------------------- runner
 
 def lane_order(cells, expected_s):
-    """The order the lanes take cells in: longest expected first (a committed run's elapsed_s, else the cell's
-    limit_s), so that the last cells to start are short ones and the lanes end together; ties by fleet size, then
+    """The order the lanes take cells in: longest expected first (cell_cost), so that the last cells to start are short ones and the lanes end together; ties by fleet size, then
     id, so the same cells give the same order."""
-    def cost(cell):
-        return float(expected_s.get(cell["id"], cell.get("limit_s", DEFAULT_LIMIT_S)))
-    return sorted(cells, key=lambda cell: (-cost(cell), int(cell["nodes"]), cell["id"]))
+    return sorted(cells, key=lambda cell: (-cell_cost(cell, expected_s), int(cell["nodes"]), cell["id"]))
+
+
+def cell_cost(cell, expected_s):
+    """A cell's expected seconds: the committed run's elapsed_s, else (a cell newer than that run) its own
+    expected_s, measured alone, else its limit_s."""
+    return float(expected_s.get(cell["id"], cell.get("expected_s", cell.get("limit_s", DEFAULT_LIMIT_S))))
 
 
 def part_of(cells, part, parts, expected_s):
@@ -668,7 +754,7 @@ def part_of(cells, part, parts, expected_s):
     chosen = set()
     for cell in lane_order([cell for cell in cells if runnable(cell)], expected_s):
         least = min(range(parts), key=lambda index: (loads[index], index))
-        loads[least] += float(expected_s.get(cell["id"], cell.get("limit_s", DEFAULT_LIMIT_S)))
+        loads[least] += cell_cost(cell, expected_s)
         if least == part - 1:
             chosen.add(cell["id"])
     return [cell for cell in cells if cell["id"] in chosen or (part == 1 and not runnable(cell))]
@@ -741,7 +827,7 @@ class Runner:
         if cell["fault"]["fault"] == "frozen_node":
             freezer = NodeFreezer(cluster, cell["fault"]["node"], float(cell["fault"].get("after_s", 1.0)), marks)
             freezer.start()
-        if cell["fault"]["fault"] == "paths_die":
+        if cell["fault"]["fault"] in PATH_FAULTS:
             killer = PathKiller(cluster, cell["fault"], netns_inodes, marks)
             killer.start()
         started = time.monotonic()
@@ -761,8 +847,9 @@ class Runner:
             if killer is not None:
                 killer.stop()
                 if killer.error:
-                    raise MatrixError(f"paths_die: {killer.error}")
+                    raise MatrixError(f"{cell['fault']['fault']}: {killer.error}")
                 observed["fault_to_end_s"] = round(ended - killer.fired_at, 1) if killer.fired_at else None
+                observed["injector_missed"] = killer.missed
             time.sleep(1.0)  # mpirun's last kills land
             if freezer is not None:
                 # The node comes back: its launcher daemon finds its launcher gone and ends its ranks.
@@ -894,8 +981,9 @@ class Runner:
         problems = judge(cell["expect"], observed)
         if cell["fault"]["fault"] in INJECTED_FAULTS and not observed["injected"]:
             status = "not injected"
-            problems.insert(0, "the injector never fired (coll_perf ended or never started on "
-                               f"{cell['fault']['node']} in a cross-host launch)")
+            problems.insert(0, f"the injector never fired: {observed['injector_missed']}" if observed.get("injector_missed")
+                            else "the injector never fired (coll_perf ended or never started on "
+                                 f"{cell['fault']['node']} in a cross-host launch)")
         else:
             status = "fail" if problems else "pass"
         self.say(f"  {cell['id']}: {status.upper()} exit {observed['exit']} in {observed['elapsed_s']} s; "

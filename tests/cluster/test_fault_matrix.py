@@ -158,6 +158,49 @@ class Injector(unittest.TestCase):
             self.assertEqual(values.get("NCCL_HOSTID"), node)  # the NCCL backend's one host id per node
 
 
+class FleetOfTwo:
+    nodes = ["node1", "node2"]
+
+
+class ConnectMoment(unittest.TestCase):
+    """connect_hang: fire once every rank of the launch has started and none is connected over a rail.
+    /proc/net/tcp lines written by hand: 198.18.10.10 is 0A0A12C6 (the address's bytes, little-endian), the rail
+    eth0's /24 is its last six digits 0A12C6; eth3 (198.18.13.x) 0D12C6; mgmt0 10.99.0.x is xx00630A."""
+    HEADER = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+
+    def table(self, *entries):
+        return self.HEADER + "".join(f"   {index}: {local} {remote} {state} 00000000:00000000 00:00000000 00000000"
+                                     f"     0        0 {1000 + index}\n"
+                                     for index, (local, remote, state) in enumerate(entries))
+
+    def test_rail_connections_count_established_ones_on_a_rail_only(self):
+        table = self.table(("00000000:9C40", "00000000:0000", "0A"),   # the transport listening: not a connection
+                           ("0100630A:D431", "0200630A:0401", "01"),   # mgmt0, established: the bootstrap's
+                           ("0A0A12C6:B000", "0B0A12C6:9C41", "02"),   # eth0, SYN sent: still connecting
+                           ("0A0D12C6:B001", "0B0D12C6:9C42", "01"))   # eth3, established
+        self.assertEqual(fault_matrix.rail_connections(table), 1)
+        self.assertEqual(fault_matrix.rail_connections(self.table(("0100630A:D431", "0200630A:0401", "01"))), 0)
+
+    def test_it_waits_for_the_whole_world_of_the_launch(self):
+        quiet = self.table(("00000000:9C40", "00000000:0000", "0A"), ("0100630A:D431", "0200630A:0401", "01"))
+        points = {11: "inter.mpi", 12: "inter.mpi", 13: "inter.mpi", 21: "intra.node1", 22: "intra.node1"}
+        sizes = {11: 4, 12: 4, 13: 4, 21: 2, 22: 2}
+        # 3 of inter.mpi's 4 ranks: not yet (intra.node1's two complete ranks are another launch)
+        self.assertEqual(fault_matrix.connect_moment(points, sizes, [quiet], "inter.mpi"), (None, 4, None))
+        points[14], sizes[14] = "inter.mpi", 4
+        self.assertEqual(fault_matrix.connect_moment(points, sizes, [quiet, quiet], "inter.mpi"), (4, 4, 0))
+        connected = self.table(("0A0D12C6:B001", "0B0D12C6:9C42", "01"))
+        self.assertEqual(fault_matrix.connect_moment(points, sizes, [quiet, connected], "inter.mpi"), (4, 4, 1))
+        self.assertEqual(fault_matrix.connect_moment(points, sizes, [quiet], "sanity"), (None, 0, None))
+
+    def test_a_connect_hang_needs_its_launch_and_known_rails(self):
+        with self.assertRaisesRegex(fault_matrix.MatrixError, "'connect_hang' needs at"):
+            fault_matrix.apply_fault(FleetOfTwo, {"fault": "connect_hang", "node": "node2"})
+        with self.assertRaisesRegex(fault_matrix.MatrixError, "connect_hang: no rail eth9"):
+            fault_matrix.apply_fault(FleetOfTwo, {"fault": "connect_hang", "node": "node2", "at": "sanity",
+                                                  "rails": ["eth9"]})
+
+
 class Judgement(unittest.TestCase):
     def observed(self, **changes):
         observed = {"exit": 1, "elapsed_s": 30.0, "result": "fail", "document": "screen.json", "document_found": True,
@@ -236,6 +279,13 @@ class Parts(unittest.TestCase):
         second = fault_matrix.part_of(self.CELLS, 2, 2, self.TIMES)
         self.assertEqual([cell["id"] for cell in first], ["a", "d", "note"], "the note cell goes with part 1")
         self.assertEqual([cell["id"] for cell in second], ["b", "c", "e"])
+
+    def test_a_cell_newer_than_the_results_costs_its_own_expected_s(self):
+        cells = [dict(self.CELLS[0]), dict(self.CELLS[1], limit_s=100, expected_s=30), dict(self.CELLS[2], limit_s=50)]
+        # a 100 (the results), c 50 (no time: its limit), b 30 (its own): a -> 1 (100); c -> 2 (50); b -> 2 (80).
+        # Counted at its limit (100), b would have part 2 to itself: a -> 1, b -> 2, c -> 1 (ties to part 1).
+        self.assertEqual([cell["id"] for cell in fault_matrix.lane_order(cells, {"a": 100.0})], ["a", "c", "b"])
+        self.assertEqual([cell["id"] for cell in fault_matrix.part_of(cells, 2, 2, {"a": 100.0})], ["b", "c"])
 
     def test_a_ctest_cpu_allocation_is_read_and_nothing_else(self):
         environ = {"CTEST_RESOURCE_GROUP_COUNT": "1", "CTEST_RESOURCE_GROUP_0": "cpus",

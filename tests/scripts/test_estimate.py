@@ -76,16 +76,48 @@ class TwoNodePlanFigure(TempDirTest):
 
 
 class CalibratedEta(unittest.TestCase):
-    """The ETA printed during a run (issue 43, item 6): the model of each launch still to run, scaled by this
-    machine's measured/modelled ratio from the run's own completed launches (per start-up class, else overall);
-    a launch that hung took its deadline and calibrates nothing; one left out costs nothing."""
+    """The ETA printed during a run (issue 43, item 6): the model of each launch still to run, its start-up and its
+    work scaled apart by this machine's measured/modelled ratios from the run's own completed launches; a launch
+    that hung took its deadline and calibrates nothing; one left out costs nothing."""
 
-    def test_each_class_by_its_own_ratio_else_the_run_s(self):
-        measured = [("doctor", 5.0, 10.0), ("inter", 10.0, 4.0)]  # doctor 2x slower than modelled, inter 0.4x
-        # inter 100 s modelled x 0.4 = 40; intra never measured: 20 x (14 / 15) = 18.67
-        self.assertAlmostEqual(estimate.calibrated_eta(measured, [("inter", 100.0), ("intra", 20.0)]), 58.6667, 3)
-        self.assertIsNone(estimate.calibrated_eta([], [("inter", 100.0)]), "nothing measured yet")
+    def test_start_up_and_work_are_scaled_apart(self):
+        # The doctor and topo_map are start-up only: 0.8 s of 8 modelled, ratio 0.1. sanity (inter): 6 s start-up,
+        # 4 s work modelled, 4.6 s measured: 0.6 s of start-up, so 4.0 s of work for 4 modelled, ratio 1.0.
+        measured = [("doctor", 5.0, 0.0, 0.5), ("topology", 3.0, 0.0, 0.3), ("inter", 6.0, 4.0, 4.6)]
+        remaining = [("intra", 4.0, 20.0), ("inter", 6.0, 40.0)]
+        # intra: 4 x 0.1 + 20 x 1.0 (no intra work measured yet: every launch's work ratio) = 20.4;
+        # inter: 6 x 0.1 + 40 x 1.0 = 40.6. (One ratio per launch said 28.36: intra 24 x 0.3, inter 46 x 0.46.)
+        self.assertAlmostEqual(estimate.calibrated_eta(measured, remaining), 61.0, 9)
+        # intra.node1 took 6.4 s: 0.4 s start-up, 6.0 s of work for 20 modelled, ratio 0.3: 0.4 + 6.0 + 40.6
+        measured.append(("intra", 4.0, 20.0, 6.4))
+        self.assertAlmostEqual(estimate.calibrated_eta(measured, remaining), 47.0, 9)
+        self.assertIsNone(estimate.calibrated_eta([], remaining), "nothing measured yet")
         self.assertEqual(estimate.calibrated_eta(measured, []), 0.0)
+
+    def test_without_a_start_up_only_launch_one_ratio_per_class_else_the_run_s(self):
+        measured = [("inter", 6.0, 4.0, 5.0), ("intra", 4.0, 6.0, 2.0)]  # a resumed run: no doctor measured
+        # inter 10 s x 0.5 = 5.0; local never measured: 3 s x (7 / 20) = 1.05
+        self.assertAlmostEqual(estimate.calibrated_eta(measured, [("inter", 6.0, 4.0), ("local", 3.0, 0.0)]), 6.05, 9)
+
+    def test_a_launch_faster_than_its_scaled_start_up_has_no_negative_work(self):
+        measured = [("doctor", 5.0, 0.0, 5.0), ("inter", 6.0, 4.0, 3.0)]  # start-up ratio 1.0: 6 s > its 3.0 s
+        self.assertAlmostEqual(estimate.calibrated_eta(measured, [("inter", 6.0, 40.0)]), 6.0, 9)
+
+    def test_the_eta_leaves_out_what_will_not_run_and_adds_a_pending_path_check(self):
+        import io
+        from cclbench_lib.execute.runner import Progress
+        plan = [{"name": name, "kind": kind, "hosts": ["a", "b"], "argv": []}
+                for name, kind in (("doctor", "doctor"), ("topology", "topology"), ("p2p.a", "p2p"), ("p2p.b", "p2p"))]
+        stream = io.StringIO()
+        asked = []
+
+        def outlook(names):
+            asked.append(sorted(names))
+            return {"p2p.b"}, estimate.PATH_CHECK_S
+        progress = Progress(plan, stream=stream, outlook=outlook)
+        progress.report(plan[0], "complete", 2.0)  # 0.4x: topology 3 x 0.4 + p2p.a 10 x 0.4 + the check 5 = 10.2 s
+        self.assertEqual(re.findall(r"ETA (\S+)", stream.getvalue()), ["0m10s"])
+        self.assertEqual(asked, [["p2p.a", "p2p.b", "topology"]])
 
     def test_the_progress_line_after_a_hang_and_a_launch_left_out(self):
         import io

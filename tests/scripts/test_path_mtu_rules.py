@@ -487,6 +487,53 @@ class RunnerPathCheck(unittest.TestCase):
         runner.settle_paths()
         self.assertEqual(self.calls, [("inter.mpi.rail-eth3", list(NODES3))])
 
+    def test_the_eta_leaves_out_what_a_pending_check_may_leave_out_then_only_what_it_found_dead(self):
+        runner = self.runner(path_checks(NODES3, dead={("node3", "eth3")}))
+        names = ["intra.node3", "inter.mpi.rail-eth0", "inter.mpi.rail-eth3"]
+        self.assertEqual(runner.eta_outlook(names), (set(), 0.0), "nothing failed: everything runs")
+        self.failed(runner, "inter.mpi", 4)  # hung: a check is pending, every launch across its hosts may be left out
+        self.assertEqual(runner.eta_outlook(names), ({"inter.mpi.rail-eth0", "inter.mpi.rail-eth3"}, 5.0))
+        runner.settle_paths()  # node3 eth3 dead: only the launch over eth3 is left out, no check pending
+        self.assertEqual(runner.eta_outlook(names), ({"inter.mpi.rail-eth3"}, 0.0))
+
+    def test_after_a_failed_sanity_pass_the_eta_is_its_path_check_only(self):
+        names = ["intra.node1", "intra.node3", "inter.mpi", "inter.mpi.rail-eth0"]
+        runner = self.runner(path_checks(NODES3))
+        self.failed(runner, "sanity", 4)  # hung: the check is pending, and nothing else will run
+        self.assertEqual(runner.eta_outlook(names), (set(names), 5.0))
+        runner = self.runner(path_checks(NODES3))
+        self.failed(runner, "sanity", 1)  # wrong data: no path check, nothing else runs
+        self.assertEqual(runner.eta_outlook(names), (set(names), 0.0))
+
+    def sanity_failed(self, runner, code, dead):
+        """A sanity pass across hosts failed with `code`; the report's verdict from the path checks the runner made
+        (rules/verdict through DeadPathVerdict's helper, on the stand-in's results)."""
+        runner.manifest["points"]["sanity"].update(status="failed", exit_code=code, reason=f"exit {code}")
+
+        def report():
+            states = {name: state for name, state in runner.manifest["points"].items() if state["status"] != "pending"}
+            checks = [{"after": after, "checks": path_checks(NODES3, dead=dead)} for after, _ in self.calls]
+            return DeadPathVerdict.verdict(self, NODES3, states, path_checks(NODES3), checks)
+        runner.write_report = report
+        return str(runner.sanity_failed(self.launch("sanity"), f"exit {code}"))
+
+    def test_a_sanity_pass_that_hung_connecting_is_checked_and_its_error_names_the_dead_path_first(self):
+        dead = {("node3", "eth3")}
+        runner = self.runner(path_checks(NODES3, dead=dead))
+        error = self.sanity_failed(runner, 4, dead)
+        self.assertEqual(self.calls, [("sanity", list(NODES3))], "one path check, before the verdict")
+        self.assertTrue(error.startswith("path.dead (dead path) at sanity: node3 eth3: no echo reply"), error)
+        self.assertIn("died during the run: the doctor found it alive, the path check after sanity found it dead; "
+                      "sanity first met it", error)
+        self.assertIn("; sanity pass failed, nothing else was run: exit 4", error)
+        self.assertEqual(runner.manifest["status"], "failed")
+
+    def test_a_sanity_pass_with_wrong_data_is_no_path(self):
+        runner = self.runner(path_checks(NODES3, dead={("node3", "eth3")}))
+        error = self.sanity_failed(runner, 1, set())
+        self.assertEqual(self.calls, [])
+        self.assertTrue(error.startswith("sanity pass failed, nothing else was run: exit 1"), error)
+
     def test_run_despite_doctor_runs_everything(self):
         runner = self.runner(path_checks(NODES3, dead={("node3", "eth3")}), {"run_despite_doctor": True})
         self.failed(runner, "inter.mpi", 4)

@@ -25,7 +25,7 @@ from ..model.doctor_paths import path_mtu_findings
 from ..model.run_dir import launch_outputs, load_run_doctor
 from ..plan.baseline import Planner, mode_notes
 from ..plan.bounds import PROGRESS_GRACE_S, STOP_GRACE_S, launch_bounds
-from ..plan.estimate import calibrated_eta, launch_kind, launch_seconds
+from ..plan.estimate import PATH_CHECK_S, calibrated_eta, launch_kind, launch_parts
 from ..render.report import build_report
 from ..render.verdict import console_line, headline, reason_text
 from ..rules.ab import choose_binding, sweep_bindings
@@ -90,23 +90,27 @@ def signal_name(signum):
 
 class Progress:
     """One stderr line per finished launch, with elapsed time and an ETA: the plan's model of each launch still to
-    run (plan/estimate.launch_seconds), calibrated by the launches of this run that completed (calibrated_eta)."""
+    run (plan/estimate.launch_parts: start-up and work), calibrated by the launches of this run that completed
+    (calibrated_eta). outlook(names) -> (the names among those still to run that will not run, seconds of a pending
+    path check): the runner's (Baseline.eta_outlook); the ETA leaves the first out and adds the second."""
 
-    def __init__(self, launches, stream=sys.stderr, inputs=None):
+    def __init__(self, launches, stream=sys.stderr, inputs=None, outlook=None):
         inputs = inputs or {}
         self.total = len(launches)
-        self.model = {launch["name"]: (launch_kind(launch), launch_seconds(launch, inputs.get("gpus_per_node") or 0,
-                                                                            inputs.get("hcas")))
-                      for launch in launches}
+        self.model = {launch["name"]: (launch_kind(launch),) + tuple(launch_parts(
+            launch, inputs.get("gpus_per_node") or 0, inputs.get("hcas"))) for launch in launches}
         self.remaining = dict(self.model)
         self.measured = []
         self.start = time.monotonic()
         self.done = 0
         self.stream = stream
+        self.outlook = outlook
 
     def eta_s(self):
         """The seconds left by the calibrated model, or None before any launch completed."""
-        return calibrated_eta(self.measured, list(self.remaining.values()))
+        left_out, pending_s = self.outlook(list(self.remaining)) if self.outlook else (set(), 0.0)
+        left = calibrated_eta(self.measured, [model for name, model in self.remaining.items() if name not in left_out])
+        return None if left is None else left + pending_s
 
     @staticmethod
     def clock(seconds):
@@ -118,7 +122,7 @@ class Progress:
         self.done += 1
         modelled = self.remaining.pop(launch["name"], None)
         if status == "complete" and seconds is not None and modelled is not None:
-            self.measured.append((modelled[0], modelled[1], seconds))
+            self.measured.append(modelled + (seconds,))
         elapsed = time.monotonic() - self.start
         left = self.eta_s()
         eta = "-" if left is None else self.clock(left)
@@ -479,6 +483,8 @@ class Baseline:
         state.update(status=status, exit_code=code, reason=reason, finished_utc=utc_now(),
                      elapsed_s=round(elapsed, 3))
         self.save_manifest()
+        if not ok:
+            self.note_failure(launch)  # before its line: the ETA leaves out what a dead path would (eta_outlook)
         progress.report(launch, status, elapsed, reason or "")
         return ok
 
@@ -559,6 +565,32 @@ class Baseline:
         why = self.blocked_by_run_paths(launch)
         return (why, "path_check") if why else None
 
+    def eta_outlook(self, names):
+        """For the ETA (Progress): which of the launches still to run (names) will not run, and the seconds of a
+        pending path check. Left out: what the doctor's or the run's path checks already leave out, and, while a
+        check is pending after a launch that failed as a dead path fails, every launch across hosts sharing a host
+        with it - the check, seconds away, leaves those out when the path is dead, the commonest cause of such a
+        failure (on the 2-core VM the ETA said 58 s with 5.5 s left, after inter.mpi hung on node2's dead rails).
+        A hang on live paths: the ETA is short by those launches until the next line. After a failed sanity pass
+        nothing else runs."""
+        by_name = {launch["name"]: launch for launch in self.launches}
+        suspect = self.path_suspect
+        pending_s = PATH_CHECK_S if suspect else 0.0
+        points = (self.manifest or {}).get("points") or {}
+        if any(launch["kind"] == "sanity" and (points.get(launch["name"]) or {}).get("status") == "failed"
+               for launch in self.launches):
+            return set(names), pending_s  # a failed sanity pass ends the run (sanity_failed)
+        left_out = set()
+        for name in names:
+            launch = by_name.get(name)
+            if launch is None or launch["kind"] == "doctor":
+                continue
+            if suspect and crosses_hosts(launch) and set(launch.get("hosts") or []) & set(suspect["hosts"]):
+                left_out.add(name)
+            elif self.blocked_by_doctor(launch) or self.blocked_by_run_paths(launch):
+                left_out.add(name)
+        return left_out, pending_s
+
     def note_failure(self, launch):
         """A launch across hosts that failed as a dead path fails (rules/dead_paths.may_be_a_path) leaves a suspicion
         on its hosts, settled before the next launch that needs one of them (settle_paths)."""
@@ -617,6 +649,21 @@ class Baseline:
         self.log_line(f"# {utc_now()} skip {launch['name']}: {reason}")
         progress.report(launch, "not run", 0.0, reason)
 
+    def sanity_failed(self, launch, reason):
+        """A failed sanity pass ends the run. One across hosts that failed as a dead path fails (a path that died
+        after the doctor's check, e.g. between the launch's bootstrap and its connect: it hangs connecting) gets its
+        path check first, so that the verdict names the dead path (path.dead, 'sanity first met it') and the error
+        leads with it. Returns the error to raise."""
+        self.note_failure(launch)
+        self.settle_paths()
+        self.finish("failed")
+        verdict = self.write_report()
+        dead = [item for item in (verdict or {}).get("reasons") or [] if item["code"] == PATH_DEAD]
+        lead = f"{reason_text(dead[0])}; " if dead else ""
+        return CclbenchError(f"{lead}sanity pass failed, nothing else was run: {reason} "
+                             f"(see {os.path.join(self.run_dir, 'run.log')})"
+                             + ("" if dead or "the doctor found on" in (reason or "") else self.doctor_diagnosis()))
+
     def doctor_diagnosis(self):
         """What the doctor already found that explains a hung or failed sanity pass (a path MTU
         mismatch hangs NCCL's init): '; the doctor found: ...' or ''."""
@@ -635,7 +682,7 @@ class Baseline:
 
     def run(self):
         self.prepare()
-        progress = Progress(self.launches, inputs=self.inputs)
+        progress = Progress(self.launches, inputs=self.inputs, outlook=self.eta_outlook)
         failures = []
         old_int = signal.signal(signal.SIGINT, self.on_signal)
         old_term = signal.signal(signal.SIGTERM, self.on_signal)
@@ -655,12 +702,7 @@ class Baseline:
                 if not ok:
                     reason = self.manifest["points"][launch["name"]]["reason"]
                     if launch["kind"] == "sanity":
-                        self.finish("failed")
-                        self.write_report()
-                        raise CclbenchError(f"sanity pass failed, nothing else was run: {reason} "
-                                            f"(see {os.path.join(self.run_dir, 'run.log')})"
-                                            + ("" if "the doctor found on" in (reason or "") else self.doctor_diagnosis()))
-                    self.note_failure(launch)
+                        raise self.sanity_failed(launch, reason)
                     if launch.get("ab"):
                         # A forced NCCL_* variant NCCL refuses is an A/B finding (the report names it with
                         # NCCL's words), not a broken baseline.

@@ -115,16 +115,19 @@ def launch_kind(launch):
     return "local" if (launch.get("nranks") or 1) <= 1 else "intra"
 
 
-def launch_seconds(launch, gpus_per_node=0, all_hcas=None):
-    """The modelled wall time of one launch of a plan (plan/baseline.Planner's launch dicts), in seconds."""
+def launch_parts(launch, gpus_per_node=0, all_hcas=None):
+    """(start-up s, work s) of one launch of a plan (plan/baseline.Planner's launch dicts): the start-up of its kind,
+    and what grows with its sizes (its cases; p2p_matrix's GPU pairs). A tool without either (doctor, topo_map) is
+    start-up only. The two are calibrated apart (calibrated_eta): a machine can start a launch 10x faster than the
+    model and move its bytes slower than it."""
     kind = launch_kind(launch)
     seconds = LAUNCH_S.get(kind, DEFAULT_LAUNCH_S)
     if launch.get("kind") == "p2p" and "-t" in (launch.get("argv") or []):
-        return P2P_CHOSEN_TESTS_S
+        return P2P_CHOSEN_TESTS_S, 0.0
     if launch.get("kind") == "p2p":
-        return seconds + P2P_S_PER_GPU_PAIR * gpus_per_node * max(0, gpus_per_node - 1)
+        return seconds, P2P_S_PER_GPU_PAIR * gpus_per_node * max(0, gpus_per_node - 1)
     if launch.get("kind") not in TWO_PASS_KINDS:
-        return seconds
+        return seconds, 0.0
     argv = [str(word) for word in launch.get("argv") or []]
     iterations, warmup, checks = (int(_value(argv, flag) or COLL_PERF_DEFAULTS[flag]) for flag in ("-n", "-w", "-c"))
     graph = int(_value(argv, "-G") or 0)
@@ -138,11 +141,17 @@ def launch_seconds(launch, gpus_per_node=0, all_hcas=None):
     variants = placements * _count(argv, "-d", ALL_DATATYPES) * _count(argv, "-o", ALL_OPS)
     busbw, latency = _path(launch, argv, all_hcas)
     nranks = launch.get("nranks") or 1
+    work = 0.0
     for size in _sizes(launch, argv):
         for collective in collectives:
             per_operation = latency + size * bus_factor(collective, nranks) / busbw
-            seconds += variants * (CASE_OVERHEAD_S + operations * per_operation)
-    return seconds
+            work += variants * (CASE_OVERHEAD_S + operations * per_operation)
+    return seconds, work
+
+
+def launch_seconds(launch, gpus_per_node=0, all_hcas=None):
+    """The modelled wall time of one launch of a plan, in seconds: its start-up and its work (launch_parts)."""
+    return sum(launch_parts(launch, gpus_per_node, all_hcas))
 
 
 def timed_phase_model(launch, all_hcas=None):
@@ -189,25 +198,60 @@ def plan_estimate(launches, gpus_per_node=0, all_hcas=None):
     return {"launches": len(launches), "seconds": total, "by_kind": by_kind}
 
 
+# The run's own path check after a launch across hosts failed as a dead path fails (execute/doctor.recheck_paths):
+# what it takes, not its bound - each host's probe, a dead path 2 s of echoes (4.8 s for 2 hosts x 2 rails dead on
+# the 2-core VM). The ETA adds it while a check is pending.
+PATH_CHECK_S = 5.0
+
+
+def _ratio(pairs):
+    """sum(measured) / sum(modelled) over (modelled, measured) pairs, None when nothing was modelled."""
+    modelled = sum(model for model, _ in pairs)
+    return sum(seconds for _, seconds in pairs) / modelled if modelled > 0 else None
+
+
 def calibrated_eta(measured, remaining):
-    """The time left of a running plan, the model calibrated by the run's own launches: measured [(class, modelled s,
-    measured s)] of the launches that completed (a launch that hung or failed took its deadline, not its work, and
-    says nothing of this machine's speed), remaining [(class, modelled s)] of those still to run (one left out by
-    the doctor or a path check costs nothing and is not among them). Each class (launch_kind: doctor, topology, p2p,
-    local, intra, inter) is scaled by its own measured/modelled ratio once one of its launches completed, else by
-    the ratio of every completed launch: a fixed model errs 2.4x between machines (2.6x high on the H200's host, 0.8x
-    on a slow 2-core box), the machine's own launches do not. None before any launch completed."""
-    modelled = sum(model for _, model, _ in measured)
-    if not measured or modelled <= 0:
+    """The time left of a running plan, the model calibrated by the run's own launches: measured [(class, modelled
+    start-up s, modelled work s, measured s)] of the launches that completed (a launch that hung or failed took its
+    deadline, not its work, and says nothing of this machine's speed), remaining [(class, start-up s, work s)] of
+    those still to run (one left out by the doctor or a path check costs nothing and is not among them). Classes are
+    launch_kind's (doctor, topology, p2p, local, intra, inter).
+
+    Start-up and work are scaled apart (launch_parts): the start-up by the ratio of the launches that are start-up
+    only (doctor, topo_map), the work of a class by what its own launches took past their scaled start-up, per
+    modelled second of work (else that of every launch with work). A single ratio per launch misread the first
+    launches: on the 2-core VM the doctor and topo_map start 16x faster than modelled while the MPI backend moves
+    its bytes 1.2x slower, and sanity's one ratio (0.5, its start-up modelled 6 s of 9.6) put the inter-node points
+    at half their time (ETA -54% once sanity was over). Without a start-up-only launch (a resumed run), or a class
+    without work measured: one ratio per launch, its class's else the run's (the earlier model). A fixed model errs
+    2.4x between machines (2.6x high on the H200's host, 0.8x on a slow 2-core box); the machine's own launches do
+    not. None before any launch completed."""
+    if not measured:
         return None
-    overall = sum(seconds for _, _, seconds in measured) / modelled
+    overall = _ratio([(start + work, seconds) for _, start, work, seconds in measured])
+    if overall is None:
+        return None
     by_class = {}
-    for kind, model, seconds in measured:
-        entry = by_class.setdefault(kind, [0.0, 0.0])
-        entry[0] += model
-        entry[1] += seconds
-    ratio = {kind: seconds / model for kind, (model, seconds) in by_class.items() if model > 0}
-    return sum(model * ratio.get(kind, overall) for kind, model in remaining)
+    for kind, start, work, seconds in measured:
+        by_class.setdefault(kind, []).append((start, work, seconds))
+    whole = {kind: _ratio([(start + work, seconds) for start, work, seconds in items])
+             for kind, items in by_class.items()}
+    start_ratio = _ratio([(start, seconds) for _, start, work, seconds in measured if work <= 0])
+
+    def work_ratio(items):
+        return _ratio([(work, max(0.0, seconds - start_ratio * start)) for start, work, seconds in items if work > 0])
+
+    total = 0.0
+    for kind, start, work in remaining:
+        single = whole.get(kind) if whole.get(kind) is not None else overall
+        if start_ratio is None:
+            total += (start + work) * single
+            continue
+        ratio = work_ratio(by_class.get(kind, []))
+        if ratio is None:
+            ratio = work_ratio([item for items in by_class.values() for item in items])
+        total += start * start_ratio + work * (ratio if ratio is not None else single)
+    return total
 
 
 def format_duration(seconds):
