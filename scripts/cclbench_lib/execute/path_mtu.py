@@ -25,7 +25,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ..base.errors import UsageError
 from ..model.doctor_paths import PATH_MTU_MIN, check_path_mtu, path_mtu_targets
-from ..model.launcher import command
+from ..model.launcher import command, launcher_of
+from .launch_tmpdir import own_tmpdir
 
 JSON_LINE_PREFIX = "CCLBENCH_PATHMTU_JSON "
 IP_MTU_DISCOVER, IP_PMTUDISC_DO = 10, 2
@@ -216,11 +217,13 @@ def probe_argv(script, targets):
     return argv
 
 
-def _probe_one_host(argv, timeout):
-    """(probe results or a reason string, the launch's output for the log)."""
+def _probe_one_host(argv, timeout, launcher_name="mpirun"):
+    """(probe results or a reason string, the launch's output for the log). The probes of the hosts run at once:
+    each mpirun gets a TMPDIR of its own (execute/launch_tmpdir.py)."""
     try:
-        out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False,
-                             stdin=subprocess.DEVNULL)
+        with own_tmpdir(None, launcher_name) as env:
+            out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False,
+                                 stdin=subprocess.DEVNULL, env=env)
     except subprocess.TimeoutExpired:
         return f"the probe launch did not end within {timeout}s", ""
     except OSError as error:
@@ -253,7 +256,8 @@ def probe_hosts(inputs, documents, script, timeout=120, log=None):
     probes = {}
     if launches:
         with ThreadPoolExecutor(max_workers=min(len(launches), MAX_CONCURRENT_PROBES)) as pool:
-            running = {host: pool.submit(_probe_one_host, argv, timeout) for host, argv in launches.items()}
+            name = launcher_of(inputs)["name"]
+            running = {host: pool.submit(_probe_one_host, argv, timeout, name) for host, argv in launches.items()}
             for host, argv in launches.items():
                 probes[host], output = running[host].result()
                 if log:

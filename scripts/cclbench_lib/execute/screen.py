@@ -25,6 +25,7 @@ from ..base.errors import CclbenchError
 from ..base.files import make_dirs, open_append, read_json, write_json_atomic
 from ..base.values import utc_now
 from ..base.version import TOOL_VERSION
+from ..model.launcher import launcher_of
 from ..model.screen_records import point_values
 from ..plan.launch_pool import DecisiveSuspects, FailingNodes, LaunchPool
 from ..plan.screen_batches import why_not_batched
@@ -32,6 +33,7 @@ from ..plan.screen_jobs import backend, node_jobs, pair_job, rail_job, rails_alo
 from ..plan.screen_schedule import RETEST_BUDGET_S, node_stage, pair_schedule, rail_point_pairs, retest_rounds
 from ..render.screen import write_report
 from ..execute.doctor import path_mtu_run_directory, recheck_paths
+from ..execute.launch_tmpdir import own_tmpdir
 from ..execute.screen_batch import PAIR_KINDS, BatchedStage
 from ..execute.progress import LaunchProgress, start_allowance_s, wait_watching, watches_progress
 from ..rules.screen_causes import shared_causes
@@ -504,7 +506,8 @@ class Screen:
             os.unlink(job["output"])  # a stale output of an earlier attempt is never read as this one's
         code, problem = None, None
         try:
-            with open(log_path, "ab" if append else "wb") as log:
+            with open(log_path, "ab" if append else "wb") as log, \
+                    own_tmpdir(env, launcher_of(self.inputs)["name"]) as env:  # launches run side by side
                 log.write(("$ " + shlex.join(job["argv"]) + "\n").encode())
                 log.flush()
                 try:

@@ -35,10 +35,11 @@ import time
 from ..base.errors import CclbenchError
 from ..base.files import make_dirs, read_json, write_json_atomic
 from ..base.values import utc_now
-from ..model.launcher import launch_failure
+from ..model.launcher import launch_failure, launcher_of
 from ..plan.bounds import TOOL_BOUND_S
 from ..plan.launch_pool import LaunchPool
 from ..plan.screen_batches import batch_argv, parts, rank_hosts, settle, shape, split_points
+from .launch_tmpdir import own_tmpdir
 from .progress import LaunchProgress, start_allowance_s, wait_watching
 
 NODE_STAGE_KINDS = ("doctor", "intra", "loopback")
@@ -268,7 +269,7 @@ class BatchedStage:
             limit = min(limit, bound) if limit else bound
         began = time.monotonic()
         code, problem = None, None
-        with open(log_path, "wb") as log:
+        with open(log_path, "wb") as log, own_tmpdir(env, launcher_of(screen.inputs)["name"]) as env:
             log.write(("$ " + command + "\n").encode())
             log.flush()
             try:
