@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -137,6 +138,10 @@ class NcclBackend final : public Backend {
   void record(std::vector<Event> LocalGpu::*events, std::size_t index, const CaseSpec& spec, unsigned flags);
   double max_elapsed_us(std::size_t index, const CaseSpec& spec);
   void run_gated(const CaseSpec& spec, std::size_t count, bool per_iteration_events);
+  // Runs `queue` (it records the events and queues the work on every local GPU) behind a blocker kernel on every
+  // local GPU, releases the blocker once every rank has queued, and waits for the work.
+  void behind_blocker(const CaseSpec& spec, const char* phase, const char* in_front_of,
+                      const std::function<void()>& queue);
   bool can_gate(std::size_t queued_launches) const;
   TimedIterations run_timed_graph(const CaseSpec& spec, int iterations);
   // One graph per local GPU holding `iterations` launches of `ops` collectives each, with an

@@ -72,16 +72,7 @@ bool NcclBackend::can_gate(std::size_t queued_launches) const {
 // each iteration lies between its own event pair (starts[i], stops[i]); without, one pair
 // (starts[0], stops[0]) spans them all.
 void NcclBackend::run_gated(const CaseSpec& spec, std::size_t count, bool per_iteration_events) {
-  volatile int* words = static_cast<volatile int*>(gate_words_.get());
-  words[0] = 0;
-  words[1] = 0;
-  {
-    kernels::BlockerRelease release(&words[0]);
-    for (const LocalGpu& gpu : gpus_) {
-      cuda_or_fail(cudaSetDevice(gpu.device), "cudaSetDevice", spec, "timed iterations");
-      cuda_or_fail(kernels::launch_blocker(&words[0], const_cast<int*>(&words[1]), kGateTimeoutNs, gpu.stream.get()),
-                   "blocker kernel launch", spec, "timed iterations");
-    }
+  behind_blocker(spec, "timed iterations", "timed iterations", [&] {
     if (!per_iteration_events) record(&LocalGpu::starts, 0, spec, 0);
     for (std::size_t iteration = 0; iteration < count; ++iteration) {
       if (per_iteration_events) record(&LocalGpu::starts, iteration, spec, 0);
@@ -89,15 +80,31 @@ void NcclBackend::run_gated(const CaseSpec& spec, std::size_t count, bool per_it
       if (per_iteration_events) record(&LocalGpu::stops, iteration, spec, 0);
     }
     if (!per_iteration_events) record(&LocalGpu::stops, 0, spec, 0);
+  });
+}
+
+void NcclBackend::behind_blocker(const CaseSpec& spec, const char* phase, const char* in_front_of,
+                                 const std::function<void()>& queue) {
+  volatile int* words = static_cast<volatile int*>(gate_words_.get());
+  words[0] = 0;
+  words[1] = 0;
+  {
+    kernels::BlockerRelease release(&words[0]);
+    for (const LocalGpu& gpu : gpus_) {
+      cuda_or_fail(cudaSetDevice(gpu.device), "cudaSetDevice", spec, phase);
+      cuda_or_fail(kernels::launch_blocker(&words[0], const_cast<int*>(&words[1]), kGateTimeoutNs, gpu.stream.get()),
+                   "blocker kernel launch", spec, phase);
+    }
+    queue();
     // Release only once every rank has queued: otherwise an early rank's first collective waits
     // for a peer that is still queueing, and that wait is timed as its first iteration (seen on
     // two H200 ranks: 128 us against 9 us for the rest).
     mpi_check(MPI_Barrier(mpi_.world), "MPI_Barrier(before releasing the blocker)", mpi_);
   }
-  wait_for_completion(spec, "timed iterations");
+  wait_for_completion(spec, phase);
   if (words[1] != 0) {
-    fail(ExitCode::runtime_error, "the blocker kernel in front of the timed iterations timed out before the host released it (" +
-                                      where(spec, "timed iterations") + ")");
+    fail(ExitCode::runtime_error, std::string("the blocker kernel in front of the ") + in_front_of +
+                                      " timed out before the host released it (" + where(spec, phase) + ")");
   }
 }
 
@@ -236,26 +243,11 @@ TimedIterations NcclBackend::run_timed_graph(const CaseSpec& spec, int iteration
   // (b) GPU time of the same K replays: one event pair around all of them.
   mpi_check(MPI_Barrier(mpi_.world), "MPI_Barrier(before gated graph replays)", mpi_);
   if (can_gate(static_cast<std::size_t>(replays))) {
-    volatile int* words = static_cast<volatile int*>(gate_words_.get());
-    words[0] = 0;
-    words[1] = 0;
-    {
-      kernels::BlockerRelease release(&words[0]);
-      for (const LocalGpu& gpu : gpus_) {
-        cuda_or_fail(cudaSetDevice(gpu.device), "cudaSetDevice", spec, "gated graph replays");
-        cuda_or_fail(kernels::launch_blocker(&words[0], const_cast<int*>(&words[1]), kGateTimeoutNs, gpu.stream.get()),
-                     "blocker kernel launch", spec, "gated graph replays");
-      }
+    behind_blocker(spec, "gated graph replays", "graph replays", [&] {
       record(&LocalGpu::starts, 0, spec, 0);
       replay(graphs, replays, spec, "gated graph replays");
       record(&LocalGpu::stops, 0, spec, 0);
-      mpi_check(MPI_Barrier(mpi_.world), "MPI_Barrier(before releasing the blocker)", mpi_);
-    }
-    wait_for_completion(spec, "gated graph replays");
-    if (words[1] != 0) {
-      fail(ExitCode::runtime_error, "the blocker kernel in front of the graph replays timed out before the host released it (" +
-                                        where(spec, "gated graph replays") + ")");
-    }
+    });
   } else {
     // Without the blocker the GPU idles for one graph launch after the start event: amortized
     // over K x n x m collectives.
