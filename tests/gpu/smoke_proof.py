@@ -2,7 +2,7 @@
 """The smoke's proof on a GPU machine (docs/ci.md, "What the smoke catches, measured"): one command, everything
 under OUT, bounded by --budget-s.
 
-  tests/gpu/smoke_proof.py OUT [--capture-runs 10] [--clean-runs 20] [--full-runs 2] [--inject-runs 10]
+  tests/gpu/smoke_proof.py OUT [--capture-runs 10] [--capture-every 0] [--clean-runs 20] [--full-runs 2] [--inject-runs 10]
                                [--inject10-runs 3] [--budget-s 420] [--raw] [--bin-dir DIR]
 
 1. `smoke --capture N`: the reference, measured here (OUT/smoke_reference.json, OUT/capture.md: the table of the
@@ -193,6 +193,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out")
     parser.add_argument("--capture-runs", type=int, default=10)
+    parser.add_argument("--capture-every", type=float, default=0.0,
+                        help="seconds from one capture run's start to the next (smoke --capture-every; 0: back to back)")
     parser.add_argument("--clean-runs", type=int, default=20)
     parser.add_argument("--full-runs", type=int, default=2)
     parser.add_argument("--inject-runs", type=int, default=10)
@@ -224,8 +226,10 @@ def main():
         log(f"reference given: {args.reference} ({capture['runs']} runs)")
     else:
         log(f"capture: {args.capture_runs} runs")
-        result, seconds = cclbench(common + ["--run-id", "ref", "--capture", str(args.capture_runs)], results)
-        capture = {"runs": args.capture_runs, "exit": result.returncode, "wall_s": round(seconds, 1),
+        spread = ["--capture-every", f"{args.capture_every:g}"] if args.capture_every else []
+        result, seconds = cclbench(common + ["--run-id", "ref", "--capture", str(args.capture_runs)] + spread, results)
+        capture = {"runs": args.capture_runs, "every_s": args.capture_every, "exit": result.returncode,
+                   "wall_s": round(seconds, 1),
                    "stderr_tail": result.stderr.strip().splitlines()[-3:]}
         log(f"capture exit {result.returncode} in {seconds:.1f}s: {capture['stderr_tail']}")
         reference = read_json(os.path.join(ref_dir, "smoke_reference.json"))

@@ -4,6 +4,7 @@ nothing comparable (exit 3), a reference of other hardware (refused, or compared
 bad schema (refused before anything is measured), and the GPU hidden (every GPU part fails with the reason).
 The test doubles (fake_bin) stand for the tools: FAKE_COLL_TIME_SCALE / FAKE_P2P_TIME_SCALE slow them by a known
 factor, the independent source of the expected changes."""
+import datetime
 import json
 import os
 import unittest
@@ -99,11 +100,27 @@ class Against(TempDirTest):
     def smoke(self, run_id, *extra, env=None):
         return run_cli(["smoke", "--time-limit", "600"] + self.fake_args(run_id) + list(extra), env=env, timeout=900)
 
-    def capture(self, run_id, env):
+    def capture(self, run_id, env, *extra):
         """A measured reference of the doubles: smoke --capture 5 (the fewest it takes)."""
-        result = self.smoke(run_id, "--capture", "5", env=env)
+        result = self.smoke(run_id, "--capture", "5", *extra, env=env)
         self.assertEqual(result.returncode, 0, result.stderr)
         return os.path.join(self.results, run_id, "smoke_reference.json")
+
+    def test_a_capture_spread_over_time_starts_its_runs_that_far_apart(self):
+        # --capture-every 1.2: run k starts 1.2 (k - 1) s after the first; each double's run takes ~0.3 s, so back to
+        # back all five would start within about 1.5 s. The start times are the runs' own manifests' (whole seconds).
+        reference = self.load(self.capture("SPREAD", ONE_FAKE_GPU, "--capture-every", "1.2"))
+        self.assertEqual((reference["capture"]["runs"], reference["capture"]["every_s"]), (5, 1.2))
+        starts = []
+        for number in range(1, 6):
+            manifest = self.load(self.results, "SPREAD", "capture", f"run{number:02d}", "run_manifest.json")
+            stamp = manifest["invocations"][0]["started_utc"]
+            starts.append(datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").timestamp())
+        gaps = [later - earlier for earlier, later in zip(starts, starts[1:])]
+        self.assertTrue(all(gap >= 1 for gap in gaps), gaps)
+        self.assertGreaterEqual(starts[-1] - starts[0], 4, starts)
+        self.assertOneLineError(self.smoke("NOCAP", "--capture-every", "5", env=ONE_FAKE_GPU), 2,
+                                "--capture-every spaces the runs of --capture N")
 
     def junit(self, run_id):
         suite = ElementTree.parse(os.path.join(self.results, run_id, "smoke.junit.xml")).getroot().find("testsuite")

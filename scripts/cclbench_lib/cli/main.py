@@ -198,6 +198,9 @@ def build_parser():
                        help=f"make a measured smoke reference instead: N runs of the timed parts on this (idle) machine, "
                             f"merged into RUN_DIR/smoke_reference.json with their measured spread (at least "
                             f"{MIN_CAPTURE_RUNS}; {CAPTURE_RUNS_DEFAULT} recommended; docs/ci.md)")
+    smoke.add_argument("--capture-every", metavar="SECONDS", type=seconds("--capture-every"), default=0.0,
+                       help="with --capture: start a capture run every SECONDS (default 0: back to back), so that the "
+                            "spread sees how the machine drifts over minutes (docs/ci.md: 10 runs over 10 minutes)")
     smoke.add_argument("--max-age-days", type=positive_int("--max-age-days", 0, 36500), default=MAX_AGE_DAYS_DEFAULT,
                        help=f"with --capture: days the reference is trusted before --against refuses it (exit "
                             f"{NOT_COMPARABLE_EXIT}; default {MAX_AGE_DAYS_DEFAULT}, 0: no limit)")
@@ -434,6 +437,8 @@ def cmd_smoke(args, argv):
     inject = parse_injection(args.inject_slowdown, parts) if args.inject_slowdown else None
     if args.capture and (args.against or inject):
         raise UsageError("--capture makes a reference: it takes neither --against nor --inject-slowdown")
+    if args.capture_every and not args.capture:
+        raise UsageError("--capture-every spaces the runs of --capture N: give --capture too")
     against = None
     if args.against:
         # Read and checked first: a reference that is not one is refused (exit 2) before anything is measured.
@@ -456,7 +461,8 @@ def cmd_smoke(args, argv):
     junit = os.path.abspath(args.junit) if args.junit else os.path.join(run_dir, "smoke.junit.xml")
     if args.capture:
         return capture_reference(inputs, run_dir, junit, have_gpu, argv, args.verbose,
-                                 {"runs": args.capture, "max_age_days": args.max_age_days})
+                                 {"runs": args.capture, "max_age_days": args.max_age_days,
+                                  "every_s": args.capture_every})
     return run_smoke(inputs, run_dir, junit, have_gpu, argv, args.verbose, against, parts, inject)
 
 

@@ -295,7 +295,8 @@ def run_parts(inputs, run_dir, have_gpu, argv, verbose, parts, inject):
 
 
 def capture_reference(inputs, run_dir, junit_path, have_gpu, argv, verbose, capture):
-    """smoke --capture N: N smoke runs of the timed parts into RUN_DIR/capture/runNN, merged into RUN_DIR's
+    """smoke --capture N: N smoke runs of the timed parts (one every capture['every_s'] seconds, or back to back) into
+    RUN_DIR/capture/runNN, merged into RUN_DIR's
     smoke_reference.json (model/smoke_reference.merge_capture) with capture.md, the table of the smallest change each
     case can catch. Exit 0 once the reference is written; a failed run stops the capture (exit 1)."""
     started = time.monotonic()
@@ -306,6 +307,12 @@ def capture_reference(inputs, run_dir, junit_path, have_gpu, argv, verbose, capt
     references, results = [], []
     for number in range(1, capture["runs"] + 1):
         sub = os.path.join(run_dir, "capture", f"run{number:02d}")
+        # --capture-every: run k starts (k - 1) x every_s after the first, or at once when the last run took longer
+        wait = started + (number - 1) * capture["every_s"] - time.monotonic()
+        if wait > 0:
+            print(f"cclbench: capture run {number} of {capture['runs']} starts in {wait:.0f}s (--capture-every "
+                  f"{capture['every_s']:g})", file=sys.stderr)
+            time.sleep(wait)
         step = time.monotonic()
         own_results, _skipped, runner, own = run_parts(inputs, sub, have_gpu, argv, verbose, parts, None)
         failed = [r for r in own_results if r["outcome"] == "failed"]
@@ -322,7 +329,7 @@ def capture_reference(inputs, run_dir, junit_path, have_gpu, argv, verbose, capt
                                 f"a reference is made of healthy runs only (see {os.path.join(sub, 'run.log')})")
         references.append(own)
     reference = merge_capture(references, utc_now(), TOOL_VERSION, os.path.basename(run_dir), inputs["local_host"],
-                              capture["max_age_days"], parts)
+                              capture["max_age_days"], parts, capture["every_s"])
     write_json_atomic(os.path.join(run_dir, REFERENCE_FILE), reference)
     write_atomic(os.path.join(run_dir, CAPTURE_MARKDOWN),
                  "# cclbench smoke reference\n\n" + sensitivity_table(reference) + "\n")

@@ -28,7 +28,7 @@ from ..model.records import base_point_of, bandwidth_time_us, cases_path, latest
 
 REFERENCE_FILE = "smoke_reference.json"
 REFERENCE_KIND = "smoke_reference"
-REFERENCE_SCHEMA_VERSION = "1.1.0"  # 1.1: capture (several runs) and each case's measured spread
+REFERENCE_SCHEMA_VERSION = "1.2.0"  # 1.1: capture (several runs) and each case's measured spread; 1.2: capture.every_s
 # The smoke's points (plan/smoke_cases.py launches them): their records are the reference's cases.
 SMOKE_POINT_PREFIX = "smoke."
 SMOKE_COPY_POINT = "smoke.copy"
@@ -279,7 +279,8 @@ CAPTURE_RUNS_DEFAULT = 10
 # no measurement of how a machine drifts over months: after a quarter it is captured again on purpose, and the new
 # capture judged against the old before it replaces it (docs/ci.md), so a slow regression is seen, not absorbed.
 MAX_AGE_DAYS_DEFAULT = 90
-CAPTURE_METHOD = ("smoke --capture: N smoke runs back to back on the idle runner, each with the plan's launches of "
+CAPTURE_METHOD = ("smoke --capture: N smoke runs on the idle runner (back to back, or one every capture.every_s seconds so "
+                  "that the spread sees the machine's drift over minutes), each with the plan's launches of "
                   "every timed part; a run's value of a case is the geometric mean of its launches' values (each by "
                   "the case's estimator), the case's spread the standard deviation of the runs' ln values, floored by "
                   "the launches' spread within a run and by their samples' own standard error, each over "
@@ -290,8 +291,8 @@ def _run_key(reference):
     return {(case["point"], case["case_id"]): case for case in reference["cases"]}
 
 
-def merge_capture(references, created_utc, tool_version, run_id, host, max_age_days, parts):
-    """The measured reference of N single-run references of one capture (smoke_reference.schema.json 1.1): every
+def merge_capture(references, created_utc, tool_version, run_id, host, max_age_days, parts, every_s=0.0):
+    """The measured reference of N single-run references of one capture (smoke_reference.schema.json 1.2): every
     launch of every run (without its samples), and per case `measured`. Raises CclbenchError when the runs cannot
     make one (a failed launch, other hardware between runs, different cases or repeats)."""
     if len(references) < MIN_CAPTURE_RUNS:
@@ -344,7 +345,7 @@ def merge_capture(references, created_utc, tool_version, run_id, host, max_age_d
             "tool": {"name": "cclbench", "version": tool_version}, "run_id": run_id, "identity": first["identity"],
             "capture": {"runs": len(references), "repeats": repeats_per_run, "first_utc": min(created) if created else None,
                         "last_utc": max(created) if created else None, "host": host, "parts": list(parts),
-                        "max_age_days": max_age_days, "method": CAPTURE_METHOD},
+                        "max_age_days": max_age_days, "every_s": every_s, "method": CAPTURE_METHOD},
             "cases": cases}
 
 
