@@ -4,16 +4,18 @@ under OUT, bounded by --budget-s.
 
   tests/gpu/smoke_proof.py OUT [--capture-runs 10] [--capture-every 0] [--clean-runs 20] [--full-runs 2] [--inject-runs 10]
                                [--inject10-runs 3] [--budget-s 420] [--raw] [--bin-dir DIR]
+                               [--loads h2d:5,d2d:20 --load-tool PATH]
 
 1. `smoke --capture N`: the reference, measured here (OUT/smoke_reference.json, OUT/capture.md: the table of the
    smallest change each case can catch).
-2. Clean runs against it (the first --full-runs with every part, the rest the timed parts alone) interleaved with
+2. --loads: a smoke beside each duty-cycled copy load (tests/gpu/copy_load.cu).
+3. Clean runs against it (the first --full-runs with every part, the rest the timed parts alone) interleaved with
    runs that inject a slowdown into one part (smoke --parts PART --inject-slowdown PART=PCT, the test knob:
    CCLBENCH_TESTING=1 is set for those alone): --inject-runs per part at 5%, --inject10-runs per part at 10%.
    A clean run passes when it exits 0 (a false alarm otherwise); an injected run is caught when it exits 1 with a
    slowdown of a case of the injected part beyond its band or a slower whole GPU (an unstable finding alone does not
    count: it is reported beside).
-3. OUT/summary.json and OUT/summary.md (rewritten after every run, so a run cut short still says what it saw):
+4. OUT/summary.json and OUT/summary.md (rewritten after every run, so a run cut short still says what it saw):
    false alarms, caught counts, the slowdowns the smoke measured in the injected
    part, the calibration each tool reported, every run's wall time. --raw: OUT/raw.tar.gz, the capture's run
    directories and every judged run (samples included), for offline analysis.
@@ -128,6 +130,34 @@ def schedule(args):
     return jobs
 
 
+def run_loads(args, common, results, reference_path, started):
+    """--loads KIND:DUTY,...: right after the capture, a smoke of the timed parts against the reference beside a
+    duty-cycled copy load of --load-tool (tests/gpu/copy_load.cu), one run a load: interference, not the test knob.
+    Caught: exit 1 with any finding (a case slower, unstable, or the whole GPU)."""
+    loads = []
+    for number, spec in enumerate(args.loads.split(","), 1):
+        kind, duty = spec.split(":")
+        run = {"number": number, "kind": "load", "load": kind, "duty_pct": float(duty), "status": "not run"}
+        loads.append(run)
+        if time.monotonic() - started > args.budget_s:
+            continue
+        run_id = f"load{number:02d}-{kind}-{duty}"
+        load = subprocess.Popen([args.load_tool, kind, duty, "30"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True)
+        time.sleep(1.0)
+        result, seconds = cclbench(common + ["--run-id", run_id, "--against", reference_path,
+                                             "--parts", ",".join(TIMED_PARTS)], results)
+        load.terminate()
+        load_text = load.communicate(timeout=30)[0].strip()
+        findings, cases, shift = judged(os.path.join(results, run_id))
+        run.update(status="ran", run_id=run_id, exit=result.returncode, wall_s=seconds, findings=findings,
+                   cases=cases, shift=shift, caught=result.returncode == 1 and bool(findings), load_output=load_text,
+                   unstable=any(": unstable: " in f for f in findings))
+        log(f"[{time.monotonic() - started:6.1f}s] {run_id}: exit {result.returncode} in {seconds:.1f}s "
+            f"caught={run['caught']} {findings[:3]} (load: {load_text[-200:]})")
+    return loads
+
+
 def summarize(runs, capture, reference, out, quiet=False):
     clean = [r for r in runs if r["kind"] == "clean" and r["status"] == "ran"]
     summary = {"capture": capture, "clean": {"runs": len(clean), "false_alarms": sum(1 for r in clean if r["exit"] != 0),
@@ -201,6 +231,9 @@ def main():
     parser.add_argument("--inject10-runs", type=int, default=3)
     parser.add_argument("--budget-s", type=float, default=420)
     parser.add_argument("--raw", action="store_true")
+    parser.add_argument("--loads", default="", help="KIND:DUTY,... (h2d or d2d, percent): after the judged runs, one "
+                        "smoke against the reference beside each duty-cycled copy load of --load-tool")
+    parser.add_argument("--load-tool", default="/tmp/copy_load", help="tests/gpu/copy_load.cu, built")
     parser.add_argument("--bin-dir", default=os.path.join(REPO, "build", "bench", "apps"))
     parser.add_argument("--reference", help="a measured reference (smoke_reference.json of an earlier capture on this "
                         "machine): judge against it instead of capturing one (a proof split over several sessions)")
@@ -236,7 +269,9 @@ def main():
     for name in ("smoke_reference.json", "capture.md"):
         if os.path.exists(os.path.join(ref_dir, name)):
             shutil.copy(os.path.join(ref_dir, name), os.path.join(out, name))
-    runs = []
+    runs, loads = [], []
+    if reference and capture["exit"] == 0 and args.loads:
+        loads = run_loads(args, common, results, os.path.join(ref_dir, "smoke_reference.json"), started)
     if reference and result.returncode == 0:
         full_left = args.full_runs
         for number, (kind, part, pct) in enumerate(schedule(args), 1):
@@ -270,10 +305,14 @@ def main():
                 + (f" caught={run['caught']}" if kind == "inject" else "") + f" {run['last_line'][:240]}")
             summarize(runs, capture, reference, out, quiet=True)
     summary = summarize(runs, capture, reference, out)
+    if loads:
+        summary["loads"] = loads
+        with open(os.path.join(out, "summary.json"), "w", encoding="utf-8") as handle:
+            json.dump(summary, handle, indent=1)
     if args.raw:
         with tarfile.open(os.path.join(out, "raw.tar.gz"), "w:gz") as tar:
             tar.add(ref_dir, arcname="ref")
-            for run in [r for r in runs if r["status"] == "ran"]:
+            for run in [r for r in runs + loads if r["status"] == "ran"]:
                 tar.add(os.path.join(results, run["run_id"]), arcname=run["run_id"])
     clean = summary["clean"]
     ok = result is not None and capture["exit"] == 0 and clean["false_alarms"] == 0 and all(

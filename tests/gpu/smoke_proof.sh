@@ -27,6 +27,9 @@ if ! (cd "$repo" && bash scripts/setup.sh) >"$out/build.log" 2>&1; then
     exit 1
 fi
 echo "smoke_proof: built in $(( $(date +%s) - started ))s"
+# The duty-cycled copy load of --loads (tests/gpu/copy_load.cu), if nvcc is here.
+nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+[ -x "$nvcc" ] && "$nvcc" -O2 -std=c++17 -o /tmp/copy_load "$here/copy_load.cu" >>"$out/build.log" 2>&1
 python3 "$here/smoke_proof.py" "$out" "$@" 2>&1 | tee "$out/log.txt"
 code=$?
 nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv >>"$out/env.txt" 2>&1

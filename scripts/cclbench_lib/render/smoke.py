@@ -32,9 +32,12 @@ def unstable_text(tests):
                      f"{launches['reference_pct']:.2f}%; F {launches['f']:.1f} > {launches['critical']:.1f})")
     samples = tests.get("samples")
     if samples:
-        parts.append(f"{samples['beyond']} of its {samples['samples']} samples lie beyond the reference's largest "
-                     f"excursion (+{samples['largest_pct']:.2f}% in {samples['reference_samples']}; P "
-                     f"{samples['probability']:.1e})")
+        floor = samples["threshold_pct"] > samples["largest_pct"]
+        parts.append(f"{samples['beyond']} of its {samples['samples']} samples lie more than "
+                     f"+{samples['threshold_pct']:.2f}% above their launch's median ("
+                     + (f"the floor; the reference's largest excursion +{samples['largest_pct']:.2f}%"
+                        if floor else "the reference's largest excursion")
+                     + f" in {samples['reference_samples']} samples; P {samples['probability']:.1e})")
     return "; ".join(parts)
 
 
