@@ -98,6 +98,21 @@ def part_counts(runs):
     return counts
 
 
+def load_lines(summaries):
+    """The --loads runs (a smoke beside a duty-cycled copy load) as one line: what each load made the smoke find."""
+    loads = [load for summary in summaries for load in summary.get("loads") or [] if load.get("status") == "ran"]
+    if not loads:
+        return []
+    cells = []
+    for load in loads:
+        found = sorted({finding.split(":")[0] + (" unstable" if ": unstable: " in finding else " slower")
+                        for finding in load["findings"]})
+        cells.append(f"{load['load']} at {load['duty_pct']:g}% duty: " +
+                     (f"caught ({', '.join(found)})" if load.get("caught") else "passed"))
+    return ["- Beside a duty-cycled copy load in another process (`tests/gpu/copy_load.cu`: 64 MiB copies for the duty's "
+            "share of every 100 ms; interference, not the knob), one smoke each: " + "; ".join(cells) + "."]
+
+
 def fmt_range(values):
     if not values:
         return "-"
@@ -122,19 +137,22 @@ def markdown(proofs, name=None):
     counts = part_counts(runs)
     percentages = sorted({pct for _, pct in counts})
     figures = case_figures(runs)
-    shift_ratio = [abs(run["shift"]["diff"] / run["shift"]["band"]) for run in clean
+    shift_ratio = [run["shift"]["diff"] / run["shift"]["band"] for run in clean
                    if run.get("shift") and run["shift"].get("band")]
     rejudged = any(run.get("rejudged") for run in runs)
     lines = [begin, "",
              f"Measured on one {gpu[0] if gpu else identity.get('gpu_model')} (driver "
              f"{gpu[1] if gpu else identity.get('nvidia_driver')}, CUDA {identity.get('cuda_runtime')}, NCCL "
              f"{identity.get('nccl')}), {capture.get('last_utc', '?')[:10]}, by `tests/gpu/smoke_proof.sh` against a "
-             f"reference of {capture['runs']} runs (`smoke --capture {capture['runs']}`, {capture.get('first_utc')} to "
+             f"reference of {capture['runs']} runs (`smoke --capture {capture['runs']}"
+             + (f" --capture-every {capture['every_s']:g}" if capture.get("every_s") else "")
+             + f"`, {capture.get('first_utc')} to "
              f"{capture.get('last_utc')}). Raw outputs: `docs/data/smoke_proof/`."
              + (" Judged again without a GPU by `tests/gpu/rejudge.py` with this checkout's rules: the same samples, "
                 "another rule." if rejudged else ""), "",
              f"- Clean runs against the reference: {len(clean)}, false alarms: {false_alarms}"
-             + (f"; the largest whole-GPU index was {max(shift_ratio):.2f} of its band" if shift_ratio else "") + ".",
+             + (f"; the whole-GPU index reached {max(0.0, max(shift_ratio)):.2f} of its band slower (what fails) "
+                f"and {max(0.0, -min(shift_ratio)):.2f} faster" if shift_ratio else "") + ".",
              f"- Wall time of one smoke: full (every part) {', '.join(f'{w:.1f}' for w in full) or '-'} s; the timed "
              f"parts alone {min(timed):.1f}-{max(timed):.1f} s" if timed else
              f"- Wall time of one smoke: full (every part) {', '.join(f'{w:.1f}' for w in full) or '-'} s",
@@ -150,6 +168,7 @@ def markdown(proofs, name=None):
                 caught, total, unstable = counts[(part, pct)]
                 cells.append(f"{part} {caught} of {total}" + (f" ({unstable} also unstable)" if unstable else ""))
         lines.append(f"- Slowdown of {pct:g}% injected into one part (the test knob), caught: " + "; ".join(cells) + ".")
+    lines += load_lines([summary for summary, _, _ in proofs])
     lines += ["", "The smallest change each case can catch (from the reference's measured spread: caught in 99% of "
               "runs), and what the proof's runs measured:", ""]
     header = ["point", "case", "estimator", "spread %", "band %", "smallest caught %", "clean runs: diff % (median, "

@@ -69,7 +69,7 @@ def main(argv=None):
                 for name in sorted(os.listdir(capture_dir))]
         capture = original["capture"]
         reference = merge_capture(runs, original["created_utc"], original["tool"]["version"], original["run_id"],
-                                  capture["host"], capture["max_age_days"], capture["parts"])
+                                  capture["host"], capture["max_age_days"], capture["parts"], capture.get("every_s", 0.0))
         rejudged = []
         for run in summary["runs"]:
             if run.get("status") != "ran":
