@@ -36,11 +36,12 @@ from ..execute.doctor import path_mtu_run_directory, recheck_paths
 from ..execute.launch_tmpdir import own_tmpdir
 from ..execute.screen_batch import PAIR_KINDS, BatchedStage
 from ..execute.progress import LaunchProgress, start_allowance_s, wait_watching, watches_progress
-from ..rules.screen_causes import shared_causes
+from ..rules.screen_causes import explain_links, shared_causes
 from ..rules.dead_paths import NOT_A_PATH_EXITS, dead_ends
 from ..rules.screen_retests import (RETEST_BUDGET, RETEST_NO_PARTNER, RETEST_PASSES_SPENT, RETEST_SETTLED,
                                     open_suspects)
-from ..rules.screen_rules import classify, node_stage_verdicts, path_mtu_verdicts, to_document
+from ..rules.screen_rules import (EXIT_CODES, classify, node_stage_verdicts, overall_result, path_mtu_verdicts,
+                                  to_document)
 
 MANIFEST = "screen_manifest.json"
 RESULT = "screen.json"
@@ -684,8 +685,13 @@ class Screen:
         for row, pair in zip(document["pairs"], pairs):
             missing = row["busbw_gbps"] is None or (row["small_time_us"] is None and row["stage"] != "rail")
             row["reason"] = pair["reason"] if missing else None
-        document["shared_causes"] = shared_causes(document["nodes"], document["rails"], inputs.get("groups") or {},
-                                                  document["pairs"])
+        groups = inputs.get("groups") or {}
+        causes = shared_causes(document["nodes"], document["rails"], groups, document["pairs"])
+        # A link slow only by its end's slow group is that group's (rules/screen_causes.explain_links).
+        document["links"], document["shared_causes"] = explain_links(causes, document["links"], document["pairs"],
+                                                                     groups)
+        document["result"] = overall_result(document["nodes"], document["links"], document["rails"])
+        document["exit_code"] = EXIT_CODES[document["result"]]
         document["launches"] = {"mode": "pool" if inputs.get("launch_mode") == "pool" else "batched",
                                 "batched": self.launch_count["batched"], "pool": self.launch_count["pool"],
                                 "relaunches": self.launch_count["relaunches"], "pool_reasons": list(self.pool_reasons),

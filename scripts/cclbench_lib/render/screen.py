@@ -139,9 +139,12 @@ def cause_text(cause):
         if cause.get("small_time_ratio") is not None:
             parts.append(f"small messages {_times(cause['small_time_ratio'])} their reference's")
         what = "; ".join(parts) or "bad together"
+        links = [f"{link['a']}-{link['b']}" for link in cause.get("explained_links") or ()]
         return (f"{cause['group']} {what} ({flagged} of {cause['group_nodes']} nodes: {len(cause['nodes'])} bad, "
                 f"{len(cause.get('suspect') or [])} suspect; {codes}): look at what they share (the switch, its "
-                "optics and uplinks, the rack) before the nodes one by one")
+                "optics and uplinks, the rack) before the nodes one by one"
+                + (f"; the group's ratio explains the slow pairs of {', '.join(links)}, not named as "
+                   f"link{'s' if len(links) > 1 else ''}" if links else ""))
     return (f"{len(cause['nodes'])} bad nodes have the same rail bad, {cause['rail']} ({codes}): look at that rail's "
             "fabric and configuration before the nodes one by one")
 
