@@ -183,6 +183,13 @@ class Simulate(TempDirTest):
         self.assertTrue(all(row["reason"].startswith("timeout in its group") for row in hung))
         self.assertEqual(self.bad(document, "nodes"), ["gpu05"])
         self.assertEqual([row["name"] for row in document["nodes"] if row["verdict"] == "suspect"], [])
+        # screen.json says so, as screen.log does: pass 1 dropped gpu05 after its two known-good partners, and
+        # its one further retest job of the pass, the repeat, was not run.
+        partners = sorted(row["a"] if row["b"] == "gpu05" else row["b"] for row in hung)
+        self.assertEqual(document["retests"]["dropped"],
+                         [{"pass": 1, "node": "gpu05", "failed_with": partners, "skipped": 1}])
+        ok, why = validate("screen.schema.json", os.path.join(self.results, "sim", "screen.json"))
+        self.assertTrue(ok, why)
 
     def test_bad_fleet_files_are_one_line_errors_and_nothing_is_run(self):
         cases = [

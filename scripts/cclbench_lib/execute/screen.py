@@ -709,12 +709,13 @@ class Screen:
         is not yet reproduced, and measures a rail suspect's rails alone again with each partner; the verdicts are
         then judged again. The passes go on while the retest budget (--retest-budget, seconds of retests: modelled
         ones in a simulation) is not spent; a pass that starts within it runs to its end. Returns (pairs, verdicts,
-        screen.json's "retests": passes, budget, seconds spent, why they stopped, the suspects left open and why)."""
+        screen.json's "retests": passes, budget, seconds spent, why they stopped, the suspects left open and why, the
+        suspects a pass dropped once its retests proved them bad)."""
         budget = self.inputs.get("retest_budget_s")
         budget = RETEST_BUDGET_S if budget is None else budget
         schedule["retest_rounds"] = []
         began = self.clock_s()
-        passes, stopped = 0, RETEST_SETTLED
+        passes, stopped, dropped = 0, RETEST_SETTLED, []
         while True:
             retest = verdicts["retest"]
             if not retest["suspects"] and not retest["repeat_pairs"]:
@@ -751,11 +752,16 @@ class Screen:
             title = f"retest {passes} ({', '.join(named) if len(named) <= 8 else f'{len(named)} suspects'}" + \
                 (f", {len(retest['repeat_pairs'])} repeat(s)" if retest["repeat_pairs"] else "") + ")"
             decisive = DecisiveSuspects(retest["known_good"], pairs)
+            mark = len(self.dropped)
             pairs += self.rows(jobs, self.run_batch(jobs, title, drop_failing=decisive))
+            # The suspects the pass showed bad by the rules' own test, their further retests not run (screen.json
+            # retests.dropped, as screen.log says it)
+            dropped += [{"pass": passes, "node": entry["node"], "failed_with": list(entry["failed_with"]),
+                         "skipped": entry["skipped"]} for entry in self.dropped[mark:]]
             verdicts = self.judge(hosts, data, pairs, *path)
         spent = self.clock_s() - began
         found = {"passes": passes, "budget_s": budget, "spent_s": round(spent, 3), "stopped": stopped,
-                 "open": open_suspects(verdicts, stopped)}
+                 "open": open_suspects(verdicts, stopped), "dropped": dropped}
         if found["open"]:
             self.say(f"retests: {len(found['open'])} suspect(s) still open after {passes} pass(es), {spent:.0f} s "
                      f"({stopped})")
