@@ -16,7 +16,8 @@ them, drawn with a fixed seed per case, and kept (`fleets FOLDER` writes them):
   pairs_only_512   the same with 10 nodes at x0.7 on 512 nodes;
   healthy_512      512 healthy nodes.
 
-    issue45_cases.py run --out RESULTS [--cases a,b]   each case (in this process), RESULTS written after each
+    issue45_cases.py run --out RESULTS [--cases a,b] [--machine WORDS]
+                                                        each case (in this process), RESULTS written after each
     issue45_cases.py table RESULTS                      the markdown rows docs/scale.md carries
     issue45_cases.py fleets FOLDER                      the fleet files, one a case
 
@@ -148,6 +149,10 @@ def run_case(name):
             "retest_rounds": len(out["schedule"]["retest_rounds"]), "score": simulation["score"],
             "truth_groups": simulation["truth"].get("bad_groups") or [],
             "causes": [cause_text(cause) for cause in out["shared_causes"]],
+            "groups_named": [{"group": cause["group"], "group_nodes": cause["group_nodes"], "bad": len(cause["nodes"]),
+                              "suspect": len(cause["suspect"]), "rail_ratios": cause["rail_ratios"],
+                              "busbw_ratio": cause["busbw_ratio"], "small_time_ratio": cause["small_time_ratio"]}
+                             for cause in out["shared_causes"] if cause["kind"] == "group"],
             "cause_groups": [cause.get("group") or cause.get("rail") for cause in out["shared_causes"]],
             "explained_links": [link for cause in out["shared_causes"] for link in cause.get("explained_links") or ()],
             "open": out["retests"]["open"], "result": out["result"], "modelled_wall_s": simulation["modelled_wall_s"],
@@ -175,6 +180,19 @@ def _found(block):
     return f"{block['true_positive']} of {block['truth']}"
 
 
+def _group_text(group):
+    """A group named as a shared cause, short: its rails' ratios to their siblings, its pairs' ratio to their
+    reference, how many of its nodes are bad and suspect."""
+    parts = [f"{rail} at x{ratio:.2f} of its sibling" for rail, ratio in sorted(group["rail_ratios"].items())
+             if ratio is not None]
+    if group["busbw_ratio"] is not None:
+        parts.append(f"pairs at x{group['busbw_ratio']:.2f} of their reference")
+    if group["small_time_ratio"] is not None:
+        parts.append(f"small messages x{group['small_time_ratio']:.2f} their reference's")
+    return (f"`{group['group']}` {'; '.join(parts) or 'bad together'} ({group['bad']} bad and {group['suspect']} "
+            f"suspect of {group['group_nodes']} nodes)")
+
+
 def table(results):
     lines = ["| fleet | rounds (default) | bad nodes found | left open | healthy named | group named | modelled wall |",
              "|---|---|---|---|---|---|---|"]
@@ -187,7 +205,7 @@ def table(results):
         if links["truth"]:
             found += f", links {_found(links)}"
         healthy = f"{nodes['false_positive']} ({rails['false_positive']} rails, {links['false_positive']} links)"
-        groups = "; ".join(row["causes"]) if row["causes"] else "-"
+        groups = "; ".join(_group_text(group) for group in row["groups_named"]) or "-"
         wall = row["modelled_wall_s"]
         rounds = "full" if row["quick"] is None else f"--quick {row['quick']}"
         lines.append(f"| {row['fleet']} | {rounds}: {row['rounds']} + {row['retest_rounds']} | {found} | "
@@ -201,6 +219,7 @@ def main(argv=None):
     run = sub.add_parser("run")
     run.add_argument("--out", required=True)
     run.add_argument("--cases", default=",".join(CASES))
+    run.add_argument("--machine", default="", help="words on the machine, after its CPU count")
     show = sub.add_parser("table")
     show.add_argument("results")
     fleets = sub.add_parser("fleets")
@@ -216,7 +235,7 @@ def main(argv=None):
             sys.stdout.write(table(json.load(handle)))
         return 0
     results = {"format": FORMAT, "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-               "commit": _commit(), "machine": f"{os.cpu_count()} CPUs", "cases": []}
+               "commit": _commit(), "machine": f"{os.cpu_count()} CPUs" + (f" ({args.machine})" if args.machine else ""), "cases": []}
     for name in args.cases.split(","):
         if name not in CASES:
             parser.error(f"--cases: one of {','.join(CASES)}")
