@@ -170,8 +170,8 @@ class Simulate(TempDirTest):
         # known-good partners, then the repeat of (P, gpu05) - planned after them, its failure having left no values.
         # gpu05 hangs with both of its partners: two known-good nodes failed with it and it measured with nobody,
         # bad by the rules' test, so its repeat (a third hang, held to its deadline) is not run.
-        result, document, _ = self.simulate([{"kind": "hang", "node": "gpu05"}], "--quick", "1",
-                                            "--launch-timeout", "300")
+        result, document, run_dir = self.simulate([{"kind": "hang", "node": "gpu05"}], "--quick", "1",
+                                                  "--launch-timeout", "300")
         self.assertEqual(result.returncode, 1, result.stderr)
         first = [row for row in document["pairs"] if row["stage"] == "pair" and "gpu05" in (row["a"], row["b"])]
         self.assertEqual(len(first), 1)
@@ -188,6 +188,10 @@ class Simulate(TempDirTest):
         partners = sorted(row["a"] if row["b"] == "gpu05" else row["b"] for row in hung)
         self.assertEqual(document["retests"]["dropped"],
                          [{"pass": 1, "node": "gpu05", "failed_with": partners, "skipped": 1}])
+        with open(os.path.join(run_dir, "screen.md"), encoding="utf-8") as handle:
+            self.assertIn(f"- Retests cut short: gpu05 failed its pairs of retest pass 1 with {partners[0]} and "
+                          f"{partners[1]}, known good: bad by the rules' own test, 1 further retest job(s) of the "
+                          "pass not run", handle.read())
         ok, why = validate("screen.schema.json", os.path.join(self.results, "sim", "screen.json"))
         self.assertTrue(ok, why)
 

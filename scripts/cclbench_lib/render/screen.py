@@ -194,6 +194,10 @@ def headline(document):
     retests = document.get("retests")
     if retests and retests["open"]:
         lines.append(f"- Still open: {open_text(retests)}")
+    for entry in (retests or {}).get("dropped") or ():
+        lines.append(f"- Retests cut short: {entry['node']} failed its pairs of retest pass {entry['pass']} with "
+                     f"{' and '.join(entry['failed_with'])}, known good: bad by the rules' own test, "
+                     f"{entry['skipped']} further retest job(s) of the pass not run")
     if "judged" in document:
         lines.append("- Judged: " + ("; ".join(CHECK_TEXT.get(entry["check"], entry["check"]) + (
             f" ({', '.join(entry['detail']['rails'])})" if entry["detail"].get("rails") else "")
