@@ -310,9 +310,13 @@ class SharedCauses(TempDirTest):
         #   f-w at 36.2 and 32.0: 32.0 / 0.89 = 35.96, below 36.6 - not every pair explained, still named.
         # x-z (36.0 twice) has no end in a slow leaf: still named. Leaf L3 (g-j) is slow on small messages: g, h, i
         # at 48 us against a reference of median 30 us (limit 40): ratio 1.6; the link j-k at 45 and 46 us is
-        # 28.1 and 28.8 us with it taken out, inside 40: the leaf's too.
+        # 28.1 and 28.8 us with it taken out, inside 40: the leaf's too. Leaf L5 (m-q) runs at half speed (m, n, o
+        # at 20.0, 20.4, 19.6: ratio 0.5); p-v at 32.0 and 32.4 (a link at x0.8 from a good node of L5): /0.5 = 64.0
+        # and 64.8, far above the band's top (40 x 40 / 36.6 = 43.7, the limit mirrored about the median): a pair
+        # far faster than its group is not the group's slowness - still named.
         groups = {name: "L1" for name in "abcdef"}
         groups.update({name: "L2" for name in "wxyz"}, g="L3", h="L3", i="L3", j="L3", k="L4")
+        groups.update({name: "L5" for name in "mnopq"}, v="L6")
 
         def pair(a, b, busbw, small=30.0, outcome="slow_busbw"):
             return {"a": a, "b": b, "busbw_gbps": busbw, "small_time_us": small, "outcome": outcome,
@@ -325,6 +329,8 @@ class SharedCauses(TempDirTest):
                  pair("x", "z", 36.0), pair("x", "z", 36.0)]                         # 9-10
         pairs += [pair(node, "w", 40.0, 48.0, "slow_small") for node in "ghi"]      # 11-13
         pairs += [pair("j", "k", 40.0, 45.0, "slow_small"), pair("j", "k", 40.0, 46.0, "slow_small")]  # 14-15
+        pairs += [pair("m", "w", 20.0), pair("n", "x", 20.4), pair("o", "y", 19.6)]  # 16-18: L5's bad nodes
+        pairs += [pair("p", "v", 32.0), pair("p", "v", 32.4)]                         # 19-20
 
         def node(name, index=None):
             if index is None:
@@ -335,17 +341,17 @@ class SharedCauses(TempDirTest):
         def link(a, b, indices):
             return {"a": a, "b": b, "verdict": "bad",
                     "reasons": [{"code": "link.slow_pair", "detail": {"measurements": 2}, "pairs": indices}]}
-        nodes = [node("a", 0), node("b", 1), node("c", 2)] + [node(name) for name in "defwxyzjk"] + \
-            [node(name, index) for name, index in (("g", 11), ("h", 12), ("i", 13))]
+        nodes = [node("a", 0), node("b", 1), node("c", 2)] + [node(name) for name in "defwxyzjkpqv"] + \
+            [node(name, index) for name, index in (("g", 11), ("h", 12), ("i", 13), ("m", 16), ("n", 17), ("o", 18))]
         links = [link("d", "w", [3, 4]), link("e", "y", [5, 6]), link("f", "w", [7, 8]), link("x", "z", [9, 10]),
-                 link("j", "k", [14, 15])]
+                 link("j", "k", [14, 15]), link("p", "v", [19, 20])]
         causes = shared_causes(nodes, [], groups, pairs)
         self.assertEqual([(cause["group"], cause["busbw_ratio"], cause["small_time_ratio"]) for cause in causes],
-                         [("L1", 0.89, None), ("L3", None, 1.6)])
+                         [("L1", 0.89, None), ("L3", None, 1.6), ("L5", 0.5, None)])
         kept, causes = explain_links(causes, links, pairs, groups)
-        self.assertEqual([(row["a"], row["b"]) for row in kept], [("e", "y"), ("f", "w"), ("x", "z")])
+        self.assertEqual([(row["a"], row["b"]) for row in kept], [("e", "y"), ("f", "w"), ("x", "z"), ("p", "v")])
         self.assertEqual([cause.get("explained_links") for cause in causes],
-                         [[{"a": "d", "b": "w", "pairs": [3, 4]}], [{"a": "j", "b": "k", "pairs": [14, 15]}]])
+                         [[{"a": "d", "b": "w", "pairs": [3, 4]}], [{"a": "j", "b": "k", "pairs": [14, 15]}], None])
         self.assertIn("the group's ratio explains the slow pairs of d-w, not named as link", cause_text(causes[0]))
         # Without the groups nothing is explained; a link failed with no values is no slowness to explain.
         self.assertEqual(explain_links(shared_causes(nodes, [], {}, pairs), links, pairs, {})[0], links)

@@ -24,8 +24,8 @@ offered with them.
 explain_links(causes, links, pairs, groups) -> (links, causes): a link named bad for its slow pairs
 (link.slow_pair) with an end in a group named slow (its busbw_ratio or small_time_ratio above) is that group's
 when every one of its pairs is within its reference once the group's ratio is taken out (the pair's bus bandwidth
-over the slower end's group ratio at or above its reference's limit, its small-message time over the larger
-small-time ratio at or below it). Such a link is not named: it leaves the links and is listed with its group
+over the slower end's group ratio, and its small-message time over the larger small-time ratio, each between its
+reference's limit and that limit mirrored about the median: a pair far faster than its group is not the group's). Such a link is not named: it leaves the links and is listed with its group
 ("explained_links": [{"a", "b", "pairs"}]). A node of a leaf slowed to x0.895 whose own retests came out just
 inside the band (a leaf at x0.895 is about one noise sd below the band's limit) is accepted, and the pair it
 was slow in twice read as a bad link although its partner is healthy (docs/scale.md: 4,096 nodes, 2%, --quick 1,
@@ -113,18 +113,25 @@ def shared_causes(nodes, rails, groups, pairs=()):
     return causes
 
 
+def _inside(value, band):
+    """Whether value is inside band on both sides: between its limit and the limit mirrored about its median in
+    log space (a value the ratio taken out made as much faster than the median as the limit is slower is no
+    longer the group's slowness, but a part faster than its group)."""
+    low, high = sorted((band["limit"], band["median"] ** 2 / band["limit"]))
+    return low <= value <= high
+
+
 def _within(pair, busbw_ratio, small_ratio):
     """Whether a pair row (screen.json's, with its reference) is within its reference once the ratios are taken
-    out: bus bandwidth / busbw_ratio at or above its limit, small time / small_ratio at or below it. False when a
+    out: bus bandwidth / busbw_ratio and small time / small_ratio each inside their band (_inside). False when a
     value or a reference is missing (a failed pair is no slowness to explain)."""
     reference = pair.get("reference") or {}
     busbw, small = pair.get("busbw_gbps"), pair.get("small_time_us")
-    bw_band, small_band = reference.get("busbw_gbps"), reference.get("small_time_us")
-    if not busbw or not small or not bw_band or bw_band.get("limit") is None:
+    bands = [(busbw, busbw_ratio, reference.get("busbw_gbps")), (small, small_ratio, reference.get("small_time_us"))]
+    if not busbw or not small or not (bands[0][2] or {}).get("limit") or not (bands[0][2] or {}).get("median"):
         return False
-    if busbw / busbw_ratio < bw_band["limit"]:
-        return False
-    return small_band is None or small_band.get("limit") is None or small / small_ratio <= small_band["limit"]
+    return all(_inside(value / ratio, band) for value, ratio, band in bands
+               if band and band.get("limit") and band.get("median"))
 
 
 def explain_links(causes, links, pairs, groups):
