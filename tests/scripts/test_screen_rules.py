@@ -822,7 +822,7 @@ class Document(unittest.TestCase):
             # Schema 1.1 documents say what they judged; a 1.0 document (written before) need not.
             with open(paths[0], encoding="utf-8") as handle:
                 document = json.load(handle)
-            self.assertEqual(document["schema_version"], "1.5.0")
+            self.assertEqual(document["schema_version"], "1.6.0")
             del document["not_judged"]
             with open(broken, "w", encoding="utf-8") as handle:
                 json.dump(document, handle)

@@ -36,11 +36,12 @@ from ..execute.doctor import path_mtu_run_directory, recheck_paths
 from ..execute.launch_tmpdir import own_tmpdir
 from ..execute.screen_batch import PAIR_KINDS, BatchedStage
 from ..execute.progress import LaunchProgress, start_allowance_s, wait_watching, watches_progress
-from ..rules.screen_causes import shared_causes
+from ..rules.screen_causes import explain_links, shared_causes
 from ..rules.dead_paths import NOT_A_PATH_EXITS, dead_ends
 from ..rules.screen_retests import (RETEST_BUDGET, RETEST_NO_PARTNER, RETEST_PASSES_SPENT, RETEST_SETTLED,
                                     open_suspects)
-from ..rules.screen_rules import classify, node_stage_verdicts, path_mtu_verdicts, to_document
+from ..rules.screen_rules import (EXIT_CODES, classify, node_stage_verdicts, overall_result, path_mtu_verdicts,
+                                  to_document)
 
 MANIFEST = "screen_manifest.json"
 RESULT = "screen.json"
@@ -684,8 +685,13 @@ class Screen:
         for row, pair in zip(document["pairs"], pairs):
             missing = row["busbw_gbps"] is None or (row["small_time_us"] is None and row["stage"] != "rail")
             row["reason"] = pair["reason"] if missing else None
-        document["shared_causes"] = shared_causes(document["nodes"], document["rails"], inputs.get("groups") or {},
-                                                  document["pairs"])
+        groups = inputs.get("groups") or {}
+        causes = shared_causes(document["nodes"], document["rails"], groups, document["pairs"])
+        # A link slow only by its end's slow group is that group's (rules/screen_causes.explain_links).
+        document["links"], document["shared_causes"] = explain_links(causes, document["links"], document["pairs"],
+                                                                     groups)
+        document["result"] = overall_result(document["nodes"], document["links"], document["rails"])
+        document["exit_code"] = EXIT_CODES[document["result"]]
         document["launches"] = {"mode": "pool" if inputs.get("launch_mode") == "pool" else "batched",
                                 "batched": self.launch_count["batched"], "pool": self.launch_count["pool"],
                                 "relaunches": self.launch_count["relaunches"], "pool_reasons": list(self.pool_reasons),
@@ -703,12 +709,13 @@ class Screen:
         is not yet reproduced, and measures a rail suspect's rails alone again with each partner; the verdicts are
         then judged again. The passes go on while the retest budget (--retest-budget, seconds of retests: modelled
         ones in a simulation) is not spent; a pass that starts within it runs to its end. Returns (pairs, verdicts,
-        screen.json's "retests": passes, budget, seconds spent, why they stopped, the suspects left open and why)."""
+        screen.json's "retests": passes, budget, seconds spent, why they stopped, the suspects left open and why, the
+        suspects a pass dropped once its retests proved them bad)."""
         budget = self.inputs.get("retest_budget_s")
         budget = RETEST_BUDGET_S if budget is None else budget
         schedule["retest_rounds"] = []
         began = self.clock_s()
-        passes, stopped = 0, RETEST_SETTLED
+        passes, stopped, dropped = 0, RETEST_SETTLED, []
         while True:
             retest = verdicts["retest"]
             if not retest["suspects"] and not retest["repeat_pairs"]:
@@ -745,11 +752,16 @@ class Screen:
             title = f"retest {passes} ({', '.join(named) if len(named) <= 8 else f'{len(named)} suspects'}" + \
                 (f", {len(retest['repeat_pairs'])} repeat(s)" if retest["repeat_pairs"] else "") + ")"
             decisive = DecisiveSuspects(retest["known_good"], pairs)
+            mark = len(self.dropped)
             pairs += self.rows(jobs, self.run_batch(jobs, title, drop_failing=decisive))
+            # The suspects the pass showed bad by the rules' own test, their further retests not run (screen.json
+            # retests.dropped, as screen.log says it)
+            dropped += [{"pass": passes, "node": entry["node"], "failed_with": list(entry["failed_with"]),
+                         "skipped": entry["skipped"]} for entry in self.dropped[mark:]]
             verdicts = self.judge(hosts, data, pairs, *path)
         spent = self.clock_s() - began
         found = {"passes": passes, "budget_s": budget, "spent_s": round(spent, 3), "stopped": stopped,
-                 "open": open_suspects(verdicts, stopped)}
+                 "open": open_suspects(verdicts, stopped), "dropped": dropped}
         if found["open"]:
             self.say(f"retests: {len(found['open'])} suspect(s) still open after {passes} pass(es), {spent:.0f} s "
                      f"({stopped})")

@@ -139,9 +139,12 @@ def cause_text(cause):
         if cause.get("small_time_ratio") is not None:
             parts.append(f"small messages {_times(cause['small_time_ratio'])} their reference's")
         what = "; ".join(parts) or "bad together"
+        links = [f"{link['a']}-{link['b']}" for link in cause.get("explained_links") or ()]
         return (f"{cause['group']} {what} ({flagged} of {cause['group_nodes']} nodes: {len(cause['nodes'])} bad, "
                 f"{len(cause.get('suspect') or [])} suspect; {codes}): look at what they share (the switch, its "
-                "optics and uplinks, the rack) before the nodes one by one")
+                "optics and uplinks, the rack) before the nodes one by one"
+                + (f"; the group's ratio explains the slow pairs of {', '.join(links)}, not named as "
+                   f"link{'s' if len(links) > 1 else ''}" if links else ""))
     return (f"{len(cause['nodes'])} bad nodes have the same rail bad, {cause['rail']} ({codes}): look at that rail's "
             "fabric and configuration before the nodes one by one")
 
@@ -191,6 +194,10 @@ def headline(document):
     retests = document.get("retests")
     if retests and retests["open"]:
         lines.append(f"- Still open: {open_text(retests)}")
+    for entry in (retests or {}).get("dropped") or ():
+        lines.append(f"- Retests cut short: {entry['node']} failed its pairs of retest pass {entry['pass']} with "
+                     f"{' and '.join(entry['failed_with'])}, known good: bad by the rules' own test, "
+                     f"{entry['skipped']} further retest job(s) of the pass not run")
     if "judged" in document:
         lines.append("- Judged: " + ("; ".join(CHECK_TEXT.get(entry["check"], entry["check"]) + (
             f" ({', '.join(entry['detail']['rails'])})" if entry["detail"].get("rails") else "")

@@ -47,7 +47,7 @@ from .screen_rails import (RAIL_LOW_RATIO, RAIL_NOISE_FLEET_GROUPS, RAIL_NOISE_M
                            rail_small_time_ratio, step_rail_balance, step_rails_alone)
 from .screen_retests import step_retests
 
-SCHEMA_VERSION = "1.5.0"  # 1.5: schedule.dropped[].dead_paths and .not_started, bad_groups, retests.open (since 1.4: one schema change, not yet landed)
+SCHEMA_VERSION = "1.6.0"  # 1.6: shared_causes[].explained_links; 1.5: schedule.dropped[].dead_paths and .not_started, bad_groups, retests.open
 
 
 def _judge_and_attribute(pairs, paired, excluded, host_times=False):
@@ -106,6 +106,13 @@ def _judged(nodes, paired, node_stage, pairs, intra_band, rail_found, path_check
                                                        if is_rail_point(pair) and pair.get("rail")})}})
     return judged, not_judged
 
+
+
+def overall_result(nodes, links, rails):
+    """The screen's result from its node, link and rail rows: "fail" when any is bad, else "suspect" when any is
+    suspect, else "pass"."""
+    every = [row["verdict"] for rows in (nodes, links, rails) for row in rows]
+    return "fail" if BAD in every else ("suspect" if SUSPECT in every else "pass")
 
 
 # The steps of classify, in order; classify(timings=...) records each one's CPU seconds under these names.
@@ -186,9 +193,7 @@ def classify(nodes, node_stage, pairs, path_checks=None, path_mtu=None, timings=
     rail_rows = [{"node": node, "rail": rail, "verdict": worst([v for v, _ in entries]),
                   "reasons": [reason for _, reason in entries]}
                  for (node, rail), entries in sorted(state.rails.items())]
-    every = [row["verdict"] for row in node_rows] + [row["verdict"] for row in state.links] + \
-        [row["verdict"] for row in rail_rows]
-    result = "fail" if BAD in every else ("suspect" if SUSPECT in every else "pass")
+    result = overall_result(node_rows, state.links, rail_rows)
     with clock("retests"):
         retest = step_retests(state, node_rows, pairs, paired, edges, found, rail_found)
     combined = [pair for pair in pairs if not is_rail_point(pair)]
