@@ -143,7 +143,8 @@ def markdown(result):
 
 def replay(results_path, manifest_path, scenario="healthy"):
     """The ETA this cclbench's estimate gives at each line of a healthy run measured with another (its launches'
-    elapsed_s through plan/estimate.calibrated_eta), against the time that run really had left."""
+    elapsed_s, and work_s where the run recorded it, through plan/estimate.calibrated_eta), against the time that run
+    really had left."""
     sys.path.insert(0, os.path.join(fault_matrix.SOURCE_DIR, "scripts"))
     from cclbench_lib.plan.estimate import calibrated_eta, launch_kind, launch_parts
     with open(results_path) as handle:
@@ -153,7 +154,8 @@ def replay(results_path, manifest_path, scenario="healthy"):
     remaining = {launch["name"]: (launch_kind(launch),) + tuple(launch_parts(launch)) for launch in manifest["plan"]}
     measured, lines = [], []
     for launch, row in zip(manifest["plan"], result["lines"]):
-        measured.append(remaining.pop(launch["name"]) + (manifest["points"][launch["name"]]["elapsed_s"],))
+        point = manifest["points"][launch["name"]]
+        measured.append(remaining.pop(launch["name"]) + (point["elapsed_s"], point.get("work_s")))
         eta = round(calibrated_eta(measured, list(remaining.values())))
         lines.append((row["at_s"], f"cclbench: {row['line']}: {row['status']}; elapsed 0m00s, ETA {eta // 60}m{eta % 60:02d}s"))
     result = dict(result, scenario=f"{scenario} (replayed)")

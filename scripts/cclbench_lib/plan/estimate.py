@@ -212,45 +212,75 @@ def _ratio(pairs):
 
 def calibrated_eta(measured, remaining):
     """The time left of a running plan, the model calibrated by the run's own launches: measured [(class, modelled
-    start-up s, modelled work s, measured s)] of the launches that completed (a launch that hung or failed took its
-    deadline, not its work, and says nothing of this machine's speed), remaining [(class, start-up s, work s)] of
-    those still to run (one left out by the doctor or a path check costs nothing and is not among them). Classes are
-    launch_kind's (doctor, topology, p2p, local, intra, inter).
+    start-up s, modelled work s, measured s[, measured work s])] of the launches that completed (a launch that hung or
+    failed took its deadline, not its work, and says nothing of this machine's speed), remaining [(class, start-up s,
+    work s)] of those still to run (one left out by the doctor or a path check costs nothing and is not among them).
+    Classes are launch_kind's (doctor, topology, p2p, local, intra, inter). The measured work is what the launch's
+    ranks reported (execute/progress.LaunchProgress.work_s: the first case phase entered to the last left), None
+    where it reported nothing; the rest of its wall time was its start-up and teardown.
 
-    Start-up and work are scaled apart (launch_parts): the start-up by the ratio of the launches that are start-up
-    only (doctor, topo_map), the work of a class by what its own launches took past their scaled start-up, per
-    modelled second of work (else that of every launch with work). A single ratio per launch misread the first
-    launches: on the 2-core VM the doctor and topo_map start 16x faster than modelled while the MPI backend moves
-    its bytes 1.2x slower, and sanity's one ratio (0.5, its start-up modelled 6 s of 9.6) put the inter-node points
-    at half their time (ETA -54% once sanity was over). Without a start-up-only launch (a resumed run), or a class
-    without work measured: one ratio per launch, its class's else the run's (the earlier model). A fixed model errs
-    2.4x between machines (2.6x high on the H200's host, 0.8x on a slow 2-core box); the machine's own launches do
-    not. None before any launch completed."""
+    Start-up and work are scaled apart (launch_parts), each class by its own launches, else by every launch's:
+      start-up ratio  measured start-up / modelled start-up, over the launches whose start-up is known: those that are
+                      start-up only (doctor, topo_map) and those that reported their work (wall - work);
+      work ratio      measured work / modelled work, over the launches with work; a launch that reported none: its
+                      wall less its class's scaled start-up.
+    A launch's start-up is its own to measure, not the doctor's to predict: on the 2-core VM the doctor starts in
+    0.3-0.5 s, sanity (4 ranks over 2 hosts, MPI_Init's wire-up) in 0.3-2.6 s, and sanity's work (3.6 s modelled)
+    read from its wall less a start-up scaled from the doctor's was 1.7x its later launches' in one run (ETA +89% on
+    its line). A single ratio per launch misread the first launches too (the doctor starts 16x faster than modelled
+    while the MPI backend moves its bytes 1.2x slower). Without any start-up known (a resumed run, nothing reported):
+    one ratio per launch, its class's else the run's (the earlier model). A fixed model errs 2.4x between machines
+    (2.6x high on the H200's host, 0.8x on a slow 2-core box); the machine's own launches do not. None before any
+    launch completed."""
     if not measured:
         return None
-    overall = _ratio([(start + work, seconds) for _, start, work, seconds in measured])
+    rows = [tuple(item) + (None,) * (5 - len(item)) for item in measured]
+    overall = _ratio([(start + work, seconds) for _, start, work, seconds, _ in rows])
     if overall is None:
         return None
     by_class = {}
-    for kind, start, work, seconds in measured:
-        by_class.setdefault(kind, []).append((start, work, seconds))
-    whole = {kind: _ratio([(start + work, seconds) for start, work, seconds in items])
+    for row in rows:
+        by_class.setdefault(row[0], []).append(row)
+    whole = {kind: _ratio([(start + work, seconds) for _, start, work, seconds, _ in items])
              for kind, items in by_class.items()}
-    start_ratio = _ratio([(start, seconds) for _, start, work, seconds in measured if work <= 0])
+
+    def start_up(row):
+        """(modelled, measured) start-up of a launch where it is known, else None."""
+        _, start, work, seconds, work_s = row
+        if work <= 0:
+            return start, seconds
+        if work_s is not None:
+            return start, max(0.0, seconds - work_s)
+        return None
+
+    def start_ratio(items):
+        return _ratio([pair for pair in map(start_up, items) if pair is not None])
+
+    run_start = start_ratio(rows)
+    class_start = {kind: start_ratio(items) for kind, items in by_class.items()}
 
     def work_ratio(items):
-        return _ratio([(work, max(0.0, seconds - start_ratio * start)) for start, work, seconds in items if work > 0])
+        pairs = []
+        for kind, start, work, seconds, work_s in items:
+            if work <= 0:
+                continue
+            if work_s is None:
+                scale = class_start.get(kind) if class_start.get(kind) is not None else run_start
+                work_s = max(0.0, seconds - scale * start)
+            pairs.append((work, work_s))
+        return _ratio(pairs)
 
     total = 0.0
     for kind, start, work in remaining:
         single = whole.get(kind) if whole.get(kind) is not None else overall
-        if start_ratio is None:
+        if run_start is None:
             total += (start + work) * single
             continue
+        scale = class_start.get(kind) if class_start.get(kind) is not None else run_start
         ratio = work_ratio(by_class.get(kind, []))
         if ratio is None:
-            ratio = work_ratio([item for items in by_class.values() for item in items])
-        total += start * start_ratio + work * (ratio if ratio is not None else single)
+            ratio = work_ratio(rows)
+        total += start * scale + work * (ratio if ratio is not None else single)
     return total
 
 
