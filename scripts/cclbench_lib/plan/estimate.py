@@ -43,7 +43,13 @@ ONE_RANK_COPY_GBPS = 500.0        # one rank: a device-memory copy
 ONE_RANK_LATENCY_US = 10.0
 EMULATED_BUSBW_GBPS = 0.5         # several ranks on one GPU over loopback sockets (--share-gpu)
 EMULATED_LATENCY_US = 200.0
-MPI_HOST_BUSBW_GBPS = 0.5         # the MPI backend on host memory, checked element by element
+# The MPI backend on host memory: one host's ranks (shared memory or loopback) move their bytes faster than ranks
+# across hosts (each byte through the network stack). The two differ 2.3x: on the 2-core VM's virtual cluster (2
+# nodes, 2 ranks each) the intra points took 0.3-0.6 and the inter points 1.0-1.7 of one shared figure (0.5 GB/s), in
+# every one of 7 runs (docs/data/eta_2026-12-06). With one figure the ETA predicted the intra points, which run after
+# sanity (across hosts) and before any of their own, at 2-3x their time.
+MPI_HOST_BUSBW_GBPS = 0.75        # one host's ranks
+MPI_NET_BUSBW_GBPS = 0.33         # ranks across hosts
 MPI_HOST_LATENCY_US = 100.0
 # coll_perf's own defaults (`coll_perf --help`) where a launch does not pass the flag (the TUNING probe).
 COLL_PERF_DEFAULTS = {"-n": 20, "-w": 1, "-c": 1}
@@ -93,7 +99,8 @@ def _sizes(launch, argv):
 def _path(launch, argv, all_hcas):
     """(bus bandwidth in bytes/s, latency in s) of the launch's collectives."""
     if _value(argv, "--backend") == "mpi":
-        return MPI_HOST_BUSBW_GBPS * 1e9, MPI_HOST_LATENCY_US * 1e-6
+        busbw = MPI_NET_BUSBW_GBPS if len(launch.get("hosts") or []) > 1 else MPI_HOST_BUSBW_GBPS
+        return busbw * 1e9, MPI_HOST_LATENCY_US * 1e-6
     if "--share-gpu" in argv:
         return EMULATED_BUSBW_GBPS * 1e9, EMULATED_LATENCY_US * 1e-6
     if (launch.get("nranks") or 1) <= 1:
