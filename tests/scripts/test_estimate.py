@@ -35,12 +35,17 @@ class LaunchArithmetic(unittest.TestCase):
     def test_mpi_backend_and_tools(self):
         launch = {"kind": "intra", "nranks": 2, "hosts": ["h"], "sizes": [8192], "collectives": ["reduce_scatter"],
                   "argv": ["coll_perf", "--backend", "mpi", "-n", "2", "-w", "1", "-c", "1"]}
-        # No gated pass: 1 + 2 x 2 + 1 = 6 operations; two placements; (2-1)/2 x 8192 / 0.75e9 (one host) + 100 us.
+        # One pass: 1 warm-up + 2 iterations + the host's fill (1) + one checked run (4) = 8 operations; two
+        # placements; (2-1)/2 x 8192 / 0.75e9 (one host) + 100 us.
         self.assertAlmostEqual(estimate.launch_seconds(launch),
-                               4 + 2 * (0.05 + 6 * (100e-6 + 4096 / 0.75e9)), places=9)
+                               4 + 2 * (0.05 + 8 * (100e-6 + 4096 / 0.75e9)), places=9)
         # The same ranks across two hosts: 6 s start-up (inter), the bytes at 0.33e9 B/s.
         across = dict(launch, kind="inter", hosts=["h", "g"])
-        self.assertAlmostEqual(estimate.launch_seconds(across), 6 + 2 * (0.05 + 6 * (100e-6 + 4096 / 0.33e9)), places=9)
+        self.assertAlmostEqual(estimate.launch_seconds(across), 6 + 2 * (0.05 + 8 * (100e-6 + 4096 / 0.33e9)), places=9)
+        # -n 20 -w 5 -c 1 (the default points): 5 + 20 + 1 + 4 = 30 operations where one pass of two per op (46) was
+        # modelled; sanity's -n 5: 5 + 5 + 1 + 4 = 15 (was 16).
+        point = dict(launch, argv=["coll_perf", "--backend", "mpi", "-n", "20", "-w", "5", "-c", "1"])
+        self.assertAlmostEqual(estimate.launch_parts(point)[1], 2 * (0.05 + 30 * (100e-6 + 4096 / 0.75e9)), places=9)
         self.assertEqual(estimate.launch_seconds({"kind": "p2p", "nranks": 1}, gpus_per_node=8), 10 + 56)
         self.assertEqual(estimate.launch_seconds({"kind": "doctor"}), 5)
 

@@ -8,8 +8,11 @@ per-rail points) without knowing how the plan was made:
   launch = start-up of its kind (mpirun, MPI_Init, CUDA context, NCCL communicators, teardown)
          + per case: CASE_OVERHEAD_S + operations x (latency + bytes x bus factor / bus bandwidth)
   operations per case = warm-up + 3 x iterations (the timed pass, the batch pass and the gated pass over the same
-      -n iterations; 2 x on the MPI backend, which has no gated pass) + checked runs; in CUDA-graph mode (-G K) the
-      batch and gated passes replay the graph K times each: warm-up + iterations + 2 x K x iterations + checks.
+      -n iterations) + checked runs; in CUDA-graph mode (-G K) the batch and gated passes replay the graph K times
+      each: warm-up + iterations + 2 x K x iterations + checks. The MPI backend runs one pass (its batch time is read
+      from the timed loop: bench/mpi/mpi_backend.cpp run_timed), fills its buffers on the host (MPI_FILL_OPS) and
+      compares each checked run element by element on the host (MPI_CHECK_OPS): warm-up + iterations + fill + checks
+      x MPI_CHECK_OPS.
   cases = sizes x collectives x placements x data types x reduction ops (an in-place case coll_perf skips is
       counted: it costs its overhead only, and the estimate errs long).
   bus factor: nccl-tests' (AllReduce 2(n-1)/n; AllGather, ReduceScatter, AlltoAll (n-1)/n; others 1); at one
@@ -51,6 +54,11 @@ EMULATED_LATENCY_US = 200.0
 MPI_HOST_BUSBW_GBPS = 0.75        # one host's ranks
 MPI_NET_BUSBW_GBPS = 0.33         # ranks across hosts
 MPI_HOST_LATENCY_US = 100.0
+# Measured per case on the 2-core VM (coll_perf --progress, the phases' own times, 1M-64M at 2 and 4 ranks): the
+# host-side fill took 0.5-1.1 and a checked run (the collective, then every element compared) 3.9-4.6 collectives'
+# time at 16M-64M.
+MPI_FILL_OPS = 1.0
+MPI_CHECK_OPS = 4.0
 # coll_perf's own defaults (`coll_perf --help`) where a launch does not pass the flag (the TUNING probe).
 COLL_PERF_DEFAULTS = {"-n": 20, "-w": 1, "-c": 1}
 ALL_DATATYPES = 12
@@ -140,9 +148,10 @@ def launch_parts(launch, gpus_per_node=0, all_hcas=None):
     graph = int(_value(argv, "-G") or 0)
     if graph:
         operations = warmup + iterations + 2 * graph * iterations + checks
+    elif _value(argv, "--backend") == "mpi":
+        operations = warmup + iterations + MPI_FILL_OPS + checks * MPI_CHECK_OPS
     else:
-        passes = 2 if _value(argv, "--backend") == "mpi" else 3
-        operations = warmup + passes * iterations + checks
+        operations = warmup + 3 * iterations + checks
     collectives = launch.get("collectives") or (_value(argv, "--coll") or "all_reduce").split(",")
     placements = 1 if _value(argv, "--placement") in ("in", "out") else 2
     variants = placements * _count(argv, "-d", ALL_DATATYPES) * _count(argv, "-o", ALL_OPS)
