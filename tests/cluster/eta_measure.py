@@ -161,7 +161,26 @@ def replay(results_path, manifest_path, scenario="healthy"):
     result = dict(result, scenario=f"{scenario} (replayed)")
     result["lines"], result["worst_after_sanity"] = judge_lines(lines, result["total_s"])
     print(markdown(result) + "\n")
+    print(work_ratios(manifest, launch_parts) + "\n")
     return 0
+
+
+def work_ratios(manifest, launch_parts):
+    """Each launch's work against its modelled work (work_s / launch_parts' work; '~' where the run recorded no
+    work_s: its wall less 1 s): how far apart identical launches of one run are - the machine's noise, which no
+    estimate removes."""
+    words = []
+    for launch in manifest["plan"]:
+        _start, work = launch_parts(launch)
+        point = manifest["points"][launch["name"]]
+        if work <= 0 or point.get("elapsed_s") is None:
+            continue
+        measured = point.get("work_s")
+        approximate = measured is None
+        if approximate:
+            measured = max(0.0, point["elapsed_s"] - 1.0)
+        words.append(f"{launch['name']} {measured / work:.2f}{'~' if approximate else ''}")
+    return "work / modelled work: " + ", ".join(words)
 
 
 def main(argv=None):
