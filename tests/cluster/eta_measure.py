@@ -141,11 +141,12 @@ def markdown(result):
     return "\n".join(out)
 
 
-def replay(results_path, manifest_path, scenario="healthy"):
+def replay(results_path, manifest_path, scenario="healthy", source=None):
     """The ETA this cclbench's estimate gives at each line of a healthy run measured with another (its launches'
     elapsed_s, and work_s where the run recorded it, through plan/estimate.calibrated_eta), against the time that run
     really had left."""
-    sys.path.insert(0, os.path.join(fault_matrix.SOURCE_DIR, "scripts"))
+    # source: another checkout's estimate (e.g. `git archive` of an older commit), to replay a run through it
+    sys.path.insert(0, os.path.join(source or fault_matrix.SOURCE_DIR, "scripts"))
     from cclbench_lib.plan.estimate import calibrated_eta, launch_kind, launch_parts
     with open(results_path) as handle:
         result = next(item for item in json.load(handle)["scenarios"] if item["scenario"] == scenario)
@@ -156,7 +157,10 @@ def replay(results_path, manifest_path, scenario="healthy"):
     for launch, row in zip(manifest["plan"], result["lines"]):
         point = manifest["points"][launch["name"]]
         measured.append(remaining.pop(launch["name"]) + (point["elapsed_s"], point.get("work_s")))
-        eta = round(calibrated_eta(measured, list(remaining.values())))
+        try:
+            eta = round(calibrated_eta(measured, list(remaining.values())))
+        except ValueError:  # an estimate from before work_s: (class, start-up, work, wall) only
+            eta = round(calibrated_eta([row[:4] for row in measured], list(remaining.values())))
         lines.append((row["at_s"], f"cclbench: {row['line']}: {row['status']}; elapsed 0m00s, ETA {eta // 60}m{eta % 60:02d}s"))
     result = dict(result, scenario=f"{scenario} (replayed)")
     result["lines"], result["worst_after_sanity"] = judge_lines(lines, result["total_s"])
@@ -191,9 +195,11 @@ def main(argv=None):
     parser.add_argument("--replay", nargs=2, metavar=("JSON", "MANIFEST"),
                         help="this cclbench's ETA at each line of a healthy run measured before (its eta_measure.json "
                              "and its run_manifest.json: the plan and each launch's elapsed_s)")
+    parser.add_argument("--source", metavar="DIR", help="with --replay: the estimate of this checkout (its "
+                        "scripts/cclbench_lib), not this one's")
     args = parser.parse_args(argv)
     if args.replay:
-        return replay(*args.replay)
+        return replay(*args.replay, source=args.source)
     if args.rejudge:
         with open(args.rejudge) as handle:
             document = json.load(handle)
