@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The ETA promise, measured (issue 43 item 6): on a virtual cluster of two nodes (vcluster.py, the MPI backend,
 default sizes, `--coll all_reduce --repeat 1 --netdevs eth0,eth3`), a baseline runs healthy, then again with node2's
-rails dying as intra.node1 starts (the fault matrix's rails_die set-up: switch ports stop forwarding, carrier up).
+rails dying as intra.node1 starts (the fault matrix's rails_die set-up: switch ports stop forwarding, carrier up);
+rail_dies (not run by default): node2's eth3 alone dies then, so rail-eth0 alone still runs after the failed line.
 Every progress line's ETA ("cclbench: [i/N] NAME: ...; elapsed XmYYs, ETA XmYYs") is stamped as it arrives and set
 against the real end (the tool's exit):
 
@@ -34,7 +35,8 @@ import vcluster  # noqa: E402
 
 ARGS = ["--coll", "all_reduce", "--repeat", "1", "--netdevs", "eth0,eth3"]
 SCENARIOS = {"healthy": {"fault": "none"},
-             "rails_die": {"fault": "paths_die", "node": "node2", "at": "intra.node1"}}
+             "rails_die": {"fault": "paths_die", "node": "node2", "at": "intra.node1"},
+             "rail_dies": {"fault": "paths_die", "node": "node2", "at": "intra.node1", "rails": ["eth3"]}}
 LINE = re.compile(r"cclbench: \[(\d+)/(\d+)\] (\S+): (.*?); elapsed (\S+), ETA (\S+)")
 CLOCK = re.compile(r"(?:(\d+)h)?(\d+)m(\d+)s")
 SHORT_S = 10.0
