@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The ETA promise, measured (issue 43 item 6): on a virtual cluster of two nodes (vcluster.py, the MPI backend,
 default sizes, `--coll all_reduce --repeat 1 --netdevs eth0,eth3`), a baseline runs healthy, then again with node2's
-rails dying as intra.node1 starts (the fault matrix's rails_die set-up: switch ports stop forwarding, carrier up).
+rails dying as intra.node1 starts (the fault matrix's rails_die set-up: switch ports stop forwarding, carrier up);
+rail_dies (not run by default): node2's eth3 alone dies then, so rail-eth0 alone still runs after the failed line.
 Every progress line's ETA ("cclbench: [i/N] NAME: ...; elapsed XmYYs, ETA XmYYs") is stamped as it arrives and set
 against the real end (the tool's exit):
 
@@ -34,7 +35,8 @@ import vcluster  # noqa: E402
 
 ARGS = ["--coll", "all_reduce", "--repeat", "1", "--netdevs", "eth0,eth3"]
 SCENARIOS = {"healthy": {"fault": "none"},
-             "rails_die": {"fault": "paths_die", "node": "node2", "at": "intra.node1"}}
+             "rails_die": {"fault": "paths_die", "node": "node2", "at": "intra.node1"},
+             "rail_dies": {"fault": "paths_die", "node": "node2", "at": "intra.node1", "rails": ["eth3"]}}
 LINE = re.compile(r"cclbench: \[(\d+)/(\d+)\] (\S+): (.*?); elapsed (\S+), ETA (\S+)")
 CLOCK = re.compile(r"(?:(\d+)h)?(\d+)m(\d+)s")
 SHORT_S = 10.0
@@ -141,10 +143,12 @@ def markdown(result):
     return "\n".join(out)
 
 
-def replay(results_path, manifest_path, scenario="healthy"):
+def replay(results_path, manifest_path, scenario="healthy", source=None):
     """The ETA this cclbench's estimate gives at each line of a healthy run measured with another (its launches'
-    elapsed_s through plan/estimate.calibrated_eta), against the time that run really had left."""
-    sys.path.insert(0, os.path.join(fault_matrix.SOURCE_DIR, "scripts"))
+    elapsed_s, and work_s where the run recorded it, through plan/estimate.calibrated_eta), against the time that run
+    really had left."""
+    # source: another checkout's estimate (e.g. `git archive` of an older commit), to replay a run through it
+    sys.path.insert(0, os.path.join(source or fault_matrix.SOURCE_DIR, "scripts"))
     from cclbench_lib.plan.estimate import calibrated_eta, launch_kind, launch_parts
     with open(results_path) as handle:
         result = next(item for item in json.load(handle)["scenarios"] if item["scenario"] == scenario)
@@ -153,13 +157,36 @@ def replay(results_path, manifest_path, scenario="healthy"):
     remaining = {launch["name"]: (launch_kind(launch),) + tuple(launch_parts(launch)) for launch in manifest["plan"]}
     measured, lines = [], []
     for launch, row in zip(manifest["plan"], result["lines"]):
-        measured.append(remaining.pop(launch["name"]) + (manifest["points"][launch["name"]]["elapsed_s"],))
-        eta = round(calibrated_eta(measured, list(remaining.values())))
+        point = manifest["points"][launch["name"]]
+        measured.append(remaining.pop(launch["name"]) + (point["elapsed_s"], point.get("work_s")))
+        try:
+            eta = round(calibrated_eta(measured, list(remaining.values())))
+        except ValueError:  # an estimate from before work_s: (class, start-up, work, wall) only
+            eta = round(calibrated_eta([row[:4] for row in measured], list(remaining.values())))
         lines.append((row["at_s"], f"cclbench: {row['line']}: {row['status']}; elapsed 0m00s, ETA {eta // 60}m{eta % 60:02d}s"))
     result = dict(result, scenario=f"{scenario} (replayed)")
     result["lines"], result["worst_after_sanity"] = judge_lines(lines, result["total_s"])
     print(markdown(result) + "\n")
+    print(work_ratios(manifest, launch_parts) + "\n")
     return 0
+
+
+def work_ratios(manifest, launch_parts):
+    """Each launch's work against its modelled work (work_s / launch_parts' work; '~' where the run recorded no
+    work_s: its wall less 1 s): how far apart identical launches of one run are - the machine's noise, which no
+    estimate removes."""
+    words = []
+    for launch in manifest["plan"]:
+        _start, work = launch_parts(launch)
+        point = manifest["points"][launch["name"]]
+        if work <= 0 or point.get("elapsed_s") is None:
+            continue
+        measured = point.get("work_s")
+        approximate = measured is None
+        if approximate:
+            measured = max(0.0, point["elapsed_s"] - 1.0)
+        words.append(f"{launch['name']} {measured / work:.2f}{'~' if approximate else ''}")
+    return "work / modelled work: " + ", ".join(words)
 
 
 def main(argv=None):
@@ -170,9 +197,11 @@ def main(argv=None):
     parser.add_argument("--replay", nargs=2, metavar=("JSON", "MANIFEST"),
                         help="this cclbench's ETA at each line of a healthy run measured before (its eta_measure.json "
                              "and its run_manifest.json: the plan and each launch's elapsed_s)")
+    parser.add_argument("--source", metavar="DIR", help="with --replay: the estimate of this checkout (its "
+                        "scripts/cclbench_lib), not this one's")
     args = parser.parse_args(argv)
     if args.replay:
-        return replay(*args.replay)
+        return replay(*args.replay, source=args.source)
     if args.rejudge:
         with open(args.rejudge) as handle:
             document = json.load(handle)

@@ -88,6 +88,13 @@ class LocalRuns(BaselineRuns):
         self.assertTrue(any("MPI backend" in note for note in manifest["notes"]))
         ok, errors = validate("run_manifest.schema.json", os.path.join(run, "run_manifest.json"))
         self.assertTrue(ok, errors)
+        # The part of each coll_perf launch its ranks reported as work (first case phase entered to the last left):
+        # within its wall time; the tools that report no progress have none.
+        for name, point in manifest["points"].items():
+            if point["kind"] in ("sanity", "local"):
+                self.assertTrue(0 <= point["work_s"] <= point["elapsed_s"], (name, point))
+            else:
+                self.assertIsNone(point.get("work_s"), name)
         ok, errors = validate(case_schema(), os.path.join(run, "cases.jsonl"))
         self.assertTrue(ok, errors)
         records = read_jsonl(os.path.join(run, "cases.jsonl"))

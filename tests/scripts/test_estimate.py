@@ -35,9 +35,17 @@ class LaunchArithmetic(unittest.TestCase):
     def test_mpi_backend_and_tools(self):
         launch = {"kind": "intra", "nranks": 2, "hosts": ["h"], "sizes": [8192], "collectives": ["reduce_scatter"],
                   "argv": ["coll_perf", "--backend", "mpi", "-n", "2", "-w", "1", "-c", "1"]}
-        # No gated pass: 1 + 2 x 2 + 1 = 6 operations; two placements; (2-1)/2 x 8192 / 0.5e9 + 100 us.
+        # One pass: 1 warm-up + 2 iterations + the host's fill (1) + one checked run (4) = 8 operations; two
+        # placements; (2-1)/2 x 8192 / 0.75e9 (one host) + 100 us.
         self.assertAlmostEqual(estimate.launch_seconds(launch),
-                               4 + 2 * (0.05 + 6 * (100e-6 + 4096 / 0.5e9)), places=9)
+                               4 + 2 * (0.05 + 8 * (100e-6 + 4096 / 0.75e9)), places=9)
+        # The same ranks across two hosts: 6 s start-up (inter), the bytes at 0.33e9 B/s.
+        across = dict(launch, kind="inter", hosts=["h", "g"])
+        self.assertAlmostEqual(estimate.launch_seconds(across), 6 + 2 * (0.05 + 8 * (100e-6 + 4096 / 0.33e9)), places=9)
+        # -n 20 -w 5 -c 1 (the default points): 5 + 20 + 1 + 4 = 30 operations where one pass of two per op (46) was
+        # modelled; sanity's -n 5: 5 + 5 + 1 + 4 = 15 (was 16).
+        point = dict(launch, argv=["coll_perf", "--backend", "mpi", "-n", "20", "-w", "5", "-c", "1"])
+        self.assertAlmostEqual(estimate.launch_parts(point)[1], 2 * (0.05 + 30 * (100e-6 + 4096 / 0.75e9)), places=9)
         self.assertEqual(estimate.launch_seconds({"kind": "p2p", "nranks": 1}, gpus_per_node=8), 10 + 56)
         self.assertEqual(estimate.launch_seconds({"kind": "doctor"}), 5)
 
@@ -94,6 +102,27 @@ class CalibratedEta(unittest.TestCase):
         self.assertIsNone(estimate.calibrated_eta([], remaining), "nothing measured yet")
         self.assertEqual(estimate.calibrated_eta(measured, []), 0.0)
 
+    def test_a_launch_that_reported_its_work_measures_its_own_start_up(self):
+        # sanity (inter) took 6.6 s, 4.4 s of them its cases (its ranks' progress): 2.2 s of start-up for 6 modelled
+        # (inter: 0.3667), 4.4 s of work for 4 modelled (1.1). Every launch's start-up: (0.5 + 0.3 + 2.2) / (5 + 3 + 6)
+        # = 3 / 14.
+        measured = [("doctor", 5.0, 0.0, 0.5), ("topology", 3.0, 0.0, 0.3), ("inter", 6.0, 4.0, 6.6, 4.4)]
+        remaining = [("intra", 4.0, 20.0), ("inter", 6.0, 40.0)]
+        # intra: 4 x 3/14 = 0.857142857 + 20 x 1.1 (no intra yet: every launch's work) = 22.857142857;
+        # inter: 6 x 0.3667 = 2.2 + 40 x 1.1 = 44.0: 46.2. Total 69.057142857. (Its start-up scaled from the
+        # doctor's, 0.6 s, read its work as 6.0 s, 1.5x: 30.4 + 60.6 = 91.0.)
+        self.assertAlmostEqual(estimate.calibrated_eta(measured, remaining), 69.057142857, 6)
+        # intra.node1: 7.0 s, 6.0 of work: its own start-up 1.0 / 4 and work 6 / 20: 1.0 + 6.0, + inter 46.2
+        measured.append(("intra", 4.0, 20.0, 7.0, 6.0))
+        self.assertAlmostEqual(estimate.calibrated_eta(measured, remaining), 53.2, 9)
+
+    def test_a_launch_without_reported_work_is_its_wall_less_its_class_s_start_up(self):
+        # sanity reported 4.4 s of work in 6.6 s (inter start-up 2.2 s); inter.mpi reported none (an older tool):
+        # 50.2 - 2.2 = 48.0 s of work for 40. Inter's work: (4.4 + 48.0) / (4 + 40) = 52.4 / 44.
+        measured = [("doctor", 5.0, 0.0, 0.5), ("inter", 6.0, 4.0, 6.6, 4.4), ("inter", 6.0, 40.0, 50.2, None)]
+        # 2.2 + 40 x 52.4 / 44 = 2.2 + 47.636363636
+        self.assertAlmostEqual(estimate.calibrated_eta(measured, [("inter", 6.0, 40.0)]), 49.836363636, 6)
+
     def test_without_a_start_up_only_launch_one_ratio_per_class_else_the_run_s(self):
         measured = [("inter", 6.0, 4.0, 5.0), ("intra", 4.0, 6.0, 2.0)]  # a resumed run: no doctor measured
         # inter 10 s x 0.5 = 5.0; local never measured: 3 s x (7 / 20) = 1.05
@@ -118,6 +147,20 @@ class CalibratedEta(unittest.TestCase):
         progress.report(plan[0], "complete", 2.0)  # 0.4x: topology 3 x 0.4 + p2p.a 10 x 0.4 + the check 5 = 10.2 s
         self.assertEqual(re.findall(r"ETA (\S+)", stream.getvalue()), ["0m10s"])
         self.assertEqual(asked, [["p2p.a", "p2p.b", "topology"]])
+
+    def test_the_progress_line_calibrates_by_the_work_a_launch_reported(self):
+        import io
+        from cclbench_lib.execute.runner import Progress
+        # Fixed models: doctor 5 s, p2p 10 s of start-up + 2 GPUs x 1 pair x 1 s = 2 s of work, topology 3 s.
+        plan = [{"name": name, "kind": kind, "hosts": ["a"], "argv": []}
+                for name, kind in (("doctor", "doctor"), ("p2p", "p2p"), ("topology", "topology"))]
+        stream = io.StringIO()
+        progress = Progress(plan, stream=stream, inputs={"gpus_per_node": 2})
+        progress.report(plan[0], "complete", 2.0)  # 0.4x: p2p 4 + 2 x 0.4 (no work yet: the run's one ratio), topo 1.2
+        progress.report(plan[1], "complete", 30.0, work_s=10.0)
+        # p2p: 20 s of start-up measured; every launch's start-up (2 + 20) / (5 + 10): topology 3 x 22 / 15 = 4.4 s.
+        # (Its start-up not measured: 3 x 0.4 = 1.2 s.)
+        self.assertEqual(re.findall(r"ETA (\S+)", stream.getvalue()), ["0m06s", "0m04s"])
 
     def test_the_progress_line_after_a_hang_and_a_launch_left_out(self):
         import io

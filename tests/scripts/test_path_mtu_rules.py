@@ -496,6 +496,34 @@ class RunnerPathCheck(unittest.TestCase):
         runner.settle_paths()  # node3 eth3 dead: only the launch over eth3 is left out, no check pending
         self.assertEqual(runner.eta_outlook(names), ({"inter.mpi.rail-eth3"}, 0.0))
 
+    def test_the_check_the_next_launch_needs_is_made_before_the_failed_line(self):
+        runner = self.runner(path_checks(NODES3, dead={("node3", "eth3")}))
+        names = ["inter.mpi.rail-eth0", "inter.mpi.rail-eth3"]
+        self.failed(runner, "inter.mpi", 4)
+        runner.settle_before_line(self.launch("inter.mpi"))  # rail-eth0 is next: it needs node3, checked now
+        self.assertEqual(self.calls, [("inter.mpi", list(NODES3))])
+        # The failed line's ETA: one rail of two dead, the other rail alone still runs; nothing pending.
+        self.assertEqual(runner.eta_outlook(names), ({"inter.mpi.rail-eth3"}, 0.0))
+        self.assertIsNone(runner.blocked(self.launch("inter.mpi.rail-eth0")))
+        self.assertEqual(len(self.calls), 1, "the same one check")
+
+    def test_a_launch_on_one_host_next_still_runs_before_the_check(self):
+        # intra.node3 moved after inter.mpi: it needs no path, so it runs before the check, as without the line.
+        intra = self.launch("intra.node3")
+        self.plan.remove(intra)
+        self.plan.insert(self.plan.index(self.launch("inter.mpi")) + 1, intra)
+        runner = self.runner(path_checks(NODES3, dead={("node3", "eth3")}))
+        self.failed(runner, "inter.mpi", 4)
+        runner.settle_before_line(self.launch("inter.mpi"))
+        self.assertEqual(self.calls, [], "intra.node3 needs no path: it runs first")
+        self.assertIsNone(runner.blocked(intra))
+        self.assertIsNone(runner.blocked(self.launch("inter.mpi.rail-eth0")))
+        self.assertEqual(len(self.calls), 1, "checked before the next launch across its hosts")
+        runner = self.runner(path_checks(NODES3))
+        self.failed(runner, "sanity", 4)
+        runner.settle_before_line(self.launch("sanity"))
+        self.assertEqual(len(self.calls), 1, "a failed sanity pass makes its own check (sanity_failed)")
+
     def test_after_a_failed_sanity_pass_the_eta_is_its_path_check_only(self):
         names = ["intra.node1", "intra.node3", "inter.mpi", "inter.mpi.rail-eth0"]
         runner = self.runner(path_checks(NODES3))

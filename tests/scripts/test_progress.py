@@ -66,6 +66,26 @@ class Watch(unittest.TestCase):
         self.clock.now = 1080.0
         self.assertTrue(self.watch.expired())
 
+    def test_the_work_is_the_first_phase_entered_to_the_last_left(self):
+        # coll_perf's 'start' after MPI_Init (1002 s) is start-up; its first case phase at 1005 s, the last left at
+        # 1011 s, 'finish' at 1012 s: 7 s of work. The results written and the teardown after it are start-up again.
+        self.assertIsNone(self.watch.work_s(), "nothing reported")
+        self.clock.now = 1002.0
+        self.watch.feed(line("start", 0, phase="start-up", deadline_s=30.0))
+        self.watch.feed(line("start", 1, host="node2", phase="start-up", deadline_s=30.0))
+        self.assertIsNone(self.watch.work_s(), "started, no case yet")
+        self.clock.now = 1005.0
+        self.watch.feed(enter(1, "warm-up", 10.0, host="node2"))
+        self.clock.now = 1006.0
+        self.watch.feed(enter(0, "warm-up", 10.0))
+        self.assertIsNone(self.watch.work_s(), "a phase entered, none left")
+        self.clock.now = 1011.0
+        self.watch.feed(leave(1, "timed iterations", 4.0, 10.0, host="node2"))
+        self.assertEqual(self.watch.work_s(), 6.0)
+        self.clock.now = 1012.0
+        self.watch.feed(line("finish", 0, deadline_s=30.0))
+        self.assertEqual(self.watch.work_s(), 7.0)
+
     def test_a_phase_left_without_a_deadline_allows_the_gap_between_phases(self):
         self.watch.feed(line("leave", 0, phase="case boundary or result exchange", deadline_s=None, elapsed_s=1.0))
         self.assertEqual(self.watch.expires_at(), 1000.0 + BETWEEN_PHASES_S + 25.0)

@@ -59,6 +59,11 @@ class LaunchProgress:
         self.history = {}  # (collective, phase) -> {bytes: the longest elapsed_s any rank reported}
         self.lines = 0
         self.timeouts = {}  # group (None unsplit) -> {rank: the first watchdog timeout that rank reported}
+        # The launch's work as its ranks reported it: from the first case phase any rank entered to the last phase
+        # left (or coll_perf's 'finish' after its cases). What came before (the launcher, MPI_Init, the backend's
+        # communicators) and after (the results written, the teardown) is its start-up (work_s).
+        self.work_began = None
+        self.work_ended = None
         self.lock = threading.Lock()  # fed by the output reader's thread, read by the waiting one
 
     def feed(self, line):
@@ -88,6 +93,10 @@ class LaunchProgress:
         deadline = event.get("deadline_s")
         state.deadline_s = float(deadline) if isinstance(deadline, (int, float)) else BETWEEN_PHASES_S
         kind = event.get("event")
+        if kind == "enter" and self.work_began is None:
+            self.work_began = now
+        if kind in ("leave", "finish") and self.work_began is not None:
+            self.work_ended = now
         if kind == "enter":
             state.open.append((event.get("phase"), event.get("case"), now, event))
         elif kind == "leave":
@@ -101,6 +110,15 @@ class LaunchProgress:
             state.open = []
         if kind == "timeout":
             self.timeouts.setdefault(state.group, {}).setdefault(event["rank"], event)
+
+    def work_s(self):
+        """Seconds from the first case phase entered to the last one left (or 'finish'): the launch's work, measured;
+        its wall time less this is its start-up and teardown (plan/estimate.calibrated_eta). None when no phase was
+        both entered and left."""
+        with self.lock:
+            if self.work_began is None or self.work_ended is None:
+                return None
+            return self.work_ended - self.work_began
 
     def expires_at(self):
         """When the launch counts as hung: the latest deadline any rank announced, plus the grace."""

@@ -118,11 +118,13 @@ class Progress:
         return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m{seconds % 60:02d}s" if seconds >= 3600 else \
             f"{seconds // 60}m{seconds % 60:02d}s"
 
-    def report(self, launch, status, seconds, detail=""):
+    def report(self, launch, status, seconds, detail="", work_s=None):
+        """work_s: the part of `seconds` its ranks reported as work (execute/progress.LaunchProgress.work_s), else
+        None."""
         self.done += 1
         modelled = self.remaining.pop(launch["name"], None)
         if status == "complete" and seconds is not None and modelled is not None:
-            self.measured.append(modelled + (seconds,))
+            self.measured.append(modelled + (seconds, work_s))
         elapsed = time.monotonic() - self.start
         left = self.eta_s()
         eta = "-" if left is None else self.clock(left)
@@ -445,9 +447,11 @@ class Baseline:
         if launch.get("binding"):
             self.apply_binding(launch)
         state.pop("skipped_by", None)  # left out by the doctor on an earlier attempt, run now
+        state.pop("work_s", None)  # an earlier attempt's
         state.update(status="running", attempts=state.get("attempts", 0) + 1, started_utc=utc_now(),
                      finished_utc=None, exit_code=None, reason=None, elapsed_s=None)
         self.save_manifest()
+        self.progress = None  # execute's watch of this launch, when its tool reports progress
         started = time.monotonic()
         records = self.records_file(launch)
         records_from = os.path.getsize(records) if records and os.path.isfile(records) else 0
@@ -480,12 +484,16 @@ class Baseline:
             self.log_line(f"# {utc_now()} {launch['name']} timed out: {reason}")
             ok = False
         status = "complete" if ok else "failed"
+        # Its work as its ranks reported it (first case phase entered to the last left): the rest of its wall time
+        # was start-up and teardown. The ETA calibrates the two apart from it (plan/estimate.calibrated_eta).
+        work = self.progress.work_s() if self.progress is not None else None
         state.update(status=status, exit_code=code, reason=reason, finished_utc=utc_now(),
-                     elapsed_s=round(elapsed, 3))
+                     elapsed_s=round(elapsed, 3), work_s=None if work is None else round(work, 3))
         self.save_manifest()
         if not ok:
             self.note_failure(launch)  # before its line: the ETA leaves out what a dead path would (eta_outlook)
-        progress.report(launch, status, elapsed, reason or "")
+            self.settle_before_line(launch)
+        progress.report(launch, status, elapsed, reason or "", work_s=work)
         return ok
 
     def check_gpu_count(self, launch):
@@ -602,6 +610,20 @@ class Baseline:
         else:
             self.path_suspect["hosts"] += [h for h in launch["hosts"] if h not in self.path_suspect["hosts"]]
 
+    def settle_before_line(self, launch):
+        """After `launch` failed as a dead path fails: when the launch after it in the plan needs its hosts, the path
+        check that launch would make first (settle_paths) is made now, before the failed launch's progress line, so
+        that its ETA knows what the check found: with one rail of two dead the other rail's launch still runs (left
+        out pending the check, the ETA said 5 s with 28 s left on the 2-core VM). The same check at the same point
+        of the run, its line a check later; a launch on one host next still runs before the check. Not after a
+        failed sanity pass: nothing else runs (sanity_failed makes its check)."""
+        if self.path_suspect is None or launch["kind"] == "sanity":
+            return
+        names = [item["name"] for item in self.launches]
+        following = self.launches[names.index(launch["name"]) + 1:] if launch["name"] in names else []
+        if following:
+            self.settle_paths(following[0])
+
     def settle_paths(self, launch=None):
         """The pending suspicion's path check, before `launch` when it is a launch across hosts sharing one of the
         suspect's hosts (a launch on one host needs no path and runs first), or at the end of the run (launch None):
@@ -643,6 +665,7 @@ class Baseline:
         'skipped' in the manifest with the reason, in run.log and on stderr; the report and the verdict name it
         (launch.not_run, launch.not_run_dead_path)."""
         state = self.manifest["points"][launch["name"]]
+        state.pop("work_s", None)
         state.update(status="skipped", skipped_by=by, exit_code=None, reason=reason, started_utc=None,
                      finished_utc=utc_now(), elapsed_s=None)
         self.save_manifest()

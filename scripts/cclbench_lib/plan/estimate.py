@@ -8,8 +8,11 @@ per-rail points) without knowing how the plan was made:
   launch = start-up of its kind (mpirun, MPI_Init, CUDA context, NCCL communicators, teardown)
          + per case: CASE_OVERHEAD_S + operations x (latency + bytes x bus factor / bus bandwidth)
   operations per case = warm-up + 3 x iterations (the timed pass, the batch pass and the gated pass over the same
-      -n iterations; 2 x on the MPI backend, which has no gated pass) + checked runs; in CUDA-graph mode (-G K) the
-      batch and gated passes replay the graph K times each: warm-up + iterations + 2 x K x iterations + checks.
+      -n iterations) + checked runs; in CUDA-graph mode (-G K) the batch and gated passes replay the graph K times
+      each: warm-up + iterations + 2 x K x iterations + checks. The MPI backend runs one pass (its batch time is read
+      from the timed loop: bench/mpi/mpi_backend.cpp run_timed), fills its buffers on the host (MPI_FILL_OPS) and
+      compares each checked run element by element on the host (MPI_CHECK_OPS): warm-up + iterations + fill + checks
+      x MPI_CHECK_OPS.
   cases = sizes x collectives x placements x data types x reduction ops (an in-place case coll_perf skips is
       counted: it costs its overhead only, and the estimate errs long).
   bus factor: nccl-tests' (AllReduce 2(n-1)/n; AllGather, ReduceScatter, AlltoAll (n-1)/n; others 1); at one
@@ -43,8 +46,19 @@ ONE_RANK_COPY_GBPS = 500.0        # one rank: a device-memory copy
 ONE_RANK_LATENCY_US = 10.0
 EMULATED_BUSBW_GBPS = 0.5         # several ranks on one GPU over loopback sockets (--share-gpu)
 EMULATED_LATENCY_US = 200.0
-MPI_HOST_BUSBW_GBPS = 0.5         # the MPI backend on host memory, checked element by element
+# The MPI backend on host memory: one host's ranks (shared memory or loopback) move their bytes faster than ranks
+# across hosts (each byte through the network stack). The two differ 2.3x: on the 2-core VM's virtual cluster (2
+# nodes, 2 ranks each) the intra points took 0.3-0.6 and the inter points 1.0-1.7 of one shared figure (0.5 GB/s), in
+# every one of 7 runs (docs/data/eta_2026-12-06). With one figure the ETA predicted the intra points, which run after
+# sanity (across hosts) and before any of their own, at 2-3x their time.
+MPI_HOST_BUSBW_GBPS = 0.75        # one host's ranks
+MPI_NET_BUSBW_GBPS = 0.33         # ranks across hosts
 MPI_HOST_LATENCY_US = 100.0
+# Measured per case on the 2-core VM (coll_perf --progress, the phases' own times, 1M-64M at 2 and 4 ranks): the
+# host-side fill took 0.5-1.1 and a checked run (the collective, then every element compared) 3.9-4.6 collectives'
+# time at 16M-64M.
+MPI_FILL_OPS = 1.0
+MPI_CHECK_OPS = 4.0
 # coll_perf's own defaults (`coll_perf --help`) where a launch does not pass the flag (the TUNING probe).
 COLL_PERF_DEFAULTS = {"-n": 20, "-w": 1, "-c": 1}
 ALL_DATATYPES = 12
@@ -93,7 +107,8 @@ def _sizes(launch, argv):
 def _path(launch, argv, all_hcas):
     """(bus bandwidth in bytes/s, latency in s) of the launch's collectives."""
     if _value(argv, "--backend") == "mpi":
-        return MPI_HOST_BUSBW_GBPS * 1e9, MPI_HOST_LATENCY_US * 1e-6
+        busbw = MPI_NET_BUSBW_GBPS if len(launch.get("hosts") or []) > 1 else MPI_HOST_BUSBW_GBPS
+        return busbw * 1e9, MPI_HOST_LATENCY_US * 1e-6
     if "--share-gpu" in argv:
         return EMULATED_BUSBW_GBPS * 1e9, EMULATED_LATENCY_US * 1e-6
     if (launch.get("nranks") or 1) <= 1:
@@ -133,9 +148,10 @@ def launch_parts(launch, gpus_per_node=0, all_hcas=None):
     graph = int(_value(argv, "-G") or 0)
     if graph:
         operations = warmup + iterations + 2 * graph * iterations + checks
+    elif _value(argv, "--backend") == "mpi":
+        operations = warmup + iterations + MPI_FILL_OPS + checks * MPI_CHECK_OPS
     else:
-        passes = 2 if _value(argv, "--backend") == "mpi" else 3
-        operations = warmup + passes * iterations + checks
+        operations = warmup + 3 * iterations + checks
     collectives = launch.get("collectives") or (_value(argv, "--coll") or "all_reduce").split(",")
     placements = 1 if _value(argv, "--placement") in ("in", "out") else 2
     variants = placements * _count(argv, "-d", ALL_DATATYPES) * _count(argv, "-o", ALL_OPS)
@@ -212,45 +228,75 @@ def _ratio(pairs):
 
 def calibrated_eta(measured, remaining):
     """The time left of a running plan, the model calibrated by the run's own launches: measured [(class, modelled
-    start-up s, modelled work s, measured s)] of the launches that completed (a launch that hung or failed took its
-    deadline, not its work, and says nothing of this machine's speed), remaining [(class, start-up s, work s)] of
-    those still to run (one left out by the doctor or a path check costs nothing and is not among them). Classes are
-    launch_kind's (doctor, topology, p2p, local, intra, inter).
+    start-up s, modelled work s, measured s[, measured work s])] of the launches that completed (a launch that hung or
+    failed took its deadline, not its work, and says nothing of this machine's speed), remaining [(class, start-up s,
+    work s)] of those still to run (one left out by the doctor or a path check costs nothing and is not among them).
+    Classes are launch_kind's (doctor, topology, p2p, local, intra, inter). The measured work is what the launch's
+    ranks reported (execute/progress.LaunchProgress.work_s: the first case phase entered to the last left), None
+    where it reported nothing; the rest of its wall time was its start-up and teardown.
 
-    Start-up and work are scaled apart (launch_parts): the start-up by the ratio of the launches that are start-up
-    only (doctor, topo_map), the work of a class by what its own launches took past their scaled start-up, per
-    modelled second of work (else that of every launch with work). A single ratio per launch misread the first
-    launches: on the 2-core VM the doctor and topo_map start 16x faster than modelled while the MPI backend moves
-    its bytes 1.2x slower, and sanity's one ratio (0.5, its start-up modelled 6 s of 9.6) put the inter-node points
-    at half their time (ETA -54% once sanity was over). Without a start-up-only launch (a resumed run), or a class
-    without work measured: one ratio per launch, its class's else the run's (the earlier model). A fixed model errs
-    2.4x between machines (2.6x high on the H200's host, 0.8x on a slow 2-core box); the machine's own launches do
-    not. None before any launch completed."""
+    Start-up and work are scaled apart (launch_parts), each class by its own launches, else by every launch's:
+      start-up ratio  measured start-up / modelled start-up, over the launches whose start-up is known: those that are
+                      start-up only (doctor, topo_map) and those that reported their work (wall - work);
+      work ratio      measured work / modelled work, over the launches with work; a launch that reported none: its
+                      wall less its class's scaled start-up.
+    A launch's start-up is its own to measure, not the doctor's to predict: on the 2-core VM the doctor starts in
+    0.3-0.5 s, sanity (4 ranks over 2 hosts, MPI_Init's wire-up) in 0.3-2.6 s, and sanity's work (3.6 s modelled)
+    read from its wall less a start-up scaled from the doctor's was 1.7x its later launches' in one run (ETA +89% on
+    its line). A single ratio per launch misread the first launches too (the doctor starts 16x faster than modelled
+    while the MPI backend moves its bytes 1.2x slower). Without any start-up known (a resumed run, nothing reported):
+    one ratio per launch, its class's else the run's (the earlier model). A fixed model errs 2.4x between machines
+    (2.6x high on the H200's host, 0.8x on a slow 2-core box); the machine's own launches do not. None before any
+    launch completed."""
     if not measured:
         return None
-    overall = _ratio([(start + work, seconds) for _, start, work, seconds in measured])
+    rows = [tuple(item) + (None,) * (5 - len(item)) for item in measured]
+    overall = _ratio([(start + work, seconds) for _, start, work, seconds, _ in rows])
     if overall is None:
         return None
     by_class = {}
-    for kind, start, work, seconds in measured:
-        by_class.setdefault(kind, []).append((start, work, seconds))
-    whole = {kind: _ratio([(start + work, seconds) for start, work, seconds in items])
+    for row in rows:
+        by_class.setdefault(row[0], []).append(row)
+    whole = {kind: _ratio([(start + work, seconds) for _, start, work, seconds, _ in items])
              for kind, items in by_class.items()}
-    start_ratio = _ratio([(start, seconds) for _, start, work, seconds in measured if work <= 0])
+
+    def start_up(row):
+        """(modelled, measured) start-up of a launch where it is known, else None."""
+        _, start, work, seconds, work_s = row
+        if work <= 0:
+            return start, seconds
+        if work_s is not None:
+            return start, max(0.0, seconds - work_s)
+        return None
+
+    def start_ratio(items):
+        return _ratio([pair for pair in map(start_up, items) if pair is not None])
+
+    run_start = start_ratio(rows)
+    class_start = {kind: start_ratio(items) for kind, items in by_class.items()}
 
     def work_ratio(items):
-        return _ratio([(work, max(0.0, seconds - start_ratio * start)) for start, work, seconds in items if work > 0])
+        pairs = []
+        for kind, start, work, seconds, work_s in items:
+            if work <= 0:
+                continue
+            if work_s is None:
+                scale = class_start.get(kind) if class_start.get(kind) is not None else run_start
+                work_s = max(0.0, seconds - scale * start)
+            pairs.append((work, work_s))
+        return _ratio(pairs)
 
     total = 0.0
     for kind, start, work in remaining:
         single = whole.get(kind) if whole.get(kind) is not None else overall
-        if start_ratio is None:
+        if run_start is None:
             total += (start + work) * single
             continue
+        scale = class_start.get(kind) if class_start.get(kind) is not None else run_start
         ratio = work_ratio(by_class.get(kind, []))
         if ratio is None:
-            ratio = work_ratio([item for items in by_class.values() for item in items])
-        total += start * start_ratio + work * (ratio if ratio is not None else single)
+            ratio = work_ratio(rows)
+        total += start * scale + work * (ratio if ratio is not None else single)
     return total
 
 
