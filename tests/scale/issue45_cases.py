@@ -38,6 +38,7 @@ from cclbench_lib.cli.main import build_parser  # noqa: E402
 from cclbench_lib.cli.screen import simulate_inputs  # noqa: E402
 from cclbench_lib.execute.screen import Screen  # noqa: E402
 from cclbench_lib.execute.screen_simulate import SimulatedFleet  # noqa: E402
+from screen_scale import _commit, _write  # noqa: E402  (tests/scale/screen_scale.py: the scale table's own)
 from cclbench_lib.model.screen_fleet import FleetModel, check_fleet  # noqa: E402
 from cclbench_lib.render.screen import cause_text  # noqa: E402
 
@@ -158,22 +159,6 @@ def run_case(name):
             "open": out["retests"]["open"], "result": out["result"], "modelled_wall_s": simulation["modelled_wall_s"],
             "rules_cpu_s": round(sum(simulation["rules_cpu_s"].values()), 3),
             "elapsed_s": round(time.monotonic() - began, 2), "cpu_s": round(time.process_time() - cpu, 2)}
-
-
-def _write(path, document):
-    temporary = path + ".tmp"
-    with open(temporary, "w", encoding="utf-8") as handle:
-        json.dump(document, handle, indent=1)
-        handle.write("\n")
-    os.replace(temporary, path)
-
-
-def _commit():
-    if os.environ.get("CCLBENCH_COMMIT"):
-        return os.environ["CCLBENCH_COMMIT"]
-    import subprocess
-    return subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                          check=False).stdout.strip() or None
 
 
 def _found(block):
