@@ -275,29 +275,33 @@ def calibrated_eta(measured, remaining):
     run_start = start_ratio(rows)
     class_start = {kind: start_ratio(items) for kind, items in by_class.items()}
 
+    if run_start is None:
+        return sum((start + work) * _own_or(whole, kind, overall) for kind, start, work in remaining)
+
     def work_ratio(items):
         pairs = []
         for kind, start, work, seconds, work_s in items:
             if work <= 0:
                 continue
             if work_s is None:
-                scale = class_start.get(kind) if class_start.get(kind) is not None else run_start
-                work_s = max(0.0, seconds - scale * start)
+                work_s = max(0.0, seconds - _own_or(class_start, kind, run_start) * start)
             pairs.append((work, work_s))
         return _ratio(pairs)
 
+    run_work = work_ratio(rows)
+    class_work = {kind: work_ratio(items) for kind, items in by_class.items()}
     total = 0.0
     for kind, start, work in remaining:
-        single = whole.get(kind) if whole.get(kind) is not None else overall
-        if run_start is None:
-            total += (start + work) * single
-            continue
-        scale = class_start.get(kind) if class_start.get(kind) is not None else run_start
-        ratio = work_ratio(by_class.get(kind, []))
-        if ratio is None:
-            ratio = work_ratio(rows)
-        total += start * scale + work * (ratio if ratio is not None else single)
+        ratio = _own_or(class_work, kind, run_work)
+        total += start * _own_or(class_start, kind, run_start) + work * (
+            _own_or(whole, kind, overall) if ratio is None else ratio)
     return total
+
+
+def _own_or(ratios, kind, fallback):
+    """A class's own ratio, else the fallback (the run's) where the class has none (no launch, or nothing modelled)."""
+    ratio = ratios.get(kind)
+    return fallback if ratio is None else ratio
 
 
 def format_duration(seconds):
