@@ -3,26 +3,21 @@
 default sizes, `--coll all_reduce --repeat 1 --netdevs eth0,eth3`), a baseline runs healthy, then again with node2's
 rails dying as intra.node1 starts (the fault matrix's rails_die set-up: switch ports stop forwarding, carrier up);
 rail_dies (not run by default): node2's eth3 alone dies then, so rail-eth0 alone still runs after the failed line.
-Every progress line's ETA ("cclbench: [i/N] NAME: ...; elapsed XmYYs, ETA XmYYs") is stamped as it arrives and set
-against the real end (the tool's exit):
-
-    left_s      the real time left at the line (end - the line's arrival)
-    error       (ETA - left_s) / left_s: the ETA against the time really left (the worst over lines with 10 s or
-                more left; with less, the seconds it is off: whole seconds and the report's writing)
-    end_error   (elapsed + ETA - total) / total: the end it predicts against the real end, from the start
-
-"After sanity": the lines from sanity's own line on (it is printed when sanity ends); where a launch failed, the
-lines from its line on (those before it predicted a healthy run: nothing had shown the fault yet). Not a CI test (minutes of
-CPU): run by hand, root, a build in CCLBENCH_BINARY_DIR (default ./build):
+Every progress line's ETA is stamped as it arrives and judged against the real end (the tool's exit) by eta_lines.py
+(its error columns and what is judged). Not a CI test (minutes of CPU): run by hand, root, a build in
+CCLBENCH_BINARY_DIR (default ./build):
 
     eta_measure.py --out DIR [--scenario healthy|rails_die ...]
+    eta_measure.py --out DIR --command CMD [ARG ...]        any cclbench run as given (e.g. a one-GPU baseline):
+                                                             its lines stamped into DIR/eta.json, its table
+    eta_measure.py --out DIR --cell CELL_DIR [--cell ...]    a fault matrix cell's lines (its eta.json; the GPU
+                                                             machine's cells, NCCL over sockets)
 
 writes DIR/eta_measure.json and prints a markdown table per scenario.
 """
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 import threading
@@ -31,60 +26,13 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import fault_matrix  # noqa: E402
+from eta_lines import SHORT_S, judge_lines, write_stamped  # noqa: E402
 import vcluster  # noqa: E402
 
 ARGS = ["--coll", "all_reduce", "--repeat", "1", "--netdevs", "eth0,eth3"]
 SCENARIOS = {"healthy": {"fault": "none"},
              "rails_die": {"fault": "paths_die", "node": "node2", "at": "intra.node1"},
              "rail_dies": {"fault": "paths_die", "node": "node2", "at": "intra.node1", "rails": ["eth3"]}}
-LINE = re.compile(r"cclbench: \[(\d+)/(\d+)\] (\S+): (.*?); elapsed (\S+), ETA (\S+)")
-CLOCK = re.compile(r"(?:(\d+)h)?(\d+)m(\d+)s")
-SHORT_S = 10.0
-
-
-def clock_seconds(text):
-    """'1m05s' -> 65, '1h02m03s' -> 3723; '-' (no ETA yet) -> None."""
-    found = CLOCK.fullmatch(text)
-    if not found:
-        return None
-    hours, minutes, seconds = (int(part or 0) for part in found.groups())
-    return hours * 3600 + minutes * 60 + seconds
-
-
-def judge_lines(lines, total_s, after="sanity"):
-    """lines: [(arrival s from the start, text)]; the rows of the progress lines with their errors, and the worst
-    absolute errors from `after`'s line on (None when there is none)."""
-    rows = []
-    seen_after = False
-    for arrived, text in lines:
-        found = LINE.search(text)
-        if not found:
-            continue
-        index, count, name, took, elapsed, eta = found.groups()
-        seen_after = seen_after or name == after
-        eta_s = clock_seconds(eta)
-        left_s = total_s - arrived
-        row = {"line": f"[{index}/{count}] {name}", "status": took.split(" in ")[0], "at_s": round(arrived, 1),
-               "eta_s": eta_s, "left_s": round(left_s, 1), "after_sanity": seen_after,
-               "error": None if eta_s is None or left_s <= 0 else round((eta_s - left_s) / left_s, 3),
-               "end_error": None if eta_s is None else round((arrived + eta_s - total_s) / total_s, 3)}
-        rows.append(row)
-    failed = next((index for index, row in enumerate(rows) if row["status"] == "failed"), None)
-    for index, row in enumerate(rows):
-        row["after_failure"] = failed is not None and index >= failed
-    # With a launch that failed, the lines before it predicted a healthy run (nothing had shown the fault yet):
-    # judged are the lines from the failure on.
-    judged = [row for row in rows if row["after_sanity"] and (failed is None or row["after_failure"])]
-    # Under SHORT_S really left the ETA's whole seconds and the report's own writing are the error: those lines are
-    # judged by their seconds, the others by their share of the time left.
-    worst = {"error": max((abs(row["error"]) for row in judged if row["error"] is not None
-                           and row["left_s"] >= SHORT_S), default=None),
-             "end_error": max((abs(row["end_error"]) for row in judged if row["end_error"] is not None), default=None),
-             "short_s": max((round(abs(row["eta_s"] - row["left_s"]), 1) for row in judged
-                             if row["eta_s"] is not None and row["left_s"] < SHORT_S), default=None)}
-    return rows, worst
-
-
 def run_scenario(cluster, name, out_dir):
     fault = SCENARIOS[name]
     runner = fault_matrix.Runner(out_dir, "mpi", {"baseline": ARGS})
@@ -119,14 +67,32 @@ def run_scenario(cluster, name, out_dir):
     if killer is not None:
         killer.stop()
     fault_matrix.clear_faults(cluster)
-    with open(os.path.join(cell_dir, "stderr.txt"), "w") as handle:
-        handle.write("".join(f"{at:8.1f} {text}\n" for at, text in lines))
+    write_stamped(os.path.join(cell_dir, "stderr.txt"), lines)
     with open(os.path.join(cell_dir, "stdout.txt"), "w") as handle:
         handle.write(stdout)
     rows, worst = judge_lines(lines, total_s)
     return {"scenario": name, "exit": process.returncode, "total_s": round(total_s, 1),
             "fault_at_s": None if killer is None or killer.fired_at is None else round(killer.fired_at - started, 1),
             "worst_after_sanity": worst, "lines": rows}
+
+
+def run_command(argv, out_dir):
+    """Runs argv (its stdout passed through), its stderr lines stamped as they arrive and kept in
+    out_dir/stderr.txt; out_dir/eta.json as a fault matrix cell writes it; prints the ETA table. Returns its exit."""
+    started = time.monotonic()
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    reader = fault_matrix.StampedReader(process, started)
+    reader.finish()
+    total_s = round(time.monotonic() - started, 1)
+    sys.stdout.write(reader.stdout())
+    write_stamped(os.path.join(out_dir, "stderr.txt"), reader.stamped)
+    with open(os.path.join(out_dir, "eta.json"), "w") as handle:
+        json.dump({"exit": process.returncode, "total_s": total_s, "fault_at_s": None,
+                   "lines": [[round(at, 2), text] for at, text in reader.stamped]}, handle, indent=0)
+    rows, worst = judge_lines(reader.stamped, total_s)
+    print(markdown({"scenario": os.path.basename(argv[0]), "exit": process.returncode, "total_s": total_s,
+                    "worst_after_sanity": worst, "lines": rows}) + "\n")
+    return process.returncode
 
 
 def markdown(result):
@@ -193,6 +159,10 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True)
     parser.add_argument("--scenario", action="append", choices=sorted(SCENARIOS))
+    parser.add_argument("--command", nargs=argparse.REMAINDER, metavar="CMD",
+                        help="run this command (no shell), stamp its progress lines into OUT/eta.json, print its table")
+    parser.add_argument("--cell", action="append", metavar="CELL_DIR",
+                        help="judge the lines of a fault matrix cell (CELL_DIR/eta.json), print its table")
     parser.add_argument("--rejudge", metavar="JSON", help="judge an eta_measure.json's lines again, print its tables")
     parser.add_argument("--replay", nargs=2, metavar=("JSON", "MANIFEST"),
                         help="this cclbench's ETA at each line of a healthy run measured before (its eta_measure.json "
@@ -202,6 +172,18 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.replay:
         return replay(*args.replay, source=args.source)
+    if args.command:
+        os.makedirs(args.out, exist_ok=True)
+        return run_command(args.command, args.out)
+    if args.cell:
+        for cell_dir in args.cell:
+            with open(os.path.join(cell_dir, "eta.json")) as handle:
+                stamped = json.load(handle)
+            rows, worst = judge_lines([tuple(line) for line in stamped["lines"]], stamped["total_s"])
+            print(markdown({"scenario": os.path.basename(os.path.normpath(cell_dir)), "exit": stamped["exit"],
+                            "total_s": stamped["total_s"], "fault_at_s": stamped.get("fault_at_s"),
+                            "worst_after_sanity": worst, "lines": rows}) + "\n")
+        return 0
     if args.rejudge:
         with open(args.rejudge) as handle:
             document = json.load(handle)

@@ -11,6 +11,10 @@ A cell is data: fleet size x tool (baseline or screen) x fault spec x expectatio
                 "args": [...], "limit_s": 240, "expected_s": 35,
                 "expect": {...}}]}
 
+"defaults": false: the tool's defaults are left out, the cell's args are all its arguments (e.g. a baseline at the
+tool's own default sizes). Every baseline cell's progress lines are stamped as they come (CELL/eta.json) and the row
+carries the ETA they printed against the real end (eta_after_sanity, eta_lines.py).
+
 expected_s: what the cell took measured alone, for a cell newer than the committed results (the CTest parts are
 dealt by expected times: a new cell counted at its limit_s would unbalance them).
 
@@ -79,6 +83,9 @@ Expectation keys (all optional; every one given must hold):
     within_s     the tool ended within this many seconds   says   regexes the tool's own words must match
                  (stdout, stderr, report.md / screen.md)
     fault_to_end_within_s   paths_die, connect_hang: the tool ended (its verdict written) within this many seconds of the fault
+    eta_within   the ETA of every progress line from sanity on (from a failed launch's line on, where one failed),
+                 against the time really left, within this share of it (lines with eta_lines.SHORT_S or more left;
+                 where every judged line had less, none is judged by it)
     note         the cell's note: what cannot be judged at this size or backend (the cell still checks
                  `says` etc. where the tool prints such a note; with nothing else to check it is not run)
 
@@ -112,6 +119,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import eta_lines  # noqa: E402
 import vcluster  # noqa: E402
 
 SOURCE_DIR = os.environ.get("CCLBENCH_SOURCE_DIR") or os.path.dirname(os.path.dirname(HERE))
@@ -725,6 +733,14 @@ def judge(expect, observed):
     for pattern in expect.get("says", []):
         if not re.search(pattern, observed["words"], re.IGNORECASE):
             problems.append(f"the tool's words do not say /{pattern}/")
+    if "eta_within" in expect:
+        judged = observed.get("eta_after_sanity") or {}
+        worst = judged.get("error")
+        if worst is None and judged.get("short_s") is None:
+            problems.append("no ETA judged: no progress line from sanity on")
+        elif worst is not None and worst > expect["eta_within"]:
+            problems.append(f"an ETA from sanity on was off by {worst:.0%} of the time really left, expected within "
+                            f"{expect['eta_within']:.0%}")
     if observed.get("ranks_left") and not observed.get("killed_by_matrix"):  # the matrix's kill left them, not the tool
         problems.append(f"{observed['ranks_left']} coll_perf rank(s) still there after the tool ended")
     if observed.get("killed_by_matrix"):
@@ -769,6 +785,42 @@ def expected_seconds(results_path):
             if (row.get("observed") or {}).get("elapsed_s") is not None}
 
 
+class StampedReader:
+    """Reads a process's stdout and stderr to their ends (as communicate() does), each stderr line stamped with its
+    arrival: seconds from `started` (time.monotonic())."""
+
+    def __init__(self, process, started):
+        self.process, self.started = process, started
+        self.out, self.stamped = [], []
+        self.readers = [threading.Thread(target=self._read_out, daemon=True),
+                        threading.Thread(target=self._read_err, daemon=True)]
+        for reader in self.readers:
+            reader.start()
+
+    def _read_out(self):
+        self.out.append(self.process.stdout.read())
+
+    def _read_err(self):
+        for text in self.process.stderr:
+            self.stamped.append((time.monotonic() - self.started, text.rstrip("\n")))
+
+    def finish(self, until=None):
+        """Both pipes at their end and the process waited for, by time.monotonic() `until` (None: no limit): True,
+        else False (the caller kills, then finishes again)."""
+        for reader in self.readers:
+            reader.join(None if until is None else max(0.0, until - time.monotonic()))
+        if any(reader.is_alive() for reader in self.readers):
+            return False
+        self.process.wait()
+        return True
+
+    def stdout(self):
+        return "".join(self.out)
+
+    def stderr(self):
+        return "".join(text + "\n" for _, text in self.stamped)
+
+
 class Runner:
     def __init__(self, out_dir, backend, defaults, log=sys.stderr):
         self.out_dir = os.path.abspath(out_dir)
@@ -802,7 +854,8 @@ class Runner:
         argv = [sys.executable, CCLBENCH, tool, "--hosts", ",".join(cluster.nodes), "--bin-dir", bin_dir,
                 "--mpirun", MPIRUN, "--results", results, "--run-id", run_id,
                 f"--mpirun-args={self.mpirun_args(cluster)}"]
-        argv += [str(arg) for arg in self.defaults.get(tool, [])]
+        if cell.get("defaults", True):
+            argv += [str(arg) for arg in self.defaults.get(tool, [])]
         if cell["fault"]["fault"] == "transport_fallback" and self.backend == "nccl" and tool == "baseline":
             argv += ["--expect-transport", "inter=NET/IB"]  # the transport the user's cluster is built for
         argv += [str(arg) for arg in cell.get("args", [])]
@@ -835,12 +888,12 @@ class Runner:
             process = cluster.popen(cluster.nodes[0], argv, env=self.environment(), cwd=cell_dir,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                     start_new_session=True)
-            try:
-                stdout, stderr = process.communicate(timeout=limit_s)
-            except subprocess.TimeoutExpired:
+            reader = StampedReader(process, started)
+            if not reader.finish(until=started + limit_s):
                 observed["killed_by_matrix"] = True
                 os.killpg(process.pid, signal.SIGKILL)
-                stdout, stderr = process.communicate()
+                reader.finish()
+            stdout, stderr, stamped = reader.stdout(), reader.stderr(), reader.stamped
             observed["exit"] = process.returncode
             ended = time.monotonic()
             observed["elapsed_s"] = round(ended - started, 1)
@@ -868,6 +921,13 @@ class Runner:
         for name, text in (("stdout.txt", stdout), ("stderr.txt", stderr)):
             with open(os.path.join(cell_dir, name), "w") as handle:
                 handle.write(text or "")
+        if cell["tool"] == "baseline" and observed["elapsed_s"] is not None:
+            # Every progress line stamped as it came: the ETA it printed against the real end (eta_lines.py).
+            fault_at_s = None if killer is None or killer.fired_at is None else round(killer.fired_at - started, 1)
+            with open(os.path.join(cell_dir, "eta.json"), "w") as handle:
+                json.dump({"exit": observed["exit"], "total_s": observed["elapsed_s"], "fault_at_s": fault_at_s,
+                           "lines": [[round(at, 2), text] for at, text in stamped]}, handle, indent=0)
+            observed["eta_after_sanity"] = eta_lines.judge_lines(stamped, observed["elapsed_s"])[1]
         observed.update(observe(cell["tool"], os.path.join(results, cell["id"]), stdout, stderr))
         injected = _read_text(marks).split("\n")
         observed["injected"] = [line for line in injected if line.strip()]
@@ -999,8 +1059,9 @@ class Runner:
             row["observed"] = {key: observed.get(key) for key in
                                ("exit", "elapsed_s", "result", "codes", "bad_nodes", "bad_links", "bad_rails",
                                 "ranks_left", "injected", "killed_by_matrix", "last_line")}
-            if observed.get("fault_to_end_s") is not None:
-                row["observed"]["fault_to_end_s"] = observed["fault_to_end_s"]
+            for key in ("fault_to_end_s", "eta_after_sanity"):
+                if observed.get(key) is not None:
+                    row["observed"][key] = observed[key]
         return row
 
 

@@ -17,6 +17,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import eta_lines  # noqa: E402
 import fault_matrix  # noqa: E402
 
 
@@ -243,6 +244,18 @@ class Judgement(unittest.TestCase):
             problems = fault_matrix.judge(expect, self.observed(fault_to_end_s=late))
             self.assertTrue(any("after the fault, expected within 180 s" in p for p in problems), problems)
 
+    def test_the_eta_promise_is_checked_when_asked(self):
+        expect = {"eta_within": 0.25}
+        self.assertEqual(fault_matrix.judge(expect, self.observed(eta_after_sanity={"error": 0.24})), [])
+        self.assertEqual(fault_matrix.judge(expect, self.observed(eta_after_sanity={"error": 0.31})),
+                         ["an ETA from sanity on was off by 31% of the time really left, expected within 25%"])
+        problems = fault_matrix.judge(expect, self.observed(eta_after_sanity={"error": None, "short_s": None}))
+        self.assertTrue(any("no ETA judged" in problem for problem in problems), problems)
+        # a failed launch's line with under 10 s left, then nothing longer: its seconds are no share to judge
+        self.assertEqual(fault_matrix.judge(expect, self.observed(eta_after_sanity={"error": None, "short_s": 3.1})),
+                         [])
+        self.assertEqual(fault_matrix.judge({}, self.observed(eta_after_sanity={"error": 0.9})), [])
+
     def test_an_absent_code_that_is_there_fails(self):
         expect = {"absent_codes": ["launch.timeout"]}
         self.assertEqual(fault_matrix.judge(expect, self.observed()), [])
@@ -257,6 +270,58 @@ class Judgement(unittest.TestCase):
         rail_in_subject = {"code": "rail.slow", "node": None, "subject": "inter.mpi eth3 vs eth0", "text": ""}
         self.assertTrue(fault_matrix._finding_matches(rail_in_subject, {"code": "rail.slow", "rail": "eth3"}))
         self.assertFalse(fault_matrix._finding_matches(rail_in_subject, {"code": "rail.slow", "rail": "eth0x"}))
+
+
+class EtaLines(unittest.TestCase):
+    """The ETA a run printed against its real end (eta_lines.judge_lines), on lines worked by hand, and the stamping
+    of a real process's lines as they arrive (StampedReader)."""
+
+    @staticmethod
+    def line(index, name, status, eta):
+        return f"cclbench: [{index}/4] {name}: {status} in 3.0s; elapsed 0m10s, ETA {eta}"
+
+    def test_errors_from_sanity_on(self):
+        lines = [(2.0, self.line(1, "doctor.node1", "complete", "0m10s")),  # before sanity: not judged
+                 (10.0, "NCCL INFO noise"),
+                 (10.0, self.line(2, "sanity", "complete", "1m00s")),  # 70 s left: (60 - 70) / 70 = -0.143
+                 (40.0, self.line(3, "intra.node1", "complete", "0m36s")),  # 40 s left: -4 / 40 = -0.1
+                 (79.9, self.line(4, "inter.cross0", "complete", "0m00s"))]  # 0.1 s left: 0.1 s off
+        rows, worst = eta_lines.judge_lines(lines, 80.0)
+        self.assertEqual([row["line"] for row in rows], ["[1/4] doctor.node1", "[2/4] sanity", "[3/4] intra.node1",
+                                                        "[4/4] inter.cross0"])
+        self.assertEqual([row["error"] for row in rows[1:3]], [-0.143, -0.1])
+        self.assertEqual(worst, {"error": 0.143, "end_error": 0.125, "short_s": 0.1})  # end: (10 + 60 - 80) / 80
+
+    def test_after_a_failed_launch_only_its_line_on_is_judged(self):
+        lines = [(10.0, self.line(1, "sanity", "complete", "0m20s")),  # 90 s left: -0.778, a healthy run's outlook
+                 (70.0, self.line(2, "inter.cross0", "failed", "0m27s")),  # 30 s left: -0.1
+                 (99.0, self.line(3, "inter.cross1", "complete", "0m00s"))]
+        _rows, worst = eta_lines.judge_lines(lines, 100.0)
+        self.assertEqual(worst["error"], 0.1)
+
+    def test_a_process_lines_are_stamped_as_they_arrive(self):
+        script = ("import sys, time\nprint('out')\nprint('first', file=sys.stderr, flush=True)\ntime.sleep(0.5)\n"
+                  "print('second', file=sys.stderr, flush=True)\n")
+        started = time.monotonic()
+        process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True)
+        reader = fault_matrix.StampedReader(process, started)
+        self.assertTrue(reader.finish(until=started + 30))
+        self.assertEqual(process.returncode, 0)
+        self.assertEqual(reader.stdout(), "out\n")
+        self.assertEqual([text for _, text in reader.stamped], ["first", "second"])
+        self.assertGreaterEqual(reader.stamped[1][0] - reader.stamped[0][0], 0.45)
+
+    def test_a_process_past_its_limit_is_left_to_the_caller(self):
+        started = time.monotonic()
+        process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
+        reader = fault_matrix.StampedReader(process, started)
+        self.assertFalse(reader.finish(until=started + 0.3))
+        self.assertIsNone(process.returncode)
+        process.kill()
+        self.assertTrue(reader.finish())
+        self.assertEqual(process.returncode, -9)
 
 
 class Parts(unittest.TestCase):
