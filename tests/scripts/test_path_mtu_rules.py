@@ -415,6 +415,61 @@ class DeadPathVerdict(unittest.TestCase):
         self.assertEqual(self.verdict(NODES3, healthy, [], [])["reasons"], [], "a healthy run names nothing")
 
 
+def nccl_launch(name, hosts, socket_ifname, mpirun_args=("--mca", "btl_tcp_if_include", SUBNETS)):
+    """An NCCL point over sockets: its NCCL traffic over socket_ifname, its own MPI messages (coll_perf's bootstrap
+    and result exchange) wherever the user's mpirun arguments send Open MPI's TCP BTL."""
+    return {"name": name, "kind": "inter", "hosts": list(hosts), "nranks": len(hosts),
+            "env": {"NCCL_SOCKET_IFNAME": socket_ifname},
+            "argv": ["mpirun", *mpirun_args, "-np", str(len(hosts)), "-x", "NCCL_SOCKET_IFNAME", "coll_perf",
+                     "--point", name]}
+
+
+class SteerMpiTraffic(unittest.TestCase):
+    """An NCCL launch's own MPI traffic kept off a dead rail (rules/dead_paths.steer_mpi_traffic): on the GPU machine's
+    virtual cluster (NCCL over sockets, 2026-12-06) node3's eth3 died and the point over eth0 alone hung twice, 68 s
+    each, on coll_perf's MPI messages over eth3 (its Open MPI TCP BTL on both rail subnets)."""
+
+    def test_the_dead_interfaces_are_those_between_the_launch_hosts(self):
+        dead = dead_paths.failed_paths(dead_paths.observe(path_checks(NODES3, dead={("node3", "eth3")}), "run", "x"))
+        self.assertEqual(dead_paths.dead_netdevs(NODES3, dead), ["eth3"])
+        self.assertEqual(dead_paths.dead_netdevs(["node1", "node2"], dead), [], "node1-node2 on eth3 is alive")
+        gate = [{"hosts": ("node1", "node2"), "netdevs": ("eth0", "eth0"), "subject": "x", "detail": "y"}]
+        self.assertEqual(dead_paths.dead_netdevs(["node1", "node2"], gate), ["eth0"])
+
+    def test_an_include_list_loses_the_dead_rail_by_subnet_or_name(self):
+        doctor = doctor_doc(NODES3)
+        argv, env, words = dead_paths.steer_mpi_traffic(["mpirun", "--mca", "btl_tcp_if_include", SUBNETS, "x"], {},
+                                                        ["eth3"], doctor)
+        self.assertEqual(argv, ["mpirun", "--mca", "btl_tcp_if_include", "198.18.10.0/24", "x"])
+        self.assertEqual(env, {})
+        self.assertEqual(words, "Open MPI's TCP traffic kept off eth3: btl_tcp_if_include "
+                                "198.18.10.0/24,198.18.13.0/24 -> 198.18.10.0/24")
+        argv, env, _ = dead_paths.steer_mpi_traffic(["mpirun", "-mca", "btl_tcp_if_include", "eth0,eth3", "x"], {},
+                                                    ["eth3"], doctor)
+        self.assertEqual(argv, ["mpirun", "-mca", "btl_tcp_if_include", "eth0", "x"])
+        argv, env, _ = dead_paths.steer_mpi_traffic(["srun", "x"], {"OMPI_MCA_btl_tcp_if_include": "eth3,eth0"},
+                                                    ["eth3"], doctor)
+        self.assertEqual((argv, env), (["srun", "x"], {"OMPI_MCA_btl_tcp_if_include": "eth0"}))
+
+    def test_an_include_list_of_dead_rails_only_cannot_be_steered(self):
+        self.assertIsNone(dead_paths.steer_mpi_traffic(["mpirun", "--mca", "btl_tcp_if_include", "198.18.13.0/24",
+                                                        "x"], {}, ["eth3"], doctor_doc(NODES3)))
+
+    def test_an_unknown_subnet_is_kept(self):
+        argv, env, words = dead_paths.steer_mpi_traffic(["mpirun", "--mca", "btl_tcp_if_include", "10.9.0.0/16",
+                                                         "x"], {}, ["eth3"], doctor_doc(NODES3))
+        self.assertEqual((argv[3], env, words), ("10.9.0.0/16", {}, None))
+
+    def test_an_exclude_list_or_none_gains_the_dead_rail(self):
+        argv, env, _ = dead_paths.steer_mpi_traffic(["mpirun", "--mca", "btl_tcp_if_exclude", "lo,docker0", "x"],
+                                                    {}, ["eth3"])
+        self.assertEqual(argv[3], "lo,docker0,eth3")
+        argv, env, words = dead_paths.steer_mpi_traffic(["mpirun", "x"], {}, ["eth0", "eth3"])
+        self.assertEqual((argv, env), (["mpirun", "x"], {"OMPI_MCA_btl_tcp_if_exclude": "127.0.0.1/8,sppp,eth0,eth3"}))
+        self.assertIn("kept off eth0, eth3", words)
+        self.assertEqual(dead_paths.steer_mpi_traffic(["mpirun", "x"], {}, []), (["mpirun", "x"], {}, None))
+
+
 class RunnerPathCheck(unittest.TestCase):
     """The runner's part (execute/runner.Baseline): a launch across hosts that failed as a dead path fails is
     followed by one path check before the next launch over its hosts; what needs a dead path is not run, the rest
@@ -461,6 +516,24 @@ class RunnerPathCheck(unittest.TestCase):
                                        "after that launch failed: node"), why)
         self.assertIn("it would only wait out its deadline", why)
         self.assertEqual(len(self.calls), 1, "the dead path cost one check, not one per launch")
+
+    def test_after_the_check_an_nccl_point_over_the_live_rail_keeps_its_mpi_traffic_off_the_dead_one(self):
+        runner = self.runner(path_checks(NODES3, dead={("node3", "eth3")}))
+        eth0 = nccl_launch("inter.rail-eth0", NODES3, "=eth0")
+        self.plan.append(eth0)
+        runner.manifest["points"][eth0["name"]] = {"status": "running"}
+        self.assertEqual(runner.steer_off_dead_rails(eth0, eth0["argv"], {}), (eth0["argv"], {}), "nothing dead yet")
+        self.failed(runner, "inter.mpi", 4)
+        self.assertIsNone(runner.blocked(eth0), "NCCL over eth0 alone needs no dead path")
+        argv, env = runner.steer_off_dead_rails(eth0, eth0["argv"], {})
+        self.assertEqual(argv[:4], ["mpirun", "--mca", "btl_tcp_if_include", "198.18.10.0/24"])
+        self.assertEqual(argv[4:], eth0["argv"][4:])
+        self.assertEqual(env, {})
+        self.assertIn("kept off eth3", runner.manifest["points"]["inter.rail-eth0"]["mpi_steered"])
+        mpi = self.launch("intra.node1")  # on the rail subnets, like every launch of the MPI plan
+        mpi = dict(mpi, hosts=list(NODES3), name="inter.mpi")
+        self.assertEqual(runner.steer_off_dead_rails(mpi, mpi["argv"], {}), (mpi["argv"], {}),
+                         "the MPI backend's traffic is its measurement: never steered")
 
     def test_no_check_after_a_failure_that_is_no_path(self):
         runner = self.runner(path_checks(NODES3, dead={("node3", "eth3")}))

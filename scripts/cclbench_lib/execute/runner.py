@@ -29,10 +29,11 @@ from ..plan.estimate import PATH_CHECK_S, calibrated_eta, launch_kind, launch_pa
 from ..render.report import build_report
 from ..render.verdict import console_line, headline, reason_text
 from ..rules.ab import choose_binding, sweep_bindings
-from ..rules.dead_paths import (PATH_DEAD, crosses_hosts, failed_paths as failed_run_paths, fault_subject,
-                                attribute, may_be_a_path, needed_rails, observe, paths_needed, run_not_run_reason,
-                                unreached_hosts)
+from ..rules.dead_paths import (PATH_DEAD, attribute, crosses_hosts, dead_netdevs, failed_paths as failed_run_paths,
+                                fault_subject, may_be_a_path, needed_rails, observe, paths_needed, run_not_run_reason,
+                                steer_mpi_traffic, unreached_hosts)
 from ..rules.doctor_gate import failed_paths, host_findings, not_run_reason, paths_crossed, quoted
+from ..rules.rails import _is_mpi
 from ..rules.repeat_rule import judge_repeatability
 from ..rules.verdict import FAIL, FAILED
 
@@ -222,11 +223,13 @@ class Baseline:
         group is stopped (stop_child) and the exit is TIMEOUT_EXIT."""
         self.log_line(f"# {utc_now()} launch {launch['name']}")
         argv = self.runnable_argv(launch)
-        self.log_line("$ " + shlex.join(argv))
         env = dict(os.environ)
         for name in TEST_KNOB_VARIABLES:  # a test knob reaches a launch only where the plan put it (smoke's tests)
             env.pop(name, None)
         env.update(launch.get("env") or {})
+        argv, steered = self.steer_off_dead_rails(launch, argv, env)
+        env.update(steered)
+        self.log_line("$ " + shlex.join(argv) + "".join(f" [{name}={value}]" for name, value in steered.items()))
         timeout = self.launch_bound(launch)
         timed_out = threading.Event()
         self.first_lines = []  # the launcher's own words when a launch fails (doctor: host unreachable)
@@ -396,6 +399,34 @@ class Baseline:
         launch["env"] = env
         rule["chosen"] = choice
 
+    def steer_off_dead_rails(self, launch, argv, env):
+        """An NCCL launch across hosts after the doctor or the run's path check found a path between its hosts dead:
+        its own MPI traffic (coll_perf's bootstrap and result exchange) kept off the dead interfaces
+        (rules/dead_paths.steer_mpi_traffic), so that a point bound to a live rail alone runs. The launch's needs
+        (needed_rails) already left out every launch whose NCCL traffic needs a dead path; the MPI backend's own
+        traffic is its measurement (needed_rails counts it). Returns (argv, environment changes); the manifest's point
+        says what was changed (mpi_steered)."""
+        if _is_mpi(launch, ()) or not crosses_hosts(launch):
+            return argv, {}
+        paths = failed_run_paths(self.run_observations) + list(self.doctor_paths or [])
+        dead = dead_netdevs(launch.get("hosts"), paths)
+        if not dead:
+            return argv, {}
+        steered = steer_mpi_traffic(argv, env, dead, self.doctor_document)
+        state = self.manifest["points"][launch["name"]]
+        if steered is None:
+            words = (f"Open MPI's TCP traffic has only dead interfaces ({', '.join(dead)}) to use: left as it is, "
+                     "the launch may hang on it")
+            self.log_line(f"# {launch['name']}: {words}")
+            state["mpi_steered"] = words
+            return argv, {}
+        argv, changes, words = steered
+        if words:
+            self.log_line(f"# {launch['name']}: {words}")
+            state["mpi_steered"] = words
+            self.save_manifest()
+        return argv, changes
+
     def runnable_argv(self, launch):
         """The planned argv, less `--tuning-from FILE` when its probe left no usable file: the timed run
         still measures, its records then say the tuning is missing (and run.log says why)."""
@@ -448,6 +479,7 @@ class Baseline:
             self.apply_binding(launch)
         state.pop("skipped_by", None)  # left out by the doctor on an earlier attempt, run now
         state.pop("work_s", None)  # an earlier attempt's
+        state.pop("mpi_steered", None)
         state.update(status="running", attempts=state.get("attempts", 0) + 1, started_utc=utc_now(),
                      finished_utc=None, exit_code=None, reason=None, elapsed_s=None)
         self.save_manifest()

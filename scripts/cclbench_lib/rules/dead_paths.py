@@ -418,3 +418,74 @@ def dead_hosts(finding):
     """The hosts whose rails column reads 'dead' for a path.dead finding: the named node, both ends of a link
     (which one is not known), every host of a dead rail, the unreachable host."""
     return list(finding.get("hosts") or [])
+
+
+# --- MPI's own traffic off a dead rail ---------------------------------------------------------------------------
+
+# Open MPI's own btl_tcp_if_exclude when nothing sets it (4.x and 5.x): loopback and PPP links. A list given replaces
+# it, so ours repeats it.
+OPEN_MPI_TCP_EXCLUDE = ("127.0.0.1/8", "sppp")
+TCP_IF_EXCLUDE = "btl_tcp_if_exclude"
+TCP_IF_EXCLUDE_ENV = "OMPI_MCA_btl_tcp_if_exclude"
+MCA_FLAGS = ("--mca", "-mca", "--gmca", "-gmca")
+
+
+def dead_netdevs(hosts, paths):
+    """The interface names of the failed paths (observations, or the doctor gate's paths with "netdevs") with both
+    ends among `hosts`, sorted."""
+    names = set()
+    for path in paths_needed(hosts, None, paths):
+        ends = (path["netdev"], path["peer_netdev"]) if "netdev" in path else tuple(path.get("netdevs") or ())
+        names.update(name for name in ends if name)
+    return sorted(names)
+
+
+def _without_dead(value, dead, doctor):
+    """A btl_tcp_if_include list less the items that reach only dead interfaces (names; subnets by the interfaces
+    doctor.json puts in them: a subnet whose interfaces are unknown is kept)."""
+    kept = []
+    for item in (part.strip() for part in value.split(",")):
+        if not item:
+            continue
+        reaches = _subnet_interfaces(item, doctor) if "/" in item else [item]
+        if reaches and set(reaches) <= set(dead):
+            continue
+        kept.append(item)
+    return ",".join(kept)
+
+
+def steer_mpi_traffic(argv, env, dead, doctor=None):
+    """An NCCL launch's own MPI traffic (coll_perf's bootstrap broadcast, its result exchange: Open MPI's TCP BTL)
+    kept off the interfaces of dead paths, so that a point bound to a live rail alone does not hang on MPI's messages
+    over the dead one: (argv, env changes, words), or None where MPI's interfaces cannot be steered (its include list
+    would be left empty: it needs nothing but dead rails). Unchanged (argv, {}, None) when there is nothing to do.
+    The launcher's --mca settings are changed where it has them (Open MPI reads the last of a repeated parameter's
+    values joined: the value is replaced in place), else the ranks' environment (OMPI_MCA_*, which mpirun forwards
+    and srun passes): an include list less the dead interfaces, an exclude list plus them, or with neither an
+    exclude list of Open MPI's own defaults plus them."""
+    if not dead:
+        return list(argv), {}, None
+    argv = list(argv)
+    for parameter, variable in ((TCP_IF_INCLUDE, TCP_IF_INCLUDE_ENV), (TCP_IF_EXCLUDE, TCP_IF_EXCLUDE_ENV)):
+        places = [index + 2 for index in range(len(argv) - 2)
+                  if argv[index] in MCA_FLAGS and argv[index + 1] == parameter]
+        old = argv[places[-1]] if places else (env or {}).get(variable)
+        if old is None:
+            continue
+        if parameter == TCP_IF_INCLUDE:
+            new = _without_dead(old, dead, doctor)
+            if not new:
+                return None
+        else:
+            items = [item for item in old.split(",") if item]
+            new = ",".join(items + [name for name in dead if name not in items])
+        if new == old:
+            return argv, {}, None
+        words = f"Open MPI's TCP traffic kept off {', '.join(dead)}: {parameter} {old} -> {new}"
+        if places:
+            for index in places:
+                argv[index] = new
+            return argv, {}, words
+        return argv, {variable: new}, words
+    new = ",".join(list(OPEN_MPI_TCP_EXCLUDE) + list(dead))
+    return argv, {TCP_IF_EXCLUDE_ENV: new}, f"Open MPI's TCP traffic kept off {', '.join(dead)}: {TCP_IF_EXCLUDE_ENV}={new}"
