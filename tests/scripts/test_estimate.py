@@ -132,6 +132,40 @@ class CalibratedEta(unittest.TestCase):
         measured = [("doctor", 5.0, 0.0, 5.0), ("inter", 6.0, 4.0, 3.0)]  # start-up ratio 1.0: 6 s > its 3.0 s
         self.assertAlmostEqual(estimate.calibrated_eta(measured, [("inter", 6.0, 40.0)]), 6.0, 9)
 
+    def test_a_class_whose_records_measured_its_sizes_predicts_size_by_size(self):
+        # sanity's records: 8K took 90x its modelled collectives, 32M 16x; its cases' overhead 0.1 s of 0.3 modelled.
+        # It took 3.0 s, 1.0 s of them work: 2.0 s of start-up for 6 modelled (1/3).
+        sanity = {"overhead": (0.3, 0.1), "by_size": {8192: (0.001, 0.09), 32 << 20: (0.05, 0.8)}}
+        measured = [("inter", 6.0, 0.351, 3.0, 1.0, sanity)]
+        point = {"overhead_s": 0.6, "by_size": {8192: 0.002, 16384: 0.003, 16 << 20: 0.025, 64 << 20: 0.1}}
+        # By hand: start-up 6 / 3 = 2.0; overhead 0.6 / 3 = 0.2; 8K and 16K (one factor of two from 8K, eleven from
+        # 32M) at 90x: 0.18 + 0.27; 16M and 64M (one from 32M) at 16x: 0.4 + 1.6. Work 2.65, in all 4.65.
+        self.assertAlmostEqual(estimate.calibrated_eta(measured, [("inter", 6.0, 0.728, point)]), 4.65, 9)
+        # One ratio for the whole work (no records): 1.0 / 0.351 of 0.728 modelled, + 2.0 = 4.074074...
+        self.assertAlmostEqual(estimate.calibrated_eta([row[:5] for row in measured], [("inter", 6.0, 0.728, point)]),
+                               2.0 + 0.728 / 0.351, 9)
+        # A class without records of its own (intra) keeps the one-ratio model: 4 x 1/3 + 2 x (1.0 / 0.351)
+        self.assertAlmostEqual(estimate.calibrated_eta(measured, [("intra", 4.0, 2.0, point)]),
+                               4.0 / 3 + 2.0 / 0.351, 9)
+
+    def test_a_launch_records_measure_its_collectives_and_the_rest_is_overhead(self):
+        launch = {"kind": "sanity", "nranks": 2, "hosts": ["node1", "node2"],
+                  "argv": ["coll_perf", "-b", "8K", "-e", "8K", "-f", "2", "-n", "5", "-w", "5", "-c", "1",
+                           "--coll", "all_reduce"]}
+        records = [{"bytes": 8192, "time_us": {"mean": 4500.0}}, {"bytes": 8192, "time_us": {"mean": 4500.0}},
+                   {"bytes": 8192, "time_us": None}, {"bytes": 4096, "time_us": {"mean": 1.0}}]
+        shape = estimate.measured_shape(launch, records, 1.0)
+        # By hand: 5 + 3 x 5 + 1 = 21 collectives a case, two cases (in and out of place) at 4.5 ms: 0.189 s moved;
+        # the rest of 1.0 s of work, 0.811 s, was overhead, 2 x 0.05 modelled. Modelled collectives: 2 x 21 x
+        # (50 us + 8192 x 1 / 20e9) = 0.0021172032 s. A size outside the launch (4K) and a record without times: none.
+        self.assertAlmostEqual(shape["overhead"][0], 0.1, 12)
+        self.assertAlmostEqual(shape["overhead"][1], 0.811, 12)
+        self.assertEqual(list(shape["by_size"]), [8192])
+        self.assertAlmostEqual(shape["by_size"][8192][0], 0.0021172032, 12)
+        self.assertAlmostEqual(shape["by_size"][8192][1], 0.189, 12)
+        self.assertIsNone(estimate.measured_shape(launch, records, None), "no work reported")
+        self.assertIsNone(estimate.measured_shape(launch, records[2:3], 1.0), "no timed record")
+
     def test_the_eta_leaves_out_what_will_not_run_and_adds_a_pending_path_check(self):
         import io
         from cclbench_lib.execute.runner import Progress

@@ -25,7 +25,8 @@ from ..model.doctor_paths import path_mtu_findings
 from ..model.run_dir import launch_outputs, load_run_doctor
 from ..plan.baseline import Planner, mode_notes
 from ..plan.bounds import PROGRESS_GRACE_S, STOP_GRACE_S, launch_bounds
-from ..plan.estimate import PATH_CHECK_S, calibrated_eta, launch_kind, launch_parts
+from ..plan.estimate import (PATH_CHECK_S, TWO_PASS_KINDS, calibrated_eta, launch_kind, launch_parts, measured_shape,
+                             work_shape)
 from ..render.report import build_report
 from ..render.verdict import console_line, headline, reason_text
 from ..rules.ab import choose_binding, sweep_bindings
@@ -98,14 +99,19 @@ class Progress:
     def __init__(self, launches, stream=sys.stderr, inputs=None, outlook=None):
         inputs = inputs or {}
         self.total = len(launches)
+        self.hcas = inputs.get("hcas")
         self.model = {launch["name"]: (launch_kind(launch),) + tuple(launch_parts(
-            launch, inputs.get("gpus_per_node") or 0, inputs.get("hcas"))) for launch in launches}
+            launch, inputs.get("gpus_per_node") or 0, self.hcas)) + (self.shape(launch),) for launch in launches}
         self.remaining = dict(self.model)
         self.measured = []
         self.start = time.monotonic()
         self.done = 0
         self.stream = stream
         self.outlook = outlook
+
+    def shape(self, launch):
+        """work_shape of a coll_perf launch (its work by size), None for the others."""
+        return work_shape(launch, self.hcas) if launch.get("kind") in TWO_PASS_KINDS else None
 
     def eta_s(self):
         """The seconds left by the calibrated model, or None before any launch completed."""
@@ -119,13 +125,14 @@ class Progress:
         return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m{seconds % 60:02d}s" if seconds >= 3600 else \
             f"{seconds // 60}m{seconds % 60:02d}s"
 
-    def report(self, launch, status, seconds, detail="", work_s=None):
+    def report(self, launch, status, seconds, detail="", work_s=None, records=None):
         """work_s: the part of `seconds` its ranks reported as work (execute/progress.LaunchProgress.work_s), else
-        None."""
+        None; records: the case records it wrote (its collectives' measured times: plan/estimate.measured_shape)."""
         self.done += 1
         modelled = self.remaining.pop(launch["name"], None)
         if status == "complete" and seconds is not None and modelled is not None:
-            self.measured.append(modelled + (seconds, work_s))
+            shape = measured_shape(launch, records, work_s, self.hcas) if records else None
+            self.measured.append(modelled[:3] + (seconds, work_s, shape))
         elapsed = time.monotonic() - self.start
         left = self.eta_s()
         eta = "-" if left is None else self.clock(left)
@@ -525,8 +532,30 @@ class Baseline:
         if not ok:
             self.note_failure(launch)  # before its line: the ETA leaves out what a dead path would (eta_outlook)
             self.settle_before_line(launch)
-        progress.report(launch, status, elapsed, reason or "", work_s=work)
+        progress.report(launch, status, elapsed, reason or "", work_s=work,
+                        records=self.new_records(launch, records_from) if ok else None)
         return ok
+
+    def new_records(self, launch, records_from):
+        """The case records a launch appended to its records file (from byte records_from on); [] when none or
+        unreadable: the ETA then calibrates without them."""
+        path = self.records_file(launch)
+        if not path or not os.path.isfile(path):
+            return []
+        found = []
+        try:
+            with open(path, "rb") as handle:
+                handle.seek(records_from)
+                for line in handle:
+                    try:
+                        record = json.loads(line)
+                    except ValueError:
+                        continue
+                    if isinstance(record, dict):
+                        found.append(record)
+        except OSError:
+            return []
+        return found
 
     def check_gpu_count(self, launch):
         """After topology: the node must have the GPUs the plan puts on it."""

@@ -24,6 +24,8 @@ They are a model, not a measurement: run_manifest.json records each launch's rea
 against.
 Pure: plain data in and out."""
 
+import math
+
 from ..base.values import parse_size, sweep_sizes
 from .bounds import hang_cost_s
 
@@ -143,26 +145,63 @@ def launch_parts(launch, gpus_per_node=0, all_hcas=None):
         return seconds, P2P_S_PER_GPU_PAIR * gpus_per_node * max(0, gpus_per_node - 1)
     if launch.get("kind") not in TWO_PASS_KINDS:
         return seconds, 0.0
-    argv = [str(word) for word in launch.get("argv") or []]
+    shape = work_shape(launch, all_hcas)
+    return seconds, shape["overhead_s"] + sum(shape["by_size"].values())
+
+
+def _operations(argv):
+    """The collectives one case of a coll_perf launch runs (the module's note: its passes, warm-up and checks)."""
     iterations, warmup, checks = (int(_value(argv, flag) or COLL_PERF_DEFAULTS[flag]) for flag in ("-n", "-w", "-c"))
     graph = int(_value(argv, "-G") or 0)
     if graph:
-        operations = warmup + iterations + 2 * graph * iterations + checks
-    elif _value(argv, "--backend") == "mpi":
-        operations = warmup + iterations + MPI_FILL_OPS + checks * MPI_CHECK_OPS
-    else:
-        operations = warmup + 3 * iterations + checks
+        return warmup + iterations + 2 * graph * iterations + checks
+    if _value(argv, "--backend") == "mpi":
+        return warmup + iterations + MPI_FILL_OPS + checks * MPI_CHECK_OPS
+    return warmup + 3 * iterations + checks
+
+
+def work_shape(launch, all_hcas=None):
+    """The modelled work of a coll_perf launch in its two parts: {"overhead_s": every case's CASE_OVERHEAD_S,
+    "by_size": {size: the seconds its collectives move bytes at that size}} (launch_parts' work is their sum). The ETA
+    calibrates them apart, the second size by size, from what the run's records measured (measured_shape): over
+    sockets on the GPU machine's virtual cluster an 8K AllReduce took 90x its modelled time and 32M 26x, while a
+    case's overhead was a thirtieth of the model's."""
+    argv = [str(word) for word in launch.get("argv") or []]
+    operations = _operations(argv)
     collectives = launch.get("collectives") or (_value(argv, "--coll") or "all_reduce").split(",")
     placements = 1 if _value(argv, "--placement") in ("in", "out") else 2
     variants = placements * _count(argv, "-d", ALL_DATATYPES) * _count(argv, "-o", ALL_OPS)
     busbw, latency = _path(launch, argv, all_hcas)
     nranks = launch.get("nranks") or 1
-    work = 0.0
+    overhead, by_size = 0.0, {}
     for size in _sizes(launch, argv):
         for collective in collectives:
-            per_operation = latency + size * bus_factor(collective, nranks) / busbw
-            work += variants * (CASE_OVERHEAD_S + operations * per_operation)
-    return seconds, work
+            overhead += variants * CASE_OVERHEAD_S
+            by_size[size] = by_size.get(size, 0.0) + variants * operations * (
+                latency + size * bus_factor(collective, nranks) / busbw)
+    return {"overhead_s": overhead, "by_size": by_size}
+
+
+def measured_shape(launch, records, work_s, all_hcas=None):
+    """What a completed coll_perf launch's records say of its work, against work_shape's model: {"overhead":
+    (modelled, measured) s, "by_size": {size: (modelled, measured) s}}. A case's measured seconds are its collectives
+    (the model's count of them) at the mean time of its timed iterations (time_us.mean); the rest of the work its
+    ranks reported (work_s) was the cases' overhead. None without work_s, or without a timed record of a modelled
+    size."""
+    if work_s is None:
+        return None
+    model = work_shape(launch, all_hcas)
+    operations = _operations([str(word) for word in launch.get("argv") or []])
+    moved = {}
+    for record in records or []:
+        size = record.get("bytes")
+        mean_us = (record.get("time_us") or {}).get("mean") if isinstance(record.get("time_us"), dict) else None
+        if size in model["by_size"] and isinstance(mean_us, (int, float)) and mean_us >= 0:
+            moved[size] = moved.get(size, 0.0) + operations * mean_us * 1e-6
+    if not moved:
+        return None
+    return {"overhead": (model["overhead_s"], max(0.0, work_s - sum(moved.values()))),
+            "by_size": {size: (model["by_size"][size], seconds) for size, seconds in moved.items()}}
 
 
 def launch_seconds(launch, gpus_per_node=0, all_hcas=None):
@@ -228,9 +267,13 @@ def _ratio(pairs):
 
 def calibrated_eta(measured, remaining):
     """The time left of a running plan, the model calibrated by the run's own launches: measured [(class, modelled
-    start-up s, modelled work s, measured s[, measured work s])] of the launches that completed (a launch that hung or
-    failed took its deadline, not its work, and says nothing of this machine's speed), remaining [(class, start-up s,
-    work s)] of those still to run (one left out by the doctor or a path check costs nothing and is not among them).
+    start-up s, modelled work s, measured s[, measured work s[, measured_shape]])] of the launches that completed (a
+    launch that hung or failed took its deadline, not its work, and says nothing of this machine's speed), remaining
+    [(class, start-up s, work s[, work_shape])] of those still to run (one left out by the doctor or a path check costs
+    nothing and is not among them). Where a class's launches measured their collectives size by size (records), a
+    remaining launch of it with a work_shape has its work predicted size by size (_shaped_work): one ratio for a
+    launch's whole work misread sanity (8K-32M, 3 sizes, its model mostly per-case overhead) for the points after it
+    (14 sizes) 3x over NCCL's sockets; what follows holds for the rest.
     Classes are launch_kind's (doctor, topology, p2p, local, intra, inter). The measured work is what the launch's
     ranks reported (execute/progress.LaunchProgress.work_s: the first case phase entered to the last left), None
     where it reported nothing; the rest of its wall time was its start-up and teardown.
@@ -250,7 +293,18 @@ def calibrated_eta(measured, remaining):
     launch completed."""
     if not measured:
         return None
-    rows = [tuple(item) + (None,) * (5 - len(item)) for item in measured]
+    tables = _size_tables(measured)
+    if tables:
+        # Where the run's records measured its collectives size by size, a launch of a class with such records has
+        # its work predicted from them (_shaped_work); the rest as below.
+        shaped = [(item[0], item[1], _shaped_work(item[3], tables[item[0]]), None) for item in remaining
+                  if len(item) > 3 and item[3] and item[0] in tables]
+        rest = [item for item in remaining if not (len(item) > 3 and item[3] and item[0] in tables)]
+        left = calibrated_eta([tuple(item[:5]) for item in measured], [tuple(item[:3]) for item in rest] +
+                              [(kind, start, 0.0) for kind, start, _work, _none in shaped])
+        return None if left is None else left + sum(work for _kind, _start, work, _none in shaped)
+    rows = [tuple(item[:5]) + (None,) * (5 - len(item[:5])) for item in measured]
+    remaining = [tuple(item[:3]) for item in remaining]
     overall = _ratio([(start + work, seconds) for _, start, work, seconds, _ in rows])
     if overall is None:
         return None
@@ -296,6 +350,36 @@ def calibrated_eta(measured, remaining):
         total += start * _own_or(class_start, kind, run_start) + work * (
             _own_or(whole, kind, overall) if ratio is None else ratio)
     return total
+
+
+def _size_tables(measured):
+    """{class: {"overhead": (modelled, measured), "by_size": {size: (modelled, measured)}}} summed over the class's
+    completed launches whose records measured their work (measured_shape: a measured row's sixth item)."""
+    tables = {}
+    for item in measured:
+        shape = item[5] if len(item) > 5 else None
+        if not shape:
+            continue
+        table = tables.setdefault(item[0], {"overhead": (0.0, 0.0), "by_size": {}})
+        table["overhead"] = tuple(a + b for a, b in zip(table["overhead"], shape["overhead"]))
+        for size, pair in shape["by_size"].items():
+            table["by_size"][size] = tuple(a + b for a, b in zip(table["by_size"].get(size, (0.0, 0.0)), pair))
+    return tables
+
+
+def _shaped_work(model, table):
+    """A launch's work (work_shape's model) predicted from its class's measured table: its cases' overhead scaled by
+    the class's measured overhead over its modelled one, its collectives size by size by the measured/modelled ratio
+    at the nearest size the class measured (by factors of two: 16M takes the ratio of 8M before that of 64M)."""
+    modelled_overhead, measured_overhead = table["overhead"]
+    work = model["overhead_s"] * (measured_overhead / modelled_overhead if modelled_overhead > 0 else 1.0)
+    ratios = {size: measured / modelled for size, (modelled, measured) in table["by_size"].items() if modelled > 0}
+    for size, seconds in model["by_size"].items():
+        if ratios and size > 0:
+            nearest = min(ratios, key=lambda known: (abs(math.log2(known / size)), known))
+            seconds *= ratios[nearest]
+        work += seconds
+    return work
 
 
 def _own_or(ratios, kind, fallback):
