@@ -153,6 +153,13 @@ class HangCost(unittest.TestCase):
         self.assertAlmostEqual(cost, 60.976384 + 25 + 10, places=6)
         self.assertLess(cost, 120, "a hang at the user's default sizes ends within two minutes")
 
+    def test_the_mpi_backend_times_one_pass(self):
+        launch = {"name": "inter.mpi", "kind": "inter", "nranks": 4, "hosts": ["a", "b"], "collectives": ["all_reduce"],
+                  "argv": ["mpirun", "coll_perf", "--backend", "mpi", "-b", "64M", "-e", "64M", "-n", "20"]}
+        # By hand: one timed pass of 20 at 100 us + 67108864 x 2 x 3/4 / 0.33e9 (ranks across hosts) = 0.305140291 s
+        self.assertAlmostEqual(estimate.timed_phase_model(launch)(64 << 20), 20 * (100e-6 + 67108864 * 1.5 / 0.33e9),
+                               places=9)
+
     def test_the_ceiling_caps_and_tools_without_progress_keep_their_bound(self):
         launch = {"name": "x", "kind": "local", "nranks": 1, "hosts": ["h"], "collectives": ["all_reduce"],
                   "argv": ["coll_perf", "-b", "1G", "-e", "1G", "--learn-deadlines", "--progress", "-T", "50"]}

@@ -215,7 +215,9 @@ def timed_phase_model(launch, all_hcas=None):
     argv = [str(word) for word in launch.get("argv") or []]
     iterations = int(_value(argv, "-n") or COLL_PERF_DEFAULTS["-n"])
     graph = int(_value(argv, "-G") or 0)
-    passes = (1 + 2 * graph) if graph else (2 if _value(argv, "--backend") == "mpi" else 3)
+    # The MPI backend times one pass (its batch time is read from the same loop: bench/mpi/mpi_backend.cpp
+    # run_timed), NCCL three (timed, batch, gated), a CUDA graph 1 + 2 K.
+    passes = (1 + 2 * graph) if graph else (1 if _value(argv, "--backend") == "mpi" else 3)
     collectives = launch.get("collectives") or (_value(argv, "--coll") or "all_reduce").split(",")
     busbw, latency = _path(launch, argv, all_hcas)
     nranks = launch.get("nranks") or 1
