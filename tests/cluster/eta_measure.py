@@ -115,16 +115,33 @@ def replay(results_path, manifest_path, scenario="healthy", source=None):
     really had left."""
     # source: another checkout's estimate (e.g. `git archive` of an older commit), to replay a run through it
     sys.path.insert(0, os.path.join(source or fault_matrix.SOURCE_DIR, "scripts"))
-    from cclbench_lib.plan.estimate import calibrated_eta, launch_kind, launch_parts
+    from cclbench_lib.plan import estimate
+    calibrated_eta, launch_kind, launch_parts = estimate.calibrated_eta, estimate.launch_kind, estimate.launch_parts
+    # An estimate that predicts size by size (work_shape, measured_shape) gets the run's records where they are kept
+    # beside its manifest (sanity.jsonl, cases.jsonl), as the run gave them to it.
+    shaped = hasattr(estimate, "measured_shape")
+    records = {}
+    for name in ("sanity.jsonl", "cases.jsonl"):
+        path = os.path.join(os.path.dirname(manifest_path), name)
+        if shaped and os.path.isfile(path):
+            with open(path) as handle:
+                for text in handle:
+                    record = json.loads(text)
+                    records.setdefault(record.get("point"), []).append(record)
     with open(results_path) as handle:
         result = next(item for item in json.load(handle)["scenarios"] if item["scenario"] == scenario)
     with open(manifest_path) as handle:
         manifest = json.load(handle)
-    remaining = {launch["name"]: (launch_kind(launch),) + tuple(launch_parts(launch)) for launch in manifest["plan"]}
+    remaining = {launch["name"]: (launch_kind(launch),) + tuple(launch_parts(launch)) +
+                 ((estimate.work_shape(launch) if launch.get("kind") in estimate.TWO_PASS_KINDS else None,)
+                  if shaped else ()) for launch in manifest["plan"]}
     measured, lines = [], []
     for launch, row in zip(manifest["plan"], result["lines"]):
         point = manifest["points"][launch["name"]]
-        measured.append(remaining.pop(launch["name"]) + (point["elapsed_s"], point.get("work_s")))
+        shape = (estimate.measured_shape(launch, records.get(launch["name"]), point.get("work_s"))
+                 if shaped and records.get(launch["name"]) else None)
+        measured.append(remaining.pop(launch["name"])[:3] + (point["elapsed_s"], point.get("work_s"))
+                        + ((shape,) if shaped else ()))
         try:
             eta = round(calibrated_eta(measured, list(remaining.values())))
         except ValueError:  # an estimate from before work_s: (class, start-up, work, wall) only
