@@ -11,6 +11,11 @@ A cell is data: fleet size x tool (baseline or screen) x fault spec x expectatio
                 "args": [...], "limit_s": 240, "expected_s": 35,
                 "expect": {...}}]}
 
+"backend": "nccl_shaped" (a cell's own, else the run's --backend): the NCCL plan of a one-GPU host without an RDMA
+port (a socket-only cluster, the rails by --netdevs) on hosts without a GPU: topo_map and p2p_matrix the scripts tests'
+doubles (FAKE_GPUS=1 FAKE_RDMA=0), coll_perf the real one on the MPI backend under the NCCL plan's arguments (its MPI
+traffic where --mpirun-args sends it, as coll_perf's own bootstrap and result exchange go under NCCL).
+
 "defaults": false: the tool's defaults are left out, the cell's args are all its arguments (e.g. a baseline at the
 tool's own default sizes). Every baseline cell's progress lines are stamped as they come (CELL/eta.json) and the row
 carries the ETA they printed against the real end (eta_after_sanity, eta_lines.py).
@@ -126,6 +131,7 @@ SOURCE_DIR = os.environ.get("CCLBENCH_SOURCE_DIR") or os.path.dirname(os.path.di
 BINARY_DIR = os.environ.get("CCLBENCH_BINARY_DIR") or os.path.join(SOURCE_DIR, "build")
 APPS = os.path.join(BINARY_DIR, "bench", "apps")
 CCLBENCH = os.path.join(SOURCE_DIR, "scripts", "cclbench")
+FAKE_BIN = os.path.join(SOURCE_DIR, "tests", "scripts", "fake_bin")
 MPIRUN = os.environ.get("CCLBENCH_VC_MPIRUN", "mpirun")
 # The rails by subnet: a name list with one interface down makes Open MPI ignore the whole list on that node.
 RAIL_SUBNETS = "198.18.10.0/24,198.18.13.0/24"
@@ -477,7 +483,8 @@ def wrapper_script(fault, real_coll_perf, marks_path, backend, rail_patterns=RAI
         # Only launches confined to this node (Open MPI's world no larger than this node's share).
         lines += _delayed_signal(target, CONFINED, "STOP", fault, marks_path, " of a launch on $node alone",
                                  rail_patterns)
-    lines.append(f'exec {shlex.quote(real_coll_perf)} "$@"')
+    # nccl_shaped: the NCCL plan of a GPU host on hosts without one, its coll_perf the real one on the MPI backend.
+    lines.append(f'exec {shlex.quote(real_coll_perf)} "$@"' + (" --backend mpi" if backend == "nccl_shaped" else ""))
     return "\n".join(lines) + "\n"
 
 
@@ -490,6 +497,16 @@ def make_bin_dir(path, fault, marks_path, backend, apps=APPS):
             target = os.path.join(path, tool)
             if not os.path.lexists(target):
                 os.symlink(source, target)
+    if backend == "nccl_shaped":
+        # One GPU per host and no RDMA port (a socket-only cluster, the rails by --netdevs): the scripts tests' doubles.
+        for tool in ("topo_map", "p2p_matrix"):
+            target = os.path.join(path, tool)
+            if os.path.lexists(target):
+                os.unlink(target)
+            with open(target, "w") as handle:
+                handle.write(f"#!/bin/sh\nFAKE_GPUS=1 FAKE_RDMA=0 exec {shlex.quote(os.path.join(FAKE_BIN, tool))} "
+                             '"$@"\n')
+            os.chmod(target, stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH)
     wrapper = os.path.join(path, "coll_perf")
     with open(wrapper, "w") as handle:
         handle.write(wrapper_script(fault, os.path.join(apps, "coll_perf"), marks_path, backend))
@@ -837,12 +854,13 @@ class Runner:
                 f"--mca btl tcp,self --mca btl_tcp_if_include {RAIL_SUBNETS} --bind-to none "
                 "--mca mpi_yield_when_idle 1")
 
-    def environment(self):
+    def environment(self, backend=None):
         # No NCCL_/CUDA_/UCX_/SLURM_ of the caller: a cell's environment is what the cell sets.
+        backend = backend or self.backend
         env = {name: value for name, value in os.environ.items()
                if not name.startswith(("NCCL_", "CUDA_VISIBLE", "UCX_", "SLURM_")) or name == "NCCL_NVLS_ENABLE"}
         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", PYTHONDONTWRITEBYTECODE="1")
-        if self.backend == "nccl":
+        if backend in ("nccl", "nccl_shaped"):
             env["NCCL_SOCKET_IFNAME"] = "eth0,eth3"
             # NVLink multicast stays off on the shared GPU machines (it can take a host's GPUs out of service).
             env["NCCL_NVLS_ENABLE"] = "0"
@@ -867,7 +885,8 @@ class Runner:
         os.makedirs(cell_dir)
         marks = os.path.join(cell_dir, "injected.txt")
         bin_dir = os.path.join(cell_dir, "bin")
-        make_bin_dir(bin_dir, cell["fault"], marks, self.backend)
+        backend = cell.get("backend", self.backend)
+        make_bin_dir(bin_dir, cell["fault"], marks, backend)
         results = os.path.join(cell_dir, "results")
         limit_s = float(cell.get("limit_s", DEFAULT_LIMIT_S))
         observed = {"exit": None, "elapsed_s": None, "limit_s": limit_s, "killed_by_matrix": False}
@@ -885,7 +904,7 @@ class Runner:
             killer.start()
         started = time.monotonic()
         try:
-            process = cluster.popen(cluster.nodes[0], argv, env=self.environment(), cwd=cell_dir,
+            process = cluster.popen(cluster.nodes[0], argv, env=self.environment(backend), cwd=cell_dir,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                     start_new_session=True)
             reader = StampedReader(process, started)
