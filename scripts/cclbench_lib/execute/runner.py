@@ -358,19 +358,7 @@ class Baseline:
         # Where coll_perf's watchdog did not speak, its records tell only when the runner's bound ended the launch
         # (an exit 4 of coll_perf's own, such as NCCL refusing a forced setting, hung nowhere).
         if path and (self.watchdog_lines or self.ended_by_bound or self.hang is not None):
-            done = []
-            try:
-                with open(path, "rb") as handle:
-                    handle.seek(records_from)
-                    for raw in handle:
-                        try:
-                            record = json.loads(raw)
-                        except ValueError:
-                            continue
-                        if isinstance(record, dict) and record.get("point") == launch["name"]:
-                            done.append(record.get("case_id"))
-            except OSError:
-                pass
+            done = [record.get("case_id") for record in self.new_records(launch, records_from)]
             if done:
                 parts.append(f"{len(done)} case(s) finished before it, the last {done[-1]}: the hang is in the "
                              f"case after it")
@@ -537,8 +525,8 @@ class Baseline:
         return ok
 
     def new_records(self, launch, records_from):
-        """The case records a launch appended to its records file (from byte records_from on); [] when none or
-        unreadable: the ETA then calibrates without them."""
+        """The case records of this launch's point that it appended to its records file (from byte records_from on);
+        [] when none or unreadable (the ETA then calibrates without them)."""
         path = self.records_file(launch)
         if not path or not os.path.isfile(path):
             return []
@@ -551,7 +539,7 @@ class Baseline:
                         record = json.loads(line)
                     except ValueError:
                         continue
-                    if isinstance(record, dict):
+                    if isinstance(record, dict) and record.get("point") == launch["name"]:
                         found.append(record)
         except OSError:
             return []
