@@ -23,8 +23,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools"))
-from coll_perf_runner import (base_env, check, coll_perf, crash_signs, describe, launch_exit, main,  # noqa: E402
-                              mpirun_prefix, run_launch, work_dir)
+from coll_perf_runner import (base_env, check, coll_perf, crash_signs, describe, launch_exit,  # noqa: E402
+                              launcher_died_unheard, main, mpirun_prefix, run_launch, work_dir)
 
 TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCHEMA = os.path.join(os.path.dirname(TESTS), "results_schema", "coll_perf.schema.json")
@@ -52,12 +52,20 @@ def write_points(work, groups):
 
 def split_run(args, work, extra, env, nranks=4, timeout=120):
     cmd = mpirun_prefix(args.mpiexec, nranks, env, ("CCLBENCH_TEST_STALL",)) + [coll_perf(args)] + JOB_FLAGS + extra
+    started = time.time()
     launch = run_launch(cmd, env, timeout)
+    if launcher_died_unheard(launch[0], launch[2], launch[4]):
+        # mpirun died in its own teardown before it printed the abort: the status coll_perf asked for is lost
+        # (coll_perf_runner.launcher_died_unheard). Once more, judged as it comes.
+        print("mpirun died before printing the ranks' abort (exit "
+              f"{launch[0]}); running the launch once more", file=sys.stderr)
+        started = time.time()
+        launch = run_launch(cmd, env, timeout)
     code, out, err, seconds, launcher = launch
     # coll_perf's own crash signs and status: not mpirun's teardown after the abort a stalled group asks for.
     crashes = crash_signs(out, err, launcher)
     check(not crashes, "crash signs in the output: " + " | ".join(crashes[:3]) + "\n" + describe(out, err))
-    return launch_exit(code, err, launcher, launch.launcher_stuck), out, err, seconds
+    return launch_exit(code, err, launcher, launch.launcher_stuck), out, err, seconds, started
 
 
 def schema_errors(path):
@@ -96,7 +104,7 @@ def check_group_document(entry, group, groups, job_size, out, err):
 def check_healthy(args):
     work = work_dir(args, "healthy")
     points, entries = write_points(work, 2)
-    code, out, err, seconds = split_run(args, work, ["--split-ranks", "2", "--split-points", points], environment())
+    code, out, err, seconds, _ = split_run(args, work, ["--split-ranks", "2", "--split-points", points], environment())
     check(code == 0, f"exit {code}, expected 0\n" + describe(out, err))
     for group, entry in enumerate(entries):
         check_group_document(entry, group, 2, 4, out, err)
@@ -106,9 +114,8 @@ def check_healthy(args):
 def check_stalled(args):
     work = work_dir(args, "stalled")
     points, entries = write_points(work, 2)
-    started = time.time()
-    code, out, err, seconds = split_run(args, work, ["--split-ranks", "2", "--split-points", points, "-T", "4"],
-                                        environment(stall="2:1"))
+    code, out, err, seconds, started = split_run(args, work, ["--split-ranks", "2", "--split-points", points, "-T",
+                                                              "4"], environment(stall="2:1"))
     check(code == 4, f"exit {code}, expected 4 (timeout)\n" + describe(out, err))
     check("test stall (CCLBENCH_TEST_STALL): rank 2" in err, "the stall hook did not fire on job rank 2\n" + describe(out, err))
     finished = check_group_document(entries[0], 0, 2, 4, out, err)
@@ -147,7 +154,7 @@ def check_usage(args):
         (["--split-ranks", "2", "--split-points", points, "-J", os.path.join(work, "z.json")], "drop -J and --point"),
     ]
     for extra, expected in cases:
-        code, out, err, _ = split_run(args, work, extra, environment(), timeout=60)
+        code, out, err, _, _ = split_run(args, work, extra, environment(), timeout=60)
         check(code == 2, f"{' '.join(extra)}: exit {code}, expected 2\n" + describe(out, err))
         errors = [line for line in err.splitlines() if ": error: " in line]
         check(len(errors) == 1 and expected in errors[0],

@@ -158,6 +158,17 @@ def launch_exit(code, err, launcher_pid, launcher_stuck=False):
     return code
 
 
+def launcher_died_unheard(code, err, launcher_pid):
+    """The launcher died of a signal in its own teardown before it printed any rank's MPI_Abort (Open MPI 4.1's
+    mpirun, CI of 2026-12-06: "ORTE_ERROR_LOG: Data unpack would read past end of buffer in file
+    ../../../orte/util/show_help.c", then a segfault in PMIx_server_finalize, as two ranks aborted at once): the
+    status the program asked for is lost, neither its pass nor its failure. A checker runs such a launch again."""
+    launcher = _launcher_line(launcher_pid)
+    died = code is not None and (code < 0 or code > 128) and any(
+        launcher.match(line.strip()) and "Process received signal" in line for line in err.splitlines())
+    return died and not MPI_ABORT.search(err)
+
+
 def mpirun_prefix(mpiexec, nranks, env, exported):
     """mpirun on this host, oversubscribed and unbound; each name in exported is passed on with -x when set."""
     cmd = [mpiexec, "-np", str(nranks), "--oversubscribe", "--allow-run-as-root", "--bind-to", "none"]

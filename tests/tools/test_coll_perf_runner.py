@@ -15,7 +15,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from coll_perf_runner import crash_signs, launch_exit, run_launch  # noqa: E402
+from coll_perf_runner import crash_signs, launch_exit, launcher_died_unheard, run_launch  # noqa: E402
 
 LAUNCHER_PID = 18692
 RANK_PID = 19203
@@ -59,6 +59,14 @@ class LaunchExit(unittest.TestCase):
 
     def test_a_launcher_that_dies_with_no_abort_keeps_its_status(self):
         self.assertEqual(launch_exit(-11, fixture("ompi_launcher_segv.txt"), LAUNCHER_PID), -11)
+
+    def test_a_launcher_that_dies_before_printing_the_abort_is_unheard(self):
+        self.assertTrue(launcher_died_unheard(-11, fixture("ompi_launcher_segv.txt"), LAUNCHER_PID))
+        err = fixture("ompi_abort_errorcode4.txt") + fixture("ompi_launcher_segv.txt")
+        self.assertFalse(launcher_died_unheard(-11, err, LAUNCHER_PID), "the abort was heard: its errorcode stands")
+        self.assertFalse(launcher_died_unheard(-11, fixture("ompi_launcher_segv.txt"), LAUNCHER_PID + 1),
+                         "another process's crash is the program's")
+        self.assertFalse(launcher_died_unheard(4, "", LAUNCHER_PID))
 
     def test_a_rank_crash_after_an_abort_is_not_excused(self):
         err = fixture("ompi_abort_errorcode4.txt") + fixture("ompi_rank_segv.txt")
