@@ -11,6 +11,7 @@ it arrives (seconds from the tool's start) by whoever runs the tool: eta_measure
 Judged are the lines from sanity's own line on (it is printed when sanity ends); where a launch failed, the lines
 from its line on (those before it predicted a healthy run: nothing had shown the fault yet).
 """
+import json
 import re
 
 LINE = re.compile(r"cclbench: \[(\d+)/(\d+)\] (\S+): (.*?); elapsed (\S+), ETA (\S+)")
@@ -72,6 +73,13 @@ def read_stamped(path):
             except ValueError:
                 continue
     return lines
+
+
+def write_eta(path, exit_code, total_s, fault_at_s, lines):
+    """A run's stamped progress lines with its end, as eta.json (what eta_measure.py --cell judges)."""
+    with open(path, "w") as handle:
+        json.dump({"exit": exit_code, "total_s": total_s, "fault_at_s": fault_at_s,
+                   "lines": [[round(at, 2), text] for at, text in lines]}, handle, indent=0)
 
 
 def write_stamped(path, lines):

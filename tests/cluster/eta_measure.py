@@ -26,7 +26,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import fault_matrix  # noqa: E402
-from eta_lines import SHORT_S, judge_lines, write_stamped  # noqa: E402
+from eta_lines import SHORT_S, judge_lines, write_eta, write_stamped  # noqa: E402
 import vcluster  # noqa: E402
 
 ARGS = ["--coll", "all_reduce", "--repeat", "1", "--netdevs", "eth0,eth3"]
@@ -86,9 +86,7 @@ def run_command(argv, out_dir):
     total_s = round(time.monotonic() - started, 1)
     sys.stdout.write(reader.stdout())
     write_stamped(os.path.join(out_dir, "stderr.txt"), reader.stamped)
-    with open(os.path.join(out_dir, "eta.json"), "w") as handle:
-        json.dump({"exit": process.returncode, "total_s": total_s, "fault_at_s": None,
-                   "lines": [[round(at, 2), text] for at, text in reader.stamped]}, handle, indent=0)
+    write_eta(os.path.join(out_dir, "eta.json"), process.returncode, total_s, None, reader.stamped)
     rows, worst = judge_lines(reader.stamped, total_s)
     print(markdown({"scenario": os.path.basename(argv[0]), "exit": process.returncode, "total_s": total_s,
                     "worst_after_sanity": worst, "lines": rows}) + "\n")

@@ -943,9 +943,8 @@ class Runner:
         if cell["tool"] == "baseline" and observed["elapsed_s"] is not None:
             # Every progress line stamped as it came: the ETA it printed against the real end (eta_lines.py).
             fault_at_s = None if killer is None or killer.fired_at is None else round(killer.fired_at - started, 1)
-            with open(os.path.join(cell_dir, "eta.json"), "w") as handle:
-                json.dump({"exit": observed["exit"], "total_s": observed["elapsed_s"], "fault_at_s": fault_at_s,
-                           "lines": [[round(at, 2), text] for at, text in stamped]}, handle, indent=0)
+            eta_lines.write_eta(os.path.join(cell_dir, "eta.json"), observed["exit"], observed["elapsed_s"], fault_at_s,
+                                stamped)
             observed["eta_after_sanity"] = eta_lines.judge_lines(stamped, observed["elapsed_s"])[1]
         observed.update(observe(cell["tool"], os.path.join(results, cell["id"]), stdout, stderr))
         injected = _read_text(marks).split("\n")

@@ -143,6 +143,13 @@ def crash_signs(out, err, launcher_pid=None):
             if CRASH.search(line) and not (own and own.match(line.strip()))]
 
 
+def _launcher_died(code, err, launcher_pid):
+    """The launcher itself died of a signal: its status says so and Open MPI's handler printed it under its pid."""
+    launcher = _launcher_line(launcher_pid)
+    return code is not None and (code < 0 or code > 128) and any(
+        launcher.match(line.strip()) and "Process received signal" in line for line in err.splitlines())
+
+
 def launch_exit(code, err, launcher_pid, launcher_stuck=False):
     """The exit status the program ended its launch with. mpirun passes on the errorcode of a rank's MPI_Abort;
     when mpirun itself then dies of a signal in its own teardown (a segfault in PMIx_server_finalize after the
@@ -150,10 +157,7 @@ def launch_exit(code, err, launcher_pid, launcher_stuck=False):
     program's, and the errorcode of the abort it printed is. Any other status is returned as it is: a rank's own
     crash, or a launcher that died or stuck with no abort."""
     aborts = MPI_ABORT.findall(err)
-    launcher = _launcher_line(launcher_pid)
-    launcher_died = code is not None and (code < 0 or code > 128) and any(
-        launcher.match(line.strip()) and "Process received signal" in line for line in err.splitlines())
-    if aborts and (launcher_died or launcher_stuck):
+    if aborts and (_launcher_died(code, err, launcher_pid) or launcher_stuck):
         return int(aborts[0][1])
     return code
 
@@ -163,10 +167,7 @@ def launcher_died_unheard(code, err, launcher_pid):
     mpirun, CI of 2026-12-06: "ORTE_ERROR_LOG: Data unpack would read past end of buffer in file
     ../../../orte/util/show_help.c", then a segfault in PMIx_server_finalize, as two ranks aborted at once): the
     status the program asked for is lost, neither its pass nor its failure. A checker runs such a launch again."""
-    launcher = _launcher_line(launcher_pid)
-    died = code is not None and (code < 0 or code > 128) and any(
-        launcher.match(line.strip()) and "Process received signal" in line for line in err.splitlines())
-    return died and not MPI_ABORT.search(err)
+    return _launcher_died(code, err, launcher_pid) and not MPI_ABORT.search(err)
 
 
 def mpirun_prefix(mpiexec, nranks, env, exported):
