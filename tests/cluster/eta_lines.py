@@ -44,7 +44,7 @@ def judge_lines(lines, total_s, after="sanity"):
         row = {"line": f"[{index}/{count}] {name}", "status": took.split(" in ")[0], "at_s": round(arrived, 1),
                "eta_s": eta_s, "left_s": round(left_s, 1), "after_sanity": seen_after,
                "error": None if eta_s is None or left_s <= 0 else round((eta_s - left_s) / left_s, 3),
-               "end_error": None if eta_s is None else round((arrived + eta_s - total_s) / total_s, 3)}
+               "end_error": None if eta_s is None or total_s <= 0 else round((arrived + eta_s - total_s) / total_s, 3)}
         rows.append(row)
     failed = next((index for index, row in enumerate(rows) if row["status"] == "failed"), None)
     for index, row in enumerate(rows):

@@ -299,6 +299,12 @@ class EtaLines(unittest.TestCase):
         _rows, worst = eta_lines.judge_lines(lines, 100.0)
         self.assertEqual(worst["error"], 0.1)
 
+    def test_a_run_that_took_no_measurable_time_has_no_errors(self):
+        # The run's end rounded to 0.0 s: no time left to be wrong about, no share of it (no division by zero).
+        rows, worst = eta_lines.judge_lines([(0.0, self.line(1, "sanity", "complete", "0m00s"))], 0.0)
+        self.assertEqual((rows[0]["error"], rows[0]["end_error"]), (None, None))
+        self.assertEqual(worst, {"error": None, "end_error": None, "short_s": 0.0})
+
     def test_a_process_lines_are_stamped_as_they_arrive(self):
         script = ("import sys, time\nprint('out')\nprint('first', file=sys.stderr, flush=True)\ntime.sleep(0.5)\n"
                   "print('second', file=sys.stderr, flush=True)\n")
