@@ -95,7 +95,10 @@ Expectation keys (all optional; every one given must hold):
                  `says` etc. where the tool prints such a note; with nothing else to check it is not run)
 
 Always checked: every coll_perf rank is gone when the tool has ended (`ranks_left` 0), and an injector fault
-really fired (else the cell is `not injected`, never a pass).
+really fired (else the cell is `not injected`, never a pass). A tool still running at the cell's limit_s fails the
+cell; it is stopped as a CI job's time limit would stop it (stop_at_limit: SIGTERM, so that it writes its
+INCOMPLETE verdict and the row's observed fields are read from it; SIGKILL to its session LIMIT_STOP_GRACE_S
+later), and the row's stopped_by says which signal ended it.
 
     fault_matrix.py run --cells FILE --out DIR [--only ID[,ID]] [--backend mpi|nccl] [--budget-s S]
                         [--lanes K] [--part I/N] [--expected RESULTS]
@@ -761,7 +764,9 @@ def judge(expect, observed):
     if observed.get("ranks_left") and not observed.get("killed_by_matrix"):  # the matrix's kill left them, not the tool
         problems.append(f"{observed['ranks_left']} coll_perf rank(s) still there after the tool ended")
     if observed.get("killed_by_matrix"):
-        problems.append(f"still running at the cell's limit {observed['limit_s']} s: killed by the matrix")
+        how = {"SIGTERM": "stopped by the matrix's SIGTERM", "SIGKILL": "killed by the matrix (SIGTERM, then SIGKILL)"}
+        problems.append(f"still running at the cell's limit {observed['limit_s']} s: "
+                        f"{how.get(observed.get('stopped_by'), 'killed by the matrix')}")
     return problems
 
 
@@ -838,6 +843,32 @@ class StampedReader:
         return "".join(text + "\n" for _, text in self.stamped)
 
 
+# A tool still running at its cell's limit is stopped as a user or a CI job's time limit would stop it: SIGTERM to the
+# tool, which stops its launch (SIGKILL to the launch STOP_GRACE_S = 10 s later, plan/bounds.py) and writes report.md
+# and verdict.json for what it measured; SIGKILL to everything in its session this long after the SIGTERM.
+LIMIT_STOP_GRACE_S = 40
+
+
+def stop_at_limit(process, reader, grace_s=LIMIT_STOP_GRACE_S):
+    """Stops a tool past its cell's limit (process: started with start_new_session; reader: its StampedReader):
+    SIGTERM to the tool alone, then, once it ended or grace_s passed, SIGKILL to its session, so that nothing it
+    started outlives the cell. Returns "SIGTERM" when the tool ended on the SIGTERM, else "SIGKILL"."""
+    try:
+        os.kill(process.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    deadline = time.monotonic() + grace_s
+    while process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    ended_on_term = process.poll() is not None
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    reader.finish()
+    return "SIGTERM" if ended_on_term else "SIGKILL"
+
+
 class Runner:
     def __init__(self, out_dir, backend, defaults, log=sys.stderr):
         self.out_dir = os.path.abspath(out_dir)
@@ -910,8 +941,7 @@ class Runner:
             reader = StampedReader(process, started)
             if not reader.finish(until=started + limit_s):
                 observed["killed_by_matrix"] = True
-                os.killpg(process.pid, signal.SIGKILL)
-                reader.finish()
+                observed["stopped_by"] = stop_at_limit(process, reader)
             stdout, stderr, stamped = reader.stdout(), reader.stderr(), reader.stamped
             observed["exit"] = process.returncode
             ended = time.monotonic()
@@ -1077,7 +1107,7 @@ class Runner:
             row["observed"] = {key: observed.get(key) for key in
                                ("exit", "elapsed_s", "result", "codes", "bad_nodes", "bad_links", "bad_rails",
                                 "ranks_left", "injected", "killed_by_matrix", "last_line")}
-            for key in ("fault_to_end_s", "eta_after_sanity"):
+            for key in ("fault_to_end_s", "eta_after_sanity", "stopped_by"):
                 if observed.get(key) is not None:
                     row["observed"][key] = observed[key]
         return row

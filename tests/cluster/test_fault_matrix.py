@@ -8,6 +8,7 @@ reports in /proc). CTest `fault_matrix_mechanism` (label scripts).
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -328,6 +329,66 @@ class EtaLines(unittest.TestCase):
         process.kill()
         self.assertTrue(reader.finish())
         self.assertEqual(process.returncode, -9)
+
+
+class StopAtLimit(unittest.TestCase):
+    """A tool past its cell's limit gets SIGTERM alone first (to write its verdict), then its session SIGKILL: real
+    processes, one that writes on SIGTERM and leaves a child behind, one that ignores SIGTERM."""
+
+    def start(self, script, folder):
+        process = subprocess.Popen([sys.executable, "-c", script, folder], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True, start_new_session=True)
+        reader = fault_matrix.StampedReader(process, time.monotonic())
+        deadline = time.monotonic() + 30
+        while not os.path.exists(os.path.join(folder, "ready")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return process, reader
+
+    @staticmethod
+    def alive(pid):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        # a zombie child of the reaped tool is reparented and reaped by init: dead for our purpose
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+
+    def test_a_tool_that_stops_on_sigterm_writes_and_its_session_is_ended(self):
+        script = ("import os, signal, subprocess, sys, time\n"
+                  "folder = sys.argv[1]\n"
+                  "child = subprocess.Popen(['sleep', '300'])\n"  # a launch that would outlive the tool
+                  "def stop(signum, frame):\n"
+                  "    open(os.path.join(folder, 'verdict.json'), 'w').write(str(signum))\n"
+                  "    os._exit(143)\n"
+                  "signal.signal(signal.SIGTERM, stop)\n"
+                  "open(os.path.join(folder, 'child'), 'w').write(str(child.pid))\n"
+                  "open(os.path.join(folder, 'ready'), 'w').close()\n"
+                  "time.sleep(300)\n")
+        with tempfile.TemporaryDirectory() as folder:
+            process, reader = self.start(script, folder)
+            with open(os.path.join(folder, "child")) as handle:
+                child = int(handle.read())
+            self.assertEqual(fault_matrix.stop_at_limit(process, reader, grace_s=20), "SIGTERM")
+            self.assertEqual(process.returncode, 143)
+            with open(os.path.join(folder, "verdict.json")) as handle:
+                self.assertEqual(handle.read(), str(int(signal.SIGTERM)))
+            deadline = time.monotonic() + 10
+            while self.alive(child) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            self.assertFalse(self.alive(child), "the tool's child outlived the stop")
+
+    def test_a_tool_that_ignores_sigterm_is_killed_after_the_grace(self):
+        script = ("import os, signal, sys, time\n"
+                  "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+                  "open(os.path.join(sys.argv[1], 'ready'), 'w').close()\n"
+                  "time.sleep(300)\n")
+        with tempfile.TemporaryDirectory() as folder:
+            process, reader = self.start(script, folder)
+            started = time.monotonic()
+            self.assertEqual(fault_matrix.stop_at_limit(process, reader, grace_s=1.0), "SIGKILL")
+            self.assertGreaterEqual(time.monotonic() - started, 1.0)
+            self.assertEqual(process.returncode, -signal.SIGKILL)
 
 
 class Parts(unittest.TestCase):
