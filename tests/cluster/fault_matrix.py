@@ -857,10 +857,11 @@ def stop_at_limit(process, reader, grace_s=LIMIT_STOP_GRACE_S):
         os.kill(process.pid, signal.SIGTERM)
     except ProcessLookupError:
         pass
-    deadline = time.monotonic() + grace_s
-    while process.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.1)
-    ended_on_term = process.poll() is not None
+    try:
+        process.wait(timeout=grace_s)
+        ended_on_term = True
+    except subprocess.TimeoutExpired:
+        ended_on_term = False
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except ProcessLookupError:

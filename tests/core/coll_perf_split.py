@@ -31,8 +31,8 @@ SCHEMA = os.path.join(os.path.dirname(TESTS), "results_schema", "coll_perf.schem
 JOB_FLAGS = ["--backend", "mpi", "--coll", "all_reduce,alltoall", "--placement", "out", "--sizes", "8K,64K", "-n", "3",
              "-w", "1", "-c", "1", "--quiet"]
 CASES_PER_GROUP = 4  # two collectives x two sizes, out of place
-
-
+# The stalled check's -T. It also bounds start-up (coll_perf's start-up guard), which on CI's loaded 2 cores under the
+# sanitizer took over 4 s once (2026-12-06): the stall, not start-up, is the check's subject.
 STALL_WATCHDOG_T = 12
 
 
@@ -117,8 +117,6 @@ def check_healthy(args):
 def check_stalled(args):
     work = work_dir(args, "stalled")
     points, entries = write_points(work, 2)
-    # -T also bounds start-up (coll_perf's start-up guard), which on CI's loaded 2 cores under the sanitizer took
-    # over 4 s once (2026-12-06): the stall, not start-up, is this test's subject.
     code, out, err, seconds, started = split_run(args, work, ["--split-ranks", "2", "--split-points", points, "-T",
                                                               str(STALL_WATCHDOG_T)], environment(stall="2:1"))
     check(code == 4, f"exit {code}, expected 4 (timeout)\n" + describe(out, err))

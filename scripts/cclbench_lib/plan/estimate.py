@@ -299,12 +299,15 @@ def calibrated_eta(measured, remaining):
     if tables:
         # Where the run's records measured its collectives size by size, a launch of a class with such records has
         # its work predicted from them (_shaped_work); the rest as below.
-        shaped = [(item[0], item[1], _shaped_work(item[3], tables[item[0]]), None) for item in remaining
-                  if len(item) > 3 and item[3] and item[0] in tables]
-        rest = [item for item in remaining if not (len(item) > 3 and item[3] and item[0] in tables)]
-        left = calibrated_eta([tuple(item[:5]) for item in measured], [tuple(item[:3]) for item in rest] +
-                              [(kind, start, 0.0) for kind, start, _work, _none in shaped])
-        return None if left is None else left + sum(work for _kind, _start, work, _none in shaped)
+        shaped_work, unshaped = 0.0, []
+        for item in remaining:
+            if len(item) > 3 and item[3] and item[0] in tables:
+                shaped_work += _shaped_work(item[3], tables[item[0]])
+                unshaped.append((item[0], item[1], 0.0))  # its start-up is still calibrated as below
+            else:
+                unshaped.append(tuple(item[:3]))
+        left = calibrated_eta([tuple(item[:5]) for item in measured], unshaped)
+        return None if left is None else left + shaped_work
     rows = [tuple(item[:5]) + (None,) * (5 - len(item[:5])) for item in measured]
     remaining = [tuple(item[:3]) for item in remaining]
     overall = _ratio([(start + work, seconds) for _, start, work, seconds, _ in rows])
