@@ -12,6 +12,8 @@ CCLBENCH_BINARY_DIR (default ./build):
                                                              its lines stamped into DIR/eta.json, its table
     eta_measure.py --out DIR --cell CELL_DIR [--cell ...]    a fault matrix cell's lines (its eta.json; the GPU
                                                              machine's cells, NCCL over sockets)
+    eta_measure.py --out DIR --keep ETA_JSON RUN_DIR         a replayable copy of such a run (for --replay)
+    eta_measure.py --out X --replay DIR/eta_measure.json DIR/run_manifest.json [--source CHECKOUT]
 
 writes DIR/eta_measure.json and prints a markdown table per scenario.
 """
@@ -108,9 +110,17 @@ def markdown(result):
 
 
 def replay(results_path, manifest_path, scenario="healthy", source=None):
+    """Prints replayed()'s table and each launch's work against its model."""
+    result, manifest, launch_parts = replayed(results_path, manifest_path, scenario, source)
+    print(markdown(result) + "\n")
+    print(work_ratios(manifest, launch_parts) + "\n")
+    return 0
+
+
+def replayed(results_path, manifest_path, scenario="healthy", source=None):
     """The ETA this cclbench's estimate gives at each line of a healthy run measured with another (its launches'
     elapsed_s, and work_s where the run recorded it, through plan/estimate.calibrated_eta), against the time that run
-    really had left."""
+    really had left: (the judged result, the run's manifest, the estimate's launch_parts)."""
     # source: another checkout's estimate (e.g. `git archive` of an older commit), to replay a run through it
     sys.path.insert(0, os.path.join(source or fault_matrix.SOURCE_DIR, "scripts"))
     from cclbench_lib.plan import estimate
@@ -141,14 +151,55 @@ def replay(results_path, manifest_path, scenario="healthy", source=None):
         measured.append(remaining.pop(launch["name"])[:3] + (point["elapsed_s"], point.get("work_s"))
                         + ((shape,) if shaped else ()))
         try:
-            eta = round(calibrated_eta(measured, list(remaining.values())))
+            left = calibrated_eta(measured, list(remaining.values()))
         except ValueError:  # an estimate from before work_s: (class, start-up, work, wall) only
-            eta = round(calibrated_eta([row[:4] for row in measured], list(remaining.values())))
+            left = calibrated_eta([row[:4] for row in measured], list(remaining.values()))
+        # the run's end, as the runner adds it (an estimate from before report_seconds adds nothing)
+        eta = round(left + (estimate.report_seconds(result.get("plots", False))
+                            if hasattr(estimate, "report_seconds") else 0.0))
         lines.append((row["at_s"], f"cclbench: {row['line']}: {row['status']}; elapsed 0m00s, ETA {eta // 60}m{eta % 60:02d}s"))
     result = dict(result, scenario=f"{scenario} (replayed)")
     result["lines"], result["worst_after_sanity"] = judge_lines(lines, result["total_s"])
-    print(markdown(result) + "\n")
-    print(work_ratios(manifest, launch_parts) + "\n")
+    return result, manifest, launch_parts
+
+
+# What the estimate reads of a case record (plan/estimate.measured_shape), all that --keep copies of them.
+KEPT_RECORD_KEYS = ("point", "bytes", "collective")
+
+
+def keep(eta_path, run_dir, out_dir):
+    """A replayable copy of a run whose lines were stamped (a fault matrix cell's or --command's eta.json): out_dir/
+    eta_measure.json (its lines judged; scenario "healthy" where the run exited 0, else "failed"; "plots": whether
+    its report drew plots, which the ETA's report term replays), the run's
+    run_manifest.json, and its records trimmed to what the estimate reads (KEPT_RECORD_KEYS and time_us.mean) as
+    sanity.jsonl and cases.jsonl."""
+    with open(eta_path) as handle:
+        stamped = json.load(handle)
+    scenario = "healthy" if stamped["exit"] == 0 else "failed"
+    plots_dir = os.path.join(run_dir, "plots")
+    plots = os.path.isdir(plots_dir) and any(name.endswith(".png") for name in os.listdir(plots_dir))
+    rows, worst = judge_lines([tuple(line) for line in stamped["lines"]], stamped["total_s"])
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "eta_measure.json"), "w") as handle:
+        json.dump({"scenarios": [
+            {"scenario": scenario, "exit": stamped["exit"], "total_s": stamped["total_s"],
+             "fault_at_s": stamped.get("fault_at_s"), "plots": plots, "worst_after_sanity": worst, "lines": rows}]},
+                  handle, indent=1)
+    with open(os.path.join(run_dir, "run_manifest.json")) as handle:
+        manifest = json.load(handle)
+    with open(os.path.join(out_dir, "run_manifest.json"), "w") as handle:
+        json.dump(manifest, handle)
+    for name in ("sanity.jsonl", "cases.jsonl"):
+        source = os.path.join(run_dir, name)
+        if not os.path.isfile(source):
+            continue
+        with open(source) as handle, open(os.path.join(out_dir, name), "w") as kept:
+            for text in handle:
+                record = json.loads(text)
+                trimmed = {key: record.get(key) for key in KEPT_RECORD_KEYS}
+                mean = (record.get("time_us") or {}).get("mean") if isinstance(record.get("time_us"), dict) else None
+                trimmed["time_us"] = {"mean": mean}
+                kept.write(json.dumps(trimmed) + "\n")
     return 0
 
 
@@ -182,11 +233,16 @@ def main(argv=None):
     parser.add_argument("--replay", nargs=2, metavar=("JSON", "MANIFEST"),
                         help="this cclbench's ETA at each line of a healthy run measured before (its eta_measure.json "
                              "and its run_manifest.json: the plan and each launch's elapsed_s)")
+    parser.add_argument("--keep", nargs=2, metavar=("ETA_JSON", "RUN_DIR"),
+                        help="write a replayable copy of a run to OUT: its stamped lines (a cell's or --command's "
+                             "eta.json) judged, its manifest, its records trimmed to what the estimate reads")
     parser.add_argument("--source", metavar="DIR", help="with --replay: the estimate of this checkout (its "
                         "scripts/cclbench_lib), not this one's")
     args = parser.parse_args(argv)
     if args.replay:
         return replay(*args.replay, source=args.source)
+    if args.keep:
+        return keep(args.keep[0], args.keep[1], args.out)
     if args.command:
         os.makedirs(args.out, exist_ok=True)
         return run_command(args.command, args.out)

@@ -26,8 +26,8 @@ from ..model.run_dir import launch_outputs, load_run_doctor
 from ..plan.baseline import Planner, mode_notes
 from ..plan.bounds import PROGRESS_GRACE_S, STOP_GRACE_S, launch_bounds
 from ..plan.estimate import (PATH_CHECK_S, TWO_PASS_KINDS, calibrated_eta, launch_kind, launch_parts, measured_shape,
-                             work_shape)
-from ..render.report import build_report
+                             report_seconds, work_shape)
+from ..render.report import build_report, plots_expected
 from ..render.verdict import console_line, headline, reason_text
 from ..rules.ab import choose_binding, sweep_bindings
 from ..rules.dead_paths import (PATH_DEAD, attribute, crosses_hosts, dead_netdevs, failed_paths as failed_run_paths,
@@ -94,10 +94,12 @@ class Progress:
     """One stderr line per finished launch, with elapsed time and an ETA: the plan's model of each launch still to
     run (plan/estimate.launch_parts: start-up and work), calibrated by the launches of this run that completed
     (calibrated_eta). outlook(names) -> (the names among those still to run that will not run, seconds of a pending
-    path check): the runner's (Baseline.eta_outlook); the ETA leaves the first out and adds the second."""
+    path check): the runner's (Baseline.eta_outlook); the ETA leaves the first out and adds the second, and report_s,
+    what the run's end takes after its last launch (plan/estimate.report_seconds)."""
 
-    def __init__(self, launches, stream=sys.stderr, inputs=None, outlook=None):
+    def __init__(self, launches, stream=sys.stderr, inputs=None, outlook=None, report_s=0.0):
         inputs = inputs or {}
+        self.report_s = report_s  # what the run's end (its report) takes after the last launch
         self.total = len(launches)
         self.hcas = inputs.get("hcas")
         self.model = {launch["name"]: (launch_kind(launch),) + tuple(launch_parts(
@@ -117,7 +119,7 @@ class Progress:
         """The seconds left by the calibrated model, or None before any launch completed."""
         left_out, pending_s = self.outlook(list(self.remaining)) if self.outlook else (set(), 0.0)
         left = calibrated_eta(self.measured, [model for name, model in self.remaining.items() if name not in left_out])
-        return None if left is None else left + pending_s
+        return None if left is None else left + pending_s + self.report_s
 
     @staticmethod
     def clock(seconds):
@@ -754,7 +756,8 @@ class Baseline:
 
     def run(self):
         self.prepare()
-        progress = Progress(self.launches, inputs=self.inputs, outlook=self.eta_outlook)
+        progress = Progress(self.launches, inputs=self.inputs, outlook=self.eta_outlook,
+                            report_s=report_seconds(plots_expected()))
         failures = []
         old_int = signal.signal(signal.SIGINT, self.on_signal)
         old_term = signal.signal(signal.SIGTERM, self.on_signal)

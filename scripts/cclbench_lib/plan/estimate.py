@@ -35,8 +35,10 @@ DEFAULT_LAUNCH_S = 4.0  # any other kind (sanity and TUNING probes take their ra
 # p2p_matrix: every ordered GPU pair of a host is measured by several tests (copy engine and SM, read and write,
 # uni- and bidirectional, P2P on and staged, latency).
 P2P_S_PER_GPU_PAIR = 1.0
-# p2p_matrix -t with a few single-GPU tests (the smoke's copies, plan/smoke_cases.py): start-up and a second of copies.
-P2P_CHOSEN_TESTS_S = 3.0
+# p2p_matrix -t with a few single-GPU tests (the smoke's copies, plan/smoke_cases.py): p2p_matrix's start-up and a
+# second of copies. (Modelled as 3 s of start-up alone, the smoke's copies were predicted from the p2p point's start-up
+# ratio at 0.4-0.6 s; on the H100 they took 1.4 s, as long as the one-GPU p2p point itself: the start-up is the tool's.)
+P2P_CHOSEN_TESTS_WORK_S = 1.0
 # Per case: buffers, events, synchronisation, the rail counters read before and after, the record written.
 CASE_OVERHEAD_S = 0.05
 # Bus bandwidth (GB/s = 1e9 B/s) and latency of one collective by where it runs.
@@ -61,8 +63,12 @@ MPI_HOST_LATENCY_US = 100.0
 # time at 16M-64M.
 MPI_FILL_OPS = 1.0
 MPI_CHECK_OPS = 4.0
-# coll_perf's own defaults (`coll_perf --help`) where a launch does not pass the flag (the TUNING probe).
+# coll_perf's own defaults (`coll_perf --help`) where a launch does not pass the flag.
 COLL_PERF_DEFAULTS = {"-n": 20, "-w": 1, "-c": 1}
+# A TUNING probe (coll_perf --tuning-probe) calls each case's collective once, untimed, whatever -n/-w/-c say. Modelled
+# at coll_perf's defaults (62 calls a case), each probe over NCCL's sockets on the H100's virtual cluster was predicted
+# at 15-18 s for its 2 s (0.3 s of work), and the ETA at sanity's line read +98% (docs/data/eta_gpu_2026-12-06).
+TUNING_PROBE_OPS = 1
 ALL_DATATYPES = 12
 ALL_OPS = 6
 TWO_PASS_KINDS = ("sanity", "local", "intra", "inter", "tuning")  # launches of coll_perf
@@ -140,7 +146,7 @@ def launch_parts(launch, gpus_per_node=0, all_hcas=None):
     kind = launch_kind(launch)
     seconds = LAUNCH_S.get(kind, DEFAULT_LAUNCH_S)
     if launch.get("kind") == "p2p" and "-t" in (launch.get("argv") or []):
-        return P2P_CHOSEN_TESTS_S, 0.0
+        return seconds, P2P_CHOSEN_TESTS_WORK_S
     if launch.get("kind") == "p2p":
         return seconds, P2P_S_PER_GPU_PAIR * gpus_per_node * max(0, gpus_per_node - 1)
     if launch.get("kind") not in TWO_PASS_KINDS:
@@ -150,7 +156,10 @@ def launch_parts(launch, gpus_per_node=0, all_hcas=None):
 
 
 def _operations(argv):
-    """The collectives one case of a coll_perf launch runs (the module's note: its passes, warm-up and checks)."""
+    """The collectives one case of a coll_perf launch runs (the module's note: its passes, warm-up and checks); a
+    TUNING probe (--tuning-probe) runs each case once, untimed (bench/evidence/tuning_run.cpp run_tuning_probe)."""
+    if "--tuning-probe" in argv:
+        return TUNING_PROBE_OPS
     iterations, warmup, checks = (int(_value(argv, flag) or COLL_PERF_DEFAULTS[flag]) for flag in ("-n", "-w", "-c"))
     graph = int(_value(argv, "-G") or 0)
     if graph:
@@ -179,7 +188,18 @@ def work_shape(launch, all_hcas=None):
             overhead += variants * CASE_OVERHEAD_S
             by_size[size] = by_size.get(size, 0.0) + variants * operations * (
                 latency + size * bus_factor(collective, nranks) / busbw)
-    return {"overhead_s": overhead, "by_size": by_size}
+    return {"overhead_s": overhead, "by_size": by_size, "family": path_family(launch, argv)}
+
+
+def path_family(launch, argv):
+    """The kind of path a coll_perf launch's bytes take, whose measured/modelled ratios carry from one launch to
+    another: "mpi" (host memory, the MPI backend), "emulated" (--share-gpu: ranks time-sliced on one GPU over
+    loopback sockets), "device" (one rank: a device copy), "nccl" (NCCL between GPUs, in a host or across hosts)."""
+    if _value(argv, "--backend") == "mpi":
+        return "mpi"
+    if "--share-gpu" in argv:
+        return "emulated"
+    return "device" if (launch.get("nranks") or 1) <= 1 else "nccl"
 
 
 def measured_shape(launch, records, work_s, all_hcas=None):
@@ -201,7 +221,8 @@ def measured_shape(launch, records, work_s, all_hcas=None):
     if not moved:
         return None
     return {"overhead": (model["overhead_s"], max(0.0, work_s - sum(moved.values()))),
-            "by_size": {size: (model["by_size"][size], seconds) for size, seconds in moved.items()}}
+            "by_size": {size: (model["by_size"][size], seconds) for size, seconds in moved.items()},
+            "family": model["family"]}
 
 
 def launch_seconds(launch, gpus_per_node=0, all_hcas=None):
@@ -261,6 +282,18 @@ def plan_estimate(launches, gpus_per_node=0, all_hcas=None):
 PATH_CHECK_S = 5.0
 
 
+# The run's end after its last launch (render/report.build_report): report.md, verdict.json and, with matplotlib, the
+# plots. On the H100 the default runs ended 1.4-3.4 s after their last launch's line (3 to 8 size-sweep plots; the
+# one-GPU baseline 2.2-3.4 s, docs/data/eta_gpu_2026-12-06); on the 2-core VM without matplotlib 0.0-0.2 s.
+REPORT_S = 0.2
+REPORT_PLOTS_S = 2.0
+
+
+def report_seconds(plots):
+    """What the ETA adds for the report at the run's end: with plots (matplotlib present) or without."""
+    return REPORT_S + (REPORT_PLOTS_S if plots else 0.0)
+
+
 def _ratio(pairs):
     """sum(measured) / sum(modelled) over (modelled, measured) pairs, None when nothing was modelled."""
     modelled = sum(model for model, _ in pairs)
@@ -275,7 +308,12 @@ def calibrated_eta(measured, remaining):
     nothing and is not among them). Where a class's launches measured their collectives size by size (records), a
     remaining launch of it with a work_shape has its work predicted size by size (_shaped_work): one ratio for a
     launch's whole work misread sanity (8K-32M, 3 sizes, its model mostly per-case overhead) for the points after it
-    (14 sizes) 3x over NCCL's sockets; what follows holds for the rest.
+    (14 sizes) 3x over NCCL's sockets. Once any launch measured its sizes, a launch of a class without records of its
+    own takes the pooled records of its path family (path_family: the intra points of a GPU-less run take sanity's
+    across hosts, both host memory), else its modelled work as it stands: one GPU's device copies (the one-GPU
+    baseline's sanity and local points, 0.04-0.05 of their model on the H100) said the emulated ranks' check would take
+    a third of its time, and the run's whole work ratio (sanity's over sockets, 3.1x its model) put the one-rank intra
+    points of the H100's virtual cluster at 3x theirs. What follows holds for the rest.
     Classes are launch_kind's (doctor, topology, p2p, local, intra, inter). The measured work is what the launch's
     ranks reported (execute/progress.LaunchProgress.work_s: the first case phase entered to the last left), None
     where it reported nothing; the rest of its wall time was its start-up and teardown.
@@ -300,9 +338,17 @@ def calibrated_eta(measured, remaining):
         # Where the run's records measured its collectives size by size, a launch of a class with such records has
         # its work predicted from them (_shaped_work); the rest as below.
         shaped_work, unshaped = 0.0, []
+        by_family = {}
+        for (_kind, family), table in tables.items():
+            by_family.setdefault(family, []).append(table)
+        family_tables = {family: _pooled_table(items) for family, items in by_family.items()}
         for item in remaining:
-            if len(item) > 3 and item[3] and item[0] in tables:
-                shaped_work += _shaped_work(item[3], tables[item[0]])
+            shape = item[3] if len(item) > 3 else None
+            if shape:
+                family = shape.get("family")
+                table = tables.get((item[0], family)) or family_tables.get(family)
+                shaped_work += (_shaped_work(shape, table) if table
+                                else shape["overhead_s"] + sum(shape["by_size"].values()))
                 unshaped.append((item[0], item[1], 0.0))  # its start-up is still calibrated as below
             else:
                 unshaped.append(tuple(item[:3]))
@@ -365,11 +411,21 @@ def _size_tables(measured):
         shape = item[5] if len(item) > 5 else None
         if not shape:
             continue
-        table = tables.setdefault(item[0], {"overhead": (0.0, 0.0), "by_size": {}})
+        table = tables.setdefault((item[0], shape.get("family")), {"overhead": (0.0, 0.0), "by_size": {}})
         table["overhead"] = tuple(a + b for a, b in zip(table["overhead"], shape["overhead"]))
         for size, pair in shape["by_size"].items():
             table["by_size"][size] = tuple(a + b for a, b in zip(table["by_size"].get(size, (0.0, 0.0)), pair))
     return tables
+
+
+def _pooled_table(tables):
+    """Every class's measured table summed: what a class that has measured nothing of its own is predicted by."""
+    pooled = {"overhead": (0.0, 0.0), "by_size": {}}
+    for table in tables:
+        pooled["overhead"] = tuple(a + b for a, b in zip(pooled["overhead"], table["overhead"]))
+        for size, pair in table["by_size"].items():
+            pooled["by_size"][size] = tuple(a + b for a, b in zip(pooled["by_size"].get(size, (0.0, 0.0)), pair))
+    return pooled
 
 
 def _shaped_work(model, table):

@@ -2,6 +2,7 @@
 evidence, tables and plots. Missing numbers render as '-'.
 """
 
+import importlib.util
 import os
 
 from ..base.errors import CclbenchError
@@ -48,6 +49,16 @@ def table_cells(data):
 
 
 # --- plots ----------------------------------------------------------------------------------------
+
+def plots_expected():
+    """Whether the report will draw its plots (load_pyplot's conditions), without importing matplotlib."""
+    if os.environ.get("CCLBENCH_NO_MATPLOTLIB") == "1":
+        return False
+    try:
+        return importlib.util.find_spec("matplotlib") is not None
+    except (ImportError, ValueError):
+        return False
+
 
 def load_pyplot():
     """matplotlib, imported only when plotting; None when absent or disabled (CCLBENCH_NO_MATPLOTLIB=1)."""
