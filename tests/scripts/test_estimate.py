@@ -290,6 +290,8 @@ class MeasuredRuns(unittest.TestCase):
         for root in roots:
             for name in sorted(os.listdir(root)):
                 path = os.path.join(root, name, "eta_measure.json")
+                if not os.path.isfile(path):
+                    continue
                 with open(path) as handle:
                     if any(item["scenario"] == "healthy" for item in json.load(handle)["scenarios"]):
                         runs.append(os.path.join(root, name))
