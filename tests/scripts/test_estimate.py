@@ -278,8 +278,9 @@ class MeasuredRuns(unittest.TestCase):
     """The ETA promise (issue 43 item 6: within 25% of the time really left once sanity is over, judged by
     tests/cluster/eta_lines.py on lines with 10 s or more left) held to runs measured on real machines: each kept run's
     launches replayed through this estimate (eta_measure.replayed), against that run's own end. The runs: docs/data/
-    eta_gpu_2026-12-06 (the H100: two virtual nodes over NCCL's sockets at default sizes, and ten default one-GPU
-    baselines) and docs/data/eta_2026-12-06/runs_quiet (the 2-core VM's virtual cluster, the MPI backend)."""
+    eta_gpu_2026-12-06 (the H100: two virtual nodes over NCCL's sockets at default sizes, and default one-GPU
+    baselines, run with the estimate before and after this one's GPU changes) and docs/data/eta_2026-12-06/runs_quiet
+    (the 2-core VM's virtual cluster, the MPI backend)."""
 
     PROMISE = 0.25
 
@@ -288,20 +289,20 @@ class MeasuredRuns(unittest.TestCase):
                  os.path.join(SOURCE_DIR, "docs", "data", "eta_2026-12-06", "runs_quiet")]
         runs = []
         for root in roots:
-            for name in sorted(os.listdir(root)):
-                path = os.path.join(root, name, "eta_measure.json")
-                if not os.path.isfile(path):
+            for directory, _dirs, files in sorted(os.walk(root)):
+                if "eta_measure.json" not in files or "run_manifest.json" not in files:
                     continue
-                with open(path) as handle:
+                with open(os.path.join(directory, "eta_measure.json")) as handle:
                     if any(item["scenario"] == "healthy" for item in json.load(handle)["scenarios"]):
-                        runs.append(os.path.join(root, name))
+                        runs.append(directory)
         return runs
 
     def test_every_kept_healthy_run_s_lines_within_the_promise(self):
         sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "cluster"))
         import eta_measure
         runs = self.kept_runs()
-        self.assertEqual(len(runs), 21, runs)  # n2_none_default, one_gpu_h01-h10, q01-q10
+        # the H100's two-node runs (2) and one-GPU baselines (10 + 4), the quiet VM's ten
+        self.assertEqual(len(runs), 26, runs)
         for run in runs:
             with self.subTest(run=os.path.relpath(run, SOURCE_DIR)):
                 result, _manifest, _parts = eta_measure.replayed(os.path.join(run, "eta_measure.json"),
