@@ -151,8 +151,7 @@ def launch_parts(launch, gpus_per_node=0, all_hcas=None):
         return seconds, P2P_S_PER_GPU_PAIR * gpus_per_node * max(0, gpus_per_node - 1)
     if launch.get("kind") not in TWO_PASS_KINDS:
         return seconds, 0.0
-    shape = work_shape(launch, all_hcas)
-    return seconds, shape["overhead_s"] + sum(shape["by_size"].values())
+    return seconds, modelled_work(work_shape(launch, all_hcas))
 
 
 def _operations(argv):
@@ -189,6 +188,11 @@ def work_shape(launch, all_hcas=None):
             by_size[size] = by_size.get(size, 0.0) + variants * operations * (
                 latency + size * bus_factor(collective, nranks) / busbw)
     return {"overhead_s": overhead, "by_size": by_size, "family": path_family(launch, argv)}
+
+
+def modelled_work(shape):
+    """A work_shape's modelled seconds: its cases' overhead and its collectives at every size."""
+    return shape["overhead_s"] + sum(shape["by_size"].values())
 
 
 def path_family(launch, argv):
@@ -335,8 +339,9 @@ def calibrated_eta(measured, remaining):
         return None
     tables = _size_tables(measured)
     if tables:
-        # Where the run's records measured its collectives size by size, a launch of a class with such records has
-        # its work predicted from them (_shaped_work); the rest as below.
+        # Once the run's records measured collectives size by size, a launch with a work_shape has its work
+        # predicted from its class's table, else its path family's (_shaped_work), else it is its model; its start-up
+        # and the launches without a work_shape as below.
         shaped_work, unshaped = 0.0, []
         by_family = {}
         for (_kind, family), table in tables.items():
@@ -347,8 +352,7 @@ def calibrated_eta(measured, remaining):
             if shape:
                 family = shape.get("family")
                 table = tables.get((item[0], family)) or family_tables.get(family)
-                shaped_work += (_shaped_work(shape, table) if table
-                                else shape["overhead_s"] + sum(shape["by_size"].values()))
+                shaped_work += _shaped_work(shape, table) if table else modelled_work(shape)
                 unshaped.append((item[0], item[1], 0.0))  # its start-up is still calibrated as below
             else:
                 unshaped.append(tuple(item[:3]))
@@ -409,23 +413,28 @@ def _size_tables(measured):
     tables = {}
     for item in measured:
         shape = item[5] if len(item) > 5 else None
-        if not shape:
-            continue
-        table = tables.setdefault((item[0], shape.get("family")), {"overhead": (0.0, 0.0), "by_size": {}})
-        table["overhead"] = tuple(a + b for a, b in zip(table["overhead"], shape["overhead"]))
-        for size, pair in shape["by_size"].items():
-            table["by_size"][size] = tuple(a + b for a, b in zip(table["by_size"].get(size, (0.0, 0.0)), pair))
+        if shape:
+            _add_measured(tables.setdefault((item[0], shape.get("family")), _empty_table()), shape)
     return tables
 
 
 def _pooled_table(tables):
-    """Every class's measured table summed: what a class that has measured nothing of its own is predicted by."""
-    pooled = {"overhead": (0.0, 0.0), "by_size": {}}
+    """Tables summed: a path family's, for a class that has measured nothing of its own."""
+    pooled = _empty_table()
     for table in tables:
-        pooled["overhead"] = tuple(a + b for a, b in zip(pooled["overhead"], table["overhead"]))
-        for size, pair in table["by_size"].items():
-            pooled["by_size"][size] = tuple(a + b for a, b in zip(pooled["by_size"].get(size, (0.0, 0.0)), pair))
+        _add_measured(pooled, table)
     return pooled
+
+
+def _empty_table():
+    return {"overhead": (0.0, 0.0), "by_size": {}}
+
+
+def _add_measured(table, measured):
+    """Adds a measured_shape's (or a table's) (modelled, measured) pairs into table."""
+    table["overhead"] = tuple(a + b for a, b in zip(table["overhead"], measured["overhead"]))
+    for size, pair in measured["by_size"].items():
+        table["by_size"][size] = tuple(a + b for a, b in zip(table["by_size"].get(size, (0.0, 0.0)), pair))
 
 
 def _shaped_work(model, table):
