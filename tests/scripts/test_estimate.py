@@ -301,8 +301,8 @@ class MeasuredRuns(unittest.TestCase):
         sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "cluster"))
         import eta_measure
         runs = self.kept_runs()
-        # the H100's two-node runs (2) and one-GPU baselines (10 + 4), the quiet VM's ten
-        self.assertEqual(len(runs), 26, runs)
+        # the H100's two-node runs (2) and one-GPU baselines (10 + 8), the quiet VM's ten
+        self.assertEqual(len(runs), 30, runs)
         for run in runs:
             with self.subTest(run=os.path.relpath(run, SOURCE_DIR)):
                 result, _manifest, _parts = eta_measure.replayed(os.path.join(run, "eta_measure.json"),
