@@ -163,6 +163,14 @@ def replayed(results_path, manifest_path, scenario="healthy", source=None):
     return result, manifest, launch_parts
 
 
+def judged_stamped(stamped, scenario, **extra):
+    """A stamped run's result (a fault matrix cell's or --command's eta.json): its lines judged against its end, with
+    extra keys (--keep's plots) before the judgement."""
+    rows, worst = judge_lines([tuple(line) for line in stamped["lines"]], stamped["total_s"])
+    return {"scenario": scenario, "exit": stamped["exit"], "total_s": stamped["total_s"],
+            "fault_at_s": stamped.get("fault_at_s"), **extra, "worst_after_sanity": worst, "lines": rows}
+
+
 # What the estimate reads of a case record (plan/estimate.measured_shape), all that --keep copies of them.
 KEPT_RECORD_KEYS = ("point", "bytes", "collective")
 
@@ -175,16 +183,12 @@ def keep(eta_path, run_dir, out_dir):
     sanity.jsonl and cases.jsonl."""
     with open(eta_path) as handle:
         stamped = json.load(handle)
-    scenario = "healthy" if stamped["exit"] == 0 else "failed"
     plots_dir = os.path.join(run_dir, "plots")
     plots = os.path.isdir(plots_dir) and any(name.endswith(".png") for name in os.listdir(plots_dir))
-    rows, worst = judge_lines([tuple(line) for line in stamped["lines"]], stamped["total_s"])
+    result = judged_stamped(stamped, "healthy" if stamped["exit"] == 0 else "failed", plots=plots)
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "eta_measure.json"), "w") as handle:
-        json.dump({"scenarios": [
-            {"scenario": scenario, "exit": stamped["exit"], "total_s": stamped["total_s"],
-             "fault_at_s": stamped.get("fault_at_s"), "plots": plots, "worst_after_sanity": worst, "lines": rows}]},
-                  handle, indent=1)
+        json.dump({"scenarios": [result]}, handle, indent=1)
     with open(os.path.join(run_dir, "run_manifest.json")) as handle:
         manifest = json.load(handle)
     with open(os.path.join(out_dir, "run_manifest.json"), "w") as handle:
@@ -250,10 +254,7 @@ def main(argv=None):
         for cell_dir in args.cell:
             with open(os.path.join(cell_dir, "eta.json")) as handle:
                 stamped = json.load(handle)
-            rows, worst = judge_lines([tuple(line) for line in stamped["lines"]], stamped["total_s"])
-            print(markdown({"scenario": os.path.basename(os.path.normpath(cell_dir)), "exit": stamped["exit"],
-                            "total_s": stamped["total_s"], "fault_at_s": stamped.get("fault_at_s"),
-                            "worst_after_sanity": worst, "lines": rows}) + "\n")
+            print(markdown(judged_stamped(stamped, os.path.basename(os.path.normpath(cell_dir)))) + "\n")
         return 0
     if args.rejudge:
         with open(args.rejudge) as handle:
