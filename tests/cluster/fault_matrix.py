@@ -301,24 +301,53 @@ class NodeFreezer(threading.Thread):
                 pass
 
 
-def coll_perf_point(pid):
-    """The --point of a coll_perf process (None when it has none or is gone)."""
+def _argv_and_environment(pid):
+    """(argv, environment) of a process as bytes ([] and {} when it is gone)."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as handle:
             argv = handle.read().split(b"\0")
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            environment = dict(item.split(b"=", 1) for item in handle.read().split(b"\0") if b"=" in item)
     except OSError:
-        return None
-    return argv[argv.index(b"--point") + 1].decode(errors="replace") if b"--point" in argv[:-1] else None
+        return [], {}
+    return argv, environment
+
+
+def _flag(argv, name):
+    return argv[argv.index(name) + 1].decode(errors="replace") if name in argv[:-1] else None
+
+
+def rank_group(pid):
+    """(point, group size) of a coll_perf rank: its --point and Open MPI's world, or in a launch of several groups
+    (--split-ranks K --split-points FILE, the screen's batched launches) its group's point (FILE's entry number
+    world rank // K, as coll_perf splits) and K; (None, None) when it has none or is gone."""
+    argv, environment = _argv_and_environment(pid)
+    try:
+        world = int(environment[b"OMPI_COMM_WORLD_SIZE"])
+    except (KeyError, ValueError):
+        world = None
+    point = _flag(argv, b"--point")
+    if point is not None:
+        return point, world
+    split_ranks, split_points = _flag(argv, b"--split-ranks"), _flag(argv, b"--split-points")
+    if split_ranks is None or split_points is None:
+        return None, None
+    try:
+        group_size = int(split_ranks)
+        entries = json.loads(_read_text(split_points))
+        return entries[int(environment[b"OMPI_COMM_WORLD_RANK"]) // group_size]["point"], group_size
+    except (OSError, ValueError, KeyError, IndexError, TypeError, ZeroDivisionError):
+        return None, None
+
+
+def coll_perf_point(pid):
+    """The point a coll_perf rank measures (None when it has none or is gone): rank_group's."""
+    return rank_group(pid)[0]
 
 
 def world_size(pid):
-    """OMPI_COMM_WORLD_SIZE of a rank (None when it is gone or has none)."""
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as handle:
-            variables = dict(item.split(b"=", 1) for item in handle.read().split(b"\0") if b"=" in item)
-        return int(variables[b"OMPI_COMM_WORLD_SIZE"])
-    except (OSError, KeyError, ValueError):
-        return None
+    """The size of a rank's own communicator (None when it is gone or has none): rank_group's."""
+    return rank_group(pid)[1]
 
 
 def rail_connections(tcp_table, rail_patterns=None):

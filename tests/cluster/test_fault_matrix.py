@@ -203,6 +203,53 @@ class ConnectMoment(unittest.TestCase):
                                                   "rails": ["eth9"]})
 
 
+class RankGroup(unittest.TestCase):
+    """Which point a running coll_perf measures, read from its /proc as the injectors read it: real processes (a
+    sleeping Python, its arguments after -c's) started with the arguments and the Open MPI environment a launch
+    gives them."""
+
+    def setUp(self):
+        self.work = tempfile.mkdtemp(prefix="rank-group-")
+        self.addCleanup(shutil.rmtree, self.work, True)
+
+    def start(self, arguments, world_rank, world_size):
+        environment = dict(os.environ, OMPI_COMM_WORLD_RANK=str(world_rank), OMPI_COMM_WORLD_SIZE=str(world_size))
+        process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"] + arguments, env=environment)
+        self.addCleanup(process.wait)
+        self.addCleanup(process.kill)
+        deadline = time.monotonic() + 10
+        while b"time.sleep" not in open(f"/proc/{process.pid}/cmdline", "rb").read():  # exec'd: its own argv
+            self.assertLess(time.monotonic(), deadline, "the process did not start")
+            time.sleep(0.01)
+        return process.pid
+
+    def test_a_launch_of_one_point_names_it_with_the_whole_world(self):
+        pid = self.start(["--point", "inter.mpi", "-J", "x.json"], 3, 4)
+        self.assertEqual(fault_matrix.rank_group(pid), ("inter.mpi", 4))
+        self.assertEqual(fault_matrix.coll_perf_point(pid), "inter.mpi")
+        self.assertEqual(fault_matrix.world_size(pid), 4)
+
+    def test_a_batched_launch_names_each_ranks_own_group(self):
+        # The screen's round: two pairs of 2 ranks in one launch of 4 (ranks 0-1 the first pair, 2-3 the second).
+        points = os.path.join(self.work, "launch.pairs.2.points.json")
+        with open(points, "w") as handle:
+            json.dump([{"point": "pair.r2.node2.node4", "json": "a.json"},
+                       {"point": "pair.r2.node1.node3", "json": "b.json"}], handle)
+        arguments = ["--split-ranks", "2", "--split-points", points]
+        found = [fault_matrix.rank_group(self.start(arguments, rank, 4)) for rank in range(4)]
+        self.assertEqual(found, [("pair.r2.node2.node4", 2), ("pair.r2.node2.node4", 2),
+                                 ("pair.r2.node1.node3", 2), ("pair.r2.node1.node3", 2)])
+
+    def test_a_rank_without_a_point_or_gone_has_none(self):
+        self.assertEqual(fault_matrix.rank_group(self.start(["-J", "x.json"], 0, 2)), (None, None))
+        self.assertEqual(fault_matrix.rank_group(self.start(["--split-ranks", "2", "--split-points",
+                                                             os.path.join(self.work, "absent.json")], 0, 2)),
+                         (None, None))
+        gone = subprocess.Popen(["true"])
+        gone.wait()
+        self.assertEqual(fault_matrix.rank_group(gone.pid), (None, None))
+
+
 class Judgement(unittest.TestCase):
     def observed(self, **changes):
         observed = {"exit": 1, "elapsed_s": 30.0, "result": "fail", "document": "screen.json", "document_found": True,

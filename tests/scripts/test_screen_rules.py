@@ -566,6 +566,24 @@ class TwoNodes(unittest.TestCase):
         verdicts, _, _ = screen(Fleet(2, seed=71))
         self.assertIn(rules.CHECK_RAIL_SPEED, [entry["check"] for entry in verdicts["not_judged"]])
 
+    def test_the_headline_says_why_each_node_left_the_rounds_early(self):
+        fleet = Fleet(4, seed=71)
+        verdicts, pairs, plan = screen(fleet)
+        document = rules.to_document(plan, fleet.stage, pairs, verdicts, "0.0-test", "2026-12-02T01:00:00Z")
+        self.assertFalse(any("Dropped" in line for line in render.headline(document)))  # none dropped: no line
+        document["schedule"]["dropped"] = [
+            {"node": "node3", "failed_with": ["node1"], "skipped": 3, "dead_paths": "node3 eth0, eth3"},
+            {"node": "node2", "failed_with": ["node0", "node1"], "skipped": 1},
+            {"node": "node0", "not_started": "ORTE was unable to reliably start one or more daemons", "skipped": 2}]
+        dropped = [line for line in render.headline(document) if line.startswith("- Dropped from the rounds: ")]
+        self.assertEqual(dropped, [
+            "- Dropped from the rounds: node3: its paths were found dead mid-screen (node3 eth0, eth3: the path "
+            "check after its pair with node1 failed), 3 later pair job(s) not run",
+            "- Dropped from the rounds: node2: failed its pairs with node0 and node1, which measured with other "
+            "nodes, 1 later pair job(s) not run",
+            "- Dropped from the rounds: node0: its launcher could not start it (ORTE was unable to reliably start "
+            "one or more daemons), 2 later pair job(s) not run"])
+
     def test_the_one_pair_failing_every_time_fails_the_screen(self):
         # A rank killed in every launch (the fault matrix's screen.n2.killed_rank read "suspect", exit 3): the one
         # pair fails, is repeated, fails again. Which end cannot be told, but the fleet's one link failed.

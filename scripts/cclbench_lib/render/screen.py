@@ -170,6 +170,19 @@ def open_text(retests):
     return "; ".join(parts) + f" (after {retests['passes']} retest pass(es), {retests['spent_s']:.0f} s)"
 
 
+def dropped_text(entry):
+    """Why a node left the pair rounds early (schedule.dropped[], execute/screen.py), and what it cost."""
+    node = entry["node"]
+    if "not_started" in entry:
+        why = f"{node}: its launcher could not start it ({entry['not_started']})"
+    elif "dead_paths" in entry:
+        why = (f"{node}: its paths were found dead mid-screen ({entry['dead_paths']}: the path check after its pair "
+               f"with {entry['failed_with'][0]} failed)")
+    else:
+        why = f"{node}: failed its pairs with {' and '.join(entry['failed_with'])}, which measured with other nodes"
+    return why + f", {entry['skipped']} later pair job(s) not run"
+
+
 def headline(document):
     """The report's first lines: the result, then the bad (and suspect) nodes, links and rails."""
     result = document["result"]
@@ -191,6 +204,8 @@ def headline(document):
     lines.append(f"- Accepted nodes: {accepted} of {len(document['nodes'])}")
     for cause in document.get("shared_causes") or []:
         lines.append(f"- Shared cause: {cause_text(cause)}")
+    for entry in document["schedule"].get("dropped") or ():
+        lines.append(f"- Dropped from the rounds: {dropped_text(entry)}")
     retests = document.get("retests")
     if retests and retests["open"]:
         lines.append(f"- Still open: {open_text(retests)}")
