@@ -156,18 +156,22 @@ NODES3 = ("node1", "node2", "node3")
 SUBNETS = "198.18.10.0/24,198.18.13.0/24"  # the rails by subnet, as the virtual cluster's --mpirun-args give them
 
 
-def fleet(nodes):
-    """Every node with eth0 and eth3 on the rail subnets (flagged rails) and mgmt0 (not a rail)."""
-    return {node: rails(iface("eth0", f"198.18.10.{n}", 1500, True), iface("eth3", f"198.18.13.{n}", 1500, True),
+def fleet(nodes, flagged=True):
+    """Every node with eth0 and eth3 on the rail subnets (flagged rails; flagged False: no interface is, as on the
+    GPU-less virtual cluster, and every subnet is probed) and mgmt0 (not a rail)."""
+    return {node: rails(iface("eth0", f"198.18.10.{n}", 1500, flagged), iface("eth3", f"198.18.13.{n}", 1500, flagged),
                         iface("mgmt0", f"198.18.0.{n}", 1500, False))
             for n, node in enumerate(nodes, start=1)}
 
 
-def path_checks(nodes, dead=(), down_here=(), unreached=()):
+def path_checks(nodes, dead=(), down_here=(), unreached=(), peers=None, flagged=True):
     """check_path_mtu's results between `nodes`: a probe over a (node, rail) end in `dead` (either end) gets no reply
     even at 576 bytes (a switch port that stopped forwarding); a host in `down_here` cannot even send on that rail
-    (its interface down); a host in `unreached` returned no probe result (the launcher could not reach it)."""
-    targets, _ = path_mtu_targets(fleet(nodes))
+    (its interface down); a host in `unreached` returned no probe result (the launcher could not reach it). peers:
+    {host: the peers it probes} (None: every other node); flagged: fleet's."""
+    targets, _ = path_mtu_targets(fleet(nodes, flagged))
+    if peers is not None:
+        targets = {host: [t for t in wanted if t["peer"] in peers.get(host, ())] for host, wanted in targets.items()}
     probes = {}
     for host, wanted in targets.items():
         if host in unreached:
@@ -674,6 +678,22 @@ class PathChecksFile(unittest.TestCase):
             self.assertTrue(ok, errors)
             self.assertIsNone(doctor_step.recheck_paths(run_dir, list(NODES3), {"sysfs_root": "/fixture"}, "x"),
                               "a fixture root has no live addresses to probe")
+            # Kept to each host's peers: node3 probes node1 alone, on its 2 rails; node1 and node2 each other.
+            peers = {"node1": ["node2"], "node2": ["node1"], "node3": ["node1"]}
+            with mock.patch.object(doctor_step, "probe_hosts", return_value=dead) as probe:
+                doctor_step.recheck_paths(run_dir, list(NODES3), {}, "pair.r1.node1.node3", None, peers=peers)
+            self.assertEqual(probe.call_args.kwargs["timeout"], doctor_step.RECHECK_START_S +
+                             doctor_step.RECHECK_PER_TARGET_S * 2)
+            self.assertEqual(probe.call_args.kwargs["peers"], peers)
+
+    def test_the_probes_are_kept_to_each_hosts_peers(self):
+        from cclbench_lib.execute.path_mtu import probed_targets
+        targets, _ = path_mtu_targets(fleet(NODES3))
+        self.assertIs(probed_targets(targets, None), targets)
+        kept = probed_targets(targets, {"node1": ["node3"], "node3": ["node1", "node2"]})
+        self.assertEqual({host: sorted((t["peer"], t["netdev"]) for t in wanted) for host, wanted in kept.items()},
+                         {"node1": [("node3", "eth0"), ("node3", "eth3")], "node2": [],
+                          "node3": [("node1", "eth0"), ("node1", "eth3"), ("node2", "eth0"), ("node2", "eth3")]})
 
 
 class ScreenPathCheck(unittest.TestCase):
@@ -684,7 +704,8 @@ class ScreenPathCheck(unittest.TestCase):
 
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory(prefix="cclbench-screen-paths-")
-        self.calls = []
+        self.calls, self.peers = [], []
+        self.DEAD3 = {("node3", "eth0"), ("node3", "eth3")}
         # Round 1: node1-node2 measures; round 2: node1-node3 fails (node3's rails died); round 3: node2-node3.
         self.jobs = [{"name": f"pair.r{n}.{a}-{b}", "kind": "pair", "hosts": [a, b]}
                      for n, (a, b) in enumerate((("node1", "node2"), ("node1", "node3"), ("node2", "node3")), 1)]
@@ -696,9 +717,10 @@ class ScreenPathCheck(unittest.TestCase):
         from cclbench_lib.execute.screen import Screen
         from cclbench_lib.plan.launch_pool import FailingNodes, LaunchPool
 
-        def checker(run_dir, hosts, inputs, after, why=None, invocation=1, log=None):
+        def checker(run_dir, hosts, inputs, after, why=None, invocation=1, log=None, peers=None):
             self.calls.append((after, list(hosts)))
-            return {"after": after, "checks": checks_of(hosts)}
+            self.peers.append(peers)
+            return {"after": after, "checks": checks_of(hosts, peers)}
         screen = Screen({"hosts": list(NODES3)}, self.tmp.name, stream=open(os.devnull, "w"))
         self.addCleanup(screen.stream.close)
         screen.manifest = {"jobs": {}}
@@ -717,10 +739,12 @@ class ScreenPathCheck(unittest.TestCase):
 
     def test_a_node_whose_paths_died_is_dropped_after_its_first_failed_pair(self):
         dead = {("node3", "eth0"), ("node3", "eth3")}
-        screen, pool, failing = self.screen(lambda hosts: path_checks(hosts, dead=dead))
+        screen, pool, failing = self.screen(lambda hosts, peers: path_checks(hosts, dead=dead, peers=peers))
         ran = self.run_rounds(screen, pool, failing, {"pair.r2.node1-node3", "pair.r3.node2-node3"})
         self.assertEqual(self.calls, [("pair.r2.node1-node3", ["node1", "node3", "node2"])],
                          "one check, with node2 (it measured) as the reference")
+        self.assertEqual(self.peers, [{"node1": ["node2", "node3"], "node3": ["node1", "node2"]}],
+                         "each node probes its partner and the reference; the reference probes nobody")
         self.assertEqual(sorted(ran), ["pair.r1.node1-node2", "pair.r2.node1-node3"], "node2-node3 not run")
         self.assertEqual(screen.dropped, [{"node": "node3", "failed_with": ["node1"], "skipped": 1,
                                            "dead_paths": "node3 eth0, eth3"}])
@@ -732,17 +756,123 @@ class ScreenPathCheck(unittest.TestCase):
                          {"node3": [(BAD, RAIL_DEAD, "eth0"), (BAD, RAIL_DEAD, "eth3")]})
         self.assertEqual(blocked, {frozenset(("node1", "node3")), frozenset(("node2", "node3"))})
 
+    def test_the_start_passes_of_a_node_found_dead_since_are_stale(self):
+        # Eight nodes, all alive at the path MTU step; node3's rails die; the check after its failed pair probes
+        # node1, node3 and the reference node2. node3 still "reaches" node4-node8 by the step's passes alone. (On
+        # the virtual cluster the management subnet is probed too, and node3 still reaches the others over it.)
+        from cclbench_lib.rules.dead_paths import without_stale_passes
+        from cclbench_lib.rules.screen_rules import BAD, RAIL_DEAD, path_mtu_verdicts
+        nodes = [f"node{n}" for n in range(1, 9)]
+        start = path_checks(nodes)
+        peers = {"node1": ["node2", "node3"], "node3": ["node1", "node2"]}
+        run = [check for check in path_checks(nodes, dead=self.DEAD3, peers=peers)]
+        kept = without_stale_passes(start, run)
+        self.assertEqual(len(start) - len(kept), 7 * 2 * 2, "node3's paths to 7 nodes on 2 rails, both ways")
+        findings, links, blocked = path_mtu_verdicts(nodes, kept + run)
+        self.assertEqual({node: sorted((f[0], f[1], f[3]) for f in found) for node, found in findings.items() if found},
+                         {"node3": [(BAD, RAIL_DEAD, "eth0"), (BAD, RAIL_DEAD, "eth3")]})
+        self.assertEqual(links, [])
+        # Without it, the stale passes outweigh the two failing partners: no node is named.
+        findings, links, _ = path_mtu_verdicts(nodes, start + run)
+        self.assertEqual([node for node, found in findings.items() if found], [])
+        # A dead end on one rail: node3 was probed again on both, so its earlier passes go on both.
+        run = path_checks(nodes, dead={("node3", "eth3")}, peers=peers)
+        self.assertEqual(len(start) - len(without_stale_passes(start, run)), 7 * 2 * 2)
+        # Every subnet probed (no interface flagged a rail): node3 still reaches all over mgmt0, now as before.
+        start = path_checks(nodes, flagged=False)
+        run = path_checks(nodes, dead=self.DEAD3, peers=peers, flagged=False)
+        findings, links, _ = path_mtu_verdicts(nodes, without_stale_passes(start, run) + run)
+        self.assertEqual({node: sorted((f[0], f[1], f[3]) for f in found) for node, found in findings.items() if found},
+                         {"node3": [(BAD, RAIL_DEAD, "eth0"), (BAD, RAIL_DEAD, "eth3")]})
+        self.assertEqual(links, [])
+        start = path_checks(nodes)
+        # Checks that name no dead end (every path alive, or an end not told) leave every pass.
+        self.assertEqual(without_stale_passes(start, path_checks(nodes, peers=peers)), start)
+        self.assertEqual(without_stale_passes(start, path_checks(["node1", "node3"], dead=self.DEAD3)), start)
+
     def test_live_paths_or_an_end_not_told_drop_nobody(self):
-        for checks_of in (lambda hosts: path_checks(hosts),  # a frozen rank: every path alive
-                          lambda hosts: path_checks(hosts[:2], dead={("node3", "eth0"), ("node3", "eth3")})):
+        for checks_of in (lambda hosts, peers: path_checks(hosts, peers=peers),  # a frozen rank: every path alive
+                          lambda hosts, peers: path_checks(hosts[:2], dead={("node3", "eth0"), ("node3", "eth3")})):
             screen, pool, failing = self.screen(checks_of)
             ran = self.run_rounds(screen, pool, failing, {"pair.r2.node1-node3"})
             self.assertEqual(len(ran), 3)
             self.assertEqual(screen.dropped, [])
-        screen, pool, failing = self.screen(lambda hosts: path_checks(hosts, dead={("node3", "eth0")}))
+        screen, pool, failing = self.screen(lambda hosts, peers: path_checks(hosts, dead={("node3", "eth0")}))
         self.calls.clear()
         self.run_rounds(screen, pool, failing, {"pair.r2.node1-node3"}, exit_code=1)
         self.assertEqual((self.calls, screen.dropped), ([], []), "exit 1 (a case failed) says nothing of the paths")
+
+
+class BatchedLaunchPathCheck(unittest.TestCase):
+    """A batched round (execute/screen_batch.BatchedStage) whose launch node3's dead paths hung as a whole: every
+    rank timed out in start-up, and the launcher named a rank of the healthy pair node2-node4 first (as the fault
+    matrix's screen.n4.paths_die saw it). One path check covers both groups; node3 is dropped now and its pair fails
+    by it; node2-node4, failed only by the launch's end, runs again. A stand-in checker on the probes' results."""
+
+    NODES = ("node1", "node2", "node3", "node4")
+    DEAD = {("node3", "eth0"), ("node3", "eth3")}
+
+    def setUp(self):
+        from cclbench_lib.execute.screen import Screen
+        from cclbench_lib.execute.screen_batch import BatchedStage
+        from cclbench_lib.plan.launch_pool import FailingNodes
+        tmp = tempfile.TemporaryDirectory(prefix="cclbench-batched-paths-")
+        self.addCleanup(tmp.cleanup)
+        self.calls = []
+        self.screen = Screen({"hosts": list(self.NODES)}, tmp.name, stream=open(os.devnull, "w"))
+        self.addCleanup(self.screen.stream.close)
+        self.screen.path_checker = self.checker
+        self.stage = BatchedStage(self.screen, "pair rounds", "pairs")
+        self.failing = FailingNodes()
+        self.jobs = {name: {"name": name, "kind": "pair", "hosts": hosts, "round": 1}
+                     for name, hosts in (("pair.r1.node2.node4", ["node2", "node4"]),
+                                         ("pair.r1.node1.node3", ["node1", "node3"]))}
+        self.dead = self.DEAD
+
+    def checker(self, run_dir, hosts, inputs, after, why=None, invocation=1, log=None, peers=None):
+        self.calls.append((after, list(hosts), peers))
+        return {"after": after, "checks": path_checks(list(self.NODES), dead=self.dead, peers=peers)}
+
+    def settled(self):
+        return {"done": [], "failed": {"pair.r1.node2.node4": "rank 1 exited 4 before the others"},
+                "rerun": ["pair.r1.node1.node3"], "unreachable": {}, "resolved": True}
+
+    def test_the_dead_node_of_another_group_is_found_and_the_blamed_pair_runs_again(self):
+        settled, dead = self.stage._paths_checked("launch.pairs.3", self.jobs, self.settled(), self.failing)
+        self.assertEqual(dead, ["node3"])
+        # One check of the launch's four nodes; each probes its partner and the next pair's first node.
+        self.assertEqual(self.calls, [("launch.pairs.3", ["node2", "node4", "node1", "node3"],
+                                       {"node2": ["node1", "node4"], "node4": ["node1", "node2"],
+                                        "node1": ["node2", "node3"], "node3": ["node1", "node2"]})])
+        self.assertEqual(settled["failed"], {"pair.r1.node1.node3": "node3 eth0, eth3: found dead by the path check "
+                                                                    "after launch.pairs.3"})
+        self.assertEqual(settled["rerun"], ["pair.r1.node2.node4"])
+        self.assertEqual(self.failing.dropped, {"node3": ["node1"]})
+        self.assertEqual(self.screen.dropped, [{"node": "node3", "failed_with": ["node1"], "skipped": 0,
+                                                "dead_paths": "node3 eth0, eth3"}])
+
+    def test_a_node_that_measured_is_the_reference(self):
+        self.failing.ok.update({"node5"})
+        self.stage._paths_checked("launch.pairs.3", self.jobs, self.settled(), self.failing)
+        self.assertEqual(self.calls[0][1], ["node2", "node4", "node1", "node3", "node5"])
+        self.assertEqual(self.calls[0][2], {"node2": ["node4", "node5"], "node4": ["node2", "node5"],
+                                            "node1": ["node3", "node5"], "node3": ["node1", "node5"]})
+
+    def test_live_paths_leave_the_launch_as_it_settled(self):
+        self.dead = ()
+        settled, dead = self.stage._paths_checked("launch.pairs.3", self.jobs, self.settled(), self.failing)
+        self.assertEqual((settled, dead, self.failing.dropped), (self.settled(), [], {}))
+        self.assertEqual(len(self.calls), 1)
+        # Nothing failed (a relaunch settles its groups as done or to run again), or the launcher could not start a
+        # host (dropped for that): no check.
+        self.calls.clear()
+        for settled in ({"done": ["pair.r1.node2.node4"], "failed": {}, "rerun": ["pair.r1.node1.node3"],
+                         "unreachable": {}, "resolved": True},
+                        {"done": [], "failed": {"pair.r1.node2.node4": "not started: node4"},
+                         "rerun": ["pair.r1.node1.node3"], "unreachable": {"node4": "ssh: no route"}, "resolved": True}):
+            self.assertEqual(self.stage._paths_checked("launch.pairs.3", self.jobs, settled, self.failing),
+                             (settled, []))
+        self.assertEqual(self.calls, [])
 
 
 if __name__ == "__main__":

@@ -28,7 +28,8 @@ from ..model.doctor_checks import (DOCTOR_SCHEMA_VERSION, JSON_LINE_PREFIX, Node
                                    check_versions_local, compare_versions, host_versions, link_rates,
                                    path_mtu_targets, rail_selection, result)
 from ..model.run_dir import PATH_CHECKS_FILE
-from ..execute.path_mtu import host_rails, interface_addresses, parse_probe_spec, probe_hosts, run_probes
+from ..execute.path_mtu import (host_rails, interface_addresses, parse_probe_spec, probe_hosts, probed_targets,
+                                 run_probes)
 from ..model.launcher import choose_launcher, command, launch_error_lines, launch_rank, mpirun_version
 from ..model.hosts import check_resolvable, local_hostname, parse_host_list, parse_hostfile, validate_host
 from ..plan.doctor_point import cclbench_script, doctor_argv
@@ -439,12 +440,13 @@ RECHECK_PER_TARGET_S = 7
 PATH_CHECKS_SCHEMA_VERSION = "1.0.0"
 
 
-def recheck_paths(run_dir, hosts, inputs, after, why=None, invocation=1, log=None):
+def recheck_paths(run_dir, hosts, inputs, after, why=None, invocation=1, log=None, peers=None):
     """The doctor's path check again in the middle of a run, after the launch `after` across `hosts` failed as a
     dead path fails (rules/dead_paths.may_be_a_path): the probes between those hosts (execute/path_mtu.probe_hosts,
     from their doctor/<host>.json rails), bounded to seconds, appended to doctor/path_checks.json. Returns the entry
     ({"after", "why", "invocation", "started_utc", "elapsed_s", "bound_s", "hosts", "checks"}), or None when nothing
-    can be probed (fewer than two hosts with a doctor document, a fixture sysfs root, no address to probe)."""
+    can be probed (fewer than two hosts with a doctor document, a fixture sysfs root, no address to probe). peers:
+    {host: the peers it probes} where not every pair of hosts (execute/path_mtu.probed_targets)."""
     documents = {}
     for host in hosts:
         try:
@@ -454,12 +456,12 @@ def recheck_paths(run_dir, hosts, inputs, after, why=None, invocation=1, log=Non
     if len(documents) < 2 or inputs.get("sysfs_root"):
         return None
     targets, _ = path_mtu_targets({host: host_rails(document, host) for host, document in documents.items()})
-    most = max((len(wanted) for wanted in targets.values()), default=0)
+    most = max((len(wanted) for wanted in probed_targets(targets, peers).values()), default=0)
     if not most:
         return None
     bound = RECHECK_START_S + RECHECK_PER_TARGET_S * most
     started, started_utc = time.monotonic(), utc_now()
-    checks = probe_hosts(inputs, documents, cclbench_script(), timeout=bound, log=log)
+    checks = probe_hosts(inputs, documents, cclbench_script(), timeout=bound, log=log, peers=peers)
     entry = {"after": after, "why": why, "invocation": invocation, "started_utc": started_utc,
              "elapsed_s": round(time.monotonic() - started, 3), "bound_s": bound, "hosts": list(documents),
              "checks": [check for check in checks if check.get("subject_kind") in ("path", "cluster")]}

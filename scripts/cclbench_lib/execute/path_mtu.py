@@ -241,12 +241,24 @@ def _probe_one_host(argv, timeout, launcher_name="mpirun"):
     return found, out.stdout + out.stderr
 
 
-def probe_hosts(inputs, documents, script, timeout=120, log=None):
+def probed_targets(targets, peers=None):
+    """path_mtu_targets' targets, each host's kept to its peers in `peers` ({host: [peer]}; a host not in it probes
+    nobody); peers None: every target. The run's own path checks probe each host's partner and a reference, not
+    every pair: a failed launch of many pairs costs its hosts' number of probes, not its square."""
+    if peers is None:
+        return targets
+    return {host: [target for target in wanted if target["peer"] in peers.get(host, ())]
+            for host, wanted in targets.items()}
+
+
+def probe_hosts(inputs, documents, script, timeout=120, log=None, peers=None):
     """The second step of a multi-host doctor: from each host's "rails" entry, one probe launch per host
     (that host's launcher rank probes every peer on every rail), and the path_mtu results. The hosts probe at
-    the same time (a failing path costs its bisection, some seconds, on each host that probes it)."""
+    the same time (a failing path costs its bisection, some seconds, on each host that probes it). peers: {host:
+    the peers it probes} where not every peer (probed_targets)."""
     rails = {host: host_rails(document, host) for host, document in documents.items()}
     targets, checks = path_mtu_targets(rails)
+    targets = probed_targets(targets, peers)
     launches = {}
     for host, wanted in targets.items():
         wanted = [target for target in wanted if isinstance(target.get("mtu"), int) and target["mtu"] >= PATH_MTU_MIN]

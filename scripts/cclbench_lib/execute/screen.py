@@ -37,7 +37,7 @@ from ..execute.launch_tmpdir import own_tmpdir
 from ..execute.screen_batch import PAIR_KINDS, BatchedStage
 from ..execute.progress import LaunchProgress, start_allowance_s, wait_watching, watches_progress
 from ..rules.screen_causes import explain_links, shared_causes
-from ..rules.dead_paths import NOT_A_PATH_EXITS, dead_ends
+from ..rules.dead_paths import NOT_A_PATH_EXITS, dead_ends, without_stale_passes
 from ..rules.screen_retests import (RETEST_BUDGET, RETEST_NO_PARTNER, RETEST_PASSES_SPENT, RETEST_SETTLED,
                                     open_suspects)
 from ..rules.screen_rules import (EXIT_CODES, classify, node_stage_verdicts, overall_result, path_mtu_verdicts,
@@ -249,8 +249,8 @@ class Screen:
             self._dropped(node, failing.dropped[node], len(pool.drop(node)), text=self._drop_text(node, failing))
         if not ok and failing.check_paths:
             code = ((self.manifest or {}).get("jobs", {}).get(job["name"]) or {}).get("exit_code")
-            for node, partner, subject, text in self._check_paths_after(job, failing, code):
-                self._dropped(node, [partner], len(pool.drop(node)), dead_paths=subject, text=text)
+            for node, partner, job_name, subject in self.check_paths_after(job["name"], [job], failing, code):
+                self.dropped_dead(node, partner, job_name, subject, job["name"], len(pool.drop(node)))
 
     @staticmethod
     def _drop_text(node, failing):
@@ -274,57 +274,71 @@ class Screen:
             self.say(text)
         return entry
 
-    def _check_paths_after(self, job, failing, code):
-        """A pair job that failed as a dead path fails (no values, and an exit that may be a path: its deadline, a
+    def check_paths_after(self, after, jobs, failing, code=None):
+        """Pair jobs that failed as a dead path fails (no values, and an exit that may be a path: its deadline, a
         lost peer, the launcher's own status; rules/dead_paths.NOT_A_PATH_EXITS say nothing of the paths; a batched
-        group has no exit of its own, None): the paths between its two nodes and a node that measured are checked
-        again, and a node whose own end is dead (a switch port that stopped forwarding mid-screen) is to be dropped
-        now, after its first failed job, like a node that fails to start; its later pairs would each wait out their
-        deadline. Not under the simulator (it models no path). Returns [(node, partner, subject, text)] of the nodes
-        to drop (failing.drop_now has taken them)."""
-        if self.simulator is not None:
+        launch has no exit of each group's own, None): the paths of their nodes are checked again, and a node whose
+        own end is dead (a switch port that stopped forwarding mid-screen) is to be dropped now, after its first
+        failed job, like a node that fails to start; its later pairs would each wait out their deadline.
+
+        after: the failed job or launch the check is after; jobs: the pair jobs it failed (a batched launch: every
+        group it did not settle as done - a dead node hangs the start-up of the whole launch, its groups sharing one
+        world, and which group the launcher names first is chance). Each node probes its partner and a reference: a
+        node that measured outside these jobs, or else the first node of the next job. Not every pair of nodes: a
+        failed launch of many pairs costs its nodes' number of probes, not its square. Not under the simulator (it
+        models no path). Returns [(node, partner, job name, subject)] of the nodes to drop (failing.drop_now has
+        taken them)."""
+        if self.simulator is not None or code in NOT_A_PATH_EXITS:
             return []
-        hosts = [host for host in job["hosts"] if host not in failing.dropped]
-        if len(hosts) < 2 or code in NOT_A_PATH_EXITS:
+        jobs = [job for job in jobs if not any(host in failing.dropped for host in job["hosts"])]
+        hosts = [host for job in jobs for host in job["hosts"]]
+        if len(hosts) < 2:
             return []
-        reference = sorted(node for node in failing.ok if node not in job["hosts"] and node not in failing.dropped)
-        checked = hosts + reference[:1]
+        outside = sorted(node for node in failing.ok if node not in hosts and node not in failing.dropped)[:1]
+        peers, partners, job_of = {}, {}, {}
+        for index, job in enumerate(jobs):
+            reference = outside or ([jobs[(index + 1) % len(jobs)]["hosts"][0]] if len(jobs) > 1 else [])
+            for host in job["hosts"]:
+                partner = next(other for other in job["hosts"] if other != host)
+                partners[host], job_of[host] = partner, job["name"]
+                peers[host] = sorted({partner, *reference} - {host})
+        checked = hosts + outside
         started = time.monotonic()
         try:
-            entry = self.path_checker(self.run_dir, checked, self.inputs, job["name"],
-                                      f"exit {code}" if code is not None else "its group failed", log=self.log_line)
+            entry = self.path_checker(self.run_dir, checked, self.inputs, after,
+                                      f"exit {code}" if code is not None else "its group failed", log=self.log_line,
+                                      peers=peers)
         except (CclbenchError, OSError) as error:
-            self.log_line(f"# {utc_now()} path check after {job['name']} not made: {error}")
+            self.log_line(f"# {utc_now()} path check after {after} not made: {error}")
             return []
         if entry is None:
             return []
         self.run_path_checks += entry["checks"]
-        dead = dead_ends(entry["checks"], hosts, job["name"])
-        self.log_line(f"# {utc_now()} path check after {job['name']} failed: {', '.join(checked)} in "
+        dead = dead_ends(entry["checks"], hosts, after)
+        self.log_line(f"# {utc_now()} path check after {after} failed: {', '.join(checked)} in "
                       f"{time.monotonic() - started:.1f}s: " + ("; ".join(subject for _, subject in dead) or
                                                                "no node's own end dead"))
         drops = []
         for node, subject in dead:
-            partner = next(host for host in job["hosts"] if host != node)
-            if not failing.drop_now(node, partner):
-                continue
-            text = (f"{node}: its paths died ({subject}: the path check after {job['name']} failed"
-                    + (f", {reference[0]} reached" if reference else "") + "): dropped from the rounds")
-            drops.append((node, partner, subject, text))
+            if failing.drop_now(node, partners[node]):
+                drops.append((node, partners[node], job_of[node], subject))
         return drops
+
+    def dropped_dead(self, node, partner, job_name, subject, after, skipped=0):
+        """A node check_paths_after found dead, said and recorded as dropped."""
+        text = (f"{node}: its paths died ({subject}: the path check after {after} failed"
+                + ("" if after == job_name else f", in its pair {job_name}") + "): dropped from the rounds")
+        return self._dropped(node, [partner], skipped, dead_paths=subject, text=text)
 
     # -- the batched stage's bookkeeping (execute/screen_batch.py) ----------------------------------
     def after_pair(self, job, results, failing):
         """A settled pair job of a batched round: a node that failed with two good partners is dropped from the
-        later launches (their jobs counted as skipped there). Returns the nodes dropped now."""
+        later launches (their jobs counted as skipped there). Returns the nodes dropped now. (Its launch's path
+        check, when it failed, is BatchedStage's: check_paths_after over the launch's unsettled groups.)"""
         ok = results[job["name"]]["reason"] is None
         dropped = failing.record(job, ok)
         for node in dropped:
             self._dropped(node, failing.dropped[node], text=self._drop_text(node, failing))
-        if not ok and failing.check_paths:
-            for node, partner, subject, text in self._check_paths_after(job, failing, None):
-                self._dropped(node, [partner], dead_paths=subject, text=text)
-                dropped.append(node)
         return dropped
 
     def skipped(self, job):
@@ -673,8 +687,10 @@ class Screen:
         if self.run_path_checks:
             # Paths found dead after a failed pair (a node's switch ports stopped forwarding mid-screen) are judged
             # as the path MTU step's (a path failed in any check is failed): the rules name the node's dead rails
-            # (rail.dead), and no retest crosses them (each would wait out its deadline).
-            path_checks = list(path_checks or []) + self.run_path_checks
+            # (rail.dead), and no retest crosses them (each would wait out its deadline). The step's passes of a
+            # node end found dead since are stale: else node3, reaching at the start the nodes no later check
+            # probed, would outweigh the two that fail with it now (its dead paths read as links).
+            path_checks = without_stale_passes(path_checks, self.run_path_checks) + self.run_path_checks
             path_mtu = path_mtu_verdicts(hosts, path_checks)
             blocked = path_mtu[2]
         verdicts = self.judge(hosts, data, pairs, path_checks, path_mtu)

@@ -146,9 +146,10 @@ class BatchedStage:
             settled = dict(settled, failed={job["name"]: outcome.get("problem") or
                                             f"the launch settled nothing (exit {outcome['exit_code']})"},
                            rerun=[], resolved=True)
+        by_name = {job["name"]: job for job in part}
+        settled, dead = self._paths_checked(name, by_name, settled, failing)
         self.screen.note_launch(name, part, outcome, settled,
                                 relaunch=any(job["name"] in self.lost or job["name"] in self.alone for job in part))
-        by_name = {job["name"]: job for job in part}
         named = []  # hosts named as not started now: their later jobs are not run
         for job_name in settled["done"]:
             self._finished(by_name[job_name], results, outcome["documents"][job_name]["found"], None, name, pool,
@@ -189,6 +190,41 @@ class BatchedStage:
         for host in named:
             for skipped in pool.drop(host):  # its later jobs: not started (node stage: failed with the words)
                 self._excluded(skipped, results, failing)
+        for node in dead:
+            for skipped in pool.drop(node):
+                self.screen.skipped(skipped)
+
+    def _paths_checked(self, name, by_name, settled, failing):
+        """A pair-stage launch that failed a group as a dead path fails (hung, crashed, timed out in its group, or
+        the launch's start-up; not a host the launcher could not start): one path check over every pair group it
+        did not settle as done (Screen.check_paths_after). A node found dead is dropped now and its group fails by
+        it, also a group that was to run again; a failed group without a dead node, in a launch where another
+        group's node is dead, was lost to it (a dead node hangs the whole launch's start-up, and the launcher names
+        a rank of any group first) and runs again. Returns (settled, the nodes dropped)."""
+        if failing is None or not failing.check_paths or not settled["resolved"]:
+            return settled, []
+        failed = [by_name[job_name] for job_name in settled["failed"] if by_name[job_name]["kind"] in PAIR_KINDS
+                  and not settled["unreachable"].keys() & set(by_name[job_name]["hosts"])]
+        if not failed:
+            return settled, []
+        rerun = [by_name[job_name] for job_name in settled["rerun"] if by_name[job_name]["kind"] in PAIR_KINDS]
+        after = failed[0]["name"] if len(failed) + len(rerun) == 1 else name
+        drops = self.screen.check_paths_after(after, failed + rerun, failing)
+        if not drops:
+            return settled, []
+        dead_jobs = {job_name: subject for _node, _partner, job_name, subject in drops}
+        failed_now, rerun_now = dict(settled["failed"]), list(settled["rerun"])
+        for job in failed:
+            if job["name"] not in dead_jobs:
+                del failed_now[job["name"]]
+                rerun_now.append(job["name"])
+        for job in rerun:
+            if job["name"] in dead_jobs:
+                rerun_now.remove(job["name"])
+                failed_now[job["name"]] = f"{dead_jobs[job['name']]}: found dead by the path check after {name}"
+        for node, partner, job_name, subject in drops:
+            self.screen.dropped_dead(node, partner, job_name, subject, after)
+        return dict(settled, failed=failed_now, rerun=rerun_now), [node for node, _, _, _ in drops]
 
     def _finished(self, job, results, found, reason, launch, pool, failing):
         if found is None and reason is None:

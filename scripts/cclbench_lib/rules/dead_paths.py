@@ -310,6 +310,22 @@ def dead_ends(checks, hosts, after=None):
             if fault["kind"] == NODE and fault["hosts"][0] in hosts]
 
 
+def without_stale_passes(earlier, later):
+    """The path checks `earlier` (the screen's path MTU step) without those of a node that the checks `later` (the
+    screen's own checks after failed pairs) name dead at its own end (attribute()'s node faults): those checks probed
+    it again, on every subnet, to its partner and a reference, and what it reached before no longer holds. Its
+    earlier passes to nodes no later check probed would else outweigh the nodes that fail with it now (the screen's
+    rules weigh the nodes a node reaches against those it fails with), and its dead paths would read as links."""
+    dead = {fault["hosts"][0] for fault in attribute(observe(later, "run")) if fault["kind"] == NODE}
+    kept = []
+    for check in earlier or []:
+        ends = path_mtu_ends(check)
+        if ends and (ends[0] in dead or ends[2] in dead):
+            continue
+        kept.append(check)
+    return kept
+
+
 def fault_subject(fault):
     """'node3 eth3', 'node1-node2 eth0, eth3', 'eth3 (node1, node2, node3)', 'node2 (unreachable)'."""
     rails = ", ".join(fault["rails"])
