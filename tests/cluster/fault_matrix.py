@@ -399,12 +399,12 @@ class PathKiller(threading.Thread):
         return list(tables.values())
 
     def _ready(self):
-        pids = coll_perf_pids(self.inodes)
-        points = {pid: coll_perf_point(pid) for pid in pids}
+        groups = {pid: rank_group(pid) for pid in coll_perf_pids(self.inodes)}  # each rank's /proc read once a poll
+        points = {pid: point for pid, (point, _size) in groups.items()}
         if self.when == "start":
             return any(point == self.fault["at"] for point in points.values())
         ranks = [pid for pid, point in points.items() if point == self.fault["at"]]
-        started, world, connected = connect_moment(points, {pid: world_size(pid) for pid in ranks},
+        started, world, connected = connect_moment(points, {pid: groups[pid][1] for pid in ranks},
                                                    self._tcp_tables(ranks), self.fault["at"])
         if started is None:
             return False
