@@ -57,10 +57,10 @@ def split_run(args, work, extra, env, nranks=4, timeout=120):
     cmd = mpirun_prefix(args.mpiexec, nranks, env, ("CCLBENCH_TEST_STALL",)) + [coll_perf(args)] + JOB_FLAGS + extra
     started = time.time()
     launch = run_launch(cmd, env, timeout)
-    if launcher_died_unheard(launch[0], launch[2], launch[4]):
-        # mpirun died in its own teardown before it printed the abort: the status coll_perf asked for is lost
-        # (coll_perf_runner.launcher_died_unheard). Once more, judged as it comes.
-        print("mpirun died before printing the ranks' abort (exit "
+    if launcher_died_unheard(launch[0], launch[2], launch[4], launch.launcher_stuck):
+        # mpirun died or stuck in its own teardown before it printed the abort: the status coll_perf asked for is
+        # lost (coll_perf_runner.launcher_died_unheard). Once more, judged as it comes.
+        print("mpirun died or stuck before printing the ranks' abort (exit "
               f"{launch[0]}); running the launch once more", file=sys.stderr)
         started = time.time()
         launch = run_launch(cmd, env, timeout)

@@ -162,12 +162,13 @@ def launch_exit(code, err, launcher_pid, launcher_stuck=False):
     return code
 
 
-def launcher_died_unheard(code, err, launcher_pid):
-    """The launcher died of a signal in its own teardown before it printed any rank's MPI_Abort (Open MPI 4.1's
-    mpirun, CI of 2026-12-06: "ORTE_ERROR_LOG: Data unpack would read past end of buffer in file
-    ../../../orte/util/show_help.c", then a segfault in PMIx_server_finalize, as two ranks aborted at once): the
-    status the program asked for is lost, neither its pass nor its failure. A checker runs such a launch again."""
-    return _launcher_died(code, err, launcher_pid) and not MPI_ABORT.search(err)
+def launcher_died_unheard(code, err, launcher_pid, launcher_stuck=False):
+    """The launcher died of a signal in its own teardown, or was stuck there and ended (launcher_stuck:
+    run_launch), before it printed any rank's MPI_Abort (Open MPI 4.1's mpirun as two ranks abort at once:
+    "ORTE_ERROR_LOG: Data unpack would read past end of buffer in file ../../../orte/util/show_help.c", then a
+    segfault in PMIx_server_finalize (CI of 2026-12-06), or no exit at all (CI of 2026-12-07)): the status the
+    program asked for is lost, neither its pass nor its failure. A checker runs such a launch again."""
+    return (_launcher_died(code, err, launcher_pid) or launcher_stuck) and not MPI_ABORT.search(err)
 
 
 def mpirun_prefix(mpiexec, nranks, env, exported):

@@ -102,6 +102,28 @@ class StuckLauncher(unittest.TestCase):
         self.assertFalse(launch.launcher_stuck)
         self.assertEqual(launch[0], 4)
 
+    def test_a_launcher_stuck_before_printing_any_abort_is_unheard(self):
+        """mpirun's show_help failed as two ranks aborted at once (CI of 2026-12-07): the ranks' own words are
+        there, no MPI_ABORT line, and mpirun never exits. Ended by the checker, its status is lost, not 4."""
+        unheard = os.path.join(self.work, "unheard.txt")
+        with open(unheard, "w", encoding="utf-8") as handle:
+            handle.write("coll_perf: error: timeout: case all_reduce.float.sum.out.64K (size 65536 B, warm-up) on rank"
+                         " 1 (vm) did not finish within 12 s (-T); aborting every rank\n[vm:18889] [[9527,0],0] "
+                         "ORTE_ERROR_LOG: Data unpack would read past end of buffer in file "
+                         "../../../orte/util/show_help.c at line 501\n")
+        launch = run_launch(["sh", "-c", f'"{self.rank}" 1; cat "{unheard}" >&2; exec sleep 3600'], dict(os.environ),
+                            timeout=20, teardown_s=1.0)
+        code, _out, err, _seconds, pid = launch
+        self.assertTrue(launch.launcher_stuck)
+        self.assertEqual(launch_exit(code, err, pid, launch.launcher_stuck), -9, "no abort heard: the status is lost")
+        self.assertTrue(launcher_died_unheard(code, err, pid, launch.launcher_stuck))
+        self.assertFalse(launcher_died_unheard(code, err, pid), "not stuck, not dead of a signal it printed")
+
+    def test_a_launcher_stuck_after_printing_the_abort_is_heard(self):
+        launch = run_launch(self.launcher(1, "exec sleep 3600"), dict(os.environ), timeout=20, teardown_s=1.0)
+        self.assertTrue(launch.launcher_stuck)
+        self.assertFalse(launcher_died_unheard(launch[0], launch[2], launch[4], launch.launcher_stuck))
+
     def test_a_rank_still_running_is_waited_for(self):
         """Its rank runs 3 s, three times the teardown allowance: the launcher is not ended while it runs."""
         launch = run_launch(self.launcher(3, "exit 0"), dict(os.environ), timeout=60, teardown_s=1.0)
