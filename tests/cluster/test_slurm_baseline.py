@@ -226,22 +226,34 @@ class SlurmBaseline(unittest.TestCase):
             self.assertEqual(os.path.basename(words[0]), "srun", (name, job["command"]))
         pairs = {name: job for name, job in jobs.items() if job["kind"] == "pair"}
         self.assertEqual(len(pairs), 2, sorted(jobs))
-        # One step for the round: both pairs in the same launch, each its own group of 2 ranks, rank i on line i of
-        # the launch's hosts file.
-        self.assertEqual(len({job["launch"] for job in pairs.values()}), 1, pairs)
-        launch = next(iter(pairs.values()))["launch"]
+        # One step for the round: both pairs in the round's first launch, each its own group of 2 ranks, rank i on line
+        # i of the launch's hosts file.
+        launches = manifest["launches"]
+        first = "launch.pairs.0"
+        self.assertIn(first, launches, sorted(launches))
+        self.assertEqual((launches[first]["jobs"], launches[first]["nodes"]), (2, len(SCREEN_NODES)), launches[first])
+        for name, job in pairs.items():
+            if job["launch"] != first:
+                # That launch did not finish this pair (Open MPI 4.1.4 under srun once crashed a rank inside MPI_Init,
+                # CI of 2026-12-07): the screen ran it again, and says so. The step itself was one.
+                print(f"\n  {name} ran again in {job['launch']}: {first} ended {launches[first]}", file=sys.stderr)
+                self.assertLess(launches[first]["done"], 2, launches[first])
+                self.assertTrue(launches[job["launch"]]["relaunch"], launches[job["launch"]])
         for job in pairs.values():
-            self.assertRegex(job["command"], r"SLURM_HOSTFILE=\S+\.hosts .*srun .*-n 4 --nodes 4 --distribution arbitrary ")
+            if job["launch"] == first:
+                self.assertRegex(job["command"], r"SLURM_HOSTFILE=\S+/launch\.pairs\.0\.hosts .*srun .*-n 4 --nodes 4 "
+                                                 r"--distribution arbitrary ")
             self.assertRegex(job["command"], r"--split-ranks 2 --split-points \S+\.points\.json")
-        with open(os.path.join(run_dir, "launches", launch + ".points.json")) as handle:
+        with open(os.path.join(run_dir, "launches", first + ".points.json")) as handle:
             groups = [entry["point"] for entry in json.load(handle)]
-        with open(os.path.join(run_dir, "launches", launch + ".hosts")) as handle:
+        self.assertEqual(sorted(groups), sorted(pairs))
+        with open(os.path.join(run_dir, "launches", first + ".hosts")) as handle:
             self.assertEqual(handle.read().split(), [host for name in groups for host in jobs[name]["hosts"]])
-        # Every rank of the round's two pairs found all PAIR_RANKS of them started before it went on: the round's
-        # pairs ran at the same time.
+        # Every rank of the round's launch found all PAIR_RANKS of them started before it went on: the round's pairs
+        # ran at the same time.
         seen = {}
         for name in os.listdir(meet):
-            if name.startswith("seen."):
+            if name.startswith(f"seen.{first}."):
                 with open(os.path.join(meet, name)) as handle:
                     seen[name] = int(handle.read().split()[0])
         self.assertEqual(len(seen), PAIR_RANKS, sorted(os.listdir(meet)))
