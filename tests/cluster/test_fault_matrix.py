@@ -84,11 +84,13 @@ class Injector(unittest.TestCase):
             time.sleep(0.05)
         return self.marks_text()
 
+    def assert_marked(self, mark):
+        self.assertIn(mark, self.marks_once(mark))
+
     def test_killed_rank_gets_sigkill_on_the_target_node(self):
         process = self.wrapper({"fault": "killed_rank", "node": "node3", "after_s": 0.2}, "node3")
         self.assertEqual(process.wait(timeout=4), -9)
-        mark = f"node3 SIGKILL {process.pid} rank 1"
-        self.assertIn(mark, self.marks_once(mark))
+        self.assert_marked(f"node3 SIGKILL {process.pid} rank 1")
 
     def test_from_rail_waits_for_a_connection_over_a_rail_then_kills(self):
         """"from": "rail": nothing while no TCP connection is established on a rail subnet; after_s after one is,
@@ -105,8 +107,7 @@ class Injector(unittest.TestCase):
         server_side, _ = listener.accept()
         self.addCleanup(server_side.close)
         self.assertEqual(process.wait(timeout=4), -9)
-        mark = f"node3 SIGKILL {process.pid} rank 1"
-        self.assertIn(mark, self.marks_once(mark))
+        self.assert_marked(f"node3 SIGKILL {process.pid} rank 1")
 
     def test_from_is_start_or_rail(self):
         with self.assertRaises(fault_matrix.MatrixError):
@@ -115,8 +116,7 @@ class Injector(unittest.TestCase):
     def test_hung_rank_is_stopped_not_ended(self):
         process = self.wrapper({"fault": "hung_rank", "node": "node3", "after_s": 0.2}, "node3")
         self.assertEqual(stopped_state(process.pid), "T")
-        mark = f"node3 SIGSTOP {process.pid}"
-        self.assertIn(mark, self.marks_once(mark))
+        self.assert_marked(f"node3 SIGSTOP {process.pid}")
 
     def test_other_nodes_and_one_host_launches_are_left_alone(self):
         other = self.wrapper({"fault": "killed_rank", "node": "node3", "after_s": 0.1}, "node2")
@@ -135,8 +135,7 @@ class Injector(unittest.TestCase):
         cross.kill()
         confined = self.wrapper({"fault": "frozen_launch", "node": "node3", "after_s": 0.1}, "node3", world=2, local=2)
         self.assertEqual(stopped_state(confined.pid), "T")
-        mark = f"node3 SIGSTOP {confined.pid} rank 1 of a launch on node3 alone"
-        self.assertIn(mark, self.marks_once(mark))
+        self.assert_marked(f"node3 SIGSTOP {confined.pid} rank 1 of a launch on node3 alone")
 
     def test_hung_case_sets_the_stall_for_that_nodes_rank_in_cross_host_launches(self):
         fault = {"fault": "hung_case", "node": "node2", "case": "all_reduce.float.sum.out.64M"}

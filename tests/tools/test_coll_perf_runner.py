@@ -85,8 +85,10 @@ class StuckLauncher(unittest.TestCase):
         shutil.copy(shutil.which("sleep"), self.rank)  # /proc/PID/comm reads coll_perf
         self.abort = os.path.join(HERE, "data", "ompi_abort_errorcode4.txt")
 
-    def launcher(self, rank_seconds, then):
-        return ["sh", "-c", f'"{self.rank}" {rank_seconds}; cat "{self.abort}" >&2; {then}']
+    def launcher(self, rank_seconds, then, stderr_file=None):
+        """The stand-in: its rank runs rank_seconds, then stderr_file (the real abort text unless given) goes to
+        stderr, then `then`."""
+        return ["sh", "-c", f'"{self.rank}" {rank_seconds}; cat "{stderr_file or self.abort}" >&2; {then}']
 
     def test_a_launcher_stuck_after_its_ranks_are_gone_is_ended_and_the_abort_is_the_status(self):
         started = time.monotonic()
@@ -111,8 +113,7 @@ class StuckLauncher(unittest.TestCase):
                          " 1 (vm) did not finish within 12 s (-T); aborting every rank\n[vm:18889] [[9527,0],0] "
                          "ORTE_ERROR_LOG: Data unpack would read past end of buffer in file "
                          "../../../orte/util/show_help.c at line 501\n")
-        launch = run_launch(["sh", "-c", f'"{self.rank}" 1; cat "{unheard}" >&2; exec sleep 3600'], dict(os.environ),
-                            timeout=20, teardown_s=1.0)
+        launch = run_launch(self.launcher(1, "exec sleep 3600", unheard), dict(os.environ), timeout=20, teardown_s=1.0)
         code, _out, err, _seconds, pid = launch
         self.assertTrue(launch.launcher_stuck)
         self.assertEqual(launch_exit(code, err, pid, launch.launcher_stuck), -9, "no abort heard: the status is lost")
