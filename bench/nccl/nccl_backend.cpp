@@ -19,6 +19,7 @@
 
 #include "bench/core/errors.hpp"
 #include "bench/cuda/cuda_handles.hpp"
+#include "bench/nccl/context_turns.hpp"
 #include "bench/nccl/group_launch.hpp"
 #include "bench/nccl/nccl_backend_internal.hpp"
 
@@ -28,6 +29,7 @@ namespace {
 constexpr std::uint64_t kBufferAlignment = 4096;
 constexpr std::size_t kScratchBytes = 256;  // the device-side wrong-element counter
 constexpr int kBusIdChars = 32;
+constexpr std::size_t kUuidBytes = sizeof(cudaUUID_t);
 
 std::uint64_t round_up(std::uint64_t value, std::uint64_t granule) { return (value + granule - 1) / granule * granule; }
 
@@ -119,7 +121,9 @@ NcclBackend::NcclBackend(const Config& config, const MpiContext& mpi, std::optio
       }
     }
   }
-  // 2. Device properties.
+  // 2. Device properties. Nothing up to step 4 creates a CUDA context: the device count, properties,
+  // bus id and UUID need none (the first call that does is step 4's cudaSetDevice where ranks take
+  // turns, else step 6's Stream: cudaSetDevice, or cudaStreamCreateWithFlags on device 0, current already).
   int min_cc_here = INT_MAX;
   for (std::size_t i = 0; !local_error && i < devices.size(); ++i) {
     LocalGpu gpu;
@@ -135,6 +139,7 @@ NcclBackend::NcclBackend(const Config& config, const MpiContext& mpi, std::optio
       break;
     }
     gpu.binding = {gpu.rank, gpu.device, bus_id, prop.name, prop.major, prop.minor};
+    gpu.uuid.assign(prop.uuid.bytes, kUuidBytes);
     min_cc_here = std::min(min_cc_here, prop.major * 10 + prop.minor);
     gpus_.push_back(std::move(gpu));
   }
@@ -178,7 +183,10 @@ NcclBackend::NcclBackend(const Config& config, const MpiContext& mpi, std::optio
   }
   throw_if_agreed_error(mpi_, local_error);
 
-  // 4. fp8 support must be the same answer on every rank: the minimum compute capability.
+  // 4. CUDA contexts, in turns where ranks share a GPU (before anything below creates one).
+  create_contexts_in_turns(who);
+
+  // 5. fp8 support must be the same answer on every rank: the minimum compute capability.
   mpi_check(MPI_Allreduce(&min_cc_here, &min_compute_capability_, 1, MPI_INT, MPI_MIN, mpi_.world),
             "MPI_Allreduce(compute capability)", mpi_);
 
@@ -186,7 +194,7 @@ NcclBackend::NcclBackend(const Config& config, const MpiContext& mpi, std::optio
   mpi_check(MPI_Allreduce(MPI_IN_PLACE, &nccl_runtime_version_, 1, MPI_INT, MPI_MIN, mpi_.world),
             "MPI_Allreduce(NCCL version)", mpi_);
 
-  // 5. Communicators: one unique id from world rank 0, one ncclCommInitRank per local GPU, all
+  // 6. Communicators: one unique id from world rank 0, one ncclCommInitRank per local GPU, all
   // in one group (a single thread drives them).
   UniqueIdMessage unique{};
   if (mpi_.world_rank == 0) {
@@ -243,7 +251,7 @@ NcclBackend::NcclBackend(const Config& config, const MpiContext& mpi, std::optio
                                                   " (" + who + ")");
   }
 
-  // 6. Buffers: send and receive each sized for the largest message of the sweep, allocated once,
+  // 7. Buffers: send and receive each sized for the largest message of the sweep, allocated once,
   // plus nccl-tests' -u pad (8 bytes, the largest element, per misaligned element),
   // shrunk (the same on every rank) when free memory after NCCL init cannot hold them.
   unalign_pad_bytes_ = 8ull * static_cast<std::uint64_t>(config_.unalign_elements);
@@ -325,6 +333,62 @@ NcclBackend::NcclBackend(const Config& config, const MpiContext& mpi, std::optio
   }
   launcher_ = GroupLauncher(real_nccl_calls(native_alltoall_), std::move(targets), nranks_, buffer_bytes_, config_.unalign_elements);
   if (!gpus_.empty()) cuda_check(cudaSetDevice(gpus_.front().device), "cudaSetDevice", who);
+}
+
+// Three ranks on one GPU took 9.0 or 18.0 ms an 8K all_reduce batch, by launch; the hypothesis
+// (bench/nccl/context_turns.hpp) is that the GPU time-slices its contexts in the order they were
+// created, and a ring taking its slices out of its own cyclic order waits about a whole round a step.
+// So ranks that share a GPU create their contexts in turns, in world-rank order: turn t's ranks
+// create theirs, then every rank passes a barrier. The start-up guard (-T) covers this like every other start-up collective:
+// a rank frozen in its turn ends the launch. A failed creation is agreed on after the last turn, so
+// no rank waits in a barrier the failing one never reaches.
+void NcclBackend::create_contexts_in_turns(const std::string& who) {
+  // Every rank drives -g GPUs by now (step 1 found them or every rank threw): equal record sizes.
+  const std::size_t per_rank = gpus_.size();
+  std::string mine;
+  for (const LocalGpu& gpu : gpus_) mine += gpu.uuid;
+  std::string all(mine.size() * static_cast<std::size_t>(mpi_.world_size), '\0');
+  const int bytes = static_cast<int>(mine.size());
+  mpi_check(MPI_Allgather(mine.data(), bytes, MPI_BYTE, all.data(), bytes, MPI_BYTE, mpi_.world), "MPI_Allgather(GPU UUIDs)",
+            mpi_);
+  std::vector<std::vector<std::string>> gpus_of_rank(static_cast<std::size_t>(mpi_.world_size));
+  for (std::size_t rank = 0; rank < gpus_of_rank.size(); ++rank) {
+    for (std::size_t i = 0; i < per_rank; ++i) {
+      gpus_of_rank[rank].push_back(all.substr((rank * per_rank + i) * kUuidBytes, kUuidBytes));
+    }
+  }
+  const std::vector<int> turns = context_turns(gpus_of_rank);
+  const int count = turn_count(turns);
+  if (count <= 1) return;  // no GPU shared: no order to keep, nothing to wait for
+  const int my_turn = turns[static_cast<std::size_t>(mpi_.world_rank)];
+  std::optional<AgreedError> local_error;
+  for (int turn = 0; turn < count; ++turn) {
+    for (std::size_t i = 0; turn == my_turn && !local_error && i < gpus_.size(); ++i) {
+      // cudaSetDevice creates the primary context (CUDA 12+); cudaFree(0) makes sure of it on any runtime.
+      const char* call = "cudaSetDevice";
+      cudaError_t result = cudaSetDevice(gpus_[i].device);
+      if (result == cudaSuccess) {
+        call = "cudaFree(0)";
+        result = cudaFree(nullptr);
+      }
+      if (result != cudaSuccess) {
+        local_error = AgreedError{ExitCode::runtime_error, std::string(call) + ": " + cudaGetErrorString(result) + " (" + who +
+                                                               ", device " + std::to_string(gpus_[i].device) +
+                                                               ", creating its CUDA context in turn " + std::to_string(turn) +
+                                                               " of " + std::to_string(count) + ")"};
+      }
+    }
+    mpi_check(MPI_Barrier(mpi_.world), "MPI_Barrier(CUDA context turns)", mpi_);
+  }
+  throw_if_agreed_error(mpi_, local_error);
+  if (mpi_.world_rank == 0) {
+    std::string by_rank;
+    for (const int turn : turns) by_rank += (by_rank.empty() ? "" : ",") + std::to_string(turn);
+    std::fprintf(stderr,
+                 "cclbench: note: ranks sharing a GPU created their CUDA contexts in %d turns, in world-rank order "
+                 "(turn of world rank 0..%d: %s)\n",
+                 count, mpi_.world_size - 1, by_rank.c_str());
+  }
 }
 
 // -R 1: ncclCommRegister of each whole buffer (local, no communication); -R 2: the buffers from

@@ -6,7 +6,9 @@
 //     launcher left exactly N devices visible to each rank;
 //   several nodes: the same, with the unique id broadcast from world rank 0.
 // --share-gpu runs several ranks on one GPU (correctness only): each rank becomes its own NCCL
-// "host" (NCCL_HOSTID) and ranks connect over NET/Socket on loopback.
+// "host" (NCCL_HOSTID) and ranks connect over NET/Socket on loopback. Ranks that share a GPU (by
+// UUID, across the whole world, --share-gpu or not) create their CUDA contexts in turns, in
+// world-rank order (bench/nccl/context_turns.hpp); world rank 0 notes the turns on stderr.
 // Thread safety: abort_communication() may be called from the -T watchdog thread while the main
 // thread is inside any other method (see Communicators, nccl_communicators.hpp).
 #include <memory>

@@ -72,6 +72,7 @@ struct LocalGpu {
   int device = 0;
   int rank = 0;
   LocalGpuBinding binding;
+  std::string uuid;  // cudaDeviceProp::uuid's 16 bytes: one physical GPU, the same on every rank
   Stream stream;
   DeviceBuffer send;      // cudaMalloc (-R 0, 1)
   DeviceBuffer recv;
@@ -148,6 +149,9 @@ class NcclBackend final : public Backend {
   // event-record node pair around each iteration when `instrumented`; instantiated and uploaded.
   std::vector<Graph> capture(const CaseSpec& spec, int iterations, int ops, bool instrumented);
   void replay(const std::vector<Graph>& graphs, int times, const CaseSpec& spec, const char* phase);
+  // Ranks that share a GPU create their CUDA contexts in turns, in world-rank order (collective over
+  // the world; nothing waits when no GPU is shared). See bench/nccl/context_turns.hpp.
+  void create_contexts_in_turns(const std::string& who);
   void register_buffers(const std::string& who);
   void release_registrations() noexcept;
   void inject_faults(const CaseSpec& spec);
