@@ -7,24 +7,12 @@
 #include <exception>
 #include <memory>
 
+#include "topology/hwloc_bitmap.hpp"
 #include "topology/nccl_hca.hpp"
 #include "topology/topology.hpp"
 
 namespace cclbench::topology {
 namespace {
-
-struct BitmapDeleter {
-  void operator()(hwloc_bitmap_s* bitmap) const { hwloc_bitmap_free(bitmap); }
-};
-using Bitmap = std::unique_ptr<hwloc_bitmap_s, BitmapDeleter>;
-
-std::string list_string(hwloc_const_bitmap_t bitmap) {
-  char* text = nullptr;
-  if (hwloc_bitmap_list_asprintf(&text, bitmap) < 0 || text == nullptr) return "";
-  std::string result(text);
-  std::free(text);
-  return result;
-}
 
 const char* membind_policy_name(hwloc_membind_policy_t policy) {
   switch (policy) {

@@ -24,28 +24,15 @@
 
 #include "bench/core/errors.hpp"
 #include "bench/core/file_io.hpp"
+#include "topology/hwloc_bitmap.hpp"
 
 namespace cclbench::topology {
 namespace {
-
-struct BitmapDeleter {
-  void operator()(hwloc_bitmap_s* bitmap) const { hwloc_bitmap_free(bitmap); }
-};
-using Bitmap = std::unique_ptr<hwloc_bitmap_s, BitmapDeleter>;
 
 Bitmap make_bitmap() {
   Bitmap bitmap(hwloc_bitmap_alloc());
   if (!bitmap) throw FatalError(ExitCode::runtime_error, "out of memory allocating an hwloc bitmap");
   return bitmap;
-}
-
-std::string list_string(hwloc_const_bitmap_t bitmap) {
-  if (bitmap == nullptr || hwloc_bitmap_iszero(bitmap)) return "";
-  char* text = nullptr;
-  if (hwloc_bitmap_list_asprintf(&text, bitmap) < 0 || text == nullptr) return "";
-  std::string result(text);
-  std::free(text);
-  return result;
 }
 
 std::vector<unsigned> indices(hwloc_const_bitmap_t bitmap) {

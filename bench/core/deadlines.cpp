@@ -32,7 +32,8 @@ bool is_collective_phase(Phase phase) {
 
 bool is_learned_phase(Phase phase) { return phase != Phase::boundary && phase != Phase::stall; }
 
-std::string seconds_text(double seconds) {
+// Three significant digits below 10 s, whole seconds above (watchdog.cpp's shortest_seconds_text keeps more).
+std::string coarse_seconds_text(double seconds) {
   char text[32];
   std::snprintf(text, sizeof(text), seconds < 10 ? "%.3g" : "%.0f", seconds);
   return text;
@@ -94,7 +95,7 @@ std::optional<DeadlineModel::Prediction> DeadlineModel::predict(const CaseSpec& 
     if (const auto found = scaled(own->second)) {
       const double at = own->second.at(found->first);
       return Prediction{found->second, std::string(name_of(spec.collective)) + " " + format_size(found->first) + "'s " +
-                                           phase_name(phase) + " (" + seconds_text(at) + " s)"};
+                                           phase_name(phase) + " (" + coarse_seconds_text(at) + " s)"};
     }
   }
   std::optional<Prediction> best;
@@ -104,7 +105,7 @@ std::optional<DeadlineModel::Prediction> DeadlineModel::predict(const CaseSpec& 
       const double at = series.at(found->first);
       best = Prediction{found->second, std::string(name_of(static_cast<Collective>(key.second))) + " " +
                                            format_size(found->first) + "'s " + phase_name(phase) + " (" +
-                                           seconds_text(at) + " s)"};
+                                           coarse_seconds_text(at) + " s)"};
     }
   }
   return best;
@@ -121,12 +122,12 @@ Deadline DeadlineModel::deadline(const CaseSpec& spec, Phase phase) const {
   Deadline deadline;
   std::ostringstream basis;
   double seconds = settings_.floor_s;
-  basis << seconds_text(settings_.floor_s) << " s floor";
+  basis << coarse_seconds_text(settings_.floor_s) << " s floor";
   if (is_learned_phase(phase)) {
     if (const auto prediction = predict(spec, phase)) {
       deadline.predicted_s = prediction->seconds;
       seconds += settings_.slack * prediction->seconds;
-      basis << " + " << seconds_text(settings_.slack) << " x " << seconds_text(prediction->seconds)
+      basis << " + " << coarse_seconds_text(settings_.slack) << " x " << coarse_seconds_text(prediction->seconds)
             << " s predicted from " << prediction->from << " scaled by bytes";
     } else {
       const double worst = worst_case_seconds(spec, phase);
@@ -137,23 +138,23 @@ Deadline DeadlineModel::deadline(const CaseSpec& spec, Phase phase) const {
         const double from_warm_up = warm_up_seconds_ * calls / std::max(1, settings_.warm_up_calls);
         deadline.predicted_s = from_warm_up;
         seconds += settings_.slack * from_warm_up;
-        basis << " + " << seconds_text(settings_.slack) << " x " << seconds_text(from_warm_up)
+        basis << " + " << coarse_seconds_text(settings_.slack) << " x " << coarse_seconds_text(from_warm_up)
               << " s predicted from this case's warm-up (" << settings_.warm_up_calls << " call(s) in "
-              << seconds_text(warm_up_seconds_) << " s; nothing smaller measured yet)";
+              << coarse_seconds_text(warm_up_seconds_) << " s; nothing smaller measured yet)";
       } else {
         seconds += worst;
-        basis << " + " << seconds_text(worst) << " s worst case (nothing smaller measured yet: every byte at 1 MB/s)";
+        basis << " + " << coarse_seconds_text(worst) << " s worst case (nothing smaller measured yet: every byte at 1 MB/s)";
       }
     }
     if (!connected_ && is_collective_phase(phase)) {
       seconds += settings_.connect_floor_s;
-      basis << " + " << seconds_text(settings_.connect_floor_s) << " s connect floor (" << settings_.nranks
+      basis << " + " << coarse_seconds_text(settings_.connect_floor_s) << " s connect floor (" << settings_.nranks
             << " ranks, the communicator's first collective)";
     }
   }
   if (settings_.ceiling_s > 0 && seconds > settings_.ceiling_s) {
     seconds = settings_.ceiling_s;
-    basis << ", capped at the -T ceiling " << seconds_text(settings_.ceiling_s) << " s";
+    basis << ", capped at the -T ceiling " << coarse_seconds_text(settings_.ceiling_s) << " s";
   }
   deadline.seconds = seconds;
   deadline.basis = basis.str();
@@ -181,7 +182,7 @@ std::string DeadlineModel::history(const CaseSpec& spec, Phase phase, std::size_
   std::vector<std::string> parts;
   for (const auto& [size, seconds] : own->second) {
     if (size > spec.counts.size_bytes()) break;
-    parts.push_back(format_size(size) + " " + seconds_text(seconds) + " s");
+    parts.push_back(format_size(size) + " " + coarse_seconds_text(seconds) + " s");
   }
   if (parts.size() > limit) parts.erase(parts.begin(), parts.end() - static_cast<std::ptrdiff_t>(limit));
   std::string text;

@@ -10,7 +10,7 @@
 namespace cclbench {
 namespace {
 
-std::string seconds_text(double seconds) {
+std::string shortest_seconds_text(double seconds) {
   std::ostringstream text;
   text << seconds;  // the shortest form: 0.2, 45.5, 867
   return text.str();
@@ -116,7 +116,7 @@ double abort_delay_seconds(int world_rank, int world_size, double timeout_second
 std::string Watchdog::timeout_message(const Watched& entry) const {
   const double ran = std::chrono::duration<double>(std::chrono::steady_clock::now() - entry.started).count();
   std::ostringstream message;
-  message << "timeout: " << entry.what << " did not finish within " << seconds_text(entry.deadline.seconds) << " s";
+  message << "timeout: " << entry.what << " did not finish within " << shortest_seconds_text(entry.deadline.seconds) << " s";
   if (!model_) {
     message << " (-T)";
   } else {

@@ -14,6 +14,7 @@
 #include <set>
 
 #include "bench/core/version.hpp"
+#include "bench/evidence/ascii_case.hpp"
 
 extern char** environ;  // POSIX: the process environment
 
@@ -34,12 +35,6 @@ constexpr std::string_view kExactNames[] = {
     "CCLBENCH_INJECT_SLOWDOWN",  // the test knob that slows timed cases on purpose: likewise
 };
 
-std::string upper(std::string_view text) {
-  std::string result(text);
-  for (char& c : result) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return result;
-}
-
 void null_with_reason(nlohmann::json& object, const std::string& key, const nlohmann::json& value,
                       const std::map<std::string, std::string>& reasons) {
   object[key] = value;
@@ -57,7 +52,7 @@ bool is_allowed_environment_name(std::string_view name) {
 }
 
 bool looks_secret(std::string_view name) {
-  const std::string text = upper(name);
+  const std::string text = evidence_detail::upper(name);
   for (std::string_view marker : {"TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL"}) {
     if (text.find(marker) != std::string::npos) return true;
   }

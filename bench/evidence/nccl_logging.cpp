@@ -5,17 +5,12 @@
 #include <set>
 
 #include "bench/core/file_io.hpp"
+#include "bench/evidence/ascii_case.hpp"
 #include "bench/evidence/log_text.hpp"
 
 namespace cclbench {
 
 namespace {
-
-std::string upper(std::string_view text) {
-  std::string result(text);
-  for (char& c : result) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return result;
-}
 
 // Whether NCCL_DEBUG_SUBSYS `value` enables `subsystem` (NCCL's rules: comma list, '^' inverts, ALL).
 bool subsys_enables(std::string_view value, std::string_view subsystem) {
@@ -29,7 +24,7 @@ bool subsys_enables(std::string_view value, std::string_view subsystem) {
   while (start <= value.size()) {
     std::size_t comma = value.find(',', start);
     if (comma == std::string_view::npos) comma = value.size();
-    const std::string item = upper(evidence_detail::trim(value.substr(start, comma - start)));
+    const std::string item = evidence_detail::upper(evidence_detail::trim(value.substr(start, comma - start)));
     if (item == subsystem || item == "ALL") listed = true;
     start = comma + 1;
   }
@@ -56,7 +51,7 @@ NcclLogPlan plan_nccl_logging(const std::vector<std::string>& environment, const
   if (user.count("NCCL_DEBUG")) {
     plan.debug_level = user["NCCL_DEBUG"];
     plan.notes.push_back("NCCL_DEBUG=" + plan.debug_level + " was set by the user and is kept");
-    const std::string level = upper(plan.debug_level);
+    const std::string level = evidence_detail::upper(plan.debug_level);
     if (level != "INFO" && level != "TRACE") {
       plan.evidence_expected = false;
       plan.notes.push_back("NCCL_DEBUG=" + plan.debug_level +

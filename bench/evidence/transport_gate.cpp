@@ -6,6 +6,7 @@
 #include <set>
 
 #include "bench/core/errors.hpp"
+#include "bench/evidence/ascii_case.hpp"
 #include "bench/evidence/log_text.hpp"
 
 namespace cclbench {
@@ -13,12 +14,6 @@ namespace cclbench {
 namespace {
 
 constexpr std::size_t kProblemsInMessage = 3;
-
-std::string upper(std::string_view text) {
-  std::string result(text);
-  for (char& c : result) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return result;
-}
 
 std::vector<std::string_view> split(std::string_view text, char separator) {
   std::vector<std::string_view> parts;
@@ -44,7 +39,7 @@ TransportPattern parse_pattern(std::string_view text, std::string_view spec) {
   const std::size_t plus = body.find('+');
   if (plus != std::string_view::npos) {
     for (std::string_view flag : split(body.substr(plus + 1), '+')) {
-      if (upper(flag) != "GDRDMA") bad_spec("unknown flag '+" + std::string(flag) + "' (only +GDRDMA)", spec);
+      if (evidence_detail::upper(flag) != "GDRDMA") bad_spec("unknown flag '+" + std::string(flag) + "' (only +GDRDMA)", spec);
       pattern.require_gdr = true;
     }
     body = body.substr(0, plus);
@@ -53,7 +48,7 @@ TransportPattern parse_pattern(std::string_view text, std::string_view spec) {
     if (part.empty()) bad_spec("empty transport part in '" + pattern.text + "'", spec);
     pattern.parts.emplace_back(part);
   }
-  const std::string kind = upper(pattern.parts.front());
+  const std::string kind = evidence_detail::upper(pattern.parts.front());
   if (kind != "NET" && kind != "P2P" && kind != "SHM" && kind != "COLLNET") {
     bad_spec("unknown transport '" + std::string(pattern.parts.front()) + "'", spec);
   }
@@ -64,8 +59,8 @@ TransportPattern parse_pattern(std::string_view text, std::string_view spec) {
 }
 
 bool part_matches(std::size_t index, const std::string& wanted, std::string_view actual, TransportKind kind) {
-  const std::string want = upper(wanted);
-  const std::string have = upper(actual);
+  const std::string want = evidence_detail::upper(wanted);
+  const std::string have = evidence_detail::upper(actual);
   if (want == have) return true;
   // NVIDIA's external IB plugin (nccl-rdma-sharp-plugins / HPC-X) names itself IBext or IBext_vN.
   return index == 1 && kind == TransportKind::net && want == "IB" && have.starts_with("IBEXT");
@@ -187,7 +182,7 @@ GateResult check_expectation(const EvidenceSummary& summary, const ExpectSpec& s
     std::vector<std::string> wanted_nets;
     bool every_alternative_names_a_net = true;
     for (const TransportPattern& pattern : spec.inter->alternatives) {
-      if (upper(pattern.parts.front()) == "NET" && pattern.parts.size() >= 2) {
+      if (evidence_detail::upper(pattern.parts.front()) == "NET" && pattern.parts.size() >= 2) {
         wanted_nets.push_back(pattern.parts[1]);
       } else {
         every_alternative_names_a_net = false;

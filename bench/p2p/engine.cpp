@@ -107,36 +107,6 @@ struct SampleOutcome {
   bool gate_timed_out = false;
 };
 
-struct PerDevice {
-  int device;
-  Stream lanes[2];
-  Event starts[2];
-  Event stops[2];
-  Event joint_stop;  // concurrent copies: recorded once every copy of the sample has finished
-  DeviceBuffer counter;
-  DeviceBuffer chase_position;
-  int fill_blocks;
-  int copy_blocks;
-
-  PerDevice(int d, int sm_count, int sm_blocks_override)
-      : device(d),
-        lanes{Stream(d), Stream(d)},
-        starts{Event(d), Event(d)},
-        stops{Event(d), Event(d)},
-        joint_stop(d),
-        counter(d, sizeof(unsigned long long)),
-        chase_position(d, sizeof(std::uint64_t)),
-        fill_blocks(sm_count * 4),
-        copy_blocks(sm_blocks_override) {
-    if (copy_blocks == 0) {
-      DeviceScope scope(d);
-      int per_sm = 0;
-      CUDA_CHECK(kernels::sm_copy_blocks_per_sm(&per_sm));
-      copy_blocks = sm_count * std::max(per_sm, 1);
-    }
-  }
-};
-
 void* mapped_pointer(int device, void* host) {
   DeviceScope scope(device);
   void* device_pointer = nullptr;
@@ -149,6 +119,39 @@ double gbps(std::uint64_t bytes, double time_us) { return static_cast<double>(by
 }  // namespace
 
 struct Engine::State {
+  // One GPU's streams, events and scratch buffers. A member type, not in the anonymous namespace above: a class
+  // with external linkage (Engine::State) must not hold a field of an anonymous-namespace type (-Wsubobject-linkage
+  // in unity builds, where this file is not the main file).
+  struct PerDevice {
+    int device;
+    Stream lanes[2];
+    Event starts[2];
+    Event stops[2];
+    Event joint_stop;  // concurrent copies: recorded once every copy of the sample has finished
+    DeviceBuffer counter;
+    DeviceBuffer chase_position;
+    int fill_blocks;
+    int copy_blocks;
+
+    PerDevice(int d, int sm_count, int sm_blocks_override)
+        : device(d),
+          lanes{Stream(d), Stream(d)},
+          starts{Event(d), Event(d)},
+          stops{Event(d), Event(d)},
+          joint_stop(d),
+          counter(d, sizeof(unsigned long long)),
+          chase_position(d, sizeof(std::uint64_t)),
+          fill_blocks(sm_count * 4),
+          copy_blocks(sm_blocks_override) {
+      if (copy_blocks == 0) {
+        DeviceScope scope(d);
+        int per_sm = 0;
+        CUDA_CHECK(kernels::sm_copy_blocks_per_sm(&per_sm));
+        copy_blocks = sm_count * std::max(per_sm, 1);
+      }
+    }
+  };
+
   const Options& options;
   std::vector<DeviceInfo> devices;
   const HostTopology* topology;

@@ -4,12 +4,11 @@
 #include <string>
 #include <vector>
 
+#include "tests/topology/topology_fixtures.hpp"
 #include "topology/topology.hpp"
 
 namespace cclbench::topology {
 namespace {
-
-std::string fixture(const std::string& name) { return std::string(CCLBENCH_SOURCE_DIR) + "/tests/data/topology/" + name; }
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;

@@ -7,15 +7,14 @@
 
 #include "bench/core/errors.hpp"
 #include "bench/core/file_io.hpp"
+#include "tests/topology/topology_fixtures.hpp"
 #include "topology/nvlink.hpp"
 #include "topology/topology.hpp"
 
 namespace cclbench::topology {
 namespace {
 
-std::string fixture(const std::string& name) { return std::string(CCLBENCH_SOURCE_DIR) + "/tests/data/topology/" + name; }
-
-NodeTopology load(const std::string& name, MapperOptions options = {}) {
+NodeTopology load_checked_offline(const std::string& name, MapperOptions options = {}) {
   const HwlocTopology handle = HwlocTopology::load_xml_file(fixture(name));
   EXPECT_FALSE(handle.is_live());
   return build_node_topology(handle, options);
@@ -41,7 +40,7 @@ std::vector<std::string> allowed_names(const NodeTopology& model, int gpu, const
 }
 
 TEST(TopologyRtxPro, GpusInBusIdOrderWithNumaAndCpus) {
-  const NodeTopology model = load("rtxpro_2socket.xml");
+  const NodeTopology model = load_checked_offline("rtxpro_2socket.xml");
   EXPECT_EQ(model.gpu_discovery, "pci_class_scan");
   EXPECT_EQ(model.host, "node7");
   ASSERT_EQ(model.gpus.size(), 8u) << "the ASPEED VGA (vendor 1a03) must not count as a GPU";
@@ -63,7 +62,7 @@ TEST(TopologyRtxPro, GpusInBusIdOrderWithNumaAndCpus) {
 }
 
 TEST(TopologyRtxPro, NicsWithNetdevsAndNuma) {
-  const NodeTopology model = load("rtxpro_2socket.xml");
+  const NodeTopology model = load_checked_offline("rtxpro_2socket.xml");
   ASSERT_EQ(model.nics.size(), 3u);
   EXPECT_EQ(model.nics[0].name, "mlx5_0");
   EXPECT_EQ(model.nics[0].netdev, "eth0");
@@ -87,7 +86,7 @@ TEST(TopologyRtxPro, NicsWithNetdevsAndNuma) {
 }
 
 TEST(TopologyRtxPro, EveryPathClass) {
-  const NodeTopology model = load("rtxpro_2socket.xml");
+  const NodeTopology model = load_checked_offline("rtxpro_2socket.xml");
   // GPU0-7, NIC0 mlx5_0, NIC1 mlx5_1, NIC2 mlx5_3
   const std::vector<std::vector<std::string>> expected = {
       {"X", "PIX", "PIX", "PIX", "SYS", "SYS", "SYS", "SYS", "PIX", "PHB", "SYS"},
@@ -106,7 +105,7 @@ TEST(TopologyRtxPro, EveryPathClass) {
 }
 
 TEST(TopologyRtxPro, NicOrderAndHcaFiltering) {
-  const NodeTopology model = load("rtxpro_2socket.xml");
+  const NodeTopology model = load_checked_offline("rtxpro_2socket.xml");
   EXPECT_EQ(allowed_names(model, 0, ""), (std::vector<std::string>{"mlx5_0:1 PIX", "mlx5_1:1 PHB", "mlx5_3:1 SYS"}));
   EXPECT_EQ(allowed_names(model, 5, ""), (std::vector<std::string>{"mlx5_3:1 PIX", "mlx5_0:1 SYS", "mlx5_1:1 SYS"}));
   EXPECT_EQ(allowed_names(model, 0, "=mlx5_0:1,mlx5_3:1"), (std::vector<std::string>{"mlx5_0:1 PIX", "mlx5_3:1 SYS"}));
@@ -124,7 +123,7 @@ TEST(TopologyRtxPro, NicOrderAndHcaFiltering) {
 TEST(TopologyRtxPro, SysfsTreeGivesPortStateLinkLayerRate) {
   MapperOptions options;
   options.sysfs_root = fixture("sysfs");
-  const NodeTopology model = load("rtxpro_2socket.xml", options);
+  const NodeTopology model = load_checked_offline("rtxpro_2socket.xml", options);
   const Nic& rail0 = model.nics[0];
   EXPECT_EQ(rail0.ports_source, "sysfs");
   ASSERT_EQ(rail0.ports.size(), 1u);
@@ -139,11 +138,11 @@ TEST(TopologyRtxPro, SysfsTreeGivesPortStateLinkLayerRate) {
   EXPECT_NE(choices[1].reason.find("DOWN"), std::string::npos);
   // A sysfs root without the device falls back to hwloc's records.
   options.sysfs_root = fixture("no_such_dir");
-  EXPECT_EQ(load("rtxpro_2socket.xml", options).nics[0].ports_source, "hwloc");
+  EXPECT_EQ(load_checked_offline("rtxpro_2socket.xml", options).nics[0].ports_source, "hwloc");
 }
 
 TEST(TopologyBox, EveryPathClassIncludingPxbNodePhb) {
-  const NodeTopology model = load("pcie_box_2level.xml");
+  const NodeTopology model = load_checked_offline("pcie_box_2level.xml");
   ASSERT_EQ(model.gpus.size(), 5u);
   ASSERT_EQ(model.nics.size(), 5u);
   const std::vector<std::string> nic_names = {"mlx5_0", "mlx5_1", "mlx5_10", "mlx5_2", "mlx5_3"};
@@ -168,7 +167,7 @@ TEST(TopologyBox, EveryPathClassIncludingPxbNodePhb) {
 }
 
 TEST(TopologyBox, NicOrderNearestFirstAndPrefixSemantics) {
-  const NodeTopology model = load("pcie_box_2level.xml");
+  const NodeTopology model = load_checked_offline("pcie_box_2level.xml");
   std::vector<std::string> order;
   for (const NicChoice& choice : model.nic_choices(0, HcaSpec{})) order.push_back(choice.name + " " + to_string(*choice.path));
   EXPECT_EQ(order, (std::vector<std::string>{"mlx5_0 PIX", "mlx5_1 PXB", "mlx5_10 PHB", "mlx5_2 NODE", "mlx5_3 SYS"}));
@@ -182,7 +181,7 @@ TEST(TopologyBox, NicOrderNearestFirstAndPrefixSemantics) {
 }
 
 TEST(TopologyNoGpu, NicsAndOtherNetdevsOnly) {
-  const NodeTopology model = load("no_gpu.xml");
+  const NodeTopology model = load_checked_offline("no_gpu.xml");
   EXPECT_TRUE(model.has_pci);
   EXPECT_TRUE(model.gpus.empty());
   ASSERT_EQ(model.nics.size(), 1u);
@@ -194,7 +193,7 @@ TEST(TopologyNoGpu, NicsAndOtherNetdevsOnly) {
 }
 
 TEST(TopologyNoPci, HasNoPci) {
-  const NodeTopology model = load("no_pci.xml");
+  const NodeTopology model = load_checked_offline("no_pci.xml");
   EXPECT_FALSE(model.has_pci);
   EXPECT_TRUE(model.gpus.empty());
   EXPECT_TRUE(model.nics.empty());
@@ -204,7 +203,7 @@ TEST(TopologyCallerBusIds, CudaOrderIsKeptAndUnknownIdsAreNull) {
   MapperOptions options;
   options.gpu_pci_bus_ids = {"0000:86:00.0", "03:00.0", "00000000:99:00.0"};
   options.gpu_names = {"", "GPU from CUDA"};
-  const NodeTopology model = load("rtxpro_2socket.xml", options);
+  const NodeTopology model = load_checked_offline("rtxpro_2socket.xml", options);
   EXPECT_EQ(model.gpu_discovery, "caller_bus_ids");
   ASSERT_EQ(model.gpus.size(), 3u);
   EXPECT_EQ(model.gpus[0].pci_bus_id, "0000:86:00.0");
@@ -227,7 +226,7 @@ TEST(TopologyCallerBusIds, CudaOrderIsKeptAndUnknownIdsAreNull) {
 TEST(TopologyNvlink, CallerCountsGiveNvHashAndAreNearest) {
   MapperOptions options;
   options.nvlink_counts = {{0, 4, 0}, {4, 0, 0}};
-  const NodeTopology model = load("rtxpro_2socket.xml", options);
+  const NodeTopology model = load_checked_offline("rtxpro_2socket.xml", options);
   EXPECT_EQ(to_string(*model.gpu_gpu(0, 1)), "NV4");
   EXPECT_EQ(to_string(*model.gpu_gpu(1, 0)), "NV4");
   EXPECT_EQ(to_string(*model.gpu_gpu(0, 2)), "PIX");
