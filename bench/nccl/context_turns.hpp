@@ -3,7 +3,8 @@
 //
 // Why: with three ranks on one GPU (the virtual cluster, --share-gpu) an 8K all_reduce batch took 9.0
 // or 18.0 ms, one value a launch, flipping between identical launches; two ranks never flipped. The
-// hypothesis: a GPU time-slices the contexts sharing it in a fixed cyclic order, the order they were
+// cause (measured: with the turns below, all 8 three-rank launches of two H100 runs took 9.0 ms,
+// docs/bring-up.md): a GPU time-slices the contexts sharing it in a fixed cyclic order, the order they were
 // created. A ring whose ranks get their slices in the ring's own order passes one step a slice; in the
 // other cyclic order each step waits about a whole round. Two ranks have one cyclic order, three have
 // two, and which one a launch got depended on which rank happened to create its context first.

@@ -335,8 +335,8 @@ NcclBackend::NcclBackend(const Config& config, const MpiContext& mpi, std::optio
   if (!gpus_.empty()) cuda_check(cudaSetDevice(gpus_.front().device), "cudaSetDevice", who);
 }
 
-// Three ranks on one GPU took 9.0 or 18.0 ms an 8K all_reduce batch, by launch; the hypothesis
-// (bench/nccl/context_turns.hpp) is that the GPU time-slices its contexts in the order they were
+// Three ranks on one GPU took 9.0 or 18.0 ms an 8K all_reduce batch, by launch (with these turns:
+// 9.0 ms in every launch, docs/bring-up.md); the cause (bench/nccl/context_turns.hpp): the GPU time-slices its contexts in the order they were
 // created, and a ring taking its slices out of its own cyclic order waits about a whole round a step.
 // So ranks that share a GPU create their contexts in turns, in world-rank order: turn t's ranks
 // create theirs, then every rank passes a barrier. The start-up guard (-T) covers this like every other start-up collective:
