@@ -149,12 +149,32 @@ class CalibratedEta(unittest.TestCase):
         measured = [("inter", 6.0, 0.351, 3.0, 1.0, sanity)]
         point = {"overhead_s": 0.6, "by_size": {8192: 0.002, 16384: 0.003, 16 << 20: 0.025, 64 << 20: 0.1},
                  "family": "nccl"}
-        # By hand: start-up 6 / 3 = 2.0; overhead 0.6 / 3 = 0.2; 8K and 16K (one factor of two from 8K, eleven from
-        # 32M) at 90x: 0.18 + 0.27; 16M and 64M (one from 32M) at 16x: 0.4 + 1.6. Work 2.65, in all 4.65.
-        self.assertAlmostEqual(estimate.calibrated_eta(measured, [("inter", 6.0, 0.728, point)]), 4.65, 9)
+        # By hand: start-up 6 / 3 = 2.0; overhead 0.6 / 3 = 0.2; 8K at its own 90x: 0.18; 64M beyond the largest
+        # measured size at 32M's 16x: 1.6. 16K and 16M lie between 8K and 32M, 12 factors of two apart: 16K one
+        # factor from 8K, at 90^(11/12) x 16^(1/12) = 77.93x: 0.2338; 16M at 90^(1/12) x 16^(11/12) = 18.48x: 0.462.
+        # Work 2.6758, in all 4.6758.
+        self.assertAlmostEqual(estimate.calibrated_eta(measured, [("inter", 6.0, 0.728, point)]),
+                               2.0 + 0.2 + 0.18 + 0.003 * 90 ** (11 / 12) * 16 ** (1 / 12)
+                               + 0.025 * 90 ** (1 / 12) * 16 ** (11 / 12) + 1.6, 9)
+        self.assertAlmostEqual(estimate.calibrated_eta(measured, [("inter", 6.0, 0.728, point)]), 4.6758, 3)
         # One ratio for the whole work (no records): 1.0 / 0.351 of 0.728 modelled, + 2.0 = 4.074074...
         self.assertAlmostEqual(estimate.calibrated_eta([row[:5] for row in measured], [("inter", 6.0, 0.728, point)]),
                                2.0 + 0.728 / 0.351, 9)
+
+    def test_a_size_between_two_measured_sizes_takes_a_ratio_between_theirs(self):
+        # sanity measured 512K at 100x its model and 32M at 1x (ranks time-sliced on one GPU: a flat floor while the
+        # model grows with the bytes); no overhead, no start-up left to predict (a launch modelled at 0 s start-up).
+        sanity = {"overhead": (0.1, 0.1), "by_size": {512 << 10: (0.01, 1.0), 32 << 20: (0.5, 0.5)},
+                  "family": "nccl"}
+        measured = [("doctor", 5.0, 0.0, 5.0), ("inter", 6.0, 0.61, 7.6, 1.6, sanity)]
+        # 4M: half-way (3 of 6 factors of two): 10x. 1M: 100^(5/6) = 46.4x. 2M: 100^(2/3) = 21.5x. 8K below the
+        # smallest measured size: 512K's 100x. 64M above the largest: 32M's 1x.
+        for size, ratio in ((4 << 20, 10.0), (1 << 20, 46.41588834), (2 << 20, 21.5443469), (8192, 100.0),
+                            (64 << 20, 1.0), (512 << 10, 100.0)):
+            with self.subTest(size=size):
+                point = {"overhead_s": 0.0, "by_size": {size: 0.01}, "family": "nccl"}
+                self.assertAlmostEqual(estimate.calibrated_eta(measured, [("inter", 0.0, 0.01, point)]), 0.01 * ratio,
+                                       6)
 
     def test_a_class_without_records_takes_its_path_family_s_else_its_model(self):
         # sanity (inter, NCCL) as above: start-up 1/3; overhead 1/3; 8K 90x, 32M 16x.
@@ -162,8 +182,10 @@ class CalibratedEta(unittest.TestCase):
         measured = [("inter", 6.0, 0.351, 3.0, 1.0, sanity)]
         point = {"overhead_s": 0.6, "by_size": {8192: 0.002, 16 << 20: 0.025}, "family": "nccl"}
         # intra has no records of its own; its bytes take NCCL too: sanity's table. 4 / 3 + 0.6 / 3 + 0.002 x 90 +
-        # 0.025 x 16 = 1.333333333 + 0.2 + 0.18 + 0.4
-        self.assertAlmostEqual(estimate.calibrated_eta(measured, [("intra", 4.0, 0.627, point)]), 4.0 / 3 + 0.78, 9)
+        # 0.025 x 18.48 (16M between 8K's 90x and 32M's 16x, one factor of two below 32M: 90^(1/12) x 16^(11/12))
+        # = 1.333333333 + 0.2 + 0.18 + 0.462
+        self.assertAlmostEqual(estimate.calibrated_eta(measured, [("intra", 4.0, 0.627, point)]),
+                               4.0 / 3 + 0.2 + 0.18 + 0.025 * 90 ** (1 / 12) * 16 ** (11 / 12), 9)
         # Ranks time-sliced on one GPU (emulated): no launch of that family measured, so its modelled work as it
         # stands (NCCL's 90x at 8K would say 20x too long there): 4 / 3 + 0.627. Start-up is still the run's.
         emulated = dict(point, family="emulated")
@@ -175,7 +197,8 @@ class CalibratedEta(unittest.TestCase):
         measured.append(("intra", 4.0, 0.627, 1.0 + 0.654, 0.654, own))
         self.assertAlmostEqual(estimate.calibrated_eta(measured, [("intra", 4.0, 0.627, point)]), 1.0 + 0.654, 9)
         # An inter launch still takes sanity's (its class's own), not the pooled family's.
-        self.assertAlmostEqual(estimate.calibrated_eta(measured, [("inter", 6.0, 0.627, point)]), 2.0 + 0.78, 9)
+        self.assertAlmostEqual(estimate.calibrated_eta(measured, [("inter", 6.0, 0.627, point)]),
+                               2.0 + 0.2 + 0.18 + 0.025 * 90 ** (1 / 12) * 16 ** (11 / 12), 9)
 
     def test_a_launch_s_path_family(self):
         def family(nranks, *argv):
@@ -279,13 +302,15 @@ class MeasuredRuns(unittest.TestCase):
     tests/cluster/eta_lines.py on lines with 10 s or more left) held to runs measured on real machines: each kept run's
     launches replayed through this estimate (eta_measure.replayed), against that run's own end. The runs: docs/data/
     eta_gpu_2026-12-06 (the H100: two virtual nodes over NCCL's sockets at default sizes, and default one-GPU
-    baselines, run with the estimate before and after this one's GPU changes) and docs/data/eta_2026-12-06/runs_quiet
+    baselines, run with the estimate before and after this one's GPU changes), docs/data/eta_gpu_2026-12-07 (the H100
+    with the context turns: three virtual nodes on the one GPU, and one-GPU baselines) and docs/data/eta_2026-12-06/runs_quiet
     (the 2-core VM's virtual cluster, the MPI backend)."""
 
     PROMISE = 0.25
 
     def kept_runs(self):
         roots = [os.path.join(SOURCE_DIR, "docs", "data", "eta_gpu_2026-12-06"),
+                 os.path.join(SOURCE_DIR, "docs", "data", "eta_gpu_2026-12-07"),
                  os.path.join(SOURCE_DIR, "docs", "data", "eta_2026-12-06", "runs_quiet")]
         runs = []
         for root in roots:
@@ -301,8 +326,8 @@ class MeasuredRuns(unittest.TestCase):
         sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "cluster"))
         import eta_measure
         runs = self.kept_runs()
-        # the H100's two-node runs (2) and one-GPU baselines (10 + 8), the quiet VM's ten
-        self.assertEqual(len(runs), 30, runs)
+        # the H100's two-node runs (2), three-node run (1) and one-GPU baselines (10 + 8 + 3), the quiet VM's ten
+        self.assertEqual(len(runs), 34, runs)
         for run in runs:
             with self.subTest(run=os.path.relpath(run, SOURCE_DIR)):
                 result, _manifest, _parts = eta_measure.replayed(os.path.join(run, "eta_measure.json"),

@@ -440,16 +440,38 @@ def _add_measured(table, measured):
 def _shaped_work(model, table):
     """A launch's work (work_shape's model) predicted from its class's measured table: its cases' overhead scaled by
     the class's measured overhead over its modelled one, its collectives size by size by the measured/modelled ratio
-    at the nearest size the class measured (by factors of two: 16M takes the ratio of 8M before that of 64M)."""
+    the class measured there (_size_ratio: between two measured sizes, interpolated)."""
     modelled_overhead, measured_overhead = table["overhead"]
     work = model["overhead_s"] * (measured_overhead / modelled_overhead if modelled_overhead > 0 else 1.0)
-    ratios = {size: measured / modelled for size, (modelled, measured) in table["by_size"].items() if modelled > 0}
+    ratios = {size: measured / modelled for size, (modelled, measured) in table["by_size"].items()
+              if modelled > 0 and size > 0}
     for size, seconds in model["by_size"].items():
         if ratios and size > 0:
-            nearest = min(ratios, key=lambda known: (abs(math.log2(known / size)), known))
-            seconds *= ratios[nearest]
+            seconds *= _size_ratio(ratios, size)
         work += seconds
     return work
+
+
+def _size_ratio(ratios, size):
+    """The measured/modelled ratio at `size` from those measured at other sizes ({size: ratio}): the measured size's
+    own; between two measured sizes, geometric in log2(size) (a ratio that falls 7x from 512K to 32M falls 1.9x by
+    2M); outside them, the nearest one's. Sanity measures 3 sizes (8K, 512K, 32M) and an inter point 14: with the
+    nearest measured size's ratio, three ranks time-sliced on one GPU (a flat 13 ms per all_reduce from 8K to 8M over
+    NCCL's sockets on the H100, while the model grows with the bytes) had 1M-4M predicted at 512K's ratio, up to 2.8x
+    their time, and the three-node ETA read +36% at sanity's line (docs/bring-up.md)."""
+    if size in ratios:
+        return ratios[size]
+    below = [known for known in ratios if known < size]
+    above = [known for known in ratios if known > size]
+    if not below:
+        return ratios[min(above)]
+    if not above:
+        return ratios[max(below)]
+    low, high = max(below), min(above)
+    if ratios[low] <= 0 or ratios[high] <= 0:
+        return ratios[low if math.log2(size / low) <= math.log2(high / size) else high]
+    weight = math.log2(size / low) / math.log2(high / low)
+    return math.exp((1.0 - weight) * math.log(ratios[low]) + weight * math.log(ratios[high]))
 
 
 def _own_or(ratios, kind, fallback):
