@@ -228,6 +228,19 @@ class CalibratedEta(unittest.TestCase):
         self.assertIsNone(estimate.measured_shape(launch, records, None), "no work reported")
         self.assertIsNone(estimate.measured_shape(launch, records[2:3], 1.0), "no timed record")
 
+    def test_collectives_read_longer_than_the_work_they_ran_in_keep_their_shares_of_it(self):
+        launch = {"kind": "sanity", "nranks": 3, "hosts": ["node1", "node2", "node3"],
+                  "argv": ["coll_perf", "-b", "8K", "-e", "32M", "-f", "4096", "-n", "5", "-w", "5", "-c", "1",
+                           "--coll", "all_reduce", "--placement", "out"]}
+        # Timed means that say more than the work reported (the batch pass ran faster than the timed one): 21
+        # collectives at 10 ms (8K) and 30 ms (32M) are 0.21 + 0.63 = 0.84 s, but the ranks reported 0.6 s of work.
+        records = [{"bytes": 8192, "time_us": {"mean": 10000.0}}, {"bytes": 32 << 20, "time_us": {"mean": 30000.0}}]
+        shape = estimate.measured_shape(launch, records, 0.6)
+        # By hand: each size keeps its share (1/4 and 3/4) of 0.6 s: 0.15 and 0.45; no overhead left.
+        self.assertAlmostEqual(shape["by_size"][8192][1], 0.15, 12)
+        self.assertAlmostEqual(shape["by_size"][32 << 20][1], 0.45, 12)
+        self.assertEqual(shape["overhead"][1], 0.0)
+
     def test_the_eta_leaves_out_what_will_not_run_and_adds_a_pending_path_check(self):
         import io
         from cclbench_lib.execute.runner import Progress
