@@ -175,6 +175,19 @@ def judged_stamped(stamped, scenario, **extra):
 KEPT_RECORD_KEYS = ("point", "bytes", "collective")
 
 
+def drew_plots(run_dir):
+    """Whether the run's report drew plots: a PNG under plots/, or report.md showing one (render/report.py links each
+    plot it drew as `](plots/NAME.png)`; a copy of a run without its images still says so)."""
+    plots_dir = os.path.join(run_dir, "plots")
+    if os.path.isdir(plots_dir) and any(name.endswith(".png") for name in os.listdir(plots_dir)):
+        return True
+    report = os.path.join(run_dir, "report.md")
+    if not os.path.isfile(report):
+        return False
+    with open(report) as handle:
+        return "](plots/" in handle.read()
+
+
 def keep(eta_path, run_dir, out_dir):
     """A replayable copy of a run whose lines were stamped (a fault matrix cell's or --command's eta.json): out_dir/
     eta_measure.json (its lines judged; scenario "healthy" where the run exited 0, else "failed"; "plots": whether
@@ -183,8 +196,7 @@ def keep(eta_path, run_dir, out_dir):
     sanity.jsonl and cases.jsonl."""
     with open(eta_path) as handle:
         stamped = json.load(handle)
-    plots_dir = os.path.join(run_dir, "plots")
-    plots = os.path.isdir(plots_dir) and any(name.endswith(".png") for name in os.listdir(plots_dir))
+    plots = drew_plots(run_dir)
     result = judged_stamped(stamped, "healthy" if stamped["exit"] == 0 else "failed", plots=plots)
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "eta_measure.json"), "w") as handle:

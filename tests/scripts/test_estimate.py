@@ -316,7 +316,8 @@ class MeasuredRuns(unittest.TestCase):
     launches replayed through this estimate (eta_measure.replayed), against that run's own end. The runs: docs/data/
     eta_gpu_2026-12-06 (the H100: two virtual nodes over NCCL's sockets at default sizes, and default one-GPU
     baselines, run with the estimate before and after this one's GPU changes), docs/data/eta_gpu_2026-12-07 (the H100
-    with the context turns: three virtual nodes on the one GPU, and one-GPU baselines) and docs/data/eta_2026-12-06/runs_quiet
+    with the context turns: two and three virtual nodes on the one GPU, and one-GPU baselines, printed by the
+    nearest-size estimate and by this one) and docs/data/eta_2026-12-06/runs_quiet
     (the 2-core VM's virtual cluster, the MPI backend)."""
 
     PROMISE = 0.25
@@ -335,12 +336,32 @@ class MeasuredRuns(unittest.TestCase):
                         runs.append(directory)
         return runs
 
+    def test_a_kept_copy_knows_its_report_drew_plots_without_the_images(self):
+        # The ETA's report term replays from "plots"; a run copied without its PNGs (a tarball that left them out)
+        # still drew them where its report.md shows one.
+        import tempfile
+        sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "cluster"))
+        import eta_measure
+        with tempfile.TemporaryDirectory() as run_dir:
+            os.makedirs(os.path.join(run_dir, "plots"))
+            self.assertFalse(eta_measure.drew_plots(run_dir), "an empty plots/ and no report")
+            with open(os.path.join(run_dir, "report.md"), "w") as handle:
+                handle.write("# Report\n\nNo plots: matplotlib is not installed.\n")
+            self.assertFalse(eta_measure.drew_plots(run_dir), "a report that shows no plot")
+            with open(os.path.join(run_dir, "report.md"), "a") as handle:
+                handle.write("![all_reduce busbw](plots/all_reduce_busbw.png)\n")
+            self.assertTrue(eta_measure.drew_plots(run_dir), "a report that shows one")
+            os.remove(os.path.join(run_dir, "report.md"))
+            open(os.path.join(run_dir, "plots", "p2p.png"), "wb").close()
+            self.assertTrue(eta_measure.drew_plots(run_dir), "a PNG under plots/")
+
     def test_every_kept_healthy_run_s_lines_within_the_promise(self):
         sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "cluster"))
         import eta_measure
         runs = self.kept_runs()
-        # the H100's two-node runs (2), three-node run (1) and one-GPU baselines (10 + 8 + 3), the quiet VM's ten
-        self.assertEqual(len(runs), 34, runs)
+        # the H100's two-node runs (2 + 1), three-node runs (1 + 1) and one-GPU baselines (10 + 8 + 3 + 3), the quiet
+        # VM's ten
+        self.assertEqual(len(runs), 39, runs)
         for run in runs:
             with self.subTest(run=os.path.relpath(run, SOURCE_DIR)):
                 result, _manifest, _parts = eta_measure.replayed(os.path.join(run, "eta_measure.json"),
