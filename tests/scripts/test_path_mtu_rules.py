@@ -87,6 +87,34 @@ def probe_results(targets, eth0_largest):
     return found
 
 
+class ProbesAtOnce(unittest.TestCase):
+    """A probe rank's probes run at once (execute/path_mtu.run_probes): each answer still its own probe's, in the
+    order asked, though every socket sees every reply. Live, on this host's loopback (a raw ICMP socket: root)."""
+
+    def test_more_probes_than_run_at_once_each_get_their_own_answer_in_order(self):
+        import socket
+        from cclbench_lib.execute import path_mtu
+        try:
+            socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP).close()
+        except PermissionError:
+            self.skipTest("no raw ICMP socket here (not root)")
+        # Twice PROBES_AT_ONCE + 3 probes, two of them to each address at different sizes: a reply matched to the
+        # wrong socket would give a probe another's size (or none).
+        count = 2 * path_mtu.PROBES_AT_ONCE + 3
+        specs = [("lo", f"127.0.0.{1 + index // 2}", 600 + 100 * index) for index in range(count)]
+        line = path_mtu.run_probes(specs)
+        self.assertTrue(line.startswith(path_mtu.JSON_LINE_PREFIX))
+        found = json.loads(line[len(path_mtu.JSON_LINE_PREFIX):])
+        self.assertEqual([(item["netdev"], item["address"], item["size"]) for item in found], specs)
+        self.assertEqual([(item["ok"], item["largest"], item["reason"]) for item in found],
+                         [(True, size, None) for _, _, size in specs])
+        self.assertEqual(path_mtu.run_probes([]), path_mtu.JSON_LINE_PREFIX + "[]")
+        # A raw socket matches its reply by identifier and sequence: two sockets of one process never share one.
+        sockets = [path_mtu.EchoSocket("lo") for _ in range(3)]
+        self.addCleanup(lambda: [sock.close() for sock in sockets])
+        self.assertEqual(len({sock.ident for sock in sockets}), 3)
+
+
 class Verdict(unittest.TestCase):
     def setUp(self):
         self.targets, _ = path_mtu_targets(CLUSTER)

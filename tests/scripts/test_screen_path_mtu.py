@@ -141,5 +141,53 @@ class PathMtu(unittest.TestCase):
         self.assertIsNone(verdicts["path_mtu"])
 
 
+
+class NodeStageApart(unittest.TestCase):
+    """Which nodes the node stage runs apart (rules/screen_node_stage.on_failing_paths: its launches of several nodes
+    are one MPI job across them, which a failing path holds to its deadline), and the checks kept for the nodes that
+    passed alone (model/doctor_paths.path_checks_between)."""
+
+    NODES = ["node1", "node2", "node3", "node4"]
+
+    def test_a_node_on_a_failing_rail_runs_apart_and_the_others_together(self):
+        from cclbench_lib.rules.screen_node_stage import on_failing_paths
+        self.assertEqual(on_failing_paths(self.NODES, checks_for(4, blocked={("node4", "eth0")}, down=True)),
+                         ["node4"])
+        self.assertEqual(on_failing_paths(self.NODES, checks_for(4, blocked={("node2", "eth3")})), ["node2"])
+
+    def test_both_ends_of_a_failing_link_run_apart(self):
+        from cclbench_lib.rules.screen_node_stage import on_failing_paths
+        self.assertEqual(on_failing_paths(["node1", "node2"], checks_for(2, blocked={("node1", "eth3")})),
+                         ["node1", "node2"])
+        # only node1 <-> node2 on eth0 fails among four nodes: those two, not node3 and node4
+        checks = [c for c in checks_for(4) if not ("eth0" in c["subject"] and
+                                                   {"node1", "node2"} <= set(c["subject"].replace(":", " ").split()))]
+        checks += [c for c in checks_for(2, blocked={("node1", "eth0")}) if c["status"] == "fail"]
+        self.assertEqual(on_failing_paths(self.NODES, checks), ["node1", "node2"])
+
+    def test_healthy_paths_or_none_probed_put_no_node_apart(self):
+        from cclbench_lib.rules.screen_node_stage import on_failing_paths
+        self.assertEqual(on_failing_paths(self.NODES, checks_for(4)), [])
+        self.assertEqual(on_failing_paths(self.NODES, None), [])
+
+    def test_the_checks_between_the_nodes_that_passed_alone_are_theirs_alone(self):
+        from cclbench_lib.model.doctor_paths import path_checks_between
+        everyone = checks_for(4, blocked={("node4", "eth0")})
+        kept = path_checks_between(everyone, ["node1", "node2", "node3"])
+        # 3 nodes x 2 peers x 2 rails, each passing: what probing those three alone gives
+        self.assertEqual(len(kept), 12)
+        self.assertEqual(sorted(c["subject"] for c in kept), sorted(c["subject"] for c in checks_for(3)))
+        self.assertTrue(all(c["status"] == "pass" for c in kept))
+        self.assertEqual(path_checks_between(everyone, self.NODES), everyone)
+        self.assertIsNone(path_checks_between(everyone, ["node1"]), "one node: no path")
+        self.assertIsNone(path_checks_between(None, self.NODES), "not probed")
+        # a host's own check (no interface on a rail subnet) stays with its host
+        missing = checks_for(3, missing=("node3", "eth3"))
+        own = [c for c in missing if c.get("subject_kind") == "path" and " -> " not in c["subject"]]
+        self.assertTrue(own)
+        self.assertEqual([c for c in path_checks_between(missing, ["node1", "node3"]) if c in own], own)
+        self.assertFalse([c for c in path_checks_between(missing, ["node1", "node2"]) if c in own])
+
+
 if __name__ == "__main__":
     unittest.main()

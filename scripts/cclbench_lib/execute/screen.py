@@ -40,6 +40,8 @@ from ..rules.screen_causes import explain_links, shared_causes
 from ..rules.dead_paths import NOT_A_PATH_EXITS, dead_ends, without_stale_passes
 from ..rules.screen_retests import (RETEST_BUDGET, RETEST_NO_PARTNER, RETEST_PASSES_SPENT, RETEST_SETTLED,
                                     open_suspects)
+from ..model.doctor_paths import path_checks_between
+from ..rules.screen_node_stage import on_failing_paths
 from ..rules.screen_rules import (EXIT_CODES, classify, node_stage_verdicts, overall_result, path_mtu_verdicts,
                                   to_document)
 
@@ -104,13 +106,16 @@ class Screen:
         self.path_checker = recheck_paths
         self.run_path_checks = []  # what those checks found: joined to the path MTU step's for the retests and rules
         self.not_started = {}  # host -> the launcher's words: it could not be started (execute/screen_batch.py)
-        # hosts of a pair group that failed in a batched launch (hung, crashed, timed out): their later jobs run in
-        # launches apart (execute/screen_batch.py), so that a second failure holds only them
+        # hosts of a pair group that failed in a batched launch (hung, crashed, timed out), and nodes the node
+        # stage's path check put on a failing path: their later jobs run in launches apart (execute/screen_batch.py),
+        # so that a second failure holds only them
         self.quarantined = set()
         self.attempts = {}  # job name -> its starts so far (the fleet model's answers depend on it)
         self.launch_count = {"batched": 0, "pool": 0, "relaunches": 0}
         self.pool_reasons = []
         self.stages = {}
+        self.node_stage_path_checks = None  # the path MTU probes made after the node stage's doctors
+        self.launch_numbers = {}  # stage name -> the launches named in it so far (launch.<stage>.<n>)
 
     # -- state -------------------------------------------------------------------------------------
     def say(self, text):
@@ -177,11 +182,12 @@ class Screen:
             return None
         return found
 
-    def run_batch(self, jobs, title, drop_failing=False):
+    def run_batch(self, jobs, title, drop_failing=False, stage=None):
         """Runs the jobs in a rolling pool (plan/launch_pool.py: each host's jobs in plan order, one at a time, at
         most max_concurrent at once); {name: {"values", "reason"}}. drop_failing: the pair rounds - a node whose
         pairs failed with two partners that measured elsewhere is dropped from its later pairs (FailingNodes),
-        which are not run and have no entry."""
+        which are not run and have no entry. stage: the launches' stage name where the title's would not do (the
+        node stage's second part goes on from launch.node.N)."""
         results = {}
         todo = []
         for job in jobs:
@@ -206,7 +212,7 @@ class Screen:
         pooled = todo
         batched = None
         if why is None:
-            batched = BatchedStage(self, title, self.stage_label(title))
+            batched = BatchedStage(self, title, stage or self.stage_label(title))
             pooled = batched.run(todo, results, failing)
             span += batched.span_s
             self.launch_count["batched"] += batched.launches
@@ -606,8 +612,26 @@ class Screen:
         # Every node's steps in one pool: each node runs its own in order, none waits for the others' (step-major
         # plan order: the first steps of all nodes are started first).
         batch = [node_list[step] for step in range(steps) for node_list in jobs.values() if step < len(node_list)]
-        kinds = ", ".join(dict.fromkeys(job["kind"] for job in batch))
-        results = self.run_batch(batch, f"node stage ({kinds})")
+        # The doctors first, then the path MTU between the nodes they passed, then the rest: one launch of the
+        # nodes' intra-node points is one MPI job across them (its split and wire-up cross the nodes' paths), so a
+        # node on a path that fails would hold every node's launch to its deadline, and the others' relaunches
+        # too (4 virtual nodes, node4's eth0 dead: 3 launches of 24-26 s, 83 s for the stage). Nodes the check
+        # finds on a failing path run their jobs in launches apart (Screen.quarantined).
+        doctors = [job for job in batch if job["kind"] == "doctor"]
+        rest = [job for job in batch if job["kind"] != "doctor"]
+        results = self.run_batch(doctors, "node stage (doctor)", stage="node") if doctors else {}
+        passed = [node for node in self.inputs["hosts"]
+                  if any(job["hosts"][0] == node and (results.get(job["name"]) or {}).get("values") and
+                         results[job["name"]]["values"].get("doctor") in ("pass", "warn") for job in doctors)]
+        self.node_stage_path_checks = self.path_mtu_step(passed)
+        apart = on_failing_paths(self.inputs["hosts"], self.node_stage_path_checks)
+        if apart and rest:
+            self.quarantined.update(apart)
+            self.log_line(f"# {utc_now()} node stage: {', '.join(apart)} on a failing path: "
+                          f"{'its' if len(apart) == 1 else 'their'} jobs run in launches apart")
+        if rest:
+            kinds = ", ".join(dict.fromkeys(job["kind"] for job in rest))
+            results.update(self.run_batch(rest, f"node stage ({kinds})", stage="node"))
         for job in batch:
             node, found, reason = job["hosts"][0], results[job["name"]]["values"], results[job["name"]]["reason"]
             if job["kind"] == "doctor":
@@ -656,10 +680,11 @@ class Screen:
         stage, _ = plan_stages(inputs)
         data = self.node_stage(stage)
         _, paired = node_stage_verdicts(hosts, data)
-        # The path MTU between the nodes that passed alone: a node whose paths fail is not paired, and no pair
+        # The path MTU between the nodes that passed alone (the node stage's probes, made after its doctors,
+        # between those nodes): a node whose paths fail is not paired, and no pair
         # crosses a failing path (either would wait out its watchdog: NCCL hangs on such a path). Its verdicts are
         # computed once here and passed down to the node stage's verdicts and to classify.
-        path_checks = self.path_mtu_step(paired)
+        path_checks = path_checks_between(self.node_stage_path_checks, paired)
         path_mtu = path_mtu_verdicts(hosts, path_checks)
         _, paired = node_stage_verdicts(hosts, data, path_mtu=path_mtu)
         blocked = path_mtu[2]

@@ -18,7 +18,9 @@ groups run again. So the hosts of a pair-stage group that failed (hung, crashed,
 started: it is dropped) are quarantined for the rest of the screen: each later job on them runs in a launch of its
 own, in the rounds and in the retests alike, where a second hang holds only that job's two hosts. Both hosts of the
 group are quarantined (the timeout words name both the hung rank and the one that waited on it); a healthy partner
-costs nothing by it but launches of its own beside the others'.
+costs nothing by it but launches of its own beside the others'. A node that the node stage's path check (after its
+doctors) puts on a failing path is quarantined before its intra-node step: a launch of several nodes crosses their
+paths (execute/screen.Screen.node_stage).
 
 Files of a launch: launches/<name>.hosts (rank i on line i), launches/<name>.points.json (its --split-points),
 logs/<name>.log (the launcher's output); the manifest's "launches" holds its command, exit and what it settled.
@@ -133,7 +135,9 @@ class BatchedStage:
                 for job in part:
                     pool.requeue(job)
                 continue
-            name = f"launch.{self.stage}.{self.launches}"
+            number = self.screen.launch_numbers.get(self.stage, 0)
+            self.screen.launch_numbers[self.stage] = number + 1
+            name = f"launch.{self.stage}.{number}"
             self.launches += 1
             started.append((name, part))
         return started

@@ -226,6 +226,21 @@ def path_mtu_ends(check):
     return (host, None, None, None) if host and host != "*" else None
 
 
+def path_checks_between(checks, hosts):
+    """The path_mtu checks of a probe between these hosts only (both ends among them; a host's own "subnet" check
+    where it is one of them), and the checks that name no path (the cluster-wide skip): what the probes between
+    these hosts alone would have given. None where there are none to give: no checks, or fewer than two hosts."""
+    if checks is None or len(hosts) < 2:
+        return None
+    wanted = set(hosts)
+    kept = []
+    for check in checks:
+        ends = path_mtu_ends(check)
+        if ends is None or (ends[0] in wanted and (ends[2] is None or ends[2] in wanted)):
+            kept.append(check)
+    return kept
+
+
 def path_mtu_findings(checks):
     """The path_mtu failures of a doctor document's checks, one line each (a hung sanity pass names them)."""
     return [f"{check['subject']}: {check['detail']}" for check in checks

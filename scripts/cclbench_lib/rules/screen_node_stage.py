@@ -104,6 +104,16 @@ def path_mtu_verdicts(nodes, path_checks):
     return findings, links, set(failed)
 
 
+def on_failing_paths(nodes, path_checks):
+    """The nodes that path_mtu_verdicts puts on a failing path, in the nodes' order: each node it finds bad there
+    (node.path_mtu, rail.dead) and both ends of each failing link it leaves over. [] without checks."""
+    findings, links, _ = path_mtu_verdicts(nodes, path_checks)
+    ends = {node for node, found in findings.items() if found}
+    for link in links:
+        ends.update((link["a"], link["b"]))
+    return [node for node in nodes if node in ends]
+
+
 def node_stage_verdicts(nodes, node_stage, path_checks=None, path_mtu=None):
     """The node stage's verdicts: {node: [(verdict, code, detail, rail or None)]} and the nodes that go on to the
     pair stage. node_stage: {node: {"doctor": "pass"|"warn"|"fail"|None, "intra_busbw_gbps": x|None,
