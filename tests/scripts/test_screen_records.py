@@ -2,10 +2,16 @@
 
 Documents are written out here in the shape case_record.schema.json gives (evidence.rails.nodes[] with netdevs
 and ib_ports), with numbers chosen so the expected values are worked out by hand."""
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
 import unittest
 
 import helpers  # noqa: F401  (puts scripts/ on sys.path)
-from cclbench_lib.model.screen_records import point_values
+from cclbench_lib.model.screen_records import job_point, point_values
 
 LARGE, SMALL = 1 << 20, 8192
 
@@ -49,6 +55,41 @@ class PointValues(unittest.TestCase):
         self.assertIsNone(values["reason"])
         failed = point_values({"cases": [case(LARGE, busbw=None, status="failed", reason="timeout")]}, LARGE, None)
         self.assertEqual(failed["reason"], "1048576 B: status failed: timeout")
+
+    def test_a_one_rank_intra_point_is_its_small_time_and_no_failure(self):
+        # coll_perf's own document at one rank (the MPI backend, one process: what a one-GPU node's intra-node
+        # point writes), not one written out here: busbw null with busbw_reason.
+        coll_perf = os.path.join(helpers.REAL_APPS, "coll_perf")
+        if not os.access(coll_perf, os.X_OK) or not shutil.which("mpirun"):
+            self.skipTest(f"no built coll_perf ({coll_perf}) or no mpirun")
+        with tempfile.TemporaryDirectory() as work:
+            output = os.path.join(work, "intra.json")
+            subprocess.run(["mpirun", "-np", "1", *shlex.split(helpers.EXTRA_MPIRUN), coll_perf, "--backend", "mpi",
+                            "-b", "8K", "-e", "1M", "-f", "128", "-n", "2", "-w", "1", "--coll", "all_reduce",
+                            "-J", output], check=True, capture_output=True, timeout=120,
+                           env=dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1"))
+            with open(output) as handle:
+                document = json.load(handle)
+        found = point_values(document, LARGE, SMALL)
+        self.assertIsNone(found["busbw_gbps"])
+        self.assertGreater(found["small_time_us"], 0)
+        self.assertEqual(found["reason"], "1048576 B: no bus bandwidth: 1 rank: no link is crossed")
+        judged = job_point("intra", 1, found)
+        self.assertIsNone(judged["reason"])
+        self.assertEqual(judged["small_time_us"], found["small_time_us"])
+        # two ranks or more: a missing bus bandwidth is a failure and keeps its reason; so is one rank's missing
+        # small time
+        self.assertEqual(job_point("intra", 2, found)["reason"], found["reason"])
+        no_small = dict(found, small_time_us=None, reason="8192 B: no record")
+        self.assertEqual(job_point("intra", 1, no_small)["reason"], "8192 B: no record")
+        # a pair is never one rank's
+        self.assertEqual(job_point("pair", 1, found)["reason"], found["reason"])
+
+    def test_a_rail_job_is_judged_at_its_large_size_alone(self):
+        found = point_values({"cases": [case(LARGE)]}, LARGE, SMALL)  # its small size did not run
+        self.assertEqual(found["reason"], "8192 B: no record")
+        self.assertIsNone(job_point("rail", None, found)["reason"])
+        self.assertEqual(job_point("pair", None, found)["reason"], "8192 B: no record")
 
     def test_rail_bytes_per_host_from_netdevs_and_hca_ports(self):
         rails = [{"host": "node1", "netdevs": [{"name": "eth0", "tx_bytes": 600, "rx_bytes": 400},

@@ -26,7 +26,7 @@ from ..base.files import make_dirs, open_append, read_json, write_json_atomic
 from ..base.values import utc_now
 from ..base.version import TOOL_VERSION
 from ..model.launcher import launcher_of
-from ..model.screen_records import point_values
+from ..model.screen_records import job_point, point_values
 from ..plan.launch_pool import DecisiveSuspects, FailingNodes, LaunchPool
 from ..plan.screen_batches import why_not_batched
 from ..plan.screen_jobs import backend, node_jobs, pair_job, rail_job, rails_alone
@@ -166,11 +166,7 @@ class Screen:
         rails = [] if job["kind"] == "loopback" else list(self.inputs.get("netdevs") or []) + \
             (list(self.inputs["hcas"]) if backend(self.inputs) == "nccl" else [])
         found = point_values(document, self.inputs["large_bytes"], self.inputs["small_bytes"], rails)
-        if job["kind"] == "rail" and found["busbw_gbps"] is not None and found["small_time_us"] is None:
-            # A rail point is judged at the large size; its small size (run first, for the learned watchdog) is
-            # judged against its sibling's when it has one, and its absence is no failure.
-            found = dict(found, reason=None)
-        return found
+        return job_point(job["kind"], job.get("ranks"), found)
 
     def reusable(self, job):
         state = self.manifest["jobs"].get(job["name"]) or {}

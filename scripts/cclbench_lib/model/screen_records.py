@@ -13,7 +13,10 @@ point_values(document, large, small, rails) -> {"busbw_gbps", "small_time_us", "
       rails (schema 1.5 netdev_rails rows; before it, the --all-netdevs list) for rails named as interfaces
       (eth0), HCA port counters for rails named as ports (mlx5_0:1), every netdev rail when none is named;
       a rail with no counter has no entry (missing is not 0);
-  reason: why a value is None (the record's reason or status), else None.
+  reason: why a value is None (the record's reason or status; at one rank the record's busbw_reason), else None.
+
+job_point(kind, ranks, found): those values as the job judges them (a rail point at its large size alone, a one-rank
+intra-node point by its small time): the screen calls a job failed where a reason stays.
 """
 
 import math
@@ -84,8 +87,11 @@ def point_values(document, large_bytes, small_bytes, rails=()):
             reasons.append(f"{large_bytes} B: no median time (time_us.p50)")
     elif not _positive(busbw):
         busbw = None
-        reasons.append(f"{large_bytes} B: " + (f"status {large.get('status')}: {large.get('reason')}" if large
-                                              else "no record"))
+        if large and large.get("status") == "ok" and large.get("busbw_reason"):
+            reasons.append(f"{large_bytes} B: no bus bandwidth: {large['busbw_reason']}")  # one rank: none by definition
+        else:
+            reasons.append(f"{large_bytes} B: " + (f"status {large.get('status')}: {large.get('reason')}" if large
+                                                  else "no record"))
     time_us = (small.get("time_us") or {}).get("p50") if small and small.get("status") == "ok" else None
     if small_bytes is None:
         time_us = None
@@ -100,3 +106,15 @@ def point_values(document, large_bytes, small_bytes, rails=()):
     return {"busbw_gbps": busbw, "small_time_us": time_us, "transport": transport,
             "rail_bytes": rail_bytes(large, set(rails) if rails else None),
             "reason": "; ".join(reasons) if reasons else None}
+
+
+def job_point(kind, ranks, found):
+    """A screen job's point_values as its job judges them: a rail point (judged at the large size) and a one-rank
+    intra-node point (no link crossed: no bus bandwidth by definition, its small time is what it measures) are not
+    failed for the value they do not have; the reason stays where a value they need is missing."""
+    if kind == "rail" and found["busbw_gbps"] is not None and found["small_time_us"] is None:
+        # its small size (run first, for the learned watchdog) is judged against its sibling's when it has one
+        return dict(found, reason=None)
+    if kind == "intra" and ranks == 1 and found["busbw_gbps"] is None and found["small_time_us"] is not None:
+        return dict(found, reason=None)
+    return found
