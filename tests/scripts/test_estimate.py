@@ -48,7 +48,7 @@ class LaunchArithmetic(unittest.TestCase):
         # modelled; sanity's -n 5: 5 + 5 + 1 + 4 = 15 (was 16).
         point = dict(launch, argv=["coll_perf", "--backend", "mpi", "-n", "20", "-w", "5", "-c", "1"])
         self.assertAlmostEqual(estimate.launch_parts(point)[1], 2 * (0.05 + 30 * (100e-6 + 4096 / 0.75e9)), places=9)
-        self.assertEqual(estimate.launch_seconds({"kind": "p2p", "nranks": 1}, gpus_per_node=8), 10 + 56)
+        self.assertEqual(estimate.launch_seconds({"kind": "p2p", "nranks": 1}, gpus_per_node=8), 4 + 56)
         self.assertEqual(estimate.launch_seconds({"kind": "doctor"}), 5)
 
     def test_tuning_probe_takes_sizes_from_its_command_and_calls_each_case_once(self):
@@ -63,8 +63,8 @@ class LaunchArithmetic(unittest.TestCase):
 
     def test_smoke_copies_start_p2p_matrix_then_copy(self):
         copies = {"kind": "p2p", "nranks": 1, "hosts": ["h"], "argv": ["p2p_matrix", "-t", "device_local_copy_ce"]}
-        # p2p_matrix's start-up (10 s, the p2p point's) and a second of copies.
-        self.assertEqual(estimate.launch_parts(copies), (10.0, 1.0))
+        # p2p_matrix's start-up (4 s, the p2p point's) and a second of copies.
+        self.assertEqual(estimate.launch_parts(copies), (4.0, 1.0))
 
 
 class TwoNodePlanFigure(TempDirTest):
@@ -253,23 +253,24 @@ class CalibratedEta(unittest.TestCase):
             asked.append(sorted(names))
             return {"p2p.b"}, estimate.PATH_CHECK_S
         progress = Progress(plan, stream=stream, outlook=outlook)
-        progress.report(plan[0], "complete", 2.0)  # 0.4x: topology 3 x 0.4 + p2p.a 10 x 0.4 + the check 5 = 10.2 s
-        self.assertEqual(re.findall(r"ETA (\S+)", stream.getvalue()), ["0m10s"])
+        progress.report(plan[0], "complete", 2.0)  # 0.4x: topology 3 x 0.4 + p2p.a 4 x 0.4 + the check 5 = 7.8 s
+        self.assertEqual(re.findall(r"ETA (\S+)", stream.getvalue()), ["0m08s"])
         self.assertEqual(asked, [["p2p.a", "p2p.b", "topology"]])
 
     def test_the_progress_line_calibrates_by_the_work_a_launch_reported(self):
         import io
         from cclbench_lib.execute.runner import Progress
-        # Fixed models: doctor 5 s, p2p 10 s of start-up + 2 GPUs x 1 pair x 1 s = 2 s of work, topology 3 s.
+        # Fixed models: doctor 5 s, p2p 4 s of start-up + 2 GPUs x 1 pair x 1 s = 2 s of work, topology 3 s.
         plan = [{"name": name, "kind": kind, "hosts": ["a"], "argv": []}
                 for name, kind in (("doctor", "doctor"), ("p2p", "p2p"), ("topology", "topology"))]
         stream = io.StringIO()
         progress = Progress(plan, stream=stream, inputs={"gpus_per_node": 2})
-        progress.report(plan[0], "complete", 2.0)  # 0.4x: p2p 4 + 2 x 0.4 (no work yet: the run's one ratio), topo 1.2
+        progress.report(plan[0], "complete", 2.0)  # 0.4x: p2p (4 + 2) x 0.4 (no work yet: the run's one ratio) 2.4,
+        # topology 1.2: 3.6 s
         progress.report(plan[1], "complete", 30.0, work_s=10.0)
-        # p2p: 20 s of start-up measured; every launch's start-up (2 + 20) / (5 + 10): topology 3 x 22 / 15 = 4.4 s.
+        # p2p: 20 s of start-up measured; every launch's start-up (2 + 20) / (5 + 4): topology 3 x 22 / 9 = 7.3 s.
         # (Its start-up not measured: 3 x 0.4 = 1.2 s.)
-        self.assertEqual(re.findall(r"ETA (\S+)", stream.getvalue()), ["0m06s", "0m04s"])
+        self.assertEqual(re.findall(r"ETA (\S+)", stream.getvalue()), ["0m04s", "0m07s"])
 
     def test_the_eta_adds_the_report_at_the_end(self):
         import io
@@ -298,16 +299,16 @@ class CalibratedEta(unittest.TestCase):
     def test_the_progress_line_after_a_hang_and_a_launch_left_out(self):
         import io
         from cclbench_lib.execute.runner import Progress
-        # Fixed models: doctor 5 s, topology 3 s, p2p 10 s each (no GPU count).
+        # Fixed models: doctor 5 s, topology 3 s, p2p 4 s each (no GPU count).
         plan = [{"name": name, "kind": kind, "hosts": ["a", "b"], "argv": []}
                 for name, kind in (("doctor", "doctor"), ("topology", "topology"), ("p2p.a", "p2p"), ("p2p.b", "p2p"))]
         stream = io.StringIO()
         progress = Progress(plan, stream=stream)
-        progress.report(plan[0], "complete", 2.0)      # 0.4x the model: 3 x 0.4 + 20 x 0.4 = 9.2 s left
-        progress.report(plan[2], "failed", 61.0)       # hung: its deadline, not this machine's speed: 3 x .4 + 10 x .4
+        progress.report(plan[0], "complete", 2.0)      # 0.4x the model: 3 x 0.4 + 8 x 0.4 = 4.4 s left
+        progress.report(plan[2], "failed", 61.0)       # hung: its deadline, not this machine's speed: 3 x .4 + 4 x .4
         progress.report(plan[3], "not run", 0.0, "not run: node2 eth3 ...")  # left out: 3 x 0.4
         etas = re.findall(r"ETA (\S+)", stream.getvalue())
-        self.assertEqual(etas, ["0m09s", "0m05s", "0m01s"])
+        self.assertEqual(etas, ["0m04s", "0m03s", "0m01s"])
 
 
 class MeasuredRuns(unittest.TestCase):
@@ -359,9 +360,9 @@ class MeasuredRuns(unittest.TestCase):
         sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "cluster"))
         import eta_measure
         runs = self.kept_runs()
-        # the H100's two-node runs (2 + 1), three-node runs (1 + 1) and one-GPU baselines (10 + 8 + 3 + 3), the quiet
-        # VM's ten
-        self.assertEqual(len(runs), 39, runs)
+        # the H100's two-node runs (2 + 1), three-node runs (1 + 1) and one-GPU baselines (10 + 8 + 3 + 3 + 10), the
+        # quiet VM's ten
+        self.assertEqual(len(runs), 49, runs)
         for run in runs:
             with self.subTest(run=os.path.relpath(run, SOURCE_DIR)):
                 result, _manifest, _parts = eta_measure.replayed(os.path.join(run, "eta_measure.json"),

@@ -29,8 +29,11 @@ import math
 from ..base.values import parse_size, sweep_sizes
 from .bounds import hang_cost_s
 
-# Start-up and teardown of one launch, by kind (seconds).
-LAUNCH_S = {"doctor": 5.0, "topology": 3.0, "p2p": 10.0, "local": 3.0, "intra": 4.0, "inter": 6.0}
+# Start-up and teardown of one launch, by kind (seconds). p2p_matrix starts as a coll_perf launch does (a CUDA
+# context a GPU, the peer access its pairs enable): on the H100 it took 1.3-1.6 s against a one-GPU coll_perf's 1.3-1.4 s
+# of start-up. Modelled at 10 s, the run's start-up ratio at sanity's line (doctor, topo_map, sanity) put it and the
+# smoke's p2p_matrix copies at 1.5x their time, and one of ten one-GPU baselines read +26.5% there (2026-12-07).
+LAUNCH_S = {"doctor": 5.0, "topology": 3.0, "p2p": 4.0, "local": 3.0, "intra": 4.0, "inter": 6.0}
 DEFAULT_LAUNCH_S = 4.0  # any other kind (sanity and TUNING probes take their ranks' kind)
 # p2p_matrix: every ordered GPU pair of a host is measured by several tests (copy engine and SM, read and write,
 # uni- and bidirectional, P2P on and staged, latency).
