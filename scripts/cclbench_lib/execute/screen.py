@@ -605,8 +605,8 @@ class Screen:
         steps = max((len(node_list) for node_list in jobs.values()), default=0)
         data = {node: {"doctor": None, "intra_busbw_gbps": None, "intra_small_time_us": None,
                        "loopback_busbw_gbps": {}, "loopback_reason": {}} for node in self.inputs["hosts"]}
-        # Every node's steps in one pool: each node runs its own in order, none waits for the others' (step-major
-        # plan order: the first steps of all nodes are started first).
+        # Every node's steps in step-major plan order (the first steps of all nodes are started first); each node
+        # runs its own in order, none waits for the others'.
         batch = [node_list[step] for step in range(steps) for node_list in jobs.values() if step < len(node_list)]
         # The doctors first, then the path MTU between the nodes they passed, then the rest: one launch of the
         # nodes' intra-node points is one MPI job across them (its split and wire-up cross the nodes' paths), so a
@@ -616,9 +616,9 @@ class Screen:
         doctors = [job for job in batch if job["kind"] == "doctor"]
         rest = [job for job in batch if job["kind"] != "doctor"]
         results = self.run_batch(doctors, "node stage (doctor)", stage="node") if doctors else {}
-        passed = [node for node in self.inputs["hosts"]
-                  if any(job["hosts"][0] == node and (results.get(job["name"]) or {}).get("values") and
-                         results[job["name"]]["values"].get("doctor") in ("pass", "warn") for job in doctors)]
+        doctor_status = {job["hosts"][0]: ((results.get(job["name"]) or {}).get("values") or {}).get("doctor")
+                         for job in doctors}
+        passed = [node for node in self.inputs["hosts"] if doctor_status.get(node) in ("pass", "warn")]
         self.node_stage_path_checks = self.path_mtu_step(passed)
         apart = on_failing_paths(self.inputs["hosts"], self.node_stage_path_checks)
         if apart and rest:
