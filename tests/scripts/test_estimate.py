@@ -360,9 +360,9 @@ class MeasuredRuns(unittest.TestCase):
         sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "cluster"))
         import eta_measure
         runs = self.kept_runs()
-        # the H100's two-node runs (2 + 1), three-node runs (1 + 1) and one-GPU baselines (10 + 8 + 3 + 3 + 10), the
-        # quiet VM's ten
-        self.assertEqual(len(runs), 49, runs)
+        # the H100's two-node runs (2 + 1 + 1), three-node runs (1 + 1) and one-GPU baselines (10 + 8 + 3 + 3 + 10 +
+        # 10), the quiet VM's ten
+        self.assertEqual(len(runs), 60, runs)
         for run in runs:
             with self.subTest(run=os.path.relpath(run, SOURCE_DIR)):
                 result, _manifest, _parts = eta_measure.replayed(os.path.join(run, "eta_measure.json"),
