@@ -205,11 +205,11 @@ def stall(args):
         ranks = rc.ranks_of(process.pid, "coll_perf", NRANKS, START_DEADLINE_S)
         rc.wait_for_lines(jsonl_path, stall_case, process, START_DEADLINE_S)
         stalled_at = time.monotonic()  # the stall begins at the next case: at or after this moment
-        out, err = rc.finish(process, CASE_WATCHDOG_T + WATCHDOG_MARGIN_S + 30)
-        elapsed = time.monotonic() - stalled_at
+        out, err, status, ended_at, stuck = rc.finish_launch(process, ranks, CASE_WATCHDOG_T + WATCHDOG_MARGIN_S + 30)
+        elapsed = ended_at - stalled_at
     finally:
         rc.kill_group(process)
-    check_ended_by_watchdog(process, err, elapsed, CASE_WATCHDOG_T, "after the stall")
+    check_ended_by_watchdog(status, stuck, err, elapsed, CASE_WATCHDOG_T, "after the stall")
     left = rc.wait_gone(ranks, 10)
     rc.check(not left, f"ranks {left} still alive 10 s after mpirun exited (watchdog abort)")
     message = re.search(r"coll_perf: error: timeout: case (\S+) \(size (\d+) B[^)]*\) on rank (\d+) \(([^)]+)\) "
@@ -223,9 +223,13 @@ def stall(args):
     return f"exit 4 after {elapsed:.1f} s (T={CASE_WATCHDOG_T}), {len(records)} records kept, status timeout"
 
 
-def check_ended_by_watchdog(process, err, elapsed, watchdog_t, since):
-    """mpirun exited 4 (coll_perf's timeout) within the watchdog's bound plus the loaded machine's margin."""
-    rc.check(process.returncode == 4, f"exit {process.returncode}, expected 4 (timeout)\n{err[-2000:]}")
+def check_ended_by_watchdog(status, stuck, err, elapsed, watchdog_t, since):
+    """The launch ended with 4 (coll_perf's timeout) within the watchdog's bound plus the loaded machine's margin:
+    mpirun's exit status, or where mpirun stayed in its own teardown after every rank had ended (stuck:
+    rc.finish_launch) the status it printed for them."""
+    rc.check(status == 4, f"{'status mpirun printed' if stuck else 'exit'} {status}, expected 4 (timeout)"
+                          f"{' (mpirun stuck in its teardown after its ranks ended, and ended by the test)' if stuck else ''}"
+                          f"\n{err[-2000:]}")
     rc.check(elapsed <= watchdog_t + WATCHDOG_MARGIN_S,
              f"took {elapsed:.1f} s {since}, bound {watchdog_t}+{WATCHDOG_MARGIN_S} s")
 
@@ -242,8 +246,10 @@ def frozen_peer(args):
         ranks = rc.ranks_of(process.pid, "coll_perf", NRANKS, START_DEADLINE_S)
         rc.wait_for_lines(jsonl_path, frozen_after, process, START_DEADLINE_S)
         frozen_at = time.monotonic()  # rank 1 stops at the end of the next case: at or after this moment
-        out, err = rc.finish(process, CASE_WATCHDOG_T + WATCHDOG_MARGIN_S + 30)
-        elapsed = time.monotonic() - frozen_at
+        running = {rank: pid for rank, pid in ranks.items() if rank != 1}  # the launcher ends the stopped one
+        out, err, status, ended_at, stuck = rc.finish_launch(process, running,
+                                                             CASE_WATCHDOG_T + WATCHDOG_MARGIN_S + 30)
+        elapsed = ended_at - frozen_at
     finally:
         for pid in ranks.values():  # a stopped rank left behind by a failure must not outlive the test
             try:
@@ -251,7 +257,7 @@ def frozen_peer(args):
             except ProcessLookupError:
                 pass
         rc.kill_group(process)
-    check_ended_by_watchdog(process, err, elapsed, CASE_WATCHDOG_T, "after the freeze")
+    check_ended_by_watchdog(status, stuck, err, elapsed, CASE_WATCHDOG_T, "after the freeze")
     left = rc.wait_gone(ranks, 10)
     rc.check(not left, f"ranks {left} still alive 10 s after mpirun exited (the stopped rank included)")
     message = re.search(r"timeout: case (\S+) \(size \d+ B, case boundary or result exchange\) on rank [023] "
@@ -272,12 +278,12 @@ def frozen_start(args):
     process = rc.popen(cmd, rc.base_env())
     try:
         ranks = rc.ranks_of(process.pid, "coll_perf", NRANKS - 1, START_DEADLINE_S)
-        out, err = rc.finish(process, START_WATCHDOG_T + WATCHDOG_MARGIN_S + 30)
-        elapsed = time.monotonic() - started
+        out, err, status, ended_at, stuck = rc.finish_launch(process, ranks, START_WATCHDOG_T + WATCHDOG_MARGIN_S + 30)
+        elapsed = ended_at - started
         left = rc.wait_gone(ranks, 10)
     finally:
         rc.kill_group(process)
-    check_ended_by_watchdog(process, err, elapsed, START_WATCHDOG_T, "from the start")
+    check_ended_by_watchdog(status, stuck, err, elapsed, START_WATCHDOG_T, "from the start")
     rc.check(not left, f"ranks {left} still alive 10 s after mpirun exited")
     rc.check(re.search(rf"timeout: start-up \(MPI wire-up, backend initialisation, case agreement\) did not finish "
                        rf"within {START_WATCHDOG_T} s \(-T\)", err), f"no start-up timeout message:\n{err[-2000:]}")

@@ -15,6 +15,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+import coll_perf_runner as runner  # noqa: E402
+
 # mpirun refuses to run as root unless told; CI containers run as root.
 MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
            # One host, oversubscribed: keep Open MPI from spinning on shared memory when a rank
@@ -183,6 +186,27 @@ def finish(process, deadline_s):
         raise Failure(f"did not exit within {deadline_s} s\nstdout:\n{out.decode(errors='replace')[-3000:]}\n"
                       f"stderr:\n{err.decode(errors='replace')[-3000:]}")
     return out.decode(errors="replace"), err.decode(errors="replace")
+
+
+def finish_launch(process, ranks, deadline_s, teardown_s=None):
+    """finish() for a launch whose ranks may all end before their launcher does: (stdout, stderr, status, ended_at,
+    stuck). Open MPI 4.1's mpirun can stay in its own teardown after its ranks ended on their own timeout, two of them
+    aborting at once ("PMIX ERROR: UNREACHABLE", every coll_perf gone, mpirun never exiting: CI of 2026-12-07,
+    frozen_start; docs/testing.md names the family). ranks: {rank: pid} of those that end by themselves (not one
+    the test stopped: the launcher ends that one). Where the launcher is still there teardown_s after the last of
+    them is gone (tests/tools/coll_perf_runner.wait_for_launcher), its group is ended (stuck), status is the one it
+    printed for its ranks (coll_perf_runner.printed_status) and ended_at the moment the last rank was gone; else
+    status is its own exit status and ended_at its exit. Fails as finish() does past deadline_s."""
+    teardown_s = runner.LAUNCHER_TEARDOWN_S if teardown_s is None else teardown_s
+    out, err, state, gone_at = runner.wait_for_launcher(
+        process, lambda: any(alive(pid) for pid in ranks.values()), deadline_s, teardown_s, seen=True,
+        end=lambda: kill_group(process))
+    out, err = out.decode(errors="replace"), err.decode(errors="replace")
+    if state == "timeout":
+        raise Failure(f"did not exit within {deadline_s} s\nstdout:\n{out[-3000:]}\nstderr:\n{err[-3000:]}")
+    if state == "stuck":
+        return out, err, runner.printed_status(err), gone_at, True
+    return out, err, process.returncode, time.monotonic(), False
 
 
 def descendants(pid):

@@ -98,30 +98,44 @@ def run_launch(cmd, env, timeout, program="coll_perf", teardown_s=LAUNCHER_TEARD
     started = time.monotonic()
     process = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                start_new_session=True)
-    ranks_seen, ranks_gone_at, stuck = False, None, False
+    out, err, state, _gone_at = wait_for_launcher(
+        process, lambda: bool([pid for pid in descendants(process.pid, program) if alive(pid)]), timeout, teardown_s)
+    if state == "timeout":
+        raise Failure(f"timed out after {timeout} s: {' '.join(cmd)}\n{describe(out, err)}")
+    result = Launch((process.returncode, out, err, time.monotonic() - started, process.pid))
+    result.launcher_stuck = state == "stuck"
+    return result
+
+
+def wait_for_launcher(process, ranks_running, timeout, teardown_s=LAUNCHER_TEARDOWN_S, seen=False, end=None):
+    """communicate() with a launcher (started in a session of its own) that may stay in its own teardown after its
+    ranks: (stdout, stderr, state, gone_at). ranks_running() says whether any rank it watches still runs; once one
+    has run (seen: the caller saw them already) and none runs for teardown_s while the launcher is there, its group
+    is ended: state "stuck", gone_at the moment the last was gone. Past timeout the group is ended: "timeout". Else
+    "exited". end(): how to end it (default SIGKILL to the launcher's process group; ranks in groups of their own
+    need theirs killed first, while they are still the launcher's children)."""
+    started = time.monotonic()
+    gone_at = None
+    end = end or (lambda: os.killpg(process.pid, signal.SIGKILL))
     while True:
         try:
             out, err = process.communicate(timeout=0.5)
-            break
+            return out, err, "exited", gone_at
         except subprocess.TimeoutExpired:
             pass
         now = time.monotonic()
         if now - started > timeout:
-            os.killpg(process.pid, signal.SIGKILL)
+            end()
             out, err = process.communicate()
-            raise Failure(f"timed out after {timeout} s: {' '.join(cmd)}\n{describe(out, err)}")
-        if [pid for pid in descendants(process.pid, program) if alive(pid)]:
-            ranks_seen, ranks_gone_at = True, None
-        elif ranks_seen and ranks_gone_at is None:
-            ranks_gone_at = now
-        elif ranks_gone_at is not None and now - ranks_gone_at > teardown_s:
-            stuck = True
-            os.killpg(process.pid, signal.SIGKILL)
+            return out, err, "timeout", gone_at
+        if ranks_running():
+            seen, gone_at = True, None
+        elif seen and gone_at is None:
+            gone_at = now
+        elif gone_at is not None and now - gone_at > teardown_s:
+            end()
             out, err = process.communicate()
-            break
-    result = Launch((process.returncode, out, err, time.monotonic() - started, process.pid))
-    result.launcher_stuck = stuck
-    return result
+            return out, err, "stuck", gone_at
 
 
 def run_process(cmd, env, timeout):
@@ -148,6 +162,21 @@ def _launcher_died(code, err, launcher_pid):
     launcher = _launcher_line(launcher_pid)
     return code is not None and (code < 0 or code > 128) and any(
         launcher.match(line.strip()) and "Process received signal" in line for line in err.splitlines())
+
+
+# mpirun's report of ranks that exited non-zero on their own: "... Exit code:    4".
+RANK_EXIT = re.compile(r"mpirun detected that one or more processes exited with non-zero status.*?Exit code:\s+(\d+)",
+                       re.S)
+
+
+def printed_status(err):
+    """The status the launcher printed for its ranks: a rank's MPI_Abort errorcode, else the non-zero exit it
+    detected (RANK_EXIT), else None."""
+    aborts = MPI_ABORT.findall(err)
+    if aborts:
+        return int(aborts[0][1])
+    exited = RANK_EXIT.search(err)
+    return int(exited.group(1)) if exited else None
 
 
 def launch_exit(code, err, launcher_pid, launcher_stuck=False):

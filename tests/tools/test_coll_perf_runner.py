@@ -3,11 +3,14 @@
 and the exit status is the program's. The fixtures in data/ are real Open MPI 4.1 output captured on this kind
 of machine: ompi_launcher_segv.txt is mpirun itself (pid 18692) killed by SIGSEGV while it waited, with Open MPI's
 signal handler's lines; ompi_rank_segv.txt a coll_perf rank (pid 19203) killed by SIGSEGV inside MPI_Allreduce;
-ompi_abort_errorcode4.txt coll_perf's watchdog ending a stalled launch with MPI_Abort(errorcode 4). CTest
+ompi_abort_errorcode4.txt coll_perf's watchdog ending a stalled launch with MPI_Abort(errorcode 4);
+ompi_rank_exit4_stuck.txt coll_perf's start-up guard ending two ranks at once (exit 4), after which mpirun printed
+the exit it detected and never exited (reliability_faults_mpi's frozen_start in CI, 2026-12-07). CTest
 `tools_coll_perf_runner` (label scripts).
 """
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -15,7 +18,8 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from coll_perf_runner import crash_signs, launch_exit, launcher_died_unheard, run_launch  # noqa: E402
+from coll_perf_runner import (crash_signs, launch_exit, launcher_died_unheard, printed_status, run_launch,  # noqa: E402
+                              wait_for_launcher)
 
 LAUNCHER_PID = 18692
 RANK_PID = 19203
@@ -73,6 +77,14 @@ class LaunchExit(unittest.TestCase):
         self.assertEqual(launch_exit(-11, err, LAUNCHER_PID), -11)
 
 
+class PrintedStatus(unittest.TestCase):
+    def test_the_status_mpirun_printed_for_its_ranks(self):
+        self.assertEqual(printed_status(fixture("ompi_abort_errorcode4.txt")), 4)
+        self.assertEqual(printed_status(fixture("ompi_rank_exit4_stuck.txt")), 4, "ranks that exited 4 themselves")
+        self.assertIsNone(printed_status(fixture("ompi_launcher_segv.txt")))
+        self.assertIsNone(printed_status("coll_perf: timeout: start-up ... aborting every rank\n"))
+
+
 class StuckLauncher(unittest.TestCase):
     """run_launch against a stand-in launcher (sh) whose rank is a copy of sleep named coll_perf: the rank prints
     the real abort text and exits 4, then the launcher either exits with it or never exits (mpirun stuck in its
@@ -124,6 +136,21 @@ class StuckLauncher(unittest.TestCase):
         launch = run_launch(self.launcher(1, "exec sleep 3600"), dict(os.environ), timeout=20, teardown_s=1.0)
         self.assertTrue(launch.launcher_stuck)
         self.assertFalse(launcher_died_unheard(launch[0], launch[2], launch[4], launch.launcher_stuck))
+
+    def test_ranks_the_caller_saw_gone_before_the_first_look_still_count(self):
+        """The reliability drivers find the ranks first (rel_common.ranks_of), then wait: ranks that ended before
+        the first look still leave a stuck launcher to be ended, with the moment they were last seen gone."""
+        process = subprocess.Popen(["sh", "-c", f'cat "{self.abort}" >&2; exec sleep 3600'], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True, start_new_session=True)
+        started = time.monotonic()
+        out, err, state, gone_at = wait_for_launcher(process, lambda: False, timeout=20, teardown_s=1.0, seen=True)
+        self.assertEqual(state, "stuck")
+        self.assertLess(gone_at - started, 1.0)
+        self.assertEqual(printed_status(err), 4)
+        never = subprocess.Popen(["sleep", "3600"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 start_new_session=True)
+        self.assertEqual(wait_for_launcher(never, lambda: False, timeout=3, teardown_s=1.0)[2], "timeout",
+                         "ranks never seen: not stuck, the timeout ends it")
 
     def test_a_rank_still_running_is_waited_for(self):
         """Its rank runs 3 s, three times the teardown allowance: the launcher is not ended while it runs."""
