@@ -25,6 +25,7 @@ from ..base.errors import CclbenchError
 from ..base.files import make_dirs, open_append, read_json, write_json_atomic
 from ..base.values import utc_now
 from ..base.version import TOOL_VERSION
+from ..model.doctor_paths import path_checks_between
 from ..model.launcher import launcher_of
 from ..model.screen_records import job_point, point_values
 from ..plan.launch_pool import DecisiveSuspects, FailingNodes, LaunchPool
@@ -40,7 +41,6 @@ from ..rules.screen_causes import explain_links, shared_causes
 from ..rules.dead_paths import NOT_A_PATH_EXITS, dead_ends, without_stale_passes
 from ..rules.screen_retests import (RETEST_BUDGET, RETEST_NO_PARTNER, RETEST_PASSES_SPENT, RETEST_SETTLED,
                                     open_suspects)
-from ..model.doctor_paths import path_checks_between
 from ..rules.screen_node_stage import on_failing_paths
 from ..rules.screen_rules import (EXIT_CODES, classify, node_stage_verdicts, overall_result, path_mtu_verdicts,
                                   to_document)
@@ -114,7 +114,6 @@ class Screen:
         self.launch_count = {"batched": 0, "pool": 0, "relaunches": 0}
         self.pool_reasons = []
         self.stages = {}
-        self.node_stage_path_checks = None  # the path MTU probes made after the node stage's doctors
         self.launch_numbers = {}  # stage name -> the launches named in it so far (launch.<stage>.<n>)
 
     # -- state -------------------------------------------------------------------------------------
@@ -601,6 +600,7 @@ class Screen:
 
     # -- stages ------------------------------------------------------------------------------------
     def node_stage(self, stage):
+        """(every node's node-stage values, the path MTU probes between the nodes whose doctor passed: path_mtu_step)."""
         jobs = {node: node_jobs(self.inputs, self.run_dir, node, specs) for node, specs in stage.items()}
         steps = max((len(node_list) for node_list in jobs.values()), default=0)
         data = {node: {"doctor": None, "intra_busbw_gbps": None, "intra_small_time_us": None,
@@ -619,8 +619,8 @@ class Screen:
         doctor_status = {job["hosts"][0]: ((results.get(job["name"]) or {}).get("values") or {}).get("doctor")
                          for job in doctors}
         passed = [node for node in self.inputs["hosts"] if doctor_status.get(node) in ("pass", "warn")]
-        self.node_stage_path_checks = self.path_mtu_step(passed)
-        apart = on_failing_paths(self.inputs["hosts"], self.node_stage_path_checks)
+        path_checks = self.path_mtu_step(passed)
+        apart = on_failing_paths(self.inputs["hosts"], path_checks)
         if apart and rest:
             self.quarantined.update(apart)
             self.log_line(f"# {utc_now()} node stage: {', '.join(apart)} on a failing path: "
@@ -639,7 +639,7 @@ class Screen:
             else:
                 data[node]["loopback_busbw_gbps"][job["rail"]] = found["busbw_gbps"]
                 data[node]["loopback_reason"][job["rail"]] = reason
-        return data
+        return data, path_checks
 
     @staticmethod
     def row(job, result, number):
@@ -674,13 +674,13 @@ class Screen:
         inputs = self.inputs
         hosts = inputs["hosts"]
         stage, _ = plan_stages(inputs)
-        data = self.node_stage(stage)
+        data, node_stage_path_checks = self.node_stage(stage)
         _, paired = node_stage_verdicts(hosts, data)
         # The path MTU between the nodes that passed alone (the node stage's probes, made after its doctors,
         # between those nodes): a node whose paths fail is not paired, and no pair
         # crosses a failing path (either would wait out its watchdog: NCCL hangs on such a path). Its verdicts are
         # computed once here and passed down to the node stage's verdicts and to classify.
-        path_checks = path_checks_between(self.node_stage_path_checks, paired)
+        path_checks = path_checks_between(node_stage_path_checks, paired)
         path_mtu = path_mtu_verdicts(hosts, path_checks)
         _, paired = node_stage_verdicts(hosts, data, path_mtu=path_mtu)
         blocked = path_mtu[2]
