@@ -75,6 +75,25 @@ class CiReport(unittest.TestCase):
         self.assertEqual(result.returncode, 1)
         self.assertIn("FAILED (exit 1)", result.stdout)
 
+    def test_a_stage_beside_another_is_shown_and_left_out_of_the_total(self):
+        """.ci/run's sanitizer build and fuzzers run beside the tests: the total is the wall time (tests, the wait
+        for them, sanitize), and a failure beside still fails the report."""
+        stages = self.write("stages.tsv", "tests\t1200\t0\nwaiting for the fuzzers\t12\t0\n"
+                                          "sanitize build\t880\t0\tbeside tests\nfuzz\t330\t1\tbeside tests\n"
+                                          "sanitize\t300\t0\n")
+        result = self.report("--stages", stages, "--budget-s", "1800")
+        self.assertEqual(result.returncode, 1, result.stdout)
+        lines = result.stdout.splitlines()
+        # 1200 + 12 + 300 = 1512 s: 25.2 of 30 min; 12 s is 0.7% of the budget.
+        self.assertIn("  waiting for the fuzzers       12 s    0.7% of the budget", lines)
+        self.assertIn("  (sanitize build, beside tests: 880 s, not in the total)", lines)
+        self.assertIn("  (fuzz, beside tests: 330 s, not in the total)  FAILED (exit 1)", lines)
+        self.assertIn("  total                       1512 s  within the budget (25.2 of 30 min)", lines)
+        bad = self.write("bad4.tsv", "fuzz\t30\t0\tnext to tests\n")
+        result = self.report("--stages", bad)
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("bad4.tsv:1: a fourth field must read 'beside STAGE'", result.stderr)
+
     def test_a_stages_file_that_does_not_parse_is_an_error(self):
         bad = self.write("bad.tsv", "tests 100 0\n")
         result = self.report("--stages", bad)
