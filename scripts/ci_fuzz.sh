@@ -30,7 +30,8 @@ declare -A target_runs=([units]=440000 [parse_config]=640000 [nccl_ib_hca]=10100
 for target in "${!target_runs[@]}"; do
   if [[ -n ${CCLBENCH_FUZZ_RUNS:-} ]]; then target_runs[$target]=$CCLBENCH_FUZZ_RUNS; fi
 done
-if ! [[ $max_seconds =~ ^[1-9][0-9]*$ ]] || { [[ -n ${CCLBENCH_FUZZ_RUNS:-} ]] && ! [[ $CCLBENCH_FUZZ_RUNS =~ ^[1-9][0-9]*$ ]]; }; then
+whole_number='^[1-9][0-9]*$'
+if ! [[ $max_seconds =~ $whole_number ]] || { [[ -n ${CCLBENCH_FUZZ_RUNS:-} ]] && ! [[ $CCLBENCH_FUZZ_RUNS =~ $whole_number ]]; }; then
   echo "ci_fuzz: error: CCLBENCH_FUZZ_RUNS and CCLBENCH_FUZZ_MAX_SECONDS take a positive whole number" >&2
   exit 2
 fi
@@ -131,5 +132,6 @@ for target in "${targets[@]}"; do
   running+=($!)
 done
 while ((${#running[@]} > 0)); do wait_oldest; done
-echo "ci_fuzz: ${#targets[@]} target(s), $failures failed (a finding, or the time cap: above), $((SECONDS - started)) s in all" >&2
+echo "ci_fuzz: ${#targets[@]} target(s), $failures failed (a finding, or the time cap: above)," \
+     "$((SECONDS - started)) s in all" >&2
 exit $((failures > 0))

@@ -188,18 +188,17 @@ def finish(process, deadline_s):
     return out.decode(errors="replace"), err.decode(errors="replace")
 
 
-def finish_launch(process, ranks, deadline_s, teardown_s=None):
+def finish_launch(process, ranks, deadline_s):
     """finish() for a launch whose ranks may all end before their launcher does: (stdout, stderr, status, ended_at,
     stuck). Open MPI 4.1's mpirun can stay in its own teardown after its ranks ended on their own timeout, two of them
     aborting at once ("PMIX ERROR: UNREACHABLE", every coll_perf gone, mpirun never exiting: CI of 2026-12-07,
     frozen_start; docs/testing.md names the family). ranks: {rank: pid} of those that end by themselves (not one
-    the test stopped: the launcher ends that one). Where the launcher is still there teardown_s after the last of
-    them is gone (tests/tools/coll_perf_runner.wait_for_launcher), its group is ended (stuck), status is the one it
+    the test stopped: the launcher ends that one). Where the launcher is still there LAUNCHER_TEARDOWN_S after the
+    last of them is gone (tests/tools/coll_perf_runner.wait_for_launcher), its group is ended (stuck), status is the one it
     printed for its ranks (coll_perf_runner.printed_status) and ended_at the moment the last rank was gone; else
     status is its own exit status and ended_at its exit. Fails as finish() does past deadline_s."""
-    teardown_s = runner.LAUNCHER_TEARDOWN_S if teardown_s is None else teardown_s
     out, err, state, gone_at = runner.wait_for_launcher(
-        process, lambda: any(alive(pid) for pid in ranks.values()), deadline_s, teardown_s, seen=True,
+        process, lambda: any(alive(pid) for pid in ranks.values()), deadline_s, runner.LAUNCHER_TEARDOWN_S, seen=True,
         end=lambda: kill_group(process))
     out, err = out.decode(errors="replace"), err.decode(errors="replace")
     if state == "timeout":
