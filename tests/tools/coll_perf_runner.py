@@ -169,12 +169,18 @@ RANK_EXIT = re.compile(r"mpirun detected that one or more processes exited with 
                        re.S)
 
 
+def abort_errorcode(err):
+    """The errorcode of the first MPI_Abort the launcher printed (MPI_ABORT), else None."""
+    aborts = MPI_ABORT.findall(err)
+    return int(aborts[0][1]) if aborts else None
+
+
 def printed_status(err):
     """The status the launcher printed for its ranks: a rank's MPI_Abort errorcode, else the non-zero exit it
     detected (RANK_EXIT), else None."""
-    aborts = MPI_ABORT.findall(err)
-    if aborts:
-        return int(aborts[0][1])
+    errorcode = abort_errorcode(err)
+    if errorcode is not None:
+        return errorcode
     exited = RANK_EXIT.search(err)
     return int(exited.group(1)) if exited else None
 
@@ -185,9 +191,9 @@ def launch_exit(code, err, launcher_pid, launcher_stuck=False):
     abort, seen in CI), or is stuck there and was ended (launcher_stuck: run_launch), its status is not the
     program's, and the errorcode of the abort it printed is. Any other status is returned as it is: a rank's own
     crash, or a launcher that died or stuck with no abort."""
-    aborts = MPI_ABORT.findall(err)
-    if aborts and (_launcher_died(code, err, launcher_pid) or launcher_stuck):
-        return int(aborts[0][1])
+    errorcode = abort_errorcode(err)
+    if errorcode is not None and (_launcher_died(code, err, launcher_pid) or launcher_stuck):
+        return errorcode
     return code
 
 
@@ -197,7 +203,7 @@ def launcher_died_unheard(code, err, launcher_pid, launcher_stuck=False):
     "ORTE_ERROR_LOG: Data unpack would read past end of buffer in file ../../../orte/util/show_help.c", then a
     segfault in PMIx_server_finalize (CI of 2026-12-06), or no exit at all (CI of 2026-12-07)): the status the
     program asked for is lost, neither its pass nor its failure. A checker runs such a launch again."""
-    return (_launcher_died(code, err, launcher_pid) or launcher_stuck) and not MPI_ABORT.search(err)
+    return (_launcher_died(code, err, launcher_pid) or launcher_stuck) and abort_errorcode(err) is None
 
 
 def mpirun_prefix(mpiexec, nranks, env, exported):
