@@ -116,8 +116,11 @@ def open_cluster(test_class, nodes, work_prefix=None, tools=()):
 
 
 def close_cluster(test_class):
-    """tearDownClass's common part: the cluster down, and none of its namespaces left behind."""
+    """tearDownClass's common part: the cluster down, none of its namespaces left behind, and its scratch folder
+    (open_cluster's work_prefix) removed."""
     test_class.cluster.__exit__(None, None, None)
+    if getattr(test_class, "work", None):
+        shutil.rmtree(test_class.work, ignore_errors=True)
     leftovers = [ns for ns in vcluster.list_netns(test_class.cluster.tools) if ns.startswith(test_class.cluster.id)]
     assert not leftovers, leftovers
 
