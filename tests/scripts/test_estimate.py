@@ -318,7 +318,7 @@ class MeasuredRuns(unittest.TestCase):
     eta_gpu_2026-12-06 (the H100: two virtual nodes over NCCL's sockets at default sizes, and default one-GPU
     baselines, run with the estimate before and after this one's GPU changes), docs/data/eta_gpu_2026-12-07 (the H100
     with the context turns: two and three virtual nodes on the one GPU, and one-GPU baselines, printed by the
-    nearest-size estimate and by this one) and docs/data/eta_2026-12-06/runs_quiet
+    nearest-size estimate and by this one; at_756f623: the same after the CI changes) and docs/data/eta_2026-12-06/runs_quiet
     (the 2-core VM's virtual cluster, the MPI backend)."""
 
     PROMISE = 0.25
@@ -360,9 +360,9 @@ class MeasuredRuns(unittest.TestCase):
         sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "cluster"))
         import eta_measure
         runs = self.kept_runs()
-        # the H100's two-node runs (2 + 1 + 1), three-node runs (1 + 1) and one-GPU baselines (10 + 8 + 3 + 3 + 10 +
-        # 10), the quiet VM's ten
-        self.assertEqual(len(runs), 60, runs)
+        # the H100's two-node runs (2 + 1 + 1 + 1), three-node runs (1 + 1 + 1) and one-GPU baselines (10 + 8 + 3 + 3 +
+        # 10 + 10 + 10), the quiet VM's ten
+        self.assertEqual(len(runs), 72, runs)
         for run in runs:
             with self.subTest(run=os.path.relpath(run, SOURCE_DIR)):
                 result, _manifest, _parts = eta_measure.replayed(os.path.join(run, "eta_measure.json"),
