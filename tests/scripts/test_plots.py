@@ -12,7 +12,7 @@ import tempfile
 import unittest
 from unittest import mock
 
-from helpers import FAKE_BIN, main_for_ctest, read_text
+from helpers import FAKE_BIN, main_for_ctest, read_text, run_cli
 
 from cclbench_lib.render import plots, report
 
@@ -38,49 +38,55 @@ def case_record(point, index, size):
             "reason": None if ok else "injected for the test", "emulated": False, "samples_us": [], "evidence": {}}
 
 
+def make_run(run):
+    """The fixture run directory: two intra points' all_reduce sweeps (intra_b's 1M case errored), node1's doctor
+    links (Gen5 x16 GPUs) and p2p_matrix's double (write and read GB/s, latency; GPU 2 -> 5 skipped)."""
+    os.makedirs(os.path.join(run, "p2p"))
+    plan = [{"name": p, "kind": "intra", "nranks": 8, "collectives": ["all_reduce"], "sizes": SIZES,
+             "hosts": ["node1"]} for p in BUSBW]
+    with open(os.path.join(run, "run_manifest.json"), "w") as handle:
+        json.dump({"schema_version": "1.0.0", "run_id": "P", "plan": plan,
+                   "points": {p: {"status": "complete"} for p in BUSBW}}, handle)
+    # The ceiling comes from the GPUs' own PCIe links as the doctor read them: Gen5 x16 on node1.
+    gpus = [{"bus_id": f"0000:0{i}:00.0", "max_link_speed_gts": 32.0, "max_link_width": 16} for i in range(8)]
+    with open(os.path.join(run, "doctor.json"), "w") as handle:
+        json.dump({"schema_version": "1.1.0", "kind": "doctor", "checks": [],
+                   "links": {"node1": {"netdevs": {}, "rdma_ports": {}, "gpus": gpus}}}, handle)
+    with open(os.path.join(run, "cases.jsonl"), "w") as handle:
+        for point in BUSBW:
+            for index, size in enumerate(SIZES):
+                handle.write(json.dumps(case_record(point, index, size)) + "\n")
+    # p2p_matrix's test double (8 GPUs: 52 GB/s inside a half, 38 across); GPU 2 -> 5 skipped; and a second
+    # GB/s test at half the numbers, which must share the first one's colour scale.
+    p2p = os.path.join(run, "p2p", "node1.json")
+    subprocess.run([sys.executable, os.path.join(FAKE_BIN, "p2p_matrix"), "--json", p2p], check=True,
+                   env=dict(os.environ, FAKE_GPUS="8"), timeout=60)
+    with open(p2p) as handle:
+        document = json.load(handle)
+    halves = []
+    for result in document["results"]:
+        if result["test"] == "d2d_ce_write_uni":
+            if (result["src"], result["dst"]) == (2, 5):
+                result.update(status="skipped", reason="peer access refused", bandwidth_gbps=None, time_us=None)
+            half = json.loads(json.dumps(result), parse_float=lambda text: float(text))
+            half["test"] = "d2d_ce_read_uni"
+            if half["bandwidth_gbps"]:
+                half["bandwidth_gbps"] = {key: value / 2 for key, value in half["bandwidth_gbps"].items()}
+            halves.append(half)
+    document["results"] += halves
+    document["tests"].append({"name": "d2d_ce_read_uni", "scope": "pair", "unit": "gbps",
+                              "bytes_counted": "one_direction", "description": "copy engine read"})
+    with open(p2p, "w") as handle:
+        json.dump(document, handle)
+
+
 @unittest.skipIf(PYPLOT is None, f"matplotlib not available: {WHY_NOT}")
 class ReportPlots(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="cclbench-plots-")
         run = os.path.join(cls.tmp, "P")
-        os.makedirs(os.path.join(run, "p2p"))
-        plan = [{"name": p, "kind": "intra", "nranks": 8, "collectives": ["all_reduce"], "sizes": SIZES,
-                 "hosts": ["node1"]} for p in BUSBW]
-        with open(os.path.join(run, "run_manifest.json"), "w") as handle:
-            json.dump({"schema_version": "1.0.0", "run_id": "P", "plan": plan,
-                       "points": {p: {"status": "complete"} for p in BUSBW}}, handle)
-        # The ceiling comes from the GPUs' own PCIe links as the doctor read them: Gen5 x16 on node1.
-        gpus = [{"bus_id": f"0000:0{i}:00.0", "max_link_speed_gts": 32.0, "max_link_width": 16} for i in range(8)]
-        with open(os.path.join(run, "doctor.json"), "w") as handle:
-            json.dump({"schema_version": "1.1.0", "kind": "doctor", "checks": [],
-                       "links": {"node1": {"netdevs": {}, "rdma_ports": {}, "gpus": gpus}}}, handle)
-        with open(os.path.join(run, "cases.jsonl"), "w") as handle:
-            for point in BUSBW:
-                for index, size in enumerate(SIZES):
-                    handle.write(json.dumps(case_record(point, index, size)) + "\n")
-        # p2p_matrix's test double (8 GPUs: 52 GB/s inside a half, 38 across); GPU 2 -> 5 skipped; and a second
-        # GB/s test at half the numbers, which must share the first one's colour scale.
-        p2p = os.path.join(run, "p2p", "node1.json")
-        subprocess.run([sys.executable, os.path.join(FAKE_BIN, "p2p_matrix"), "--json", p2p], check=True,
-                       env=dict(os.environ, FAKE_GPUS="8"), timeout=60)
-        with open(p2p) as handle:
-            document = json.load(handle)
-        halves = []
-        for result in document["results"]:
-            if result["test"] == "d2d_ce_write_uni":
-                if (result["src"], result["dst"]) == (2, 5):
-                    result.update(status="skipped", reason="peer access refused", bandwidth_gbps=None, time_us=None)
-                half = json.loads(json.dumps(result), parse_float=lambda text: float(text))
-                half["test"] = "d2d_ce_read_uni"
-                if half["bandwidth_gbps"]:
-                    half["bandwidth_gbps"] = {key: value / 2 for key, value in half["bandwidth_gbps"].items()}
-                halves.append(half)
-        document["results"] += halves
-        document["tests"].append({"name": "d2d_ce_read_uni", "scope": "pair", "unit": "gbps",
-                                  "bytes_counted": "one_direction", "description": "copy engine read"})
-        with open(p2p, "w") as handle:
-            json.dump(document, handle)
+        make_run(run)
         cls.figures = {}
         with mock.patch.object(plots, "save", lambda pyplot, figure, path: cls.figures.setdefault(os.path.basename(path), figure)):
             report.build_report(run)
@@ -186,6 +192,54 @@ class ReportPlots(unittest.TestCase):
         latency = self.figures["all_reduce_latency.png"].axes[0]
         self.assertEqual([line for line in latency.get_lines() if line.get_linestyle() == "--"], [])
         self.assertEqual(latency.get_yscale(), "log")
+
+
+def png_size(path):
+    """(width, height) of a whole PNG file, read by the PNG specification (not by matplotlib): the 8-byte signature,
+    IHDR first (its width and height, 4 bytes big-endian each), IEND last. None when the file is not one."""
+    with open(path, "rb") as handle:
+        data = handle.read()
+    if data[:8] != b"\x89PNG\r\n\x1a\n" or data[12:16] != b"IHDR" or data[-12:] != bytes.fromhex("0000000049454e44ae426082"):
+        return None
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+@unittest.skipIf(PYPLOT is None, f"matplotlib not available: {WHY_NOT}")
+class ReportCommandWritesPlots(unittest.TestCase):
+    """`cclbench report` as a user runs it draws its plots as PNG files under plots/ and links each from report.md;
+    CCLBENCH_NO_MATPLOTLIB=1 (the rest of the scripts tests run with it) leaves them out and says so. ReportPlots
+    reads the same figures' content in-process."""
+
+    PNGS = ["all_reduce_busbw.png", "all_reduce_latency.png", "p2p_node1_d2d_ce_latency.png",
+            "p2p_node1_d2d_ce_read_uni.png", "p2p_node1_d2d_ce_write_uni.png"]
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="cclbench-plots-cli-")
+        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
+        self.run_dir = os.path.join(self.tmp, "P")
+        make_run(self.run_dir)
+
+    def test_the_report_command_writes_every_plot_as_a_png_and_links_it(self):
+        result = run_cli(["report", self.run_dir], env={"CCLBENCH_NO_MATPLOTLIB": "0"})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        plots_dir = os.path.join(self.run_dir, "plots")
+        self.assertEqual(sorted(os.listdir(plots_dir)), self.PNGS)
+        text = read_text(os.path.join(self.run_dir, "report.md"))
+        for name in self.PNGS:
+            with self.subTest(png=name):
+                width, height = png_size(os.path.join(plots_dir, name)) or (0, 0)
+                self.assertGreaterEqual(min(width, height), 200, (name, width, height))
+                self.assertIn(f"](plots/{name})", text)
+        self.assertNotIn("Plots skipped", text)
+
+    def test_no_matplotlib_leaves_the_plots_out_and_says_why(self):
+        result = run_cli(["report", self.run_dir], env={"CCLBENCH_NO_MATPLOTLIB": "1"})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.run_dir, "plots")) and
+                         os.listdir(os.path.join(self.run_dir, "plots")))
+        text = read_text(os.path.join(self.run_dir, "report.md"))
+        self.assertIn("> Plots skipped: CCLBENCH_NO_MATPLOTLIB=1. Tables below are complete.", text)
+        self.assertNotIn("](plots/", text)
 
 
 @unittest.skipIf(PYPLOT is None, f"matplotlib not available: {WHY_NOT}")
