@@ -119,7 +119,10 @@ def kill_rank(args, victim):
         rc.check(document["status"] in ("running", "failed"), f"-J status {document['status']!r} after a lost rank")
         ok, output = rc.validate(args.source_dir, args.python, "coll_perf.schema.json", json_path)
         rc.check(ok, f"{json_path} does not validate:\n{output}")
-        rc.check(not rc.temp_leftovers(work), f"temporary files left: {rc.temp_leftovers(work)}")
+        # The killed rank's own temporary file (<file>.tmp.<host>.<its pid>) may stay: SIGKILL can land between its
+        # write and its rename (CI of 2026-12-07, kill_rank0), and nothing can remove it then. Any other is a leak.
+        leftovers = [path for path in rc.temp_leftovers(work) if not path.endswith(f".{ranks[victim]}")]
+        rc.check(not leftovers, f"temporary files left: {leftovers}")
         return f"rank {victim} killed, others gone in {elapsed:.1f} s, mpirun exit {process.returncode}, {len(records)} records intact"
     return test
 
